@@ -1,0 +1,3 @@
+"""Stage family 'acquire'. Keep this file light: only the name -> 'module:Class' table."""
+
+STAGES: dict[str, str] = {}

@@ -1,0 +1,152 @@
+"""The ``curator`` command.
+
+``curator run FILE``, ``curator validate FILE``, ``curator stages``, ``curator report WORK_DIR``;
+stage families add their own commands (``train-tokenizer``, ``train``, ...) by naming a module
+with a ``register(subparsers)`` function as ``CLI`` in their ``__init__.py``.
+
+Errors a user can fix print one line and exit non-zero (2 for an invalid pipeline file);
+``CURATOR_DEBUG=1`` shows the traceback instead.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import os
+import sys
+import time
+from collections.abc import Sequence
+
+from curator import __version__
+from curator.core.errors import CuratorError
+
+
+def _log(msg: str) -> None:
+    print(f"{time.strftime('%H:%M:%S')} {msg}", file=sys.stderr, flush=True)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from curator.core import pipeline as pl
+    from curator.core.executors import make_executor
+    from curator.core.runner import Runner
+
+    overrides = list(args.set or [])
+    if args.executor:
+        overrides.append(f"executor.type={args.executor}")
+    if args.workers:
+        overrides.append(f"executor.workers={args.workers}")
+    if args.work_dir:
+        overrides.append(f"work_dir={args.work_dir}")
+    pipe = pl.load(args.file, overrides)
+    logging.getLogger("distributed").setLevel(logging.WARNING)
+    with make_executor(pipe.config.executor, log=_log) as ex:
+        log = _log if ex.is_root else None
+        if log:
+            log(f"pipeline '{pipe.config.name}': {len(pipe.nodes)} stages, executor "
+                f"{ex.kind} ({ex.size} worker{'s' if ex.size != 1 else ''}), "
+                f"work_dir {pipe.work_dir}")
+        summary = Runner(pipe, ex, log=log).run()
+        if ex.is_root:
+            last = summary["stages"][-1]
+            _log(f"done in {summary['seconds']:.1f}s: {last['docs_out']} documents out of "
+                 f"'{last['id']}'")
+            if pipe.config.report:
+                _log(f"report: {os.path.join(pipe.work_dir, 'report.html')}")
+    return 0
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    from curator.core import pipeline as pl
+
+    pipe = pl.load(args.file, list(args.set or []))
+    print(f"{args.file}: valid pipeline '{pipe.config.name}' with {len(pipe.nodes)} stages")
+    for n in pipe.nodes:
+        arrow = f" <- {', '.join(n.inputs)}" if n.inputs else ""
+        print(f"  {n.id} ({n.stage.name}, {n.stage.kind}){arrow}")
+    return 0
+
+
+def cmd_stages(args: argparse.Namespace) -> int:
+    from curator.registry import builtin_stages, resolve
+
+    for name, _target in builtin_stages().items():
+        try:
+            cls = resolve(name)
+            doc = (cls.__doc__ or "").strip().split("\n")[0]
+            kind = cls.kind
+        except CuratorError as e:
+            doc, kind = f"(unavailable: {e})", "?"
+        print(f"{name:28s} {kind:7s} {doc}")
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    import orjson
+
+    from curator.core.report import write_report
+
+    path = os.path.join(args.work_dir, "report.json")
+    try:
+        with open(path, "rb") as f:
+            summary = orjson.loads(f.read())
+    except OSError as e:
+        raise CuratorError(f"{path}: cannot read run report: {e.strerror}") from None
+    _, html = write_report(summary, args.work_dir)
+    print(html)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="curator", description=__doc__.split("\n")[0])
+    p.add_argument("--version", action="version", version=f"curator {__version__}")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    r = sub.add_parser("run", help="run a pipeline YAML (resumes where it stopped)")
+    r.add_argument("file")
+    r.add_argument("--set", action="append", metavar="KEY=VALUE",
+                   help="override a key, e.g. executor.type=dask or stages.<id>.<param>=v")
+    r.add_argument("--executor", choices=["local", "dask", "mpi"])
+    r.add_argument("--workers", type=int)
+    r.add_argument("--work-dir")
+    r.set_defaults(func=cmd_run)
+
+    v = sub.add_parser("validate", help="check a pipeline YAML without running it")
+    v.add_argument("file")
+    v.add_argument("--set", action="append", metavar="KEY=VALUE")
+    v.set_defaults(func=cmd_validate)
+
+    s = sub.add_parser("stages", help="list the built-in stages")
+    s.set_defaults(func=cmd_stages)
+
+    rep = sub.add_parser("report", help="re-render report.html from a work_dir's report.json")
+    rep.add_argument("work_dir")
+    rep.set_defaults(func=cmd_report)
+
+    from curator.registry import FAMILIES
+
+    for fam in FAMILIES:
+        mod = importlib.import_module(fam)
+        cli_mod = getattr(mod, "CLI", None)
+        if cli_mod:
+            importlib.import_module(cli_mod).register(sub)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except CuratorError as e:
+        if os.environ.get("CURATOR_DEBUG"):
+            raise
+        print(f"curator: error: {e}", file=sys.stderr)
+        return e.exit_code
+    except KeyboardInterrupt:
+        print("curator: interrupted; rerun the same command to resume", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

@@ -1,0 +1,229 @@
+"""What a stage sees while it runs: where to write, how to reject, count and quarantine, and
+(for global stages) how to run a distributed, resumable phase."""
+
+from __future__ import annotations
+
+import os
+import pickle
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+from curator.core.document import Document
+from curator.core.errors import ConfigError
+from curator.io.atomic import atomic_open
+from curator.io.shards import RecordWriter, dumps
+
+if TYPE_CHECKING:  # pragma: no cover
+    from curator.core.executors import Executor
+    from curator.core.stage import Shard
+
+#: Length histogram bins: bin i counts documents with 2**(i-1) <= len(text) < 2**i (bin 0: empty).
+HIST_BINS = 28
+
+
+def length_bin(n: int) -> int:
+    return min(n.bit_length(), HIST_BINS - 1)
+
+
+class StageContext:
+    """Shared by every kind of stage: locations and upstream artifacts."""
+
+    def __init__(self, *, stage_id: str, work_dir: str, artifacts: dict[str, Any],
+                 save_rejected: bool = True) -> None:
+        self.stage_id = stage_id
+        self.work_dir = work_dir
+        self.upstream_artifacts = artifacts
+        self.save_rejected = save_rejected
+
+    @property
+    def stage_dir(self) -> str:
+        """Private folder of this stage under ``work_dir`` (intermediates, artifacts)."""
+        return os.path.join(self.work_dir, "stages", self.stage_id)
+
+    @property
+    def artifact_dir(self) -> str:
+        d = os.path.join(self.stage_dir, "artifacts")
+        os.makedirs(d, exist_ok=True)
+        return d
+
+    def shard_name(self, index: int) -> str:
+        """The conventional name of a source's ``index``-th shard: unique across the pipeline
+        because it starts with the stage id."""
+        return f"{self.stage_id}-{index:05d}"
+
+    def artifact(self, name: str, default: Any = ConfigError) -> Any:
+        """An artifact (a tokenizer path, a model path...) published by an upstream stage."""
+        if name in self.upstream_artifacts:
+            return self.upstream_artifacts[name]
+        if default is ConfigError:
+            raise ConfigError(
+                f"stage '{self.stage_id}' needs an artifact '{name}' but no upstream stage "
+                f"produced one (available: {sorted(self.upstream_artifacts) or 'none'})"
+            )
+        return default
+
+    def output_path(self, path: str) -> str:
+        """Resolve a user-given output path: relative paths live under ``work_dir`` and may not
+        escape it; absolute paths and URLs are taken as given."""
+        if "://" in path or os.path.isabs(path):
+            return path
+        full = os.path.normpath(os.path.join(self.work_dir, path))
+        root = os.path.normpath(self.work_dir)
+        if full != root and not full.startswith(root + os.sep):
+            raise ConfigError(
+                f"stage '{self.stage_id}': output path '{path}' escapes work_dir; "
+                "give an absolute path to write outside it"
+            )
+        return full
+
+
+class ShardContext(StageContext):
+    """Per-shard context: reject, quarantine and count. Lives in the worker process."""
+
+    def __init__(self, *, shard: str, **kw: Any) -> None:
+        super().__init__(**kw)
+        self.shard = shard
+        self.rejected: Counter[str] = Counter()
+        self.quarantined: Counter[str] = Counter()
+        self.counters: Counter[str] = Counter()
+        self._rej: tuple[Any, RecordWriter] | None = None
+        self._quar: tuple[Any, RecordWriter] | None = None
+
+    # -- the three verbs stages use --------------------------------------------------------
+    def reject(self, doc: Document, reason: str, **extra: Any) -> None:
+        """Remove ``doc`` from the output; it goes to ``work_dir/rejected/<stage>/`` with the
+        reason (and ``extra``, e.g. ``duplicate_of``)."""
+        self.rejected[reason] += 1
+        if self.save_rejected:
+            rec = doc.to_record()
+            rec["rejected"] = {"stage": self.stage_id, "reason": reason, **extra}
+            self._writer("rejected").write(rec)
+
+    def quarantine(self, record: Any, reason: str, **where: Any) -> None:
+        """Set aside an input record that could not be used (malformed line, bad WARC record).
+        ``where`` locates it (file, line, offset)."""
+        self.quarantined[reason] += 1
+        if isinstance(record, bytes):
+            record = record.decode("utf-8", "replace")
+        if isinstance(record, Document):
+            record = record.to_record()
+        if isinstance(record, str) and len(record) > 100_000:
+            record = record[:100_000] + "...[truncated]"
+        self._writer("quarantine").write(
+            {"stage": self.stage_id, "shard": self.shard, "reason": reason, **where,
+             "record": record}
+        )
+
+    def count(self, name: str, n: int = 1) -> None:
+        """Add ``n`` to a named counter; counters are summed per stage in the report."""
+        self.counters[name] += n
+
+    # -- plumbing ---------------------------------------------------------------------------
+    def _writer(self, kind: str) -> RecordWriter:
+        attr = "_rej" if kind == "rejected" else "_quar"
+        cur = getattr(self, attr)
+        if cur is None:
+            from curator.io.atomic import open_compressed_write
+
+            path = os.path.join(self.work_dir, kind, self.stage_id, f"{self.shard}.jsonl.zst")
+            cm = open_compressed_write(path)
+            fh = cm.__enter__()
+            cur = (cm, RecordWriter(fh))
+            setattr(self, attr, cur)
+        return cur[1]
+
+    def close(self, ok: bool = True) -> None:
+        for attr in ("_rej", "_quar"):
+            cur = getattr(self, attr)
+            if cur is not None:
+                cm = cur[0]
+                if ok:
+                    cm.__exit__(None, None, None)
+                else:
+                    cm.__exit__(RuntimeError, RuntimeError("aborted"), None)
+                setattr(self, attr, None)
+
+
+class GlobalContext(StageContext):
+    """Driver-side context of a :class:`~curator.core.stage.GlobalStage`."""
+
+    def __init__(self, *, executor: Executor, fingerprint: str, stage: Any,
+                 progress: Any = None, **kw: Any) -> None:
+        super().__init__(**kw)
+        self.executor = executor
+        self.fingerprint = fingerprint
+        self.stage = stage
+        self.progress = progress
+        #: Artifacts this stage publishes for downstream stages (JSON-able values).
+        self.artifacts: dict[str, Any] = {}
+        self.counters: Counter[str] = Counter()
+        self.shard_stats: list[dict[str, Any]] = []
+
+    @property
+    def is_root(self) -> bool:
+        return self.executor.is_root
+
+    @property
+    def workers(self) -> int:
+        return self.executor.size
+
+    def map(self, fn: Callable[[Any], Any], items: Sequence[Any], *, phase: str | None = None,
+            keys: Sequence[str] | None = None) -> list[Any]:
+        """Run ``fn`` over ``items`` across the cluster; results in item order.
+
+        With ``phase`` each result is also saved under the stage folder, keyed by ``keys``
+        (default: the item index), so a rerun after a crash skips finished items. Keep results
+        small: write bulky data to files inside ``fn`` and return their paths.
+        """
+        if phase is None:
+            return self.executor.map(fn, list(items))
+        keys = [str(k) for k in (keys if keys is not None else range(len(items)))]
+        if len(set(keys)) != len(keys):
+            raise ValueError(f"phase '{phase}': keys must be unique")
+        pdir = os.path.join(self.stage_dir, "_phases", phase)
+        tasks = [_PhaseTask(fn, item, os.path.join(pdir, f"{k}.pkl"), self.fingerprint)
+                 for item, k in zip(items, keys, strict=True)]
+        return self.executor.map(_run_phase_task, tasks)
+
+    def write_shards(
+        self,
+        process: Callable[[Iterator[Document], ShardContext], Iterator[Document]],
+        shards: Sequence[Shard],
+    ) -> list[Shard]:
+        """Final phase: run ``process`` over each input shard and write the stage's output
+        shards the standard way (atomic, resumable, rejected docs and stats recorded)."""
+        from curator.core.runner import run_shard_tasks
+
+        out, stats = run_shard_tasks(self, list(shards), process=process)
+        self.shard_stats.extend(stats)
+        return out
+
+    def passthrough(self, shards: Sequence[Shard]) -> list[Shard]:
+        """Output the input shards unchanged (stages that only produce artifacts)."""
+        return list(shards)
+
+    def count(self, name: str, n: int = 1) -> None:
+        self.counters[name] += n
+
+
+class _PhaseTask:
+    def __init__(self, fn: Callable[[Any], Any], item: Any, path: str, fp: str) -> None:
+        self.fn, self.item, self.path, self.fp = fn, item, path, fp
+
+
+def _run_phase_task(task: _PhaseTask) -> Any:
+    if os.path.exists(task.path):
+        with open(task.path, "rb") as f:
+            fp, result = pickle.load(f)
+        if fp == task.fp:
+            return result
+    result = task.fn(task.item)
+    with atomic_open(task.path, "wb") as f:
+        pickle.dump((task.fp, result), f, protocol=pickle.HIGHEST_PROTOCOL)
+    return result
+
+
+def write_json(path: str, obj: Any) -> None:
+    with atomic_open(path, "wb") as f:
+        f.write(dumps(obj))

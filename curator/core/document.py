@@ -1,0 +1,61 @@
+"""The unit of data: a document is text plus an id and free-form metadata.
+
+Kept deliberately tiny (a slotted dataclass) because millions of them flow through every
+stage; anything stage-specific lives in ``meta``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+#: Record keys that are not metadata when reading user files.
+ID_KEY = "id"
+TEXT_KEY = "text"
+
+
+@dataclass(slots=True)
+class Document:
+    """A document: ``id`` is the user's id, kept end to end; ``meta`` holds everything else."""
+
+    id: str
+    text: str
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def source(self) -> str | None:
+        """The source this document came from (set by source stages), used for blending."""
+        return self.meta.get("source")
+
+    def to_record(self) -> dict[str, Any]:
+        """Internal shard record (lossless): ``{"id", "text", "meta"}``."""
+        return {"id": self.id, "text": self.text, "meta": self.meta}
+
+    @classmethod
+    def from_record(cls, rec: dict[str, Any]) -> Document:
+        return cls(rec["id"], rec["text"], rec.get("meta") or {})
+
+    def to_flat(self) -> dict[str, Any]:
+        """User-facing record: metadata fields sit beside ``id`` and ``text``."""
+        out: dict[str, Any] = {ID_KEY: self.id, TEXT_KEY: self.text}
+        for k, v in self.meta.items():
+            if k not in out:
+                out[k] = v
+        return out
+
+    @classmethod
+    def from_flat(
+        cls, rec: dict[str, Any], *, id_field: str = ID_KEY, text_field: str = TEXT_KEY,
+        default_id: str | None = None,
+    ) -> Document:
+        """Build from a user record; raises ``ValueError`` with a reason if it is not usable."""
+        if not isinstance(rec, dict):
+            raise ValueError(f"record is a {type(rec).__name__}, not an object")
+        text = rec.get(text_field)
+        if not isinstance(text, str):
+            raise ValueError(f"field '{text_field}' is missing or not a string")
+        raw_id = rec.get(id_field, default_id)
+        if raw_id is None:
+            raise ValueError(f"field '{id_field}' is missing")
+        meta = {k: v for k, v in rec.items() if k not in (id_field, text_field)}
+        return cls(str(raw_id), text, meta)

@@ -1,0 +1,199 @@
+"""Executors run a function over many items: in this process, on a Dask cluster, or across MPI
+ranks. That one verb, ``map``, is all stages need, which is why one pipeline gives the same bytes
+on all three: the work is keyed on shards, never on how many workers there are."""
+
+from __future__ import annotations
+
+import os
+import sys
+import traceback
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from curator.core.errors import CuratorError, StageError
+
+Progress = Callable[[Any], None]
+
+
+class Executor:
+    """Runs ``fn`` over ``items`` and returns results in item order."""
+
+    kind = "base"
+    rank = 0
+    size = 1
+
+    @property
+    def is_root(self) -> bool:
+        return self.rank == 0
+
+    def map(self, fn: Callable[[Any], Any], items: Sequence[Any],
+            progress: Progress | None = None) -> list[Any]:
+        raise NotImplementedError
+
+    def broadcast(self, value: Any) -> Any:
+        """``value`` from the root process, on every process."""
+        return value
+
+    def barrier(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+    def __enter__(self) -> Executor:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+class LocalExecutor(Executor):
+    """Everything in this process, in order: the one to debug with (pdb works)."""
+
+    kind = "local"
+
+    def map(self, fn: Callable[[Any], Any], items: Sequence[Any],
+            progress: Progress | None = None) -> list[Any]:
+        out = []
+        for item in items:
+            r = fn(item)
+            if progress:
+                progress(r)
+            out.append(r)
+        return out
+
+
+class DaskExecutor(Executor):
+    """A Dask cluster: a new LocalCluster of ``workers`` processes, or any scheduler given by
+    ``address`` or ``scheduler_file``."""
+
+    kind = "dask"
+
+    def __init__(self, workers: int | None = None, address: str | None = None,
+                 scheduler_file: str | None = None, threads_per_worker: int = 1,
+                 memory_limit: str = "auto", dashboard_address: str | None = "127.0.0.1:0",
+                 log: Callable[[str], None] | None = None) -> None:
+        try:
+            from distributed import Client, LocalCluster
+        except ImportError as e:  # pragma: no cover - depends on install
+            raise CuratorError(
+                "executor 'dask' needs the dask extra: pip install 'curator-pipeline[dask]'"
+            ) from e
+        self.cluster = None
+        if address or scheduler_file:
+            self.client = Client(address=address, scheduler_file=scheduler_file)
+        else:
+            n = workers or os.cpu_count() or 1
+            self.cluster = LocalCluster(
+                n_workers=n, threads_per_worker=threads_per_worker, processes=True,
+                memory_limit=memory_limit, dashboard_address=dashboard_address,
+                host="127.0.0.1",
+            )
+            self.client = Client(self.cluster)
+        self.size = max(1, len(self.client.scheduler_info().get("workers", {})) or (workers or 1))
+        self.dashboard_link = self.client.dashboard_link
+        if log:
+            log(f"dask scheduler {self.client.scheduler.address}; "
+                f"dashboard {self.dashboard_link}")
+
+    def map(self, fn: Callable[[Any], Any], items: Sequence[Any],
+            progress: Progress | None = None) -> list[Any]:
+        from distributed import as_completed
+
+        if not items:
+            return []
+        futures = self.client.map(fn, list(items), pure=False)
+        index = {f.key: i for i, f in enumerate(futures)}
+        results: list[Any] = [None] * len(futures)
+        try:
+            for fut in as_completed(futures):
+                r = fut.result()
+                results[index[fut.key]] = r
+                if progress:
+                    progress(r)
+        except BaseException:
+            self.client.cancel(futures)
+            raise
+        return results
+
+    def close(self) -> None:
+        self.client.close()
+        if self.cluster is not None:
+            self.cluster.close()
+
+
+class MPIExecutor(Executor):
+    """SPMD across MPI ranks: every rank runs the driver; ``map`` hands rank r the items
+    r, r+size, ... and all-gathers the results. A failure on any rank fails all ranks with the
+    same message instead of leaving the others waiting in a collective."""
+
+    kind = "mpi"
+
+    def __init__(self) -> None:
+        try:
+            from mpi4py import MPI
+        except ImportError as e:  # pragma: no cover
+            raise CuratorError(
+                "executor 'mpi' needs the mpi extra: pip install 'curator-pipeline[mpi]'"
+            ) from e
+        self.MPI = MPI
+        self.comm = MPI.COMM_WORLD
+        self.rank = self.comm.Get_rank()
+        self.size = self.comm.Get_size()
+
+    def map(self, fn: Callable[[Any], Any], items: Sequence[Any],
+            progress: Progress | None = None) -> list[Any]:
+        items = list(items)
+        mine: list[tuple[int, Any]] = []
+        error: str | None = None
+        for i in range(self.rank, len(items), self.size):
+            try:
+                r = fn(items[i])
+            except CuratorError as e:
+                error = str(e)
+                break
+            except Exception as e:
+                error = f"rank {self.rank}: {type(e).__name__}: {e}"
+                if os.environ.get("CURATOR_DEBUG"):
+                    traceback.print_exc()
+                break
+            mine.append((i, r))
+            if progress:
+                progress(r)
+        gathered = self.comm.allgather((error, mine))
+        errors = [e for e, _ in gathered if e]
+        if errors:
+            raise StageError(errors[0])
+        results: list[Any] = [None] * len(items)
+        for _, part in gathered:
+            for i, r in part:
+                results[i] = r
+        return results
+
+    def broadcast(self, value: Any) -> Any:
+        return self.comm.bcast(value, root=0)
+
+    def barrier(self) -> None:
+        self.comm.Barrier()
+
+
+def make_executor(cfg: Any, log: Callable[[str], None] | None = None) -> Executor:
+    """Build the executor named by the pipeline's ``executor`` section."""
+    if cfg.type == "local":
+        return LocalExecutor()
+    if cfg.type == "dask":
+        return DaskExecutor(
+            workers=cfg.workers, address=cfg.address, scheduler_file=cfg.scheduler_file,
+            threads_per_worker=cfg.threads_per_worker, memory_limit=cfg.memory_limit,
+            dashboard_address=cfg.dashboard_address, log=log,
+        )
+    if cfg.type == "mpi":
+        ex = MPIExecutor()
+        if ex.size == 1 and log:
+            log("executor 'mpi' with one rank: start it with 'mpiexec -n N curator run ...'")
+        return ex
+    raise CuratorError(f"unknown executor type '{cfg.type}'")  # pragma: no cover
+
+
+def eprint(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)

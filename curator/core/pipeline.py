@@ -1,0 +1,352 @@
+"""Pipeline YAML: load, override, validate and turn into a DAG of stages.
+
+Every error names the key path and the YAML line, and nothing runs until the whole file is
+valid. Schema (see docs/pipeline-yaml.md)::
+
+    name: quickstart
+    work_dir: work/quickstart          # relative to the current directory
+    executor: {type: local}            # local | dask | mpi
+    stages:
+      - read_jsonl: {paths: data/sample/docs/*.jsonl}
+      - word_count: {min_words: 20}    # input: the previous entry
+      - id: wiki                       # a second branch starts at a source
+        read_jsonl: {paths: data/sample/wiki.jsonl}
+      - exact_dedup: {}
+        inputs: [word_count, wiki]     # branches meet
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from curator import __version__
+from curator.core.errors import ConfigError
+from curator.core.stage import Stage
+
+RESERVED = {"id", "inputs"}
+_ID_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
+
+
+class ExecutorConfig(BaseModel):
+    """Where the pipeline runs."""
+
+    model_config = ConfigDict(extra="forbid")
+    type: Literal["local", "dask", "mpi"] = "local"
+    #: Dask: number of worker processes of the LocalCluster started when no address is given.
+    workers: int | None = Field(default=None, ge=1)
+    threads_per_worker: int = Field(default=1, ge=1)
+    memory_limit: str = "auto"
+    #: Dask: an existing scheduler (``tcp://host:8786``) or its scheduler file.
+    address: str | None = None
+    scheduler_file: str | None = None
+    dashboard_address: str | None = "127.0.0.1:0"
+
+
+class PipelineConfig(BaseModel):
+    """Top-level keys of a pipeline YAML."""
+
+    model_config = ConfigDict(extra="forbid")
+    name: str
+    work_dir: str
+    executor: ExecutorConfig = ExecutorConfig()
+    #: Write removed documents to work_dir/rejected/<stage>/ with their reason.
+    save_rejected: bool = True
+    #: Progress display: auto (bar on a terminal, log lines otherwise), bar, log or off.
+    progress: Literal["auto", "bar", "log", "off"] = "auto"
+    #: Write report.json and report.html at the end of the run.
+    report: bool = True
+    stages: list[dict[str, Any]] = Field(min_length=1)
+
+
+@dataclass
+class StageNode:
+    id: str
+    stage: Stage
+    inputs: list[str]
+    line: int | None = None
+    fingerprint: str = ""
+
+
+@dataclass
+class Pipeline:
+    config: PipelineConfig
+    nodes: list[StageNode]
+    source_file: str | None = None
+    raw: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def work_dir(self) -> str:
+        return os.path.abspath(self.config.work_dir)
+
+    def node(self, stage_id: str) -> StageNode:
+        for n in self.nodes:
+            if n.id == stage_id:
+                return n
+        raise KeyError(stage_id)
+
+    def ancestors(self, stage_id: str) -> list[str]:
+        """Upstream stage ids, nearest first (breadth-first)."""
+        seen: list[str] = []
+        frontier = list(self.node(stage_id).inputs)
+        while frontier:
+            nxt = []
+            for s in frontier:
+                if s not in seen:
+                    seen.append(s)
+                    nxt.extend(self.node(s).inputs)
+            frontier = nxt
+        return seen
+
+
+# -- loading ---------------------------------------------------------------------------------
+
+
+def load(path: str, overrides: list[str] | None = None) -> Pipeline:
+    """Read, override (``a.b=c``), validate and build a pipeline; ``ConfigError`` on any fault."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except OSError as e:
+        raise ConfigError(f"{path}: cannot read pipeline file: {e.strerror}") from e
+    return loads(text, source=path, overrides=overrides)
+
+
+def loads(text: str, source: str = "<pipeline>", overrides: list[str] | None = None) -> Pipeline:
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f"{source}:{mark.line + 1}" if mark else source
+        problem = getattr(e, "problem", None) or str(e)
+        raise ConfigError(f"{where}: invalid YAML: {problem}") from e
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source}: a pipeline file must be a mapping with 'name', "
+                          "'work_dir' and 'stages'")
+    lines: dict[tuple[Any, ...], int] = {}
+    if node is not None:
+        _collect_lines(node, (), lines)
+    for ov in overrides or []:
+        _apply_override(data, ov, source)
+
+    def where(loc: tuple[Any, ...]) -> str:
+        for i in range(len(loc), -1, -1):
+            if loc[:i] in lines:
+                return f"{source}:{lines[loc[:i]]}"
+        return source
+
+    try:
+        cfg = PipelineConfig(**data)
+    except ValidationError as e:
+        raise ConfigError(_format_error(e, (), where)) from None
+    except TypeError as e:  # pragma: no cover - non-string keys
+        raise ConfigError(f"{source}: {e}") from None
+
+    nodes = _build_nodes(cfg, where)
+    pipe = Pipeline(cfg, nodes, source_file=source, raw=data)
+    _fingerprint(pipe)
+    return pipe
+
+
+def _build_nodes(cfg: PipelineConfig, where: Any) -> list[StageNode]:
+    from curator.registry import resolve
+
+    nodes: list[StageNode] = []
+    ids: set[str] = set()
+    for i, entry in enumerate(cfg.stages):
+        loc: tuple[Any, ...] = ("stages", i)
+        if not isinstance(entry, dict):
+            raise ConfigError(f"{where(loc)}: stages[{i}]: each stage is a mapping "
+                              "'<stage_name>: {params}'")
+        kinds = [k for k in entry if k not in RESERVED]
+        if len(kinds) != 1:
+            got = ", ".join(map(str, kinds)) or "nothing"
+            raise ConfigError(f"{where(loc)}: stages[{i}]: expected exactly one stage name "
+                              f"(besides 'id' and 'inputs'), got {got}")
+        kind = kinds[0]
+        try:
+            cls = resolve(kind)
+        except ConfigError as e:
+            raise ConfigError(f"{where(loc + (kind,))}: stages[{i}]: {e}") from None
+        params = entry[kind] if entry[kind] is not None else {}
+        if not isinstance(params, dict):
+            raise ConfigError(f"{where(loc + (kind,))}: stages[{i}].{kind}: parameters must be "
+                              f"a mapping, got {type(params).__name__}")
+        sid = entry.get("id") or _unique(cls.name if ":" in kind or "." in kind else kind, ids)
+        if not isinstance(sid, str) or not _ID_RE.match(sid):
+            raise ConfigError(f"{where(loc + ('id',))}: stages[{i}].id: '{sid}' is not a valid "
+                              "id (letters, digits, '_', '-', '.')")
+        if sid in ids:
+            raise ConfigError(f"{where(loc + ('id',))}: stages[{i}].id: duplicate id '{sid}'")
+        raw_inputs = entry.get("inputs")
+        if raw_inputs is None:
+            inputs = [] if cls.kind == "source" or not nodes else [nodes[-1].id]
+        else:
+            inputs = [raw_inputs] if isinstance(raw_inputs, str) else raw_inputs
+            if not isinstance(inputs, list) or not all(isinstance(x, str) for x in inputs):
+                raise ConfigError(f"{where(loc + ('inputs',))}: stages[{i}].inputs: "
+                                  "a stage id or a list of stage ids")
+            for x in inputs:
+                if x not in ids:
+                    raise ConfigError(
+                        f"{where(loc + ('inputs',))}: stages[{i}].inputs: '{x}' is not the id "
+                        f"of an earlier stage (earlier: {', '.join(n.id for n in nodes) or '-'})"
+                    )
+        if cls.kind == "source" and inputs:
+            raise ConfigError(f"{where(loc)}: stages[{i}]: '{kind}' is a source and takes no "
+                              "inputs")
+        if cls.kind != "source" and not inputs:
+            raise ConfigError(f"{where(loc)}: stages[{i}]: '{kind}' needs input documents; "
+                              "put a source (e.g. read_jsonl) before it")
+        try:
+            stage = cls.from_params(params, id=sid)
+        except ValidationError as e:
+            raise ConfigError(_format_error(e, ("stages", i, kind), where,
+                                            label=f"stages[{i}].{kind}")) from None
+        except (TypeError, ValueError) as e:
+            raise ConfigError(f"{where(loc + (kind,))}: stages[{i}].{kind}: {e}") from None
+        ids.add(sid)
+        nodes.append(StageNode(sid, stage, inputs, line=None))
+    return nodes
+
+
+def _fingerprint(pipe: Pipeline) -> None:
+    """A stage's fingerprint covers its name, code version, parameters and its inputs'
+    fingerprints: change any of them and this stage and everything downstream reruns."""
+    fps: dict[str, str] = {}
+    for n in pipe.nodes:
+        blob = json.dumps(
+            {"stage": type(n.stage).__module__ + ":" + type(n.stage).__qualname__,
+             "version": n.stage.version, "params": n.stage.params,
+             "inputs": [fps[i] for i in n.inputs], "curator": __version__.split("+")[0]},
+            sort_keys=True, default=str,
+        )
+        n.fingerprint = fps[n.id] = hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def _unique(base: str, ids: set[str]) -> str:
+    if base not in ids:
+        return base
+    i = 2
+    while f"{base}_{i}" in ids:
+        i += 1
+    return f"{base}_{i}"
+
+
+def _format_error(e: ValidationError, prefix: tuple[Any, ...], where: Any,
+                  label: str | None = None) -> str:
+    err = e.errors()[0]
+    loc = tuple(err["loc"])
+    full = prefix + loc
+    path = (label + "." if label else "") + ".".join(
+        f"[{x}]" if isinstance(x, int) else str(x) for x in loc
+    )
+    path = path.replace(".[", "[")
+    msg = err["msg"]
+    if err["type"] == "extra_forbidden":
+        msg = "unknown key"
+        parent_fields = _fields_for(e, loc)
+        if parent_fields:
+            close = __import__("difflib").get_close_matches(str(loc[-1]), parent_fields, n=1)
+            if close:
+                msg += f" (did you mean '{close[0]}'?)"
+    elif err["type"] == "missing":
+        msg = "required key is missing"
+    else:
+        got = err.get("input")
+        if got is not None and not isinstance(got, dict | list):
+            msg += f" (got {got!r})"
+    more = f" (and {len(e.errors()) - 1} more)" if len(e.errors()) > 1 else ""
+    return f"{where(full)}: {path}: {msg}{more}"
+
+
+def _fields_for(e: ValidationError, loc: tuple[Any, ...]) -> list[str]:
+    title = e.title
+    from curator.core import pipeline as me
+
+    if len(loc) == 1:
+        if title == "PipelineConfig":
+            return list(me.PipelineConfig.model_fields)
+        try:
+            from curator.registry import builtin_stages, resolve
+
+            for name in builtin_stages():
+                cls = resolve(name)
+                if cls.params_model().__name__ == title:
+                    return list(cls.params_model().model_fields)
+        except Exception:
+            return []
+    if len(loc) == 2 and loc[0] == "executor":
+        return list(me.ExecutorConfig.model_fields)
+    return []
+
+
+def _collect_lines(node: yaml.Node, path: tuple[Any, ...], out: dict[tuple[Any, ...], int]
+                   ) -> None:
+    out.setdefault(path, node.start_mark.line + 1)
+    if isinstance(node, yaml.MappingNode):
+        for k, v in node.value:
+            key = k.value
+            out[path + (key,)] = k.start_mark.line + 1
+            _collect_lines(v, path + (key,), out)
+    elif isinstance(node, yaml.SequenceNode):
+        for i, v in enumerate(node.value):
+            _collect_lines(v, path + (i,), out)
+
+
+def _apply_override(data: dict[str, Any], ov: str, source: str) -> None:
+    """``a.b=c``: set a key; ``stages.<id or index>.<param>=v`` reaches a stage's parameter.
+    The value is parsed as YAML (``10`` is an int, ``[a, b]`` a list)."""
+    if "=" not in ov:
+        raise ConfigError(f"--set {ov}: expected KEY.PATH=VALUE")
+    key, raw = ov.split("=", 1)
+    try:
+        value = yaml.safe_load(raw) if raw else ""
+    except yaml.YAMLError:
+        value = raw
+    parts = key.split(".")
+    cur: Any = data
+    if parts[0] == "stages" and len(parts) >= 3 and isinstance(data.get("stages"), list):
+        entry = _stage_entry(data["stages"], parts[1], ov)
+        rest = parts[2:]
+        if len(rest) == 1 and rest[0] in RESERVED:
+            entry[rest[0]] = value
+            return
+        kind = next(k for k in entry if k not in RESERVED)
+        if rest[0] == kind:
+            rest = rest[1:]
+        if not rest:
+            raise ConfigError(f"--set {ov}: name a stage parameter, e.g. stages.<id>.<param>=v")
+        if not isinstance(entry.get(kind), dict):
+            entry[kind] = {}
+        cur, parts = entry[kind], rest
+    for part in parts[:-1]:
+        if not isinstance(cur, dict):
+            raise ConfigError(f"--set {ov}: '{part}' is not inside a mapping")
+        if not isinstance(cur.get(part), dict):
+            cur[part] = {}
+        cur = cur[part]
+    if not isinstance(cur, dict):
+        raise ConfigError(f"--set {ov}: cannot set a key inside a non-mapping")
+    cur[parts[-1]] = value
+
+
+def _stage_entry(stages: list[Any], part: str, ov: str) -> dict[str, Any]:
+    if part.isdigit():
+        i = int(part)
+        if i >= len(stages):
+            raise ConfigError(f"--set {ov}: there is no stages[{i}]")
+        return stages[i]
+    for entry in stages:
+        kinds = [k for k in entry if k not in RESERVED]
+        if entry.get("id") == part or (not entry.get("id") and kinds and kinds[0] == part):
+            return entry
+    raise ConfigError(f"--set {ov}: no stage with id '{part}'")

@@ -1,0 +1,180 @@
+"""The run report: ``report.json`` for machines and a self-contained ``report.html`` (inline SVG
+plots, no scripts, no network) for people.
+
+Stages can add to it through artifacts: ``report_tables`` (a list of
+``{"title", "columns", "rows"}``) and ``report_histograms`` (a list of
+``{"title", "labels", "counts"}``).
+"""
+
+from __future__ import annotations
+
+import html
+import os
+from typing import Any
+
+from curator.core.context import write_json
+from curator.io.atomic import atomic_open
+
+PALETTE = ["#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1",
+           "#ff9da7", "#9c755f", "#bab0ac"]
+
+
+def write_report(summary: dict[str, Any], work_dir: str) -> tuple[str, str]:
+    """Write ``report.json`` and ``report.html`` under ``work_dir``; return their paths."""
+    jpath = os.path.join(work_dir, "report.json")
+    hpath = os.path.join(work_dir, "report.html")
+    write_json(jpath, summary)
+    with atomic_open(hpath, "wb") as f:
+        f.write(render_html(summary).encode("utf-8"))
+    return jpath, hpath
+
+
+def _e(x: Any) -> str:
+    return html.escape(str(x))
+
+
+def _fmt(n: Any) -> str:
+    if isinstance(n, float):
+        return f"{n:,.2f}"
+    if isinstance(n, int):
+        return f"{n:,}"
+    return _e(n)
+
+
+def funnel_svg(stages: list[dict[str, Any]]) -> str:
+    """Horizontal bars: documents out of each stage, with documents in as a faint bar."""
+    w, row, left = 720, 26, 190
+    h = row * len(stages) + 30
+    top = max([s["docs_in"] for s in stages] + [s["docs_out"] for s in stages] + [1])
+    scale = (w - left - 90) / top
+    parts = [f'<svg class="plot plot-funnel" xmlns="http://www.w3.org/2000/svg" width="{w}" '
+             f'height="{h}" viewBox="0 0 {w} {h}" role="img" aria-label="document funnel">']
+    for i, s in enumerate(stages):
+        y = 10 + i * row
+        parts.append(f'<text x="{left - 8}" y="{y + 15}" text-anchor="end" font-size="12">'
+                     f'{_e(s["id"])}</text>')
+        parts.append(f'<rect x="{left}" y="{y + 3}" width="{s["docs_in"] * scale:.1f}" '
+                     f'height="{row - 8}" fill="#d9d9d9"><title>in: {s["docs_in"]}</title></rect>')
+        parts.append(f'<rect class="bar" x="{left}" y="{y + 3}" '
+                     f'width="{max(s["docs_out"] * scale, 1):.1f}" height="{row - 8}" '
+                     f'fill="{PALETTE[0]}"><title>out: {s["docs_out"]}</title></rect>')
+        parts.append(f'<text x="{left + max(s["docs_in"], s["docs_out"]) * scale + 6:.1f}" '
+                     f'y="{y + 15}" font-size="11">{s["docs_out"]:,}</text>')
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def histogram_svg(series: list[tuple[str, list[int]]], labels: list[str], title: str,
+                  css_class: str = "plot-hist") -> str:
+    """Grouped line plot of counts over (log) bins, one line per series."""
+    w, h, pad_l, pad_b, pad_t = 720, 260, 50, 40, 20
+    n = max(len(labels), 1)
+    top = max([max(c) if c else 0 for _, c in series] + [1])
+    xs = [pad_l + (w - pad_l - 20) * i / max(n - 1, 1) for i in range(n)]
+
+    def y(v: int) -> float:
+        return h - pad_b - (h - pad_b - pad_t) * v / top
+
+    parts = [f'<svg class="plot {css_class}" xmlns="http://www.w3.org/2000/svg" width="{w}" '
+             f'height="{h + 20 * ((len(series) + 3) // 4)}" role="img" aria-label="{_e(title)}">',
+             f'<line x1="{pad_l}" y1="{h - pad_b}" x2="{w - 20}" y2="{h - pad_b}" '
+             'stroke="#888"/>',
+             f'<line x1="{pad_l}" y1="{pad_t}" x2="{pad_l}" y2="{h - pad_b}" stroke="#888"/>',
+             f'<text x="{pad_l - 6}" y="{pad_t + 4}" font-size="10" text-anchor="end">'
+             f'{top:,}</text>']
+    step = max(1, n // 10)
+    for i in range(0, n, step):
+        parts.append(f'<text x="{xs[i]:.1f}" y="{h - pad_b + 14}" font-size="10" '
+                     f'text-anchor="middle">{_e(labels[i])}</text>')
+    for k, (name, counts) in enumerate(series):
+        color = PALETTE[k % len(PALETTE)]
+        pts = " ".join(f"{xs[i]:.1f},{y(c):.1f}" for i, c in enumerate(counts[:n]))
+        parts.append(f'<polyline class="series" fill="none" stroke="{color}" stroke-width="2" '
+                     f'points="{pts}"><title>{_e(name)}</title></polyline>')
+        lx = pad_l + (k % 4) * 170
+        ly = h + 4 + 20 * (k // 4)
+        parts.append(f'<rect x="{lx}" y="{ly}" width="12" height="12" fill="{color}"/>'
+                     f'<text x="{lx + 16}" y="{ly + 10}" font-size="11">{_e(name)}</text>')
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _length_labels(nbins: int) -> list[str]:
+    def human(v: int) -> str:
+        for unit, div in (("M", 1 << 20), ("k", 1 << 10)):
+            if v >= div:
+                return f"{v // div}{unit}"
+        return str(v)
+
+    return ["0"] + [human(1 << (i - 1)) for i in range(1, nbins)]
+
+
+def _table(columns: list[str], rows: list[list[Any]], cls: str = "") -> str:
+    head = "".join(f"<th>{_e(c)}</th>" for c in columns)
+    body = "".join("<tr>" + "".join(f"<td>{_fmt(v)}</td>" for v in r) + "</tr>" for r in rows)
+    return f'<table class="{cls}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+
+
+def render_html(summary: dict[str, Any]) -> str:
+    stages = summary["stages"]
+    overview = _table(
+        ["stage", "type", "docs in", "docs out", "removed", "quarantined", "MB in", "MB out",
+         "shards", "seconds", "note"],
+        [[s["id"], s["stage"], s["docs_in"], s["docs_out"], sum(s["rejected"].values()),
+          sum(s["quarantined"].values()), round(s["bytes_in"] / 1e6, 3),
+          round(s["bytes_out"] / 1e6, 3), s["shards"], s["seconds"],
+          "skipped (done earlier)" if s.get("skipped") else ""] for s in stages],
+        "overview",
+    )
+    reasons = [[s["id"], r, n] for s in stages for r, n in s["rejected"].items()]
+    quarantine = [[s["id"], r, n] for s in stages for r, n in s["quarantined"].items()]
+    counters = [[s["id"], k, v] for s in stages for k, v in s.get("counters", {}).items()]
+    nb = max((len(s["length_hist"]) for s in stages), default=0)
+    last_nz = max((i for s in stages for i, c in enumerate(s["length_hist"]) if c), default=1)
+    labels = _length_labels(nb)[: last_nz + 1]
+    series = [(s["id"], s["length_hist"][: last_nz + 1]) for s in stages if s["docs_out"]]
+    extra: list[str] = []
+    for s in stages:
+        arts = s.get("artifacts") or {}
+        for t in arts.get("report_tables", []) or []:
+            extra.append(f"<h3>{_e(s['id'])}: {_e(t['title'])}</h3>"
+                         + _table(t["columns"], t["rows"], "extra"))
+        for hg in arts.get("report_histograms", []) or []:
+            extra.append(f"<h3>{_e(s['id'])}: {_e(hg['title'])}</h3>" + histogram_svg(
+                [(hg.get("series", s["id"]), hg["counts"])], hg["labels"], hg["title"],
+                "plot-extra"))
+    artifacts = [[s["id"], k, v] for s in stages for k, v in (s.get("artifacts") or {}).items()
+                 if not k.startswith("report_")]
+    ex = summary.get("executor", {})
+    return f"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8">
+<title>curator report: {_e(summary['name'])}</title>
+<style>
+body {{ font-family: system-ui, sans-serif; margin: 2em; color: #222; max-width: 1100px; }}
+table {{ border-collapse: collapse; margin: 0.5em 0 1.5em; font-size: 13px; }}
+th, td {{ border: 1px solid #ccc; padding: 3px 8px; text-align: right; }}
+th {{ background: #f3f3f3; }} td:first-child, td:nth-child(2) {{ text-align: left; }}
+.plot {{ display: block; margin: 0.5em 0 1.5em; }}
+</style></head><body>
+<h1>curator run report: {_e(summary['name'])}</h1>
+<p>executor <b>{_e(ex.get('type'))}</b> with {_e(ex.get('workers'))} worker(s);
+wall time {summary['seconds']:.2f}s; work_dir <code>{_e(summary['work_dir'])}</code></p>
+<h2>Document funnel</h2>
+{funnel_svg(stages)}
+<h2>Stages</h2>
+{overview}
+<h2>Why documents were removed</h2>
+{_table(["stage", "reason", "documents"], reasons, "reasons") if reasons else
+ "<p>No document was removed.</p>"}
+<h2>Quarantined input records</h2>
+{_table(["stage", "reason", "records"], quarantine, "quarantine") if quarantine else
+ "<p>No input record was quarantined.</p>"}
+<h2>Document length distribution (UTF-8 bytes, output of each stage)</h2>
+{histogram_svg(series, labels, "document length") if series else "<p>No documents.</p>"}
+{"<h2>Counters</h2>" + _table(["stage", "counter", "value"], counters, "counters")
+ if counters else ""}
+{"<h2>Artifacts</h2>" + _table(["stage", "name", "value"], artifacts, "artifacts")
+ if artifacts else ""}
+{"<h2>Stage details</h2>" + "".join(extra) if extra else ""}
+</body></html>
+"""

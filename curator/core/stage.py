@@ -1,0 +1,305 @@
+"""The stage API: every step of a pipeline is one of four small kinds.
+
+* :class:`Source` lists shards and reads documents from them (files, URLs, dumps).
+* :class:`ShardStage` maps one shard's documents to output documents, streaming. Its common
+  special cases are :class:`Filter` (keep or reject, with a reason), :class:`Modifier` (rewrite
+  one document) and :class:`BatchStage` (work on lists, e.g. a model that predicts in batches).
+* :class:`GlobalStage` needs the whole dataset (dedup, tokenizer or classifier training); it runs
+  as several phases, each a distributed ``ctx.map`` over shards or partitions.
+
+A stage's parameters are its ``__init__`` keyword arguments. Their annotations and defaults
+*are* the YAML schema: the pipeline builds a pydantic model from the signature, so an unknown
+key or a wrong type is reported before anything runs. Only plain, JSON-able values belong in
+parameters (they also form the stage's fingerprint, which decides what a rerun must redo).
+
+Writing a filter takes a few lines (see :func:`filter`)::
+
+    from curator import filter
+
+    @filter
+    def short_lines(doc, max_ratio: float = 0.5) -> bool:
+        lines = doc.text.splitlines() or [""]
+        return sum(len(x) < 30 for x in lines) / len(lines) <= max_ratio
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict, create_model
+
+from curator.core.document import Document
+
+if TYPE_CHECKING:  # pragma: no cover
+    from curator.core.context import GlobalContext, ShardContext, StageContext
+
+
+def _snake(name: str) -> str:
+    out = []
+    for i, ch in enumerate(name):
+        if ch.isupper() and i and (not name[i - 1].isupper() or
+                                   (i + 1 < len(name) and name[i + 1].islower())):
+            out.append("_")
+        out.append(ch.lower())
+    return "".join(out)
+
+
+@dataclass(frozen=True)
+class ShardSpec:
+    """What a :class:`Source` will read as one shard: a unique name plus source-specific data
+    (a path, a URL, a byte range...). ``data`` must be JSON-able."""
+
+    name: str
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Shard:
+    """A materialised shard: a file of documents written by a finished stage."""
+
+    name: str
+    path: str
+    docs: int = 0
+
+
+class Stage:
+    """Base class of all stages. Subclasses set ``name`` (the YAML name) and take parameters
+    as keyword arguments of ``__init__``."""
+
+    #: YAML name, e.g. ``word_count``. Defaults to the class name in snake case.
+    name: ClassVar[str] = ""
+    #: "source" | "shard" | "global"; set by the kind base classes below.
+    kind: ClassVar[str] = ""
+    #: Bump when a change in the code must invalidate earlier results of this stage.
+    version: ClassVar[int] = 1
+    #: A shard stage that only observes or writes elsewhere can pass its input files through
+    #: instead of rewriting them (writers, stats).
+    passthrough: ClassVar[bool] = False
+
+    #: The id of this stage in its pipeline; set by the pipeline.
+    id: str = ""
+    #: Validated parameters (what the YAML said plus defaults); set by :meth:`from_params`.
+    params: dict[str, Any]
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "name" not in cls.__dict__ or not cls.__dict__["name"]:
+            cls.name = _snake(cls.__name__)
+
+    # -- construction -----------------------------------------------------------------------
+    @classmethod
+    def params_model(cls) -> type[BaseModel]:
+        """A pydantic model of the ``__init__`` parameters (``extra`` keys forbidden)."""
+        cached = cls.__dict__.get("_params_model")
+        if cached is not None:
+            return cached
+        fields: dict[str, Any] = {}
+        for p in _init_params(cls):
+            ann = p.annotation if p.annotation is not inspect.Parameter.empty else Any
+            default = p.default if p.default is not inspect.Parameter.empty else ...
+            fields[p.name] = (ann, default)
+        model = create_model(  # type: ignore[call-overload]
+            f"{cls.__name__}Params",
+            __config__=ConfigDict(extra="forbid", arbitrary_types_allowed=True),
+            **fields,
+        )
+        cls._params_model = model  # type: ignore[attr-defined]
+        return model
+
+    @classmethod
+    def from_params(cls, params: dict[str, Any] | None = None, *, id: str | None = None) -> Stage:
+        """Validate ``params`` against the signature and build the stage."""
+        model = cls.params_model()
+        validated = model(**(params or {}))
+        values = {k: getattr(validated, k) for k in model.model_fields}
+        stage = cls(**values)
+        stage.params = validated.model_dump(mode="json")
+        stage.id = id or cls.name
+        return stage
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} id={self.id!r}>"
+
+    def __getstate__(self) -> dict[str, Any]:
+        # Stages travel to Dask workers; anything cached on them (models) must not.
+        return {k: v for k, v in self.__dict__.items() if not k.startswith("_cache")}
+
+    def describe(self) -> str:
+        """First line of the class docstring, for ``curator stages``."""
+        return (inspect.getdoc(type(self)) or "").split("\n")[0]
+
+
+class Source(Stage):
+    """Reads documents from outside the pipeline. ``shards`` runs once (on the root process)
+    and must be cheap; ``read`` runs on workers, once per shard."""
+
+    kind = "source"
+
+    def shards(self, ctx: StageContext) -> list[ShardSpec]:
+        raise NotImplementedError
+
+    def read(self, shard: ShardSpec, ctx: ShardContext) -> Iterator[Document]:
+        raise NotImplementedError
+
+
+class ShardStage(Stage):
+    """Maps the documents of one shard to output documents, streaming.
+
+    Reject a document with ``ctx.reject(doc, reason)``; quarantine an unusable record with
+    ``ctx.quarantine(record, reason)``; count anything with ``ctx.count(name, n)``.
+    """
+
+    kind = "shard"
+
+    def process(self, docs: Iterator[Document], ctx: ShardContext) -> Iterator[Document]:
+        raise NotImplementedError
+
+
+class Filter(ShardStage):
+    """Keep or reject each document. Override ``check`` (return a reason to reject, ``None`` to
+    keep), or ``score`` + ``keep`` (the reason is then the stage name)."""
+
+    def score(self, doc: Document) -> float:
+        raise NotImplementedError
+
+    def keep(self, score: float) -> bool:
+        raise NotImplementedError
+
+    def check(self, doc: Document) -> str | None:
+        return None if self.keep(self.score(doc)) else self.name
+
+    def process(self, docs: Iterator[Document], ctx: ShardContext) -> Iterator[Document]:
+        check, reject = self.check, ctx.reject
+        for doc in docs:
+            reason = check(doc)
+            if reason is None:
+                yield doc
+            else:
+                reject(doc, reason)
+
+
+class Modifier(ShardStage):
+    """Rewrite each document; returning ``None`` (or empty text) rejects it with the stage name
+    as the reason."""
+
+    def modify(self, doc: Document) -> Document | None:
+        raise NotImplementedError
+
+    def process(self, docs: Iterator[Document], ctx: ShardContext) -> Iterator[Document]:
+        modify, reject = self.modify, ctx.reject
+        for doc in docs:
+            out = modify(doc)
+            if out is None or not out.text:
+                reject(doc, self.name)
+            else:
+                yield out
+
+
+class BatchStage(ShardStage):
+    """Work on lists of documents (vectorised scoring, model inference). Rejections are made
+    through ``ctx.reject`` inside ``process_batch``."""
+
+    batch_size: int = 1024
+
+    def process_batch(self, docs: list[Document], ctx: ShardContext) -> Iterable[Document]:
+        raise NotImplementedError
+
+    def process(self, docs: Iterator[Document], ctx: ShardContext) -> Iterator[Document]:
+        batch: list[Document] = []
+        for doc in docs:
+            batch.append(doc)
+            if len(batch) >= self.batch_size:
+                yield from self.process_batch(batch, ctx)
+                batch = []
+        if batch:
+            yield from self.process_batch(batch, ctx)
+
+
+class GlobalStage(Stage):
+    """Needs the whole dataset. ``run`` is the driver: it calls ``ctx.map`` for distributed,
+    resumable phases and ends with ``ctx.write_shards`` (documents out) or
+    ``ctx.passthrough`` (documents unchanged; only artifacts such as a model are produced).
+
+    Under MPI the driver runs on every rank (SPMD) and ``ctx.map`` is a collective, so the
+    driver must be deterministic; write shared files only inside mapped tasks or when
+    ``ctx.is_root``.
+    """
+
+    kind = "global"
+
+    def run(self, shards: list[Shard], ctx: GlobalContext) -> list[Shard]:
+        raise NotImplementedError
+
+
+# -- decorators for the common case: a plain function -------------------------------------
+
+
+def filter(fn: Callable[..., bool] | None = None, *, name: str | None = None) -> Any:
+    """Turn ``fn(doc, **params) -> bool`` (True keeps) into a :class:`Filter` stage class.
+
+    The function's keyword parameters become the stage's YAML parameters.
+    """
+
+    def wrap(f: Callable[..., bool]) -> type[Filter]:
+        return _function_stage(f, Filter, name, "check")
+
+    return wrap(fn) if fn is not None else wrap
+
+
+def modifier(fn: Callable[..., Document | None] | None = None, *, name: str | None = None) -> Any:
+    """Turn ``fn(doc, **params) -> Document | None`` into a :class:`Modifier` stage class."""
+
+    def wrap(f: Callable[..., Document | None]) -> type[Modifier]:
+        return _function_stage(f, Modifier, name, "modify")
+
+    return wrap(fn) if fn is not None else wrap
+
+
+def _function_stage(f: Callable[..., Any], base: type, name: str | None, method: str) -> type:
+    sig = inspect.signature(f, eval_str=True)
+    params = list(sig.parameters.values())[1:]  # drop `doc`
+    stage_name = name or f.__name__
+
+    def __init__(self: Any, **kwargs: Any) -> None:
+        bound = inspect.Signature(params).bind(**kwargs)
+        bound.apply_defaults()
+        self.kwargs = dict(bound.arguments)
+
+    __init__.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+        [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+        + [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in params]
+    )
+
+    if method == "check":
+
+        def check(self: Any, doc: Document) -> str | None:
+            return None if f(doc, **self.kwargs) else self.name
+
+        body = {"check": check}
+    else:
+
+        def modify(self: Any, doc: Document) -> Document | None:
+            return f(doc, **self.kwargs)
+
+        body = {"modify": modify}
+    cls = type(
+        f.__name__,
+        (base,),
+        {"__init__": __init__, "name": stage_name, "__doc__": f.__doc__,
+         "__module__": f.__module__, "__qualname__": f.__qualname__, "function": staticmethod(f),
+         **body},
+    )
+    return cls
+
+
+def _init_params(cls: type) -> list[inspect.Parameter]:
+    sig = inspect.signature(cls.__init__, eval_str=True)
+    out = []
+    for p in list(sig.parameters.values())[1:]:
+        if p.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
+            continue
+        out.append(p)
+    return out

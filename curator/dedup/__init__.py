@@ -1,0 +1,3 @@
+"""Stage family 'dedup'. Keep this file light: only the name -> 'module:Class' table."""
+
+STAGES: dict[str, str] = {}

@@ -1,0 +1,97 @@
+"""Parquet in and out through pyarrow and fsspec. Each row group range is a shard, so a large
+file is read by several workers."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from typing import Any
+
+from curator.core.context import ShardContext, StageContext
+from curator.core.document import Document
+from curator.core.stage import ShardSpec, ShardStage, Source
+from curator.io.atomic import atomic_open
+from curator.io.jsonl import expand_paths
+
+
+class ReadParquet(Source):
+    """Read documents from Parquet files (one shard per group of row groups)."""
+
+    name = "read_parquet"
+
+    def __init__(self, paths: str | list[str], text_field: str = "text", id_field: str = "id",
+                 source: str | None = None, row_groups_per_shard: int = 8,
+                 storage_options: dict[str, Any] | None = None) -> None:
+        self.paths = paths
+        self.text_field = text_field
+        self.id_field = id_field
+        self.source = source
+        self.row_groups_per_shard = max(1, row_groups_per_shard)
+        self.storage_options = storage_options or {}
+
+    def shards(self, ctx: StageContext) -> list[ShardSpec]:
+        import fsspec
+        import pyarrow.parquet as pq
+
+        specs: list[ShardSpec] = []
+        for path in expand_paths(self.paths, self.storage_options, f"{ctx.stage_id}.paths"):
+            with fsspec.open(path, "rb", **self.storage_options) as fh:
+                n = pq.ParquetFile(fh).metadata.num_row_groups
+            for start in range(0, max(n, 1), self.row_groups_per_shard):
+                groups = list(range(start, min(start + self.row_groups_per_shard, n)))
+                specs.append(ShardSpec(ctx.shard_name(len(specs)),
+                                       {"path": path, "row_groups": groups}))
+        return specs
+
+    def read(self, shard: ShardSpec, ctx: ShardContext) -> Iterator[Document]:
+        import fsspec
+        import pyarrow.parquet as pq
+
+        path = shard.data["path"]
+        base = os.path.basename(path)
+        source = self.source or ctx.stage_id
+        with fsspec.open(path, "rb", **self.storage_options) as fh:
+            pf = pq.ParquetFile(fh)
+            row = 0
+            for g in shard.data["row_groups"]:
+                for rec in pf.read_row_group(g).to_pylist():
+                    try:
+                        doc = Document.from_flat(rec, id_field=self.id_field,
+                                                 text_field=self.text_field,
+                                                 default_id=f"{base}:{g}:{row}")
+                    except ValueError as e:
+                        ctx.quarantine({k: str(v)[:1000] for k, v in rec.items()}, str(e),
+                                       file=path, row_group=g, row=row)
+                        continue
+                    finally:
+                        row += 1
+                    doc.meta.setdefault("source", source)
+                    yield doc
+
+
+class WriteParquet(ShardStage):
+    """Write documents as Parquet files (id, text, one column per metadata key), one per shard."""
+
+    name = "write_parquet"
+    passthrough = True
+
+    def __init__(self, path: str, compression: str = "zstd", row_group_size: int = 10_000
+                 ) -> None:
+        self.path = path
+        self.compression = compression
+        self.row_group_size = row_group_size
+
+    def process(self, docs: Iterator[Document], ctx: ShardContext) -> Iterator[Document]:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        rows = []
+        for doc in docs:
+            rows.append(doc.to_flat())
+            yield doc
+        table = pa.Table.from_pylist(rows) if rows else pa.table(
+            {"id": pa.array([], pa.string()), "text": pa.array([], pa.string())})
+        out = os.path.join(ctx.output_path(self.path), f"{ctx.shard}.parquet")
+        with atomic_open(out, "wb") as fh:
+            pq.write_table(table, fh, compression=self.compression,
+                           row_group_size=self.row_group_size)

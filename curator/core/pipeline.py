@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from curator import __version__
 from curator.core.errors import ConfigError
@@ -63,6 +63,11 @@ class PipelineConfig(BaseModel):
     progress: Literal["auto", "bar", "log", "off"] = "auto"
     #: Write report.json and report.html at the end of the run.
     report: bool = True
+
+    @field_validator("progress", mode="before")
+    @classmethod
+    def _yaml_off(cls, v: Any) -> Any:  # YAML 1.1 reads a bare `off` as False
+        return {False: "off", True: "auto"}.get(v, v) if isinstance(v, bool) else v
     stages: list[dict[str, Any]] = Field(min_length=1)
 
 
@@ -243,7 +248,9 @@ def _unique(base: str, ids: set[str]) -> str:
 
 def _format_error(e: ValidationError, prefix: tuple[Any, ...], where: Any,
                   label: str | None = None) -> str:
-    err = e.errors()[0]
+    # A typo shows up twice (unknown key + missing key); the unknown key is the useful one.
+    order = {"extra_forbidden": 0, "missing": 2}
+    err = sorted(e.errors(), key=lambda x: order.get(x["type"], 1))[0]
     loc = tuple(err["loc"])
     full = prefix + loc
     path = (label + "." if label else "") + ".".join(
@@ -347,6 +354,7 @@ def _stage_entry(stages: list[Any], part: str, ov: str) -> dict[str, Any]:
         return stages[i]
     for entry in stages:
         kinds = [k for k in entry if k not in RESERVED]
-        if entry.get("id") == part or (not entry.get("id") and kinds and kinds[0] == part):
+        implied = kinds[0].split(":")[-1].split(".")[-1] if kinds else None
+        if entry.get("id") == part or (not entry.get("id") and part in (*kinds[:1], implied)):
             return entry
     raise ConfigError(f"--set {ov}: no stage with id '{part}'")

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Install everything curator needs on a fresh Debian/Ubuntu machine with Python >= 3.11:
+# system packages (redis-server for the Redis Cluster backend and its tests, chromium for the
+# report test), then a virtualenv in .venv with every extra (dask, mpi, extract, filters, redis,
+# tokenize, train, deploy, test). Safe to run again: it only installs what is missing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+APT_PACKAGES=(redis-server chromium)
+missing=()
+for p in "${APT_PACKAGES[@]}"; do
+  dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  echo "setup: installing system packages: ${missing[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+PY=${PYTHON:-python3}
+"$PY" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else 1)' || {
+  echo "setup: curator needs Python >= 3.11 (set PYTHON=/path/to/python3.11)" >&2; exit 1; }
+[ -x .venv/bin/python ] || "$PY" -m venv .venv
+pip_install() {
+  if ! .venv/bin/python -m pip install -q "$@" >.venv/pip.log 2>&1; then
+    grep -v "is ignored" .venv/pip.log >&2
+    echo "setup: pip install $* failed" >&2
+    exit 1
+  fi
+}
+pip_install --upgrade pip
+echo "setup: installing curator with all extras into .venv"
+pip_install -e ".[all,test]"
+.venv/bin/python -c "import curator, dask, mpi4py, redis" || {
+  echo "setup: the Python install failed; see the messages above" >&2; exit 1; }
+if [ -f scripts/setup_triton.sh ]; then
+  bash scripts/setup_triton.sh
+fi
+echo "setup: done"

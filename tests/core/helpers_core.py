@@ -1,0 +1,109 @@
+"""Stages and data used by the core tests. Importable by Dask workers and MPI ranks because the
+tests put this folder on PYTHONPATH."""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+from collections.abc import Iterator
+
+from curator import Document, GlobalStage, Shard, filter, modifier
+from curator.core.context import GlobalContext, ShardContext
+from curator.io.shards import read_shard
+
+WORDS = ["data", "curation", "turns", "raw", "web", "crawls", "into", "clean", "training", "text", "for", "language", "models", "and", "every", "stage", "records", "why", "a", "document", "was", "removed", "so", "nothing", "is", "lost", "along", "the", "way", "the", "pipeline", "runs", "on", "one", "laptop", "or", "a", "cluster", "with", "the", "same", "output", "bytes"]
+
+
+def make_corpus(path: str, n: int, seed: int = 0, bad_lines: int = 0) -> list[dict]:
+    """Write ``n`` JSONL documents (and ``bad_lines`` malformed lines); return the records."""
+    rnd = random.Random(seed)
+    recs = []
+    with open(path, "w", encoding="utf-8") as f:
+        for i in range(n):
+            k = rnd.choice([3, 8, 15, 30, 60, 120, 250])
+            rec = {"id": f"doc-{seed}-{i}", "text": " ".join(rnd.choice(WORDS) for _ in range(k)),
+                   "url": f"https://example.org/{seed}/{i}"}
+            recs.append(rec)
+            f.write(__import__("json").dumps(rec) + "\n")
+            if bad_lines and i % max(1, n // bad_lines) == 0 and bad_lines > 0:
+                f.write('{"id": "broken", "text": \n')
+                bad_lines -= 1
+    return recs
+
+
+@filter
+def min_words(doc: Document, n: int = 10) -> bool:
+    """Keep documents with at least ``n`` words."""
+    return len(doc.text.split()) >= n
+
+
+@modifier
+def upper_first(doc: Document) -> Document:
+    doc.text = doc.text[:1].upper() + doc.text[1:]
+    return doc
+
+
+@filter
+def crash_once(doc: Document, shard_suffix: str = "", marker: str = "") -> bool:
+    """Kill the whole process (SIGKILL) the first time a document of a shard whose name ends
+    with ``shard_suffix`` is seen; the marker file makes the rerun go through."""
+    if marker and not os.path.exists(marker) and doc.meta.get("_shard", "").endswith(shard_suffix):
+        with open(marker, "w") as f:
+            f.write("crashed")
+        os.kill(os.getpid(), signal.SIGKILL)
+    return True
+
+
+class TagShard(GlobalStage):
+    """Test helper: records each document's shard name in meta (used by crash_once)."""
+
+    name = "tag_shard"
+
+    def run(self, shards: list[Shard], ctx: GlobalContext) -> list[Shard]:
+        def tag(docs: Iterator[Document], sctx: ShardContext) -> Iterator[Document]:
+            for d in docs:
+                d.meta["_shard"] = sctx.shard
+                yield d
+
+        return ctx.write_shards(tag, shards)
+
+
+def _lengths(path: str) -> list[int]:
+    return [len(d.text) for d in read_shard(path)]
+
+
+class AboveMedian(GlobalStage):
+    """Test helper global stage: keep documents at least as long as the corpus median.
+
+    Phase 1 maps over shards (resumable), the driver computes the median, phase 2 writes."""
+
+    name = "above_median"
+
+    def __init__(self, publish: str = "median") -> None:
+        self.publish = publish
+
+    def run(self, shards: list[Shard], ctx: GlobalContext) -> list[Shard]:
+        per_shard = ctx.map(_lengths, [s.path for s in shards], phase="lengths",
+                            keys=[s.name for s in shards])
+        lengths = sorted(x for part in per_shard for x in part)
+        median = lengths[len(lengths) // 2] if lengths else 0
+        ctx.artifacts[self.publish] = median
+        ctx.count("documents_seen", len(lengths))
+
+        def keep(docs: Iterator[Document], sctx: ShardContext) -> Iterator[Document]:
+            for d in docs:
+                if len(d.text) >= median:
+                    yield d
+                else:
+                    sctx.reject(d, "below_median", median=median)
+
+        return ctx.write_shards(keep, shards)
+
+
+@filter
+def explode(doc: Document, doc_id: str = "") -> bool:
+    """Raise on one document: a stage bug, which must fail the run with a message."""
+    if doc.id == doc_id:
+        raise RuntimeError(f"boom on {doc.id}")
+    return True

@@ -89,7 +89,8 @@ class ReadJsonl(Source):
             try:
                 rec = orjson.loads(line)
             except orjson.JSONDecodeError as e:
-                ctx.quarantine(line, f"invalid JSON: {e}", file=path, line=lineno, offset=offset)
+                ctx.quarantine(line, "invalid JSON", detail=str(e), file=path, line=lineno,
+                               offset=offset)
                 continue
             try:
                 doc = Document.from_flat(rec, id_field=self.id_field, text_field=self.text_field,
@@ -130,8 +131,9 @@ def iter_lines(path: str, ctx: ShardContext, start: int | None = None, end: int 
     except FileNotFoundError as e:
         raise InputError(f"{path}: file not found") from e
     except CORRUPT_STREAM_ERRORS as e:
-        ctx.quarantine(b"", f"truncated or corrupt file after line {lineno}: "
-                       f"{type(e).__name__}: {e}", file=path, line=lineno + 1, offset=pos)
+        ctx.quarantine(b"", "truncated or corrupt compressed file",
+                       detail=f"after line {lineno}: {type(e).__name__}: {e}", file=path,
+                       line=lineno + 1, offset=pos)
 
 
 class WriteJsonl(ShardStage):

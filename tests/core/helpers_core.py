@@ -12,12 +12,17 @@ from curator import Document, GlobalStage, Shard, filter, modifier
 from curator.core.context import GlobalContext, ShardContext
 from curator.io.shards import read_shard
 
-WORDS = ["data", "curation", "turns", "raw", "web", "crawls", "into", "clean", "training", "text", "for", "language", "models", "and", "every", "stage", "records", "why", "a", "document", "was", "removed", "so", "nothing", "is", "lost", "along", "the", "way", "the", "pipeline", "runs", "on", "one", "laptop", "or", "a", "cluster", "with", "the", "same", "output", "bytes"]
+WORDS = (
+    "data curation turns raw web crawls into clean training text for language models and every "
+    "stage records why a document was removed so nothing is lost along the way the pipeline "
+    "runs on one laptop or a cluster with the same output bytes"
+).split()
 
 
 def make_corpus(path: str, n: int, seed: int = 0, bad_lines: int = 0) -> list[dict]:
     """Write ``n`` JSONL documents (and ``bad_lines`` malformed lines); return the records."""
     rnd = random.Random(seed)
+    every = n // bad_lines if bad_lines else 0
     recs = []
     with open(path, "w", encoding="utf-8") as f:
         for i in range(n):
@@ -26,9 +31,8 @@ def make_corpus(path: str, n: int, seed: int = 0, bad_lines: int = 0) -> list[di
                    "url": f"https://example.org/{seed}/{i}"}
             recs.append(rec)
             f.write(__import__("json").dumps(rec) + "\n")
-            if bad_lines and i % max(1, n // bad_lines) == 0 and bad_lines > 0:
+            if every and i % every == every - 1:
                 f.write('{"id": "broken", "text": \n')
-                bad_lines -= 1
     return recs
 
 

@@ -87,7 +87,8 @@ def test_top_level_typo_and_executor_type():
     msg = err("name: t\nwork_dir: w\nstagse: []\n")
     assert "stagse: unknown key" in msg and "did you mean 'stages'" in msg and msg.startswith(
         "p.yaml:3:")
-    msg = err("name: t\nwork_dir: w\nexecutor:\n  type: spark\nstages:\n  - read_jsonl: {paths: x}\n")
+    msg = err("name: t\nwork_dir: w\nexecutor:\n  type: spark\n"
+              "stages:\n  - read_jsonl: {paths: x}\n")
     assert msg.startswith("p.yaml:4:") and "executor.type" in msg
 
 

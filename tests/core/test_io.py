@@ -1,0 +1,163 @@
+"""Documents in and out: JSONL (plain, gzip, zstd), Parquet, fsspec (memory://, http://),
+byte-range shards, atomic writes and quarantine of malformed input."""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import http.server
+import json
+import threading
+from pathlib import Path
+
+import fsspec
+import pytest
+import zstandard
+
+from curator.core import pipeline as pl
+from curator.core.executors import LocalExecutor
+from curator.core.runner import Runner
+from curator.io.atomic import atomic_open
+from curator.io.shards import read_records
+
+RECS = [{"id": f"r{i}", "text": f"document number {i} " * (i % 7 + 1), "lang": "en", "n": i}
+        for i in range(40)]
+
+
+def write(path: Path, recs, extra_lines=()):
+    data = "".join(json.dumps(r) + "\n" for r in recs) + "".join(extra_lines)
+    raw = data.encode()
+    if path.name.endswith(".gz"):
+        raw = gzip.compress(raw)
+    elif path.name.endswith(".zst"):
+        raw = zstandard.ZstdCompressor().compress(raw)
+    elif path.name.endswith(".bz2"):
+        raw = bz2.compress(raw)
+    path.write_bytes(raw)
+
+
+def run(tmp_path, stages: str, **cfg) -> dict:
+    extra = "".join(f"{k}: {v}\n" for k, v in cfg.items())
+    text = f"name: io\nwork_dir: {tmp_path / 'w'}\nprogress: log\n{extra}stages:\n{stages}"
+    return Runner(pl.loads(text), LocalExecutor()).run()
+
+
+def read_out(path: Path) -> list[dict]:
+    out = []
+    for p in sorted(path.glob("*")):
+        with fsspec.open(str(p), "rt", compression="infer") as f:
+            out += [json.loads(x) for x in f]
+    return out
+
+
+@pytest.mark.parametrize("ext", [".jsonl", ".jsonl.gz", ".jsonl.zst", ".jsonl.bz2"])
+def test_jsonl_round_trip_all_compressions(tmp_path, ext):
+    write(tmp_path / f"in{ext}", RECS)
+    run(tmp_path, f"  - read_jsonl: {{paths: '{tmp_path}/in{ext}'}}\n"
+                  "  - write_jsonl: {path: out, compression: zstd}\n")
+    got = read_out(tmp_path / "w" / "out")
+    assert [r["id"] for r in got] == [r["id"] for r in RECS]
+    assert got[5] == {**RECS[5], "source": "read_jsonl"}  # metadata kept beside id/text
+
+
+def test_byte_range_shards_cover_every_line_once(tmp_path):
+    write(tmp_path / "big.jsonl", RECS * 5)
+    s = run(tmp_path, f"  - read_jsonl: {{paths: '{tmp_path}/big.jsonl', shard_size_mb: 0.001}}\n")
+    assert s["stages"][0]["shards"] > 5
+    docs = [r for p in sorted((tmp_path / "w/stages/read_jsonl/data").glob("*"))
+            for r in read_records(str(p))]
+    assert [d["id"] for d in docs] == [r["id"] for r in RECS * 5]
+
+
+def test_parquet_round_trip(tmp_path):
+    write(tmp_path / "in.jsonl", RECS)
+    run(tmp_path, f"  - read_jsonl: {{paths: '{tmp_path}/in.jsonl'}}\n"
+                  "  - write_parquet: {path: pq, row_group_size: 7}\n")
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(next((tmp_path / "w" / "pq").glob("*.parquet")))
+    assert table.column("id").to_pylist() == [r["id"] for r in RECS]
+    (tmp_path / "w2").mkdir()
+    text = (f"name: io2\nwork_dir: {tmp_path / 'w2'}\nstages:\n"
+            f"  - read_parquet: {{paths: '{tmp_path}/w/pq/*.parquet', row_groups_per_shard: 2}}\n"
+            "  - write_jsonl: {path: out, compression: none}\n")
+    s = Runner(pl.loads(text), LocalExecutor()).run()
+    assert s["stages"][0]["shards"] == 3  # 6 row groups of 7 rows, two per shard
+    got = read_out(tmp_path / "w2" / "out")
+    assert [(r["id"], r["text"], r["n"]) for r in got] == [(r["id"], r["text"], r["n"])
+                                                           for r in RECS]
+
+
+def test_memory_filesystem_and_atomic_write(tmp_path):
+    with atomic_open("memory://bucket/in.jsonl", "wb") as f:
+        f.write("".join(json.dumps(r) + "\n" for r in RECS).encode())
+    fs = fsspec.filesystem("memory")
+    assert fs.exists("/bucket/in.jsonl")
+    run(tmp_path, "  - read_jsonl: {paths: 'memory://bucket/*.jsonl'}\n"
+                  "  - write_jsonl: {path: 'memory://bucket/out', compression: gzip}\n")
+    with fs.open("/bucket/out/read_jsonl-00000.jsonl.gz", "rb") as f:
+        got = [json.loads(x) for x in gzip.decompress(f.read()).splitlines()]
+    assert len(got) == len(RECS)
+    assert not [p for p in fs.find("/bucket") if ".tmp-" in p]
+
+
+def test_atomic_write_leaves_nothing_on_failure(tmp_path):
+    target = tmp_path / "x.jsonl"
+    with pytest.raises(RuntimeError), atomic_open(str(target), "wb") as f:
+        f.write(b"half")
+        raise RuntimeError("disk died")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_http_source(tmp_path):
+    write(tmp_path / "served.jsonl.gz", RECS)
+
+    class Handler(http.server.SimpleHTTPRequestHandler):
+        def __init__(self, *a, **kw):
+            super().__init__(*a, directory=str(tmp_path), **kw)
+
+        def log_message(self, *a):
+            pass
+
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{srv.server_port}/served.jsonl.gz"
+        s = run(tmp_path, f"  - read_jsonl: {{paths: '{url}'}}\n")
+        assert s["stages"][0]["docs_out"] == len(RECS)
+    finally:
+        srv.shutdown()
+
+
+def test_malformed_lines_are_quarantined_and_the_rest_processed(tmp_path):
+    bad = ['{"id": "x1", "text": \n', '[1, 2]\n', '{"id": "x2"}\n', '{"id": "x3", "text": 5}\n']
+    write(tmp_path / "in.jsonl", RECS[:10], bad)
+    (tmp_path / "in2.jsonl").write_bytes(b'{"id": "nu", "text": "caf\xe9"}\n'
+                                         + json.dumps(RECS[10]).encode() + b"\n")
+    s = run(tmp_path, f"  - read_jsonl: {{paths: '{tmp_path}/in*.jsonl'}}\n")
+    st = s["stages"][0]
+    assert st["docs_out"] == 11
+    assert sum(st["quarantined"].values()) == 5
+    qdir = tmp_path / "w" / "quarantine" / "read_jsonl"
+    q = [r for p in sorted(qdir.glob("*")) for r in read_records(str(p))]
+    assert {r["line"] for r in q if r["file"].endswith("in.jsonl")} == {11, 12, 13, 14}
+    reasons = " | ".join(r["reason"] + r.get("detail", "") for r in q)
+    assert "invalid JSON" in reasons and "field 'text' is missing" in reasons
+    assert "record is a list" in reasons and "utf-8" in reasons.lower()
+
+
+def test_truncated_gzip_keeps_documents_before_the_cut(tmp_path):
+    raw = gzip.compress("".join(json.dumps(r) + "\n" for r in RECS).encode())
+    (tmp_path / "cut.jsonl.gz").write_bytes(raw[: len(raw) * 2 // 3])
+    s = run(tmp_path, f"  - read_jsonl: {{paths: '{tmp_path}/cut.jsonl.gz'}}\n")
+    st = s["stages"][0]
+    assert 0 < st["docs_out"] < len(RECS)
+    [(reason, n)] = st["quarantined"].items()
+    assert n == 1 and reason == "truncated or corrupt compressed file"
+
+
+def test_missing_input_is_one_line_error(tmp_path):
+    from curator.core.errors import InputError
+
+    with pytest.raises(InputError, match=r"read_jsonl.paths: '.*nothing\*.jsonl' matches no file"):
+        run(tmp_path, f"  - read_jsonl: {{paths: '{tmp_path}/nothing*.jsonl'}}\n")

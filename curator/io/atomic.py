@@ -56,7 +56,8 @@ def atomic_open(path: str, mode: str = "wb") -> Iterator[IO[Any]]:
             f.close()
             os.replace(ltmp, lp)
         except BaseException:
-            f.close()
+            with contextlib.suppress(OSError):  # closing flushes, which fails again on ENOSPC
+                f.close()
             with contextlib.suppress(OSError):
                 os.unlink(ltmp)
             raise

@@ -114,14 +114,26 @@ class Pipeline:
 # -- loading ---------------------------------------------------------------------------------
 
 
+def env_overrides(environ: dict[str, str] | None = None) -> list[str]:
+    """Overrides from the environment: ``CURATOR__EXECUTOR__TYPE=dask`` is
+    ``executor.type=dask``. Layers, lowest first: the file, the environment, ``--set``."""
+    env = os.environ if environ is None else environ
+    out = []
+    for k, v in sorted(env.items()):
+        if k.startswith("CURATOR__") and len(k) > 9:
+            out.append(".".join(p.lower() for p in k[9:].split("__")) + "=" + v)
+    return out
+
+
 def load(path: str, overrides: list[str] | None = None) -> Pipeline:
-    """Read, override (``a.b=c``), validate and build a pipeline; ``ConfigError`` on any fault."""
+    """Read, override (``a.b=c``), validate and build a pipeline; ``ConfigError`` on any fault.
+    Environment overrides (:func:`env_overrides`) apply before ``overrides``."""
     try:
         with open(path, encoding="utf-8") as f:
             text = f.read()
     except OSError as e:
         raise ConfigError(f"{path}: cannot read pipeline file: {e.strerror}") from e
-    return loads(text, source=path, overrides=overrides)
+    return loads(text, source=path, overrides=env_overrides() + list(overrides or []))
 
 
 def loads(text: str, source: str = "<pipeline>", overrides: list[str] | None = None) -> Pipeline:

@@ -167,3 +167,15 @@ def test_validate_cli_exit_codes(tmp_path):
     assert not (tmp_path / "w").exists()  # nothing ran
     res = run_cli("run", str(tmp_path / "missing.yaml"), cwd=tmp_path, check=False)
     assert res.returncode == 2 and "cannot read pipeline file" in res.stderr
+
+
+def test_environment_layer_between_file_and_set(tmp_path, monkeypatch):
+    f = tmp_path / "p.yaml"
+    f.write_text(GOOD.format(wd=tmp_path, data="x.jsonl"))
+    monkeypatch.setenv("CURATOR__EXECUTOR__TYPE", "dask")
+    monkeypatch.setenv("CURATOR__EXECUTOR__WORKERS", "5")
+    monkeypatch.setenv("CURATOR__STAGES__MIN_WORDS__N", "7")
+    p = pl.load(str(f), ["executor.workers=9"])
+    assert p.config.executor.type == "dask"
+    assert p.config.executor.workers == 9  # --set wins over the environment
+    assert p.node("min_words").stage.params["n"] == 7

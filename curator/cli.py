@@ -141,7 +141,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CuratorError as e:
         if os.environ.get("CURATOR_DEBUG"):
             raise
-        print(f"curator: error: {e}", file=sys.stderr)
+        # one write() call: lines from several MPI ranks sharing a pipe stay whole
+        sys.stderr.write(f"curator: error: {e}\n")
+        sys.stderr.flush()
         return e.exit_code
     except KeyboardInterrupt:
         print("curator: interrupted; rerun the same command to resume", file=sys.stderr)

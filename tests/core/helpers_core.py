@@ -3,14 +3,22 @@ tests put this folder on PYTHONPATH."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import random
 import signal
+import subprocess
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 from curator import Document, GlobalStage, Shard, filter, modifier
 from curator.core.context import GlobalContext, ShardContext
 from curator.io.shards import read_shard
+
+ROOT = Path(__file__).resolve().parents[2]
+HERE = Path(__file__).resolve().parent
+BIN = Path(sys.executable).parent
 
 WORDS = (
     "data curation turns raw web crawls into clean training text for language models and every "
@@ -111,3 +119,29 @@ def explode(doc: Document, doc_id: str = "") -> bool:
     if doc.id == doc_id:
         raise RuntimeError(f"boom on {doc.id}")
     return True
+
+
+def cli_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), str(HERE)])
+    env["PATH"] = f"{BIN}{os.pathsep}{env.get('PATH', '')}"
+    env.pop("CURATOR_DEBUG", None)
+    return env
+
+
+def run_cli(*args: str, cwd: Path, check: bool = True, mpi: int = 0,
+            timeout: float = 300) -> subprocess.CompletedProcess:
+    cmd = [sys.executable, "-m", "curator", *args]
+    if mpi:
+        cmd = [str(BIN / "mpiexec"), "-n", str(mpi), *cmd]
+    p = subprocess.run(cmd, cwd=cwd, env=cli_env(), capture_output=True, text=True,
+                       timeout=timeout)
+    if check and p.returncode != 0:
+        raise AssertionError(f"{cmd} failed ({p.returncode}):\n{p.stdout}\n{p.stderr}")
+    return p
+
+
+def tree_digest(d: Path) -> dict[str, str]:
+    """sha256 of every file under ``d``, by relative path (to compare outputs byte for byte)."""
+    return {p.relative_to(d).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(d.rglob("*")) if p.is_file()}

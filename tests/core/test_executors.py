@@ -3,13 +3,10 @@ Dask LocalCluster and real MPI ranks (mpiexec from the mpich wheel)."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import urllib.request
-from pathlib import Path
 
-from conftest import run_cli
-from helpers_core import make_corpus
+from helpers_core import make_corpus, run_cli, tree_digest
 
 PIPE = """\
 name: equivalence
@@ -21,11 +18,6 @@ stages:
   - helpers_core:AboveMedian: {{}}
   - write_jsonl: {{path: out, compression: zstd}}
 """
-
-
-def tree_digest(d: Path) -> dict[str, str]:
-    return {p.relative_to(d).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(d.rglob("*")) if p.is_file()}
 
 
 def test_local_dask_mpi_byte_identical(tmp_path):

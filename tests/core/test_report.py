@@ -10,8 +10,7 @@ import struct
 import subprocess
 from pathlib import Path
 
-from conftest import run_cli
-from helpers_core import make_corpus
+from helpers_core import make_corpus, run_cli
 
 from curator.core.progress import Progress
 from curator.io.shards import read_records

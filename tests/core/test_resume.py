@@ -7,9 +7,7 @@ import gzip
 import json
 import signal
 
-from conftest import run_cli
-from helpers_core import make_corpus
-from test_executors import tree_digest
+from helpers_core import make_corpus, run_cli, tree_digest
 
 PIPE = """\
 name: resume

@@ -11,9 +11,7 @@ import signal
 import subprocess
 import sys
 
-from conftest import cli_env, run_cli
-from helpers_core import make_corpus
-from test_executors import tree_digest
+from helpers_core import cli_env, make_corpus, run_cli, tree_digest
 
 PIPE = """\
 name: faults

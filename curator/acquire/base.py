@@ -78,7 +78,11 @@ class DownloadSource(Source):
 
     # -- Source API ---------------------------------------------------------------------------
     def shards(self, ctx: StageContext) -> list[ShardSpec]:
-        return [ShardSpec(ctx.shard_name(i), d) for i, d in enumerate(self.specs(ctx))]
+        specs = self.specs(ctx)
+        for d in specs:  # workers may run elsewhere: pin local paths down on the root
+            if is_local_url(d["url"]):
+                d["url"] = os.path.abspath(d["url"].removeprefix("file://"))
+        return [ShardSpec(ctx.shard_name(i), d) for i, d in enumerate(specs)]
 
     def download(self, spec: ShardSpec, ctx: ShardContext) -> FetchResult:
         url = spec.data["url"]

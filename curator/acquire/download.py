@@ -25,6 +25,8 @@ from curator.core.errors import InputError
 
 Verify = Literal["gzip", "bz2", "tar", "none"]
 CHUNK = 1 << 20
+#: HTTP reads are smaller: a read cut by a dropped connection loses its bytes, not the file's.
+HTTP_CHUNK = 1 << 16
 RETRY_STATUS = {408, 425, 429, 500, 502, 503, 504}
 
 
@@ -151,10 +153,10 @@ def _http_attempt(url: str, part: str, timeout: float, res: FetchResult) -> None
         expected = r.headers.get("Content-Length")
         got = 0
         with open(part, mode) as f:
-            for chunk in r.iter_content(CHUNK):
+            for chunk in r.iter_content(HTTP_CHUNK):
                 f.write(chunk)
                 got += len(chunk)
-        res.bytes += got
+                res.bytes += len(chunk)
         if expected is not None and got != int(expected):
             raise _Retry(f"connection ended after {got} of {expected} bytes")
 
@@ -297,8 +299,15 @@ def verify_tar(path: str) -> int:
                     if got != m.size:
                         raise VerifyError(f"member {m.name} truncated ({got} of {m.size} bytes)")
                 n += 1
+            end = tf.offset
     except (tarfile.TarError, EOFError, OSError, zlib.error) as e:
         raise VerifyError(f"unreadable tar: {e}") from None
     if n == 0:
         raise VerifyError("empty tar archive")
+    # tarfile stops quietly at a cut header; a complete archive ends with two zero blocks.
+    with open(path, "rb") as f:
+        f.seek(end)
+        tail = f.read(1024)
+    if len(tail) < 1024 or tail.strip(b"\0"):
+        raise VerifyError("tar archive has no end marker (truncated)")
     return n

@@ -25,6 +25,7 @@ _DEF = re.compile(r"\\def\s*(\\[A-Za-z]+)\s*(\{(?:[^{}]|\{[^{}]*\})*\})")
 _START = re.compile(r"\\(?:section|chapter)\*?\s*[\[{]")
 _END = re.compile(
     r"\\begin\{thebibliography\}|\\bibliography\s*\{|\\printbibliography|\\appendix\b"
+    r"|\\appendices\b"
     r"|\\begin\{appendix|\\begin\{appendices\}|\\end\{document\}")
 _BLANKS = re.compile(r"\n\s*\n(\s*\n)+")
 

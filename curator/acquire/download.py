@@ -288,7 +288,7 @@ def verify_tar(path: str) -> int:
     """Check that a tar archive can be read to its end; return the number of members."""
     n = 0
     try:
-        with tarfile.open(path, "r:*") as tf:
+        with tarfile.open(path, "r:") as tf:  # arXiv bundles are plain tars
             for m in tf:
                 if m.isfile():
                     fh = tf.extractfile(m)

@@ -165,6 +165,8 @@ def iter_warc(path: str, ctx: ShardContext) -> Iterator[WarcRecord]:
 
 def _records(it: Any, path: str, offset: int | None) -> Iterator[WarcRecord | str]:
     for rec in it:
+        if not rec.rec_type:
+            raise ValueError("record has no WARC-Type header")
         if rec.rec_type != "response":
             yield "warc_non_response"
             continue

@@ -36,6 +36,11 @@ def _put(mirror: Mirror, rel: str, data: bytes) -> str:
     return f"{mirror.url}/{rel}"
 
 
+def _bytes(path: str) -> bytes:
+    with open(path, "rb") as f:
+        return f.read()
+
+
 def _fetch(url: str, dest: str, **kw):  # fast backoff for tests
     kw.setdefault("backoff", 0.01)
     kw.setdefault("timeout", 5)
@@ -49,7 +54,7 @@ def test_503_then_success(mirror: Mirror, tmp_path) -> None:
     res = _fetch(url, str(tmp_path / "out/f.gz"), verify="gzip")
     assert res.attempts == 3
     assert [r[2] for r in mirror.requests_for("a/f.gz")] == [503, 503, 200]
-    assert open(res.path, "rb").read() == data
+    assert _bytes(res.path) == data
 
 
 def test_dropped_connection_resumes_with_range(mirror: Mirror, tmp_path) -> None:
@@ -63,7 +68,7 @@ def test_dropped_connection_resumes_with_range(mirror: Mirror, tmp_path) -> None
     resumed_at = int(reqs[1][1].split("=")[1].rstrip("-"))
     assert 0 < resumed_at <= half  # kept what arrived, asked only for the rest
     assert res.resumed == 1 and res.bytes == len(data)  # no byte fetched twice
-    assert hashlib.sha1(open(res.path, "rb").read()).digest() == hashlib.sha1(data).digest()
+    assert hashlib.sha1(_bytes(res.path)).digest() == hashlib.sha1(data).digest()
 
 
 def test_stalled_transfer_times_out_and_resumes(mirror: Mirror, tmp_path) -> None:
@@ -72,7 +77,7 @@ def test_stalled_transfer_times_out_and_resumes(mirror: Mirror, tmp_path) -> Non
     mirror.faults["s.gz"] = [("stall", len(data) // 2)]
     res = _fetch(url, str(tmp_path / "s.gz"), verify="gzip", timeout=0.5)
     assert res.resumed == 1 and any("Timeout" in e or "timed out" in e for e in res.errors)
-    assert open(res.path, "rb").read() == data
+    assert _bytes(res.path) == data
 
 
 def test_truncated_gzip_is_never_marked_done(mirror: Mirror, tmp_path) -> None:
@@ -86,7 +91,7 @@ def test_truncated_gzip_is_never_marked_done(mirror: Mirror, tmp_path) -> None:
     assert not os.path.exists(dest) and not os.path.exists(dest + ".part")
     # The mirror heals: the next call downloads it from scratch and succeeds.
     res = _fetch(url, dest, verify="gzip")
-    assert open(res.path, "rb").read() == data
+    assert _bytes(res.path) == data
 
 
 def test_truncated_once_then_complete(mirror: Mirror, tmp_path) -> None:
@@ -95,7 +100,7 @@ def test_truncated_once_then_complete(mirror: Mirror, tmp_path) -> None:
     mirror.faults["u.gz"] = [("truncate", len(data) // 3)]
     res = _fetch(url, str(tmp_path / "u.gz"), verify="gzip")
     assert res.attempts == 2 and "verify" in res.errors[0]
-    assert open(res.path, "rb").read() == data
+    assert _bytes(res.path) == data
 
 
 def test_server_ignoring_range_restarts_cleanly(mirror: Mirror, tmp_path) -> None:
@@ -103,7 +108,7 @@ def test_server_ignoring_range_restarts_cleanly(mirror: Mirror, tmp_path) -> Non
     url = _put(mirror, "r.gz", data)
     mirror.faults["r.gz"] = [("drop", 5000), "ignore_range"]
     res = _fetch(url, str(tmp_path / "r.gz"), verify="gzip")
-    assert open(res.path, "rb").read() == data
+    assert _bytes(res.path) == data
 
 
 def test_not_found_fails_at_once(mirror: Mirror, tmp_path) -> None:

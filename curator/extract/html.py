@@ -79,8 +79,10 @@ def decode_html(body: bytes, content_type: str | None = None) -> tuple[str, str]
 def _trafilatura(html: str) -> str:
     import trafilatura
 
+    # deduplicate=False: trafilatura's dedup cache is per process state, so its output would
+    # depend on which documents a worker saw before (and on the worker count).
     return trafilatura.extract(html, favor_precision=True, include_comments=False,
-                               deduplicate=True) or ""
+                               deduplicate=False) or ""
 
 
 def _resiliparse(html: str) -> str:

@@ -147,3 +147,22 @@ def test_wikipedia_on_sample_matches_independent_parse(tmp_path) -> None:
         "limit_per_file": 3}, "id": "wiki"}])
     got = [(d.meta["page_id"], d.meta["title"]) for d in read_output(summary, "wiki")]
     assert got == want[:3]
+
+
+def test_custom_source_api(tmp_path, mirror) -> None:
+    for i, body in [(1, "header\n*** START OF BOOK ONE ***\nIt was a dark night."),
+                    (2, "no start marker here"),
+                    (3, "x\n*** START OF BOOK THREE ***\nThe end.")]:
+        with open(os.path.join(mirror.root, f"{i}.txt.gz"), "wb") as f:
+            f.write(gzip.compress(body.encode()))
+    mirror.faults["3.txt.gz"] = ["500"]
+    work = str(tmp_path / "w")
+    summary = run_pipeline(work, [{"helpers_acquire:GzBooks": {
+        "base_url": mirror.url, "count": 3}, "id": "books"}])
+    docs = read_output(summary, "books")
+    assert [d.id for d in docs] == ["gutenberg:1", "gutenberg:3"]
+    assert docs[0].text == "*** START OF BOOK ONE ***\nIt was a dark night."
+    assert docs[0].meta["source"] == "books"
+    q = read_side(work, "quarantine", "books")
+    assert len(q) == 1 and q[0]["reason"].startswith("extract failed: ValueError")
+    assert stage_stats(summary, "books")["counters"]["download_retries"] == 1

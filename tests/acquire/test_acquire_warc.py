@@ -247,3 +247,44 @@ def test_corrupt_member_resync_keeps_offsets(tmp_path) -> None:
     assert [b for _, b in got] == [zlib.decompress(g, 31) for g in good]
     assert len(ctx.quarantined) == 1
     assert next(iter(ctx.quarantined)).startswith("corrupt gzip member")
+
+
+def _pathological_page() -> bytes:
+    """A real page trafilatura needs seconds for (20,000 paragraphs, ~4 MB); no mock."""
+    import random
+
+    rnd = random.Random(0)
+    words = ["alpha", "river", "town", "bridge", "market", "history", "record", "gamma"]
+    paras = "".join("<p>" + " ".join(rnd.choice(words) for _ in range(30)) + f" {i}.</p>"
+                    for i in range(20000))
+    return f"<html><body><div>{paras}</div></body></html>".encode()
+
+
+@pytest.mark.parametrize("executor", ["dask", "mpi"])
+def test_real_slow_page_times_out_under_dask_threads_and_mpi_ranks(tmp_path, executor) -> None:
+    import json
+
+    members = [warc_response(f"https://a.example/{i}", page(f"P{i}", PROSE).encode())
+               for i in range(3)]
+    members.insert(1, warc_response("https://a.example/slow", _pathological_page()))
+    write_warc(str(tmp_path / "in" / "a.warc.gz"), members[:2])
+    write_warc(str(tmp_path / "in" / "b.warc.gz"), members[2:])
+    yml = tmp_path / "p.yaml"
+    yml.write_text(
+        f"name: t\nwork_dir: {tmp_path / 'w'}\nexecutor: {{type: {executor}, workers: 2}}\n"
+        f"stages:\n  - read_warc: {{paths: '{tmp_path}/in/*.warc.gz', timeout_s: 1.5}}\n"
+        "    id: warc\n")
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    cmd = [sys.executable, "-m", "curator", "run", str(yml)]
+    if executor == "mpi":
+        cmd = [os.path.join(os.path.dirname(sys.executable), "mpiexec"), "-n", "2", *cmd]
+    env = dict(os.environ, PYTHONPATH=repo)
+    t0 = time.monotonic()
+    r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300, cwd=repo)
+    assert r.returncode == 0, r.stderr
+    assert time.monotonic() - t0 < 60
+    with open(tmp_path / "w" / "report.json") as f:
+        st = json.load(f)["stages"][0]
+    assert st["docs_out"] == 3
+    assert st["counters"]["extract_timeouts"] == 1
+    assert st["quarantined"] == {"extraction timed out after 1.5s": 1}

@@ -16,7 +16,7 @@ import re
 import tarfile
 import zlib
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, Literal
 
 from curator.acquire.base import DownloadSource
 from curator.acquire.download import fetch, join_url
@@ -103,7 +103,8 @@ class Arxiv(DownloadSource):
     def __init__(self, months: str, base_url: str = ARXIV_BASE_URL, limit: int | None = None,
                  timeout_s: float = 30.0, min_chars: int = 500,
                  download_dir: str = "downloads", delete_after_read: bool = False,
-                 retries: int = 5, backoff_s: float = 1.0, http_timeout_s: float = 60.0,
+                 retries: int = 5, backoff_s: float = 1.0,
+                 on_download_error: Literal["fail", "skip"] = "fail", http_timeout_s: float = 60.0,
                  source: str | None = None,
                  storage_options: dict[str, Any] | None = None) -> None:
         self.months = months
@@ -117,6 +118,7 @@ class Arxiv(DownloadSource):
         self.download_dir = download_dir
         self.delete_after_read = delete_after_read
         self.retries = retries
+        self.on_download_error = on_download_error
         self.backoff_s = backoff_s
         self.http_timeout_s = http_timeout_s
         self.source = source

@@ -30,10 +30,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import urlsplit
 
-from curator.acquire.download import FetchResult, Verify, fetch, is_local_url
+from curator.acquire.download import DownloadError, FetchResult, Verify, fetch, is_local_url
 from curator.core.context import ShardContext, StageContext
 from curator.core.document import Document
 from curator.core.stage import ShardSpec, Source
@@ -52,6 +52,10 @@ class DownloadSource(Source):
     storage_options: dict[str, Any] | None = None
     #: Delete a downloaded file once its shard has been read (saves disk on big crawls).
     delete_after_read: bool = False
+    #: "fail": a file that cannot be downloaded fails the run (a rerun retries it; finished
+    #: shards are kept). "skip": quarantine the URL, count ``files_failed`` and go on (the
+    #: shard is then done and empty: a rerun does not retry it).
+    on_download_error: Literal["fail", "skip"] = "fail"
 
     # -- the three methods a custom source implements -----------------------------------------
     def urls(self, ctx: StageContext) -> list[str]:
@@ -103,8 +107,21 @@ class DownloadSource(Source):
             ctx.count("download_resumes", res.resumed)
         return res
 
+    def fetch_or_skip(self, shard: ShardSpec, ctx: ShardContext) -> FetchResult | None:
+        """:meth:`download`, or ``None`` when it failed and ``on_download_error`` is skip."""
+        try:
+            return self.download(shard, ctx)
+        except DownloadError as e:
+            if self.on_download_error != "skip":
+                raise
+            ctx.quarantine({"url": shard.data["url"]}, f"download failed: {e}")
+            ctx.count("files_failed")
+            return None
+
     def read(self, shard: ShardSpec, ctx: ShardContext) -> Iterator[Document]:
-        res = self.download(shard, ctx)
+        res = self.fetch_or_skip(shard, ctx)
+        if res is None:
+            return
         source = self.source_name(ctx)
         for record in self.iterate(res.path, ctx):
             try:

@@ -166,7 +166,11 @@ def _fsspec_attempt(url: str, part: str, storage_options: dict[str, Any],
     import fsspec
 
     have = os.path.getsize(part) if os.path.exists(part) else 0
-    with fsspec.open(url, "rb", **storage_options) as src:
+    try:
+        opened = fsspec.open(url, "rb", **storage_options).open()
+    except FileNotFoundError:
+        raise DownloadError(f"{url}: file not found") from None
+    with opened as src:
         size = getattr(src, "size", None)
         if have:
             src.seek(have)

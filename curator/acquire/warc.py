@@ -15,7 +15,7 @@ import re
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from curator.acquire.base import DownloadSource
 from curator.acquire.download import fetch, join_url
@@ -241,7 +241,8 @@ class CommonCrawl(_WarcExtracting):
                  limit: int | None = None, extractor: Extractor = "trafilatura",
                  timeout_s: float = 10.0, max_page_mb: float = 10.0,
                  download_dir: str = "downloads", delete_after_read: bool = False,
-                 retries: int = 5, backoff_s: float = 1.0, http_timeout_s: float = 60.0,
+                 retries: int = 5, backoff_s: float = 1.0,
+                 on_download_error: Literal["fail", "skip"] = "fail", http_timeout_s: float = 60.0,
                  source: str | None = None,
                  storage_options: dict[str, Any] | None = None) -> None:
         if not _SNAPSHOT.match(snapshot):
@@ -258,6 +259,7 @@ class CommonCrawl(_WarcExtracting):
         self.download_dir = download_dir
         self.delete_after_read = delete_after_read
         self.retries = retries
+        self.on_download_error = on_download_error
         self.backoff_s = backoff_s
         self.http_timeout_s = http_timeout_s
         self.source = source
@@ -294,6 +296,7 @@ class ReadWarc(_WarcExtracting):
     def __init__(self, paths: str | list[str], extractor: Extractor = "trafilatura",
                  timeout_s: float = 10.0, max_page_mb: float = 10.0,
                  download_dir: str = "downloads", retries: int = 5, backoff_s: float = 1.0,
+                 on_download_error: Literal["fail", "skip"] = "fail",
                  source: str | None = None,
                  storage_options: dict[str, Any] | None = None) -> None:
         self.paths = paths
@@ -302,6 +305,7 @@ class ReadWarc(_WarcExtracting):
         self.max_bytes = int(max_page_mb * 1024 * 1024)
         self.download_dir = download_dir
         self.retries = retries
+        self.on_download_error = on_download_error
         self.backoff_s = backoff_s
         self.source = source
         self.storage_options = storage_options

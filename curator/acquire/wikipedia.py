@@ -19,7 +19,7 @@ import os
 import re
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, Literal
 
 from curator.acquire.base import DownloadSource
 from curator.acquire.download import fetch, is_local_url, join_url
@@ -100,6 +100,7 @@ class Wikipedia(DownloadSource):
                  base_url: str = WIKIMEDIA_BASE_URL, limit_per_file: int | None = None,
                  min_chars: int = 1, timeout_s: float = 30.0, download_dir: str = "downloads",
                  delete_after_read: bool = False, retries: int = 5, backoff_s: float = 1.0,
+                 on_download_error: Literal["fail", "skip"] = "fail",
                  http_timeout_s: float = 60.0, source: str | None = None) -> None:
         if not _LANG.match(language):
             raise ConfigError(f"language '{language}' is not a wiki code like en or zh_yue")
@@ -114,6 +115,7 @@ class Wikipedia(DownloadSource):
         self.download_dir = download_dir
         self.delete_after_read = delete_after_read
         self.retries = retries
+        self.on_download_error = on_download_error
         self.backoff_s = backoff_s
         self.http_timeout_s = http_timeout_s
         self.source = source
@@ -190,7 +192,9 @@ class Wikipedia(DownloadSource):
 
     # -- reading (workers) ---------------------------------------------------------------------
     def read(self, shard: Any, ctx: ShardContext) -> Iterator[Document]:
-        res = self.download(shard, ctx)
+        res = self.fetch_or_skip(shard, ctx)
+        if res is None:
+            return
         from curator.extract.wikitext import wikitext_to_text
 
         drop = {"file", "image", "category", "media"}

@@ -164,3 +164,24 @@ def test_verifiers(tmp_path) -> None:
     t.write_bytes(t.read_bytes()[:4000])
     with pytest.raises(VerifyError):
         verify_tar(str(t))
+
+
+def test_fsspec_urls_download_and_verify(tmp_path) -> None:
+    """Non-HTTP URLs (s3://, gs://...) go through fsspec; memory:// stands in for them."""
+    import fsspec
+
+    data = _gz_members(3)
+    fs = fsspec.filesystem("memory")
+    fs.pipe("/bucket/crawl/f.gz", data)
+    fs.pipe("/bucket/crawl/bad.gz", data[:-50])
+    try:
+        res = _fetch("memory://bucket/crawl/f.gz", str(tmp_path / "f.gz"), verify="gzip")
+        assert _bytes(res.path) == data and res.bytes == len(data)
+        with pytest.raises(DownloadError, match="truncated gzip"):
+            _fetch("memory://bucket/crawl/bad.gz", str(tmp_path / "bad.gz"), verify="gzip",
+                   retries=1)
+        assert not os.path.exists(tmp_path / "bad.gz")
+        with pytest.raises(DownloadError, match="not found"):
+            _fetch("memory://bucket/crawl/none.gz", str(tmp_path / "n.gz"), backoff=30)
+    finally:
+        fs.rm("/bucket", recursive=True)

@@ -288,3 +288,22 @@ def test_real_slow_page_times_out_under_dask_threads_and_mpi_ranks(tmp_path, exe
     assert st["docs_out"] == 3
     assert st["counters"]["extract_timeouts"] == 1
     assert st["quarantined"] == {"extraction timed out after 1.5s": 1}
+
+
+def test_missing_file_fails_or_is_skipped(tmp_path, mirror: Mirror) -> None:
+    from curator.core.errors import CuratorError
+
+    rels = _cc_tree(mirror.root)
+    os.unlink(os.path.join(mirror.root, rels[1]))
+    params = {"snapshot": "CC-MAIN-2024-10", "base_url": mirror.url,
+              "extractor": "resiliparse", "backoff_s": 0.01}
+    with pytest.raises(CuratorError, match="404"):
+        run_pipeline(str(tmp_path / "a"), [{"common_crawl": params, "id": "cc"}])
+    work = str(tmp_path / "b")
+    summary = run_pipeline(work, [{"common_crawl": {**params, "on_download_error": "skip"},
+                                   "id": "cc"}])
+    assert sorted({d.meta["url"].split("/")[2] for d in read_output(summary, "cc")}) == [
+        "f0.example", "f2.example"]
+    q = read_side(work, "quarantine", "cc")
+    assert len(q) == 1 and q[0]["record"]["url"].endswith(rels[1]) and "404" in q[0]["reason"]
+    assert stage_stats(summary, "cc")["counters"]["files_failed"] == 1

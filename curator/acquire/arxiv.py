@@ -108,9 +108,12 @@ class Arxiv(DownloadSource):
                  source: str | None = None,
                  storage_options: dict[str, Any] | None = None) -> None:
         self.months = months
-        self.month_list = parse_months(months)
+        try:
+            self.month_list = parse_months(months)
+        except ConfigError as e:
+            raise ConfigError(f"arxiv: {e}") from None
         if not self.month_list:
-            raise ConfigError("months: no month given")
+            raise ConfigError("arxiv: months: no month given")
         self.base_url = base_url
         self.limit = limit
         self.timeout_s = timeout_s

@@ -246,9 +246,14 @@ class CommonCrawl(_WarcExtracting):
                  source: str | None = None,
                  storage_options: dict[str, Any] | None = None) -> None:
         if not _SNAPSHOT.match(snapshot):
-            raise ConfigError(f"snapshot '{snapshot}' is not like CC-MAIN-2024-10")
+            raise ConfigError(f"common_crawl: snapshot '{snapshot}' is not like CC-MAIN-2024-10")
         if limit is not None and limit < 1:
-            raise ConfigError("limit must be at least 1")
+            raise ConfigError("common_crawl: limit must be at least 1")
+        if files:
+            try:  # syntax errors now, bounds once the listing is read
+                parse_ranges(files, 1 << 62)
+            except ConfigError as e:
+                raise ConfigError(f"common_crawl: {e}") from None
         self.snapshot = snapshot
         self.base_url = base_url
         self.files = files

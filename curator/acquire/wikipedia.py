@@ -103,9 +103,9 @@ class Wikipedia(DownloadSource):
                  on_download_error: Literal["fail", "skip"] = "fail",
                  http_timeout_s: float = 60.0, source: str | None = None) -> None:
         if not _LANG.match(language):
-            raise ConfigError(f"language '{language}' is not a wiki code like en or zh_yue")
+            raise ConfigError(f"wikipedia: language '{language}' is not a wiki code (en, zh_yue)")
         if dump_date != "latest" and not _DATE.match(dump_date):
-            raise ConfigError(f"dump_date '{dump_date}' must be YYYYMMDD or 'latest'")
+            raise ConfigError(f"wikipedia: dump_date '{dump_date}' must be YYYYMMDD or 'latest'")
         self.language = language
         self.dump_date = dump_date
         self.base_url = base_url

@@ -42,6 +42,7 @@ class WarcRecord:
     date: str
     content_type: str
     body: bytes
+    truncated: str | None = None  # WARC-Truncated: the crawler cut the payload ("length"...)
 
 
 def parse_ranges(expr: str, n: int) -> list[int]:
@@ -181,7 +182,8 @@ def _records(it: Any, path: str, offset: int | None) -> Iterator[WarcRecord | st
             file=path, offset=offset if offset is not None else it.get_record_offset(),
             url=h.get_header("WARC-Target-URI") or "",
             record_id=h.get_header("WARC-Record-ID") or "",
-            date=h.get_header("WARC-Date") or "", content_type=ctype, body=body)
+            date=h.get_header("WARC-Date") or "", content_type=ctype, body=body,
+            truncated=h.get_header("WARC-Truncated"))
 
 
 # -- the sources ---------------------------------------------------------------------------------
@@ -225,6 +227,9 @@ class _WarcExtracting(DownloadSource):
             ctx.count("extract_timeouts")
             return None
         meta["charset"] = charset
+        if rec.truncated:  # Common Crawl cuts payloads at 1 MiB; the text may be partial
+            meta["warc_truncated"] = rec.truncated
+            ctx.count("warc_truncated_records")
         doc = Document(doc_id, text, meta)
         if not text:
             ctx.reject(doc, "extract_empty")

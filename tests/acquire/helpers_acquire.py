@@ -115,7 +115,7 @@ class Mirror:
 # -- WARC ----------------------------------------------------------------------------------------
 
 def warc_response(url: str, body: bytes, content_type: str = "text/html; charset=utf-8",
-                  rec_type: str = "response") -> bytes:
+                  rec_type: str = "response", extra: dict[str, str] | None = None) -> bytes:
     """One gzip member holding one WARC record (the way Common Crawl writes them)."""
     from warcio.statusandheaders import StatusAndHeaders
     from warcio.warcwriter import WARCWriter
@@ -129,7 +129,7 @@ def warc_response(url: str, body: bytes, content_type: str = "text/html; charset
     rec = w.create_warc_record(url, rec_type, payload=io.BytesIO(body), length=len(body),
                                http_headers=http if rec_type == "response" else None,
                                warc_headers_dict={"WARC-Date": "2024-02-20T00:00:00Z",
-                                                  "WARC-Record-ID": rid})
+                                                  "WARC-Record-ID": rid, **(extra or {})})
     w.write_record(rec)
     return bio.getvalue()
 

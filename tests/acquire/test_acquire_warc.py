@@ -49,7 +49,8 @@ def test_bad_records_are_quarantined_and_counted(tmp_path) -> None:
         warc_response("https://a.example/huge", huge),
         warc_response("https://a.example/robots.txt", b"User-agent: *", "text/plain"),
         warc_response("https://a.example/req", b"", rec_type="request"),
-        warc_response("https://a.example/2", page("Two", PROSE[::-1]).encode()),
+        warc_response("https://a.example/2", page("Two", PROSE[::-1]).encode(),
+                      extra={"WARC-Truncated": "length"}),
         _corrupt_member(),
         warc_response("https://a.example/3", page("Three", PROSE[1:] * 2).encode()),
         warc_response("https://a.example/cut", page("Cut", PROSE).encode())[:-30],
@@ -69,6 +70,8 @@ def test_bad_records_are_quarantined_and_counted(tmp_path) -> None:
     assert one.meta["warc_record_id"].startswith("<urn:uuid:") and one.meta["date"]
     assert one.id in one.meta["warc_record_id"] and one.meta["source"] == "warc"
     assert "Menu item" not in one.text and PROSE[0] in one.text
+    assert "warc_truncated" not in one.meta
+    assert docs["https://a.example/2"].meta["warc_truncated"] == "length"
 
     q = read_side(work, "quarantine", "warc")
     reasons = sorted(r["reason"].split(":")[0] for r in q)
@@ -80,6 +83,7 @@ def test_bad_records_are_quarantined_and_counted(tmp_path) -> None:
     assert c["warc_bad_records"] == 1 and c["empty_pages"] == 1 and c["pages_too_large"] == 1
     assert c["warc_corrupt_members"] == 1 and c["warc_truncated_files"] == 1
     assert c["warc_non_html"] == 1 and c["warc_non_response"] == 1
+    assert c["warc_truncated_records"] == 1
 
     # A larger limit turns the 20 MB page into a clean document instead.
     summary = run_pipeline(str(tmp_path / "work2"), [{"read_warc": {

@@ -29,6 +29,8 @@ CC_BASE_URL = "https://data.commoncrawl.org"
 _SNAPSHOT = re.compile(r"^CC-MAIN-\d{4}-\d{2}$")
 HTML_TYPES = ("text/html", "application/xhtml+xml")
 _READ = 1 << 20
+_STEP = 1 << 24
+MAX_MEMBER_BYTES = 64 << 20
 
 
 @dataclass(slots=True)
@@ -67,9 +69,12 @@ def parse_ranges(expr: str, n: int) -> list[int]:
 
 # -- reading records -----------------------------------------------------------------------------
 
-def iter_members(path: str, ctx: ShardContext) -> Iterator[tuple[int, bytes]]:
+def iter_members(path: str, ctx: ShardContext, max_bytes: int = MAX_MEMBER_BYTES
+                 ) -> Iterator[tuple[int, bytes]]:
     """Yield ``(offset, decompressed bytes)`` per gzip member of ``path``. A corrupt member is
-    quarantined and skipped up to the next gzip header; a truncated one ends the file."""
+    quarantined and skipped up to the next gzip header; a truncated one ends the file; one that
+    inflates beyond ``max_bytes`` (a gzip bomb) is inflated in bounded steps, discarded and
+    quarantined."""
     with open(path, "rb") as f:
         buf = b""
         base = 0  # file offset of buf[0]
@@ -82,10 +87,21 @@ def iter_members(path: str, ctx: ShardContext) -> Iterator[tuple[int, bytes]]:
             start = base
             d = zlib.decompressobj(wbits=31)
             out: list[bytes] = []
+            size = 0
             pos = 0  # consumed bytes of buf for this member
             try:
                 while True:
-                    out.append(d.decompress(buf[pos:]))
+                    data = buf[pos:]
+                    while True:  # bounded steps: never more than _STEP bytes at once
+                        piece = d.decompress(data, _STEP)
+                        size += len(piece)
+                        if size <= max_bytes:
+                            out.append(piece)
+                        elif out:
+                            out.clear()
+                        data = d.unconsumed_tail
+                        if d.eof or not data:
+                            break
                     if d.eof:
                         used = len(buf) - pos - len(d.unused_data)
                         pos += used
@@ -110,8 +126,13 @@ def iter_members(path: str, ctx: ShardContext) -> Iterator[tuple[int, bytes]]:
                                file=path, offset=start)
                 ctx.count("warc_truncated_files")
                 return
-            yield start, b"".join(out)
             buf, base = buf[pos:], base + pos
+            if size > max_bytes:
+                ctx.quarantine(b"", f"record inflates to more than {max_bytes} bytes",
+                               file=path, offset=start)
+                ctx.count("warc_oversized_records")
+                continue
+            yield start, b"".join(out)
 
 
 def _resync(f: Any, buf: bytes, base: int, bad_start: int) -> tuple[bytes, int]:
@@ -129,12 +150,13 @@ def _resync(f: Any, buf: bytes, base: int, bad_start: int) -> tuple[bytes, int]:
         f.seek(base)
 
 
-def iter_warc(path: str, ctx: ShardContext) -> Iterator[WarcRecord]:
+def iter_warc(path: str, ctx: ShardContext, max_member_bytes: int = MAX_MEMBER_BYTES
+              ) -> Iterator[WarcRecord]:
     """HTML ``response`` records of a WARC file (``.warc.gz`` or ``.warc``)."""
     from warcio.archiveiterator import ArchiveIterator
 
     if path.endswith(".gz"):
-        chunks: Iterator[tuple[int, bytes]] = iter_members(path, ctx)
+        chunks: Iterator[tuple[int, bytes]] = iter_members(path, ctx, max_member_bytes)
         for offset, data in chunks:
             try:
                 recs = list(_records(ArchiveIterator(io.BytesIO(data)), path, offset))
@@ -197,7 +219,8 @@ class _WarcExtracting(DownloadSource):
     max_bytes: int = 10 * 1024 * 1024
 
     def iterate(self, path: str, ctx: ShardContext) -> Iterator[WarcRecord]:
-        return iter_warc(path, ctx)
+        # Room for the largest page we accept plus headers; beyond that a record is a bomb.
+        return iter_warc(path, ctx, max(MAX_MEMBER_BYTES, 2 * self.max_bytes + (1 << 20)))
 
     def extract(self, rec: WarcRecord, ctx: ShardContext) -> Document | None:
         rid = rec.record_id.strip("<>")

@@ -311,3 +311,19 @@ def test_missing_file_fails_or_is_skipped(tmp_path, mirror: Mirror) -> None:
     q = read_side(work, "quarantine", "cc")
     assert len(q) == 1 and q[0]["record"]["url"].endswith(rels[1]) and "404" in q[0]["reason"]
     assert stage_stats(summary, "cc")["counters"]["files_failed"] == 1
+
+
+def test_gzip_bomb_member_is_quarantined_in_bounded_memory(tmp_path) -> None:
+    from curator.acquire.warc import iter_members
+    from curator.core.context import ShardContext
+
+    ok = warc_response("https://a.example/ok", b"<p>fine</p>")
+    co = zlib.compressobj(9, zlib.DEFLATED, 31)
+    bomb = co.compress(b"\0" * (100 << 20)) + co.flush()  # 100 MB from ~100 KB
+    p = tmp_path / "bomb.warc.gz"
+    p.write_bytes(ok + bomb + ok)
+    ctx = ShardContext(shard="s", stage_id="t", work_dir=str(tmp_path / "w"), artifacts={})
+    got = list(iter_members(str(p), ctx, max_bytes=8 << 20))
+    ctx.close()
+    assert [o for o, _ in got] == [0, len(ok) + len(bomb)]
+    assert ctx.counters["warc_oversized_records"] == 1

@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from typing import Any, Literal
 
 from curator.acquire.base import DownloadSource
-from curator.acquire.download import fetch, join_url
+from curator.acquire.download import fetch, join_url, require_protocol
 from curator.core.context import ShardContext, StageContext
 from curator.core.document import Document
 from curator.core.errors import ConfigError, InputError
@@ -134,6 +134,7 @@ class Arxiv(DownloadSource):
 
     # -- listing (root) ------------------------------------------------------------------------
     def specs(self, ctx: StageContext) -> list[dict[str, Any]]:
+        require_protocol(self.base_url)
         wanted = set(self.month_list)
         listed = self._from_manifest(ctx)
         if listed is None:

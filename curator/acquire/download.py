@@ -65,6 +65,19 @@ def join_url(base: str, *parts: str) -> str:
     return out
 
 
+def require_protocol(url: str) -> None:
+    """Fail early, with the package to install, when fsspec has no driver for ``url``."""
+    if is_local_url(url) or url.startswith(("http://", "https://")):
+        return
+    import fsspec
+
+    proto = url.split("://", 1)[0]
+    try:
+        fsspec.get_filesystem_class(proto)
+    except (ImportError, ValueError) as e:
+        raise InputError(f"{url}: cannot read '{proto}://' URLs here: {e}") from None
+
+
 def fetch(url: str, dest: str, *, verify: Verify = "none", retries: int = 5,
           backoff: float = 1.0, max_backoff: float = 60.0, timeout: float = 60.0,
           checksum: tuple[str, str] | None = None, copy_local: bool = False,
@@ -85,6 +98,7 @@ def fetch(url: str, dest: str, *, verify: Verify = "none", retries: int = 5,
     if os.path.exists(dest):
         res.skipped = True
         return res
+    require_protocol(url)
     os.makedirs(os.path.dirname(dest) or ".", exist_ok=True)
     part = dest + ".part"
     for attempt in range(retries + 1):

@@ -82,7 +82,8 @@ def inline_inputs(tex: str, files: dict[str, str], base_dir: str = "", depth: in
 
 def pick_main(files: dict[str, str]) -> str:
     """Name of the main ``.tex`` file of a submission; :class:`LatexError` if there is none."""
-    cands = [n for n, t in files.items() if n.endswith(".tex") or "." not in n.rsplit("/", 1)[-1]]
+    cands = [n for n in files
+             if n.lower().endswith((".tex", ".ltx", ".latex")) or "." not in n.rsplit("/", 1)[-1]]
     best = [n for n in cands if "\\documentclass" in files[n] and "\\begin{document}" in files[n]]
     if not best:
         best = [n for n in cands if "\\begin{document}" in files[n]]

@@ -16,6 +16,8 @@ from curator.core.document import Document
 from curator.core.errors import ConfigError
 from curator.core.stage import ShardStage
 
+#: Blocklists loaded in this process, keyed by the stage's parameters.
+_TABLES: dict[tuple[tuple[str, ...], ...], tuple[set[str], re.Pattern[str] | None]] = {}
 _HOST = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.\-]*://(?:[^@/?#]*@)?(\[[^\]]*\]|[^:/?#]*)")
 
 
@@ -62,12 +64,14 @@ class UrlBlocklist(ShardStage):
                 raise ConfigError(f"url_blocklist: pattern '{p}' is invalid: {e}") from None
 
     def _tables(self) -> tuple[set[str], re.Pattern[str] | None]:
-        cached = getattr(self, "_cache_tables", None)
-        if cached is None:
+        # Once per worker process (a UT1 list has millions of domains), not once per shard.
+        key = (tuple(self.domains), tuple(self.domain_files), tuple(self.patterns))
+        tables = _TABLES.get(key)
+        if tables is None:
             blocked = set(self.domains) | load_domains(self.domain_files)
             rx = re.compile("|".join(f"(?:{p})" for p in self.patterns)) if self.patterns else None
-            cached = self._cache_tables = (blocked, rx)
-        return cached
+            tables = _TABLES[key] = (blocked, rx)
+        return tables
 
     def check_url(self, url: str) -> str | None:
         """The reason ``url`` is blocked, or ``None``."""

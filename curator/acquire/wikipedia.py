@@ -195,6 +195,8 @@ class Wikipedia(DownloadSource):
         res = self.fetch_or_skip(shard, ctx)
         if res is None:
             return
+        import mwparserfromhell  # noqa: F401  (imported outside the per-article time limit)
+
         from curator.extract.wikitext import wikitext_to_text
 
         drop = {"file", "image", "category", "media"}

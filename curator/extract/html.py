@@ -113,11 +113,33 @@ EXTRACTORS: dict[str, Callable[[str], str]] = {
 }
 
 
+_PREPARED: set[str] = set()
+
+
+def prepare(extractor: str) -> None:
+    """Import an extractor's modules (and stop lists) once per process, *outside* the time
+    limit: importing trafilatura takes about a second, which would time out the first page
+    of every worker."""
+    if extractor in _PREPARED:
+        return
+    if extractor == "trafilatura":
+        import trafilatura  # noqa: F401
+    elif extractor == "resiliparse":
+        import resiliparse.extract.html2text
+        import resiliparse.parse.html  # noqa: F401
+    elif extractor == "justext":
+        import justext
+
+        _JUSTEXT_STOPLISTS.setdefault("English", justext.get_stoplist("English"))
+    _PREPARED.add(extractor)
+
+
 def extract_text(html: str, extractor: Extractor = "trafilatura",
                  timeout_s: float | None = None) -> str:
     """Main text of an HTML page ('' when there is none). Raises :class:`ExtractTimeout`
     after ``timeout_s`` seconds."""
     fn = EXTRACTORS[extractor]
+    prepare(extractor)
     with time_limit(timeout_s):
         text = fn(html)
     return text.strip()

@@ -12,8 +12,7 @@ import sys
 import tarfile
 import xml.etree.ElementTree as ET
 
-from conftest import read_output, read_side, run_pipeline, stage_stats
-from helpers_acquire import PROSE, page
+from helpers_acquire import PROSE, page, read_output, read_side, run_pipeline, stage_stats
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SAMPLE = os.path.join(REPO, "data", "sample")

@@ -8,8 +8,17 @@ import gzip
 import os
 
 import pytest
-from conftest import read_output, read_side, run_pipeline, stage_stats
-from helpers_acquire import Mirror, arxiv_bundle, tar_bytes, wiki_mirror_tree, wiki_xml
+from helpers_acquire import (
+    Mirror,
+    arxiv_bundle,
+    read_output,
+    read_side,
+    run_pipeline,
+    stage_stats,
+    tar_bytes,
+    wiki_mirror_tree,
+    wiki_xml,
+)
 
 from curator.acquire.arxiv import arxiv_id, parse_months
 from curator.acquire.download import DownloadError

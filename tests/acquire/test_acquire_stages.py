@@ -165,3 +165,15 @@ def test_custom_source_api(tmp_path, mirror) -> None:
     q = read_side(work, "quarantine", "books")
     assert len(q) == 1 and q[0]["reason"].startswith("extract failed: ValueError")
     assert stage_stats(summary, "books")["counters"]["download_retries"] == 1
+
+
+def test_file_url_base_reads_the_sample_in_place(tmp_path) -> None:
+    work = str(tmp_path / "w")
+    summary = run_pipeline(work, [{"common_crawl": {
+        "snapshot": "CC-MAIN-2024-10", "base_url": "file://" + os.path.join(SAMPLE, "commoncrawl"),
+        "files": "1", "extractor": "resiliparse"}, "id": "cc"}])
+    docs = read_output(summary, "cc")
+    assert docs and all(d.meta["url"].startswith("https://") for d in docs)
+    assert stage_stats(summary, "cc")["counters"]["files_local"] == 1
+    assert not os.path.exists(os.path.join(work, "downloads", "cc", "crawl-data",
+                                           "CC-MAIN-2024-10", "segments"))  # not copied

@@ -139,7 +139,11 @@ def _http_attempt(url: str, part: str, timeout: float, res: FetchResult) -> None
     import requests
 
     have = os.path.getsize(part) if os.path.exists(part) else 0
-    headers = {"Range": f"bytes={have}-"} if have else {}
+    # identity: the bytes on disk must be the file's bytes, so a Range offset means the same
+    # thing in every attempt (and a .gz is never silently gunzipped by the client).
+    headers = {"Accept-Encoding": "identity"}
+    if have:
+        headers["Range"] = f"bytes={have}-"
     with requests.get(url, headers=headers, stream=True, timeout=timeout) as r:
         if r.status_code == 416 and have:
             # Range not satisfiable: the partial file is already whole (or bigger than the
@@ -167,7 +171,7 @@ def _http_attempt(url: str, part: str, timeout: float, res: FetchResult) -> None
         expected = r.headers.get("Content-Length")
         got = 0
         with open(part, mode) as f:
-            for chunk in r.iter_content(HTTP_CHUNK):
+            for chunk in r.raw.stream(HTTP_CHUNK, decode_content=False):
                 f.write(chunk)
                 got += len(chunk)
                 res.bytes += len(chunk)

@@ -26,7 +26,9 @@ class Mirror:
     * ``("drop", n)``: announce the full length, send ``n`` bytes, close the connection;
     * ``("truncate", n)``: serve only the first ``n`` bytes as if that were the whole file;
     * ``("stall", n)``: send ``n`` bytes, then stop sending until the test ends;
-    * ``"ignore_range"``: answer 200 with the whole file even if a Range was asked.
+    * ``"ignore_range"``: answer 200 with the whole file even if a Range was asked;
+    * ``"gzip_encoding"``: label a ``.gz`` body ``Content-Encoding: gzip`` (misconfigured
+      mirrors do; a client that decodes it saves the wrong bytes).
     """
 
     def __init__(self, root: str) -> None:
@@ -101,6 +103,8 @@ class Mirror:
         body = data[start:]
         h.send_header("Content-Length", str(len(body)))
         h.send_header("Content-Type", "application/octet-stream")
+        if fault == "gzip_encoding":
+            h.send_header("Content-Encoding", "gzip")
         h.end_headers()
         if isinstance(fault, tuple) and fault[0] in ("drop", "stall"):
             h.wfile.write(body[: fault[1]])

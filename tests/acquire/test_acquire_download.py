@@ -192,3 +192,11 @@ def test_unknown_protocol_fails_at_once_with_a_clear_line(tmp_path) -> None:
 
     with pytest.raises(InputError, match="cannot read 'nosuchfs://' URLs"):
         fetch("nosuchfs://bucket/x.gz", str(tmp_path / "x.gz"), backoff=30)
+
+
+def test_gz_served_with_content_encoding_is_saved_as_is(mirror: Mirror, tmp_path) -> None:
+    data = _gz_members(3)
+    url = _put(mirror, "e.gz", data)
+    mirror.faults["e.gz"] = ["gzip_encoding"]
+    res = _fetch(url, str(tmp_path / "e.gz"), verify="gzip", retries=0)
+    assert _bytes(res.path) == data

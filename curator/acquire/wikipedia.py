@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from typing import Any, Literal
 
 from curator.acquire.base import DownloadSource
-from curator.acquire.download import fetch, is_local_url, join_url
+from curator.acquire.download import fetch, join_url
 from curator.core.context import ShardContext, StageContext
 from curator.core.document import Document
 from curator.core.errors import ConfigError, InputError
@@ -252,4 +252,4 @@ def _part_order(name: str) -> tuple[int, str]:
     return (int(m.group(1)) if m else 0, name)
 
 
-__all__ = ["Wikipedia", "is_local_url", "iter_pages"]
+__all__ = ["Wikipedia", "iter_pages"]

@@ -98,7 +98,7 @@ def test_example_pipeline_on_bundled_sample(tmp_path) -> None:
     work = str(tmp_path / "work")
     cmd = [sys.executable, "-m", "curator", "run",
            os.path.join(REPO, "pipelines", "acquire-example.yaml"), "--work-dir", work,
-           "--set", "stages.wiki.limit_per_file=15"]
+           "--set", "stages.wiki.limit_per_file=4"]
     env = dict(os.environ, PYTHONPATH=REPO)
     r = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
@@ -107,7 +107,7 @@ def test_example_pipeline_on_bundled_sample(tmp_path) -> None:
     # Every non-empty HTML response becomes a document (the sample has no bad HTML pages).
     assert report["cc"]["docs_out"] == _sample_html_responses()
     assert report["cc"]["quarantined"] == {"empty page": 1}
-    assert report["wiki"]["docs_out"] == 15
+    assert report["wiki"]["docs_out"] == 4
     ids, pdfs = _sample_arxiv_members()
     assert report["arxiv"]["counters"]["arxiv_pdf_only"] == pdfs
     out = {}

@@ -1,0 +1,253 @@
+"""``arxiv``: arXiv source bundles -> one document per paper (its LaTeX body).
+
+arXiv publishes sources as ``src/arXiv_src_YYMM_NNN.tar`` bundles (about 500 MB each) in the
+requester-pays bucket ``s3://arxiv``, listed by ``src/arXiv_src_manifest.xml``. Inside a
+bundle each paper is ``YYMM/<id>.gz``: either one gzipped ``.tex`` file or a gzipped tar of
+the submission (or a PDF, skipped). The same layout under a local folder or an HTTP mirror
+works through ``base_url``; without a manifest the bundles are found by listing ``src/``.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import os
+import re
+import tarfile
+import zlib
+from collections.abc import Iterator
+from typing import Any, Literal
+
+from curator.acquire.base import DownloadSource
+from curator.acquire.download import fetch, join_url, require_protocol
+from curator.core.context import ShardContext, StageContext
+from curator.core.document import Document
+from curator.core.errors import ConfigError, InputError
+from curator.extract.latex import LatexError, submission_text
+from curator.extract.timeout import ExtractTimeout, time_limit
+
+ARXIV_BASE_URL = "s3://arxiv"
+_BUNDLE = re.compile(r"arXiv_src_(\d{4})_(\d{3})\.tar$")
+_OLD_ID = re.compile(r"^([a-z][a-z.\-]*?)(\d{7})$")
+MAX_PAPER_BYTES = 64 * 1024 * 1024
+
+
+def parse_months(expr: str) -> list[str]:
+    """``"2301-2303,2310"`` -> ``["2301", "2302", "2303", "2310"]`` (YYMM, ranges inclusive,
+    across year ends)."""
+    out: list[str] = []
+    for part in expr.replace(" ", "").split(","):
+        if not part:
+            continue
+        m = re.fullmatch(r"(\d{2})(\d{2})(?:-(\d{2})(\d{2}))?", part)
+        if not m or not all(1 <= int(x) <= 12 for x in (m.group(2), m.group(4) or "01")):
+            raise ConfigError(f"months: '{part}' is not YYMM or YYMM-YYMM")
+        y, mo = int(m.group(1)), int(m.group(2))
+        y2, mo2 = (int(m.group(3)), int(m.group(4))) if m.group(3) else (y, mo)
+        # arXiv's YYMM: 91..99 are the 1990s
+        a, b = _abs_month(y, mo), _abs_month(y2, mo2)
+        if b < a:
+            raise ConfigError(f"months: range '{part}' runs backwards")
+        for t in range(a, b + 1):
+            yy, mm = divmod(t, 12)
+            out.append(f"{yy % 100:02d}{mm + 1:02d}")
+    return sorted(set(out), key=lambda s: _abs_month(int(s[:2]), int(s[2:])))
+
+
+def _abs_month(yy: int, mm: int) -> int:
+    year = 1900 + yy if yy >= 91 else 2000 + yy
+    return year * 12 + mm - 1
+
+
+def arxiv_id(member: str) -> str:
+    """``2301/2301.00001.gz`` -> ``2301.00001``; ``9901/hep-th9901001.gz`` ->
+    ``hep-th/9901001``."""
+    stem = os.path.basename(member)
+    for ext in (".gz", ".pdf", ".tar"):
+        stem = stem.removesuffix(ext)
+    m = _OLD_ID.match(stem)
+    return f"{m.group(1)}/{m.group(2)}" if m else stem
+
+
+def paper_files(data: bytes) -> dict[str, str]:
+    """Text files of one paper's (gunzipped) source: a tar of files or one ``.tex``."""
+    files: dict[str, str] = {}
+    bio = io.BytesIO(data)
+    if len(data) >= 512 and tarfile.is_tarfile(bio):
+        bio.seek(0)
+        with tarfile.open(fileobj=bio, mode="r:") as tf:
+            for m in tf:
+                if not m.isfile() or not m.name.lower().endswith((".tex", ".ltx", ".latex")):
+                    continue
+                fh = tf.extractfile(m)
+                if fh is not None:
+                    files[os.path.normpath(m.name).lstrip("./")] = _decode(fh.read())
+    else:
+        files["main.tex"] = _decode(data)
+    return files
+
+
+def _decode(b: bytes) -> str:
+    try:
+        return b.decode("utf-8")
+    except UnicodeDecodeError:
+        return b.decode("latin-1")
+
+
+class Arxiv(DownloadSource):
+    """Download arXiv source bundles for a range of months and keep each paper's LaTeX body."""
+
+    name = "arxiv"
+    verify = "tar"
+
+    def __init__(self, months: str, base_url: str = ARXIV_BASE_URL, limit: int | None = None,
+                 timeout_s: float = 30.0, min_chars: int = 500,
+                 download_dir: str = "downloads", delete_after_read: bool = False,
+                 retries: int = 5, backoff_s: float = 1.0,
+                 on_download_error: Literal["fail", "skip"] = "fail", http_timeout_s: float = 60.0,
+                 source: str | None = None,
+                 storage_options: dict[str, Any] | None = None) -> None:
+        self.months = months
+        try:
+            self.month_list = parse_months(months)
+        except ConfigError as e:
+            raise ConfigError(f"arxiv: {e}") from None
+        if not self.month_list:
+            raise ConfigError("arxiv: months: no month given")
+        self.base_url = base_url
+        self.limit = limit
+        self.timeout_s = timeout_s
+        self.min_chars = min_chars
+        self.download_dir = download_dir
+        self.delete_after_read = delete_after_read
+        self.retries = retries
+        self.on_download_error = on_download_error
+        self.backoff_s = backoff_s
+        self.http_timeout_s = http_timeout_s
+        self.source = source
+        if storage_options is None and base_url.startswith("s3://arxiv"):
+            storage_options = {"requester_pays": True}
+        self.storage_options = storage_options
+
+    def source_name(self, ctx: StageContext) -> str:
+        return self.source or "arxiv"
+
+    # -- listing (root) ------------------------------------------------------------------------
+    def specs(self, ctx: StageContext) -> list[dict[str, Any]]:
+        require_protocol(self.base_url)
+        wanted = set(self.month_list)
+        listed = self._from_manifest(ctx)
+        if listed is None:
+            listed = self._from_listing()
+        out = [x for x in listed if x[1] in wanted]
+        if not out:
+            raise InputError(f"{join_url(self.base_url, 'src')}: no bundle for months "
+                             f"{self.months}")
+        out.sort()
+        if self.limit is not None:
+            out = out[: self.limit]
+        specs = []
+        for rel, yymm, md5 in out:
+            spec: dict[str, Any] = {"url": join_url(self.base_url, rel), "rel": rel,
+                                    "yymm": yymm}
+            if md5:
+                spec["checksum"] = ["md5", md5]
+            specs.append(spec)
+        return specs
+
+    def _from_manifest(self, ctx: StageContext) -> list[tuple[str, str, str]] | None:
+        import xml.etree.ElementTree as ET
+
+        url = join_url(self.base_url, "src", "arXiv_src_manifest.xml")
+        dest = os.path.join(ctx.stage_dir, "listing", "arXiv_src_manifest.xml")
+        try:
+            res = fetch(url, dest, retries=self.retries, backoff=self.backoff_s,
+                        timeout=self.http_timeout_s, copy_local=True,
+                        storage_options=self.storage_options)
+        except InputError:
+            return None
+        out = []
+        try:
+            for f in ET.parse(res.path).getroot().iter("file"):
+                name = f.findtext("filename") or ""
+                m = _BUNDLE.search(name)
+                if m:
+                    out.append((name if "/" in name else f"src/{name}", m.group(1),
+                                f.findtext("md5sum") or ""))
+        except ET.ParseError as e:
+            raise InputError(f"{url}: not a valid manifest: {e}") from None
+        return out
+
+    def _from_listing(self) -> list[tuple[str, str, str]]:
+        import fsspec
+
+        root = join_url(self.base_url, "src")
+        try:
+            fs, path = fsspec.core.url_to_fs(root, **(self.storage_options or {}))
+            names = [os.path.basename(p.rstrip("/")) for p in fs.ls(path, detail=False)]
+        except (OSError, ValueError) as e:
+            raise InputError(f"{root}: cannot list bundles: {e}") from None
+        out = []
+        for n in names:
+            m = _BUNDLE.search(n)
+            if m:
+                out.append((f"src/{n}", m.group(1), ""))
+        return out
+
+    # -- reading (workers) ---------------------------------------------------------------------
+    def iterate(self, path: str, ctx: ShardContext) -> Iterator[dict[str, Any]]:
+        try:
+            with tarfile.open(path, "r:") as tf:
+                for m in tf:
+                    if not m.isfile():
+                        continue
+                    name = m.name
+                    if name.endswith(".pdf"):
+                        ctx.count("arxiv_pdf_only")
+                        continue
+                    if m.size > MAX_PAPER_BYTES:
+                        ctx.quarantine({"member": name}, f"paper too large: {m.size} bytes",
+                                       file=path)
+                        continue
+                    fh = tf.extractfile(m)
+                    if fh is None:
+                        continue
+                    yield {"member": name, "data": fh.read()}
+        except (tarfile.TarError, EOFError, OSError) as e:
+            ctx.quarantine(b"", f"truncated or corrupt bundle: {type(e).__name__}: {e}",
+                           file=path)
+            ctx.count("arxiv_corrupt_bundles")
+
+    def extract(self, record: dict[str, Any], ctx: ShardContext) -> Document | None:
+        name, data = record["member"], record["data"]
+        aid = arxiv_id(name)
+        meta = {"arxiv_id": aid, "member": name}
+        if name.endswith(".gz"):
+            try:
+                data = gzip.decompress(data)
+            except (OSError, EOFError, zlib.error) as e:
+                ctx.quarantine(meta, f"bad gzip: {e}")
+                ctx.count("arxiv_bad_sources")
+                return None
+        try:
+            with time_limit(self.timeout_s):
+                files = paper_files(data)
+                main, body = submission_text(files)
+        except LatexError as e:
+            ctx.quarantine(meta, f"no usable LaTeX: {e}")
+            ctx.count("arxiv_no_latex")
+            return None
+        except ExtractTimeout:
+            ctx.quarantine(meta, f"LaTeX cleaning timed out after {self.timeout_s}s")
+            ctx.count("extract_timeouts")
+            return None
+        except tarfile.TarError as e:
+            ctx.quarantine(meta, f"bad tar: {e}")
+            ctx.count("arxiv_bad_sources")
+            return None
+        meta.update(main_file=main, yymm=name.split("/", 1)[0] if "/" in name else "")
+        doc = Document(aid, body, meta)
+        if len(body) < self.min_chars:
+            ctx.reject(doc, "arxiv_too_short")
+            return None
+        return doc

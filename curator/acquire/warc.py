@@ -1,0 +1,360 @@
+"""WARC files -> documents: ``common_crawl`` (a snapshot from a Common Crawl mirror) and
+``read_warc`` (any local or remote WARC files).
+
+Records are read one gzip member at a time (Common Crawl writes one member per record), each
+parsed with warcio. That costs little and isolates damage: a record with a bad header is
+quarantined and the next member is read; a corrupt member is skipped by searching for the next
+gzip header; a truncated file ends with one quarantine record. Only ``response`` records with an
+HTML content type are extracted; the raw HTML never reaches a shard.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from curator.acquire.base import DownloadSource
+from curator.acquire.download import fetch, join_url
+from curator.core.context import ShardContext, StageContext
+from curator.core.document import Document
+from curator.core.errors import ConfigError, InputError
+from curator.extract.html import DecodeError, Extractor, decode_html, extract_text
+from curator.extract.timeout import ExtractTimeout
+
+CC_BASE_URL = "https://data.commoncrawl.org"
+_SNAPSHOT = re.compile(r"^CC-MAIN-\d{4}-\d{2}$")
+HTML_TYPES = ("text/html", "application/xhtml+xml")
+_READ = 1 << 20
+_STEP = 1 << 24
+MAX_MEMBER_BYTES = 64 << 20
+
+
+@dataclass(slots=True)
+class WarcRecord:
+    """The parts of a WARC ``response`` record that extraction needs."""
+
+    file: str
+    offset: int  # byte offset of the record (its gzip member) in the file
+    url: str
+    record_id: str
+    date: str
+    content_type: str
+    body: bytes
+    truncated: str | None = None  # WARC-Truncated: the crawler cut the payload ("length"...)
+
+
+def parse_ranges(expr: str, n: int) -> list[int]:
+    """Indices selected by a NeMo-launcher style range expression over ``n`` files:
+    ``"0,3,5-7"`` -> ``[0, 3, 5, 6, 7]`` (inclusive ranges, sorted, unique)."""
+    out: set[int] = set()
+    for part in expr.replace(" ", "").split(","):
+        if not part:
+            continue
+        m = re.fullmatch(r"(\d+)(?:-(\d+))?", part)
+        if not m:
+            raise ConfigError(f"files: '{part}' is not an index or a range like 5-7")
+        lo = int(m.group(1))
+        hi = int(m.group(2)) if m.group(2) else lo
+        if hi < lo:
+            raise ConfigError(f"files: range '{part}' runs backwards")
+        if hi >= n:
+            raise ConfigError(f"files: index {hi} out of range (the listing has {n} files)")
+        out.update(range(lo, hi + 1))
+    return sorted(out)
+
+
+# -- reading records -----------------------------------------------------------------------------
+
+def iter_members(path: str, ctx: ShardContext, max_bytes: int = MAX_MEMBER_BYTES
+                 ) -> Iterator[tuple[int, bytes]]:
+    """Yield ``(offset, decompressed bytes)`` per gzip member of ``path``. A corrupt member is
+    quarantined and skipped up to the next gzip header; a truncated one ends the file; one that
+    inflates beyond ``max_bytes`` (a gzip bomb) is inflated in bounded steps, discarded and
+    quarantined."""
+    with open(path, "rb") as f:
+        buf = b""
+        base = 0  # file offset of buf[0]
+        eof = False
+        while True:
+            if not buf:
+                buf = memoryview(f.read(_READ))
+                if not buf:
+                    return
+            start = base
+            d = zlib.decompressobj(wbits=31)
+            out: list[bytes] = []
+            size = 0
+            pos = 0  # consumed bytes of buf for this member
+            try:
+                while True:
+                    data = buf[pos:]
+                    while True:  # bounded steps: never more than _STEP bytes at once
+                        piece = d.decompress(data, _STEP)
+                        size += len(piece)
+                        if size <= max_bytes:
+                            out.append(piece)
+                        elif out:
+                            out.clear()
+                        data = d.unconsumed_tail
+                        if d.eof or not data:
+                            break
+                    if d.eof:
+                        used = len(buf) - pos - len(d.unused_data)
+                        pos += used
+                        break
+                    pos = len(buf)
+                    more = f.read(_READ)
+                    if not more:
+                        eof = True
+                        break
+                    base += len(buf)
+                    buf, pos = memoryview(more), 0
+            except zlib.error as e:
+                ctx.quarantine(b"", f"corrupt gzip member: {e}", file=path, offset=start)
+                ctx.count("warc_corrupt_members")
+                # Resynchronise on the next gzip magic after the damaged one.
+                buf, base = _resync(f, buf, base, start)
+                if not buf:
+                    return
+                continue
+            if eof:
+                ctx.quarantine(b"", "truncated gzip member (file ends inside a record)",
+                               file=path, offset=start)
+                ctx.count("warc_truncated_files")
+                return
+            buf, base = buf[pos:], base + pos
+            if size > max_bytes:
+                ctx.quarantine(b"", f"record inflates to more than {max_bytes} bytes",
+                               file=path, offset=start)
+                ctx.count("warc_oversized_records")
+                continue
+            yield start, b"".join(out)
+
+
+def _resync(f: Any, buf: bytes, base: int, bad_start: int) -> tuple[bytes, int]:
+    f.seek(bad_start + 1)
+    base = bad_start + 1
+    while True:
+        chunk = f.read(_READ)
+        if not chunk:
+            return b"", base
+        i = chunk.find(b"\x1f\x8b\x08")
+        if i >= 0:
+            f.seek(base + len(chunk))
+            return memoryview(chunk)[i:], base + i
+        base += len(chunk) - 2
+        f.seek(base)
+
+
+def iter_warc(path: str, ctx: ShardContext, max_member_bytes: int = MAX_MEMBER_BYTES
+              ) -> Iterator[WarcRecord]:
+    """HTML ``response`` records of a WARC file (``.warc.gz`` or ``.warc``)."""
+    from warcio.archiveiterator import ArchiveIterator
+
+    if path.endswith(".gz"):
+        chunks: Iterator[tuple[int, bytes]] = iter_members(path, ctx, max_member_bytes)
+        for offset, data in chunks:
+            try:
+                recs = list(_records(ArchiveIterator(io.BytesIO(data)), path, offset))
+            except Exception as e:
+                ctx.quarantine(data[:2000], f"bad WARC record: {type(e).__name__}: {e}",
+                               file=path, offset=offset)
+                ctx.count("warc_bad_records")
+                continue
+            for r in recs:
+                if isinstance(r, str):
+                    ctx.count(r)
+                else:
+                    yield r
+        return
+    # Uncompressed WARC: one stream; a bad header ends the file (no member boundaries).
+    with open(path, "rb") as f:
+        it = ArchiveIterator(f)
+        try:
+            for r in _records(it, path, None):
+                if isinstance(r, str):
+                    ctx.count(r)
+                else:
+                    yield r
+        except Exception as e:
+            ctx.quarantine(b"", f"bad WARC record, rest of file skipped: {type(e).__name__}: {e}",
+                           file=path, offset=f.tell())
+            ctx.count("warc_bad_records")
+
+
+def _records(it: Any, path: str, offset: int | None) -> Iterator[WarcRecord | str]:
+    for rec in it:
+        if not rec.rec_type:
+            raise ValueError("record has no WARC-Type header")
+        if rec.rec_type != "response":
+            yield "warc_non_response"
+            continue
+        http = rec.http_headers
+        ctype = (http.get_header("Content-Type") if http else None) or ""
+        if not ctype.lower().startswith(HTML_TYPES):
+            yield "warc_non_html"
+            continue
+        h = rec.rec_headers
+        body = rec.content_stream().read()
+        yield WarcRecord(
+            file=path, offset=offset if offset is not None else it.get_record_offset(),
+            url=h.get_header("WARC-Target-URI") or "",
+            record_id=h.get_header("WARC-Record-ID") or "",
+            date=h.get_header("WARC-Date") or "", content_type=ctype, body=body,
+            truncated=h.get_header("WARC-Truncated"))
+
+
+# -- the sources ---------------------------------------------------------------------------------
+
+class _WarcExtracting(DownloadSource):
+    """Shared extraction of HTML response records into documents."""
+
+    verify = "gzip"
+    extractor: Extractor = "trafilatura"
+    timeout_s: float = 10.0
+    max_bytes: int = 10 * 1024 * 1024
+
+    def iterate(self, path: str, ctx: ShardContext) -> Iterator[WarcRecord]:
+        # Room for the largest page we accept plus headers; beyond that a record is a bomb.
+        return iter_warc(path, ctx, max(MAX_MEMBER_BYTES, 2 * self.max_bytes + (1 << 20)))
+
+    def extract(self, rec: WarcRecord, ctx: ShardContext) -> Document | None:
+        rid = rec.record_id.strip("<>")
+        doc_id = rid.removeprefix("urn:uuid:") or f"{rec.file}:{rec.offset}"
+        meta = {"url": rec.url, "warc_record_id": rec.record_id, "date": rec.date,
+                "content_type": rec.content_type}
+        where = {"file": rec.file, "offset": rec.offset}
+        if not rec.body.strip():
+            ctx.quarantine(meta, "empty page", **where)
+            ctx.count("empty_pages")
+            return None
+        if len(rec.body) > self.max_bytes:
+            ctx.quarantine(meta, f"page too large: {len(rec.body)} bytes > {self.max_bytes}",
+                           **where)
+            ctx.count("pages_too_large")
+            return None
+        try:
+            html, charset = decode_html(rec.body, rec.content_type)
+        except DecodeError as e:
+            ctx.quarantine(meta, str(e), **where)
+            ctx.count("undecodable_pages")
+            return None
+        try:
+            text = extract_text(html, self.extractor, self.timeout_s)
+        except ExtractTimeout:
+            ctx.quarantine(meta, f"extraction timed out after {self.timeout_s}s", **where)
+            ctx.count("extract_timeouts")
+            return None
+        meta["charset"] = charset
+        if rec.truncated:  # Common Crawl cuts payloads at 1 MiB; the text may be partial
+            meta["warc_truncated"] = rec.truncated
+            ctx.count("warc_truncated_records")
+        doc = Document(doc_id, text, meta)
+        if not text:
+            ctx.reject(doc, "extract_empty")
+            return None
+        return doc
+
+
+class CommonCrawl(_WarcExtracting):
+    """Download a Common Crawl snapshot's WARC files and extract their HTML main text."""
+
+    name = "common_crawl"
+
+    def __init__(self, snapshot: str, base_url: str = CC_BASE_URL, files: str | None = None,
+                 limit: int | None = None, extractor: Extractor = "trafilatura",
+                 timeout_s: float = 10.0, max_page_mb: float = 10.0,
+                 download_dir: str = "downloads", delete_after_read: bool = False,
+                 retries: int = 5, backoff_s: float = 1.0,
+                 on_download_error: Literal["fail", "skip"] = "fail", http_timeout_s: float = 60.0,
+                 source: str | None = None,
+                 storage_options: dict[str, Any] | None = None) -> None:
+        if not _SNAPSHOT.match(snapshot):
+            raise ConfigError(f"common_crawl: snapshot '{snapshot}' is not like CC-MAIN-2024-10")
+        if limit is not None and limit < 1:
+            raise ConfigError("common_crawl: limit must be at least 1")
+        if files:
+            try:  # syntax errors now, bounds once the listing is read
+                parse_ranges(files, 1 << 62)
+            except ConfigError as e:
+                raise ConfigError(f"common_crawl: {e}") from None
+        self.snapshot = snapshot
+        self.base_url = base_url
+        self.files = files
+        self.limit = limit
+        self.extractor = extractor
+        self.timeout_s = timeout_s
+        self.max_bytes = int(max_page_mb * 1024 * 1024)
+        self.download_dir = download_dir
+        self.delete_after_read = delete_after_read
+        self.retries = retries
+        self.on_download_error = on_download_error
+        self.backoff_s = backoff_s
+        self.http_timeout_s = http_timeout_s
+        self.source = source
+        self.storage_options = storage_options
+
+    def source_name(self, ctx: StageContext) -> str:
+        return self.source or "common_crawl"
+
+    def specs(self, ctx: StageContext) -> list[dict[str, Any]]:
+        import gzip
+        import os
+
+        listing = f"crawl-data/{self.snapshot}/warc.paths.gz"
+        url = join_url(self.base_url, listing)
+        dest = os.path.join(ctx.output_path(self.download_dir), ctx.stage_id, listing)
+        res = fetch(url, dest, verify="gzip", retries=self.retries, backoff=self.backoff_s,
+                    timeout=self.http_timeout_s, storage_options=self.storage_options)
+        with gzip.open(res.path, "rt") as f:
+            paths = [ln.strip() for ln in f if ln.strip()]
+        if not paths:
+            raise InputError(f"{url}: the listing is empty")
+        idx = parse_ranges(self.files, len(paths)) if self.files else list(range(len(paths)))
+        if self.limit is not None:
+            idx = idx[: self.limit]
+        return [{"url": join_url(self.base_url, paths[i]), "rel": paths[i], "index": i}
+                for i in idx]
+
+
+class ReadWarc(_WarcExtracting):
+    """Extract HTML main text from WARC files (local or remote paths or globs)."""
+
+    name = "read_warc"
+
+    def __init__(self, paths: str | list[str], extractor: Extractor = "trafilatura",
+                 timeout_s: float = 10.0, max_page_mb: float = 10.0,
+                 download_dir: str = "downloads", retries: int = 5, backoff_s: float = 1.0,
+                 on_download_error: Literal["fail", "skip"] = "fail",
+                 source: str | None = None,
+                 storage_options: dict[str, Any] | None = None) -> None:
+        self.paths = paths
+        self.extractor = extractor
+        self.timeout_s = timeout_s
+        self.max_bytes = int(max_page_mb * 1024 * 1024)
+        self.download_dir = download_dir
+        self.retries = retries
+        self.on_download_error = on_download_error
+        self.backoff_s = backoff_s
+        self.source = source
+        self.storage_options = storage_options
+
+    def source_name(self, ctx: StageContext) -> str:
+        return self.source or ctx.stage_id
+
+    def urls(self, ctx: StageContext) -> list[str]:
+        from curator.io.jsonl import expand_paths
+
+        found = expand_paths(self.paths, self.storage_options, f"{ctx.stage_id}.paths")
+        bad = [p for p in found if not p.endswith((".warc", ".warc.gz"))]
+        if bad:
+            raise ConfigError(f"{ctx.stage_id}.paths: '{bad[0]}' is not a .warc or .warc.gz")
+        return found
+
+    def specs(self, ctx: StageContext) -> list[dict[str, Any]]:
+        return [{"url": u, "verify": "gzip" if u.endswith(".gz") else "none"}
+                for u in self.urls(ctx)]

@@ -1,0 +1,127 @@
+"""A per-document time limit that works under every executor.
+
+One pathological page (deeply nested tables, megabytes of inline script) can keep an HTML
+extractor busy for minutes and stall a whole worker. The limit must work where the extractor
+runs: in the main thread (local executor, MPI ranks) *and* in Dask's worker threads, where
+``SIGALRM`` cannot be used. So:
+
+* in the main thread of a process: ``setitimer(ITIMER_REAL)`` + ``SIGALRM`` raise
+  :class:`ExtractTimeout` at the deadline;
+* in any other thread: one watchdog thread per process raises :class:`ExtractTimeout` in the
+  late thread with ``PyThreadState_SetAsyncExc``.
+
+Both interrupt Python code (trafilatura, justext, mwparserfromhell and our LaTeX cleaner are
+Python around lxml/regex calls). A single long C call (one lxml parse, one resiliparse call) is
+interrupted when it returns to Python, so the limit can overshoot by that call's duration;
+resiliparse is fast enough that this does not matter in practice. No child process and no
+per-document pickling is needed, which keeps the per-document overhead at a few microseconds.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import heapq
+import itertools
+import signal
+import threading
+import time
+from collections.abc import Iterator
+
+
+class ExtractTimeout(Exception):
+    """The per-document time limit was reached."""
+
+
+@contextlib.contextmanager
+def time_limit(seconds: float | None) -> Iterator[None]:
+    """Raise :class:`ExtractTimeout` inside the block if it runs longer than ``seconds``
+    (``None`` or ``<= 0``: no limit)."""
+    if not seconds or seconds <= 0:
+        yield
+        return
+    if threading.current_thread() is threading.main_thread() and _can_use_signal():
+        with _alarm(seconds):
+            yield
+    else:
+        with _WATCHDOG.guard(seconds):
+            yield
+
+
+def _can_use_signal() -> bool:
+    # Respect a SIGALRM handler someone else installed (pytest-timeout's signal method...).
+    cur = signal.getsignal(signal.SIGALRM)
+    return cur in (signal.SIG_DFL, signal.SIG_IGN, None, _on_alarm)
+
+
+def _on_alarm(signum: int, frame: object) -> None:
+    raise ExtractTimeout()
+
+
+@contextlib.contextmanager
+def _alarm(seconds: float) -> Iterator[None]:
+    old = signal.signal(signal.SIGALRM, _on_alarm)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+
+
+class _Watchdog:
+    """One daemon thread per process holding the deadlines of all guarded blocks."""
+
+    def __init__(self) -> None:
+        self._cv = threading.Condition()
+        self._heap: list[tuple[float, int, int]] = []  # (deadline, token, thread id)
+        self._active: dict[int, int] = {}  # token -> thread id
+        self._tokens = itertools.count()
+        self._thread: threading.Thread | None = None
+
+    @contextlib.contextmanager
+    def guard(self, seconds: float) -> Iterator[None]:
+        tid = threading.get_ident()
+        with self._cv:
+            token = next(self._tokens)
+            self._active[token] = tid
+            heapq.heappush(self._heap, (time.monotonic() + seconds, token, tid))
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._loop, name="curator-timeout",
+                                                daemon=True)
+                self._thread.start()
+            self._cv.notify()
+        try:
+            yield
+        finally:
+            with self._cv:
+                fired = self._active.pop(token, None) is None
+            if fired:
+                # The exception may still be pending if the block ended just as it fired;
+                # clear it so it cannot hit unrelated code later.
+                _set_async_exc(tid, None)
+
+    def _loop(self) -> None:
+        while True:
+            with self._cv:
+                while self._heap and self._heap[0][1] not in self._active:
+                    heapq.heappop(self._heap)
+                if not self._heap:
+                    self._cv.wait(5.0)
+                    continue
+                deadline, token, tid = self._heap[0]
+                now = time.monotonic()
+                if now < deadline:
+                    self._cv.wait(deadline - now)
+                    continue
+                heapq.heappop(self._heap)
+                del self._active[token]
+                _set_async_exc(tid, ExtractTimeout)
+
+
+def _set_async_exc(tid: int, exc: type[BaseException] | None) -> None:
+    ctypes.pythonapi.PyThreadState_SetAsyncExc(
+        ctypes.c_ulong(tid), ctypes.py_object(exc) if exc is not None else None)
+
+
+_WATCHDOG = _Watchdog()

@@ -1,0 +1,104 @@
+"""``url_blocklist``: drop documents whose URL is on a domain blocklist or matches a pattern.
+
+Domains match themselves and their subdomains (``example.com`` blocks ``a.b.example.com``),
+looked up label by label in a set, so a blocklist of millions of domains (UT1-style files, one
+domain a line) costs a few set lookups per document. Patterns are regular expressions joined
+into one compiled alternation.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from curator.core.context import ShardContext
+from curator.core.document import Document
+from curator.core.errors import ConfigError
+from curator.core.stage import ShardStage
+
+#: Blocklists loaded in this process, keyed by the stage's parameters.
+_TABLES: dict[tuple[tuple[str, ...], ...], tuple[set[str], re.Pattern[str] | None]] = {}
+_HOST = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.\-]*://(?:[^@/?#]*@)?(\[[^\]]*\]|[^:/?#]*)")
+
+
+def url_host(url: str) -> str:
+    """Lower-case host of a URL, without port or user info ('' if there is none)."""
+    m = _HOST.match(url)
+    return m.group(1).lower().rstrip(".") if m else ""
+
+
+def load_domains(paths: list[str]) -> set[str]:
+    """Domains from files, one a line (``#`` comments and blank lines ignored)."""
+    import fsspec
+
+    out: set[str] = set()
+    for p in paths:
+        try:
+            with fsspec.open(p, "rt", compression="infer", encoding="utf-8") as f:
+                for line in f:
+                    d = line.split("#", 1)[0].strip().lower().rstrip(".")
+                    if d:
+                        out.add(d)
+        except FileNotFoundError:
+            raise ConfigError(f"url_blocklist: domain file '{p}' not found") from None
+    return out
+
+
+class UrlBlocklist(ShardStage):
+    """Reject documents whose URL's domain (or a parent domain) or pattern is blocked."""
+
+    name = "url_blocklist"
+
+    def __init__(self, domains: list[str] | None = None, domain_files: list[str] | None = None,
+                 patterns: list[str] | None = None, url_field: str = "url",
+                 drop_missing_url: bool = False) -> None:
+        self.domains = [d.lower().strip().rstrip(".") for d in (domains or [])]
+        self.domain_files = domain_files or []
+        self.patterns = patterns or []
+        self.url_field = url_field
+        self.drop_missing_url = drop_missing_url
+        for p in self.patterns:
+            try:
+                re.compile(p)
+            except re.error as e:
+                raise ConfigError(f"url_blocklist: pattern '{p}' is invalid: {e}") from None
+
+    def _tables(self) -> tuple[set[str], re.Pattern[str] | None]:
+        # Once per worker process (a UT1 list has millions of domains), not once per shard.
+        key = (tuple(self.domains), tuple(self.domain_files), tuple(self.patterns))
+        tables = _TABLES.get(key)
+        if tables is None:
+            blocked = set(self.domains) | load_domains(self.domain_files)
+            rx = re.compile("|".join(f"(?:{p})" for p in self.patterns)) if self.patterns else None
+            tables = _TABLES[key] = (blocked, rx)
+        return tables
+
+    def check_url(self, url: str) -> str | None:
+        """The reason ``url`` is blocked, or ``None``."""
+        blocked, rx = self._tables()
+        host = url_host(url)
+        if host and blocked:
+            labels = host.split(".")
+            for i in range(len(labels)):
+                if ".".join(labels[i:]) in blocked:
+                    return "url_blocked_domain"
+        if rx is not None and rx.search(url):
+            return "url_blocked_pattern"
+        return None
+
+    def process(self, docs: Iterator[Document], ctx: ShardContext) -> Iterator[Document]:
+        check, field = self.check_url, self.url_field
+        for doc in docs:
+            url = doc.meta.get(field)
+            if not isinstance(url, str) or not url:
+                ctx.count("url_missing")
+                if self.drop_missing_url:
+                    ctx.reject(doc, "url_missing")
+                else:
+                    yield doc
+                continue
+            reason = check(url)
+            if reason is None:
+                yield doc
+            else:
+                ctx.reject(doc, reason, url=url)

@@ -1,0 +1,23 @@
+"""Fixtures of the acquire tests: a real HTTP mirror on 127.0.0.1 (helpers in helpers_acquire)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(__file__))
+
+from helpers_acquire import Mirror
+
+
+@pytest.fixture
+def mirror(tmp_path: Any) -> Iterator[Mirror]:
+    root = tmp_path / "mirror"
+    root.mkdir()
+    m = Mirror(str(root))
+    yield m
+    m.close()

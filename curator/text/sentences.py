@@ -39,6 +39,8 @@ _LANG = {
     "pt": {"sr", "sra", "dr", "dra", "p.ex", "pág", "etc", "av"},
     "nl": {"bijv", "dhr", "mevr", "o.a", "d.w.z", "enz", "blz", "nr"},
 }
+#: Abbreviations that commonly end a sentence: a capital after them starts a new one.
+_OFTEN_FINAL = {"etc", "al", "inc", "ltd", "co", "corp", "bros"}
 _ABBREV_CACHE: dict[str, frozenset[str]] = {}
 
 _BOUNDARY = re.compile(
@@ -73,11 +75,9 @@ def _is_abbreviation(before: str, after: str, abbrevs: frozenset[str]) -> bool:
         return True  # "approx. 5", "etc. and so on", "e.g. the"
     if len(word) == 1 and word.isalpha():
         return True  # initials: "J. Smith"
-    if word in abbrevs and word not in {"etc", "al", "inc", "ltd", "co", "corp"}:
-        # known abbreviations followed by a capital usually continue ("Fig. 3", "Vol. II",
-        # "U.S. Army"); the few that often end sentences are excluded above
-        return True
-    return False
+    # Known abbreviations followed by a capital usually continue ("Fig. 3", "Vol. II",
+    # "U.S. Army"), except the few that often end a sentence.
+    return word in abbrevs and word not in _OFTEN_FINAL
 
 
 def split_sentences(text: str, lang: str = "en") -> list[str]:

@@ -46,7 +46,7 @@ def normalize(text: str, max_chars: int = 20_000) -> str:
 
 def _unit(seed: int, key: str) -> float:
     """A uniform number in [0, 1) determined by ``(seed, key)``."""
-    return xxhash.xxh64_intdigest(key, seed=seed) / 2.0**64
+    return xxhash.xxh64_intdigest(key.encode(), seed=seed) / 2.0**64
 
 
 def load_model(path: str) -> Any:

@@ -50,7 +50,8 @@ def normalized_words(text: str) -> list[str]:
 
 
 def word_hashes(words: list[str]) -> np.ndarray:
-    return np.fromiter(map(xxhash.xxh64_intdigest, words), dtype=np.uint64, count=len(words))
+    hashes = map(xxhash.xxh64_intdigest, map(str.encode, words))
+    return np.fromiter(hashes, dtype=np.uint64, count=len(words))
 
 
 def ngram_hashes(wh: np.ndarray, n: int) -> np.ndarray:

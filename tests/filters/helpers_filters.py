@@ -52,6 +52,7 @@ def run_pipeline(tmp: Path, stages: list[dict[str, Any]], executor: dict | None 
                  name: str = "t") -> Run:
     cfg = {"name": name, "work_dir": str(tmp / "work"), "executor": executor or {"type": "local"},
            "stages": stages}
+    tmp.mkdir(parents=True, exist_ok=True)
     path = tmp / "pipe.yaml"
     path.write_text(yaml.safe_dump(cfg, sort_keys=False))
     pipe = pl.load(str(path))

@@ -22,6 +22,11 @@ def cmd_train(args: argparse.Namespace) -> int:
     from curator.io.jsonl import expand_paths
 
     out = os.path.abspath(args.output)
+    try:
+        os.makedirs(os.path.dirname(out), exist_ok=True)
+    except OSError as e:
+        raise CuratorError(f"--output '{args.output}': cannot create its folder: "
+                           f"{e.strerror}") from None
     work = tempfile.mkdtemp(prefix="quality-", dir=os.path.dirname(out) or ".")
     try:
         tr, ho = os.path.join(work, "part.train.txt"), os.path.join(work, "part.holdout.txt")
@@ -37,10 +42,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         result = train_from_parts([tr], [ho], work, epoch=args.epoch, lr=args.lr,
                                   dim=args.dim, word_ngrams=args.word_ngrams, seed=args.seed,
                                   max_docs_per_label=args.max_docs_per_label)
-        os.makedirs(os.path.dirname(out) or ".", exist_ok=True)
         os.replace(result["model"], out)
-    except CuratorError:
-        raise
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print(json.dumps({"model": out, **result["metrics"]}, indent=2))

@@ -99,6 +99,9 @@ KINDS = {"prose": prose, "menu": menu, "spam": spam, "list": bullet_list,
          "short": short}
 #: Kinds a reasonable quality filter keeps; all others should be removed.
 GOOD_KINDS = frozenset({"prose"})
+#: Kinds made of prose words (repeated or too short): a bag-of-words quality classifier rates
+#: them like prose; the repetition and length heuristics are what remove them.
+PROSE_WORD_KINDS = frozenset({"prose", "repeated", "short"})
 
 
 def documents(n: int, seed: int = 0, prose_share: float = 0.5) -> list[dict[str, str]]:

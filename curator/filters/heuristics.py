@@ -38,10 +38,10 @@ GOPHER_STOP_WORDS = ["the", "be", "to", "of", "and", "that", "have", "with"]
 BOILERPLATE_STRINGS = ["lorem ipsum", "privacy policy", "terms of use", "cookie policy",
                        "uses cookies", "use of cookies", "use cookies"]
 _URL = re.compile(r"(?:https?://|www\.)\S+", re.IGNORECASE)
-_ALNUM = re.compile(r"[^\W_]")
-_DIGIT = re.compile(r"\d")
-_SPACE = re.compile(r"\s")
-_PAREN = re.compile(r"[()\[\]]")
+_ALNUM = re.compile(r"[^\W_]+")
+_DIGIT = re.compile(r"\d+")
+_SPACE = re.compile(r"\s+")
+_PAREN = re.compile(r"[()\[\]]+")
 
 
 class HeuristicRule(Filter):
@@ -147,8 +147,7 @@ class AlphaWords(HeuristicRule):
         self.min_ratio = min_ratio
 
     def value(self, f: DocFeatures) -> float:
-        w = f.words
-        return _ratio(sum(1 for x in w if any(c.isalpha() for c in x)), len(w))
+        return _ratio(f.n_alpha_words, len(f.words))
 
     def ok(self, v: float) -> bool:
         return v >= self.min_ratio
@@ -358,7 +357,8 @@ class _CharRatio(HeuristicRule):
         self.max_ratio = max_ratio
 
     def value(self, f: DocFeatures) -> float:
-        return _ratio(len(self.pattern.findall(f.text)), len(f.text))
+        # the patterns match runs, so far fewer match objects than characters are made
+        return _ratio(sum(map(len, self.pattern.findall(f.text))), len(f.text))
 
     def ok(self, v: float) -> bool:
         return v <= self.max_ratio
@@ -375,7 +375,7 @@ class NonAlphaNumeric(_CharRatio):
 
     def value(self, f: DocFeatures) -> float:
         n = len(f.text)
-        return _ratio(n - len(_ALNUM.findall(f.text)), n) if n else 1.0
+        return _ratio(n - sum(map(len, _ALNUM.findall(f.text))), n) if n else 1.0
 
 
 class NumbersRatio(_CharRatio):
@@ -495,11 +495,7 @@ class TopNgram(HeuristicRule):
         self.n, self.max_ratio = n, max_ratio
 
     def value(self, f: DocFeatures) -> float:
-        counts = f.ngram_counts(self.n)
-        if not counts:
-            return 0.0
-        gram, c = counts.most_common(1)[0]
-        return _ratio((sum(map(len, gram)) + self.n - 1) * c, len(f.text))
+        return _ratio(f.top_ngram_chars(self.n), len(f.text))
 
     def ok(self, v: float) -> bool:
         return v <= self.max_ratio
@@ -517,28 +513,7 @@ class DuplicateNgrams(HeuristicRule):
         self.n, self.max_ratio = n, max_ratio
 
     def value(self, f: DocFeatures) -> float:
-        n, words = self.n, f.words
-        counts = f.ngram_counts(n)
-        if not counts or len(counts) == len(words) - n + 1:
-            return 0.0  # fast path: no n-gram occurs twice
-        grams = list(zip(*(words[i:] for i in range(n))))
-        # Before the first repeat nothing is skipped, so start the scan there.
-        seen: set[tuple[str, ...]] = set()
-        idx = 0
-        for idx, g in enumerate(grams):  # noqa: B007
-            if g in seen:
-                break
-            seen.add(g)
-        repeated, last = 0, len(grams)
-        while idx < last:
-            g = grams[idx]
-            if g in seen:
-                repeated += sum(map(len, g))
-                idx += n
-            else:
-                seen.add(g)
-                idx += 1
-        return _ratio(repeated, len(f.text))
+        return _ratio(f.duplicate_ngram_chars(self.n), len(f.text))
 
     def ok(self, v: float) -> bool:
         return v <= self.max_ratio

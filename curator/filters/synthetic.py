@@ -114,3 +114,52 @@ def documents(n: int, seed: int = 0, prose_share: float = 0.5) -> list[dict[str,
         kind = "prose" if rng.random() < prose_share else rng.choice(bad)
         out.append({"id": f"doc-{seed}-{i}", "text": KINDS[kind](rng), "kind": kind})
     return out
+
+
+MULTILINGUAL = [
+    "Le conseil municipal a voté hier soir le nouveau plan de circulation du centre-ville.",
+    "Der Gemeinderat hat gestern Abend den neuen Verkehrsplan für die Innenstadt beschlossen.",
+    "El ayuntamiento aprobó anoche el nuevo plan de tráfico para el centro de la ciudad.",
+    "市议会昨晚通过了市中心新的交通规划，将于下个月开始实施。",
+    "市議会は昨夜、市中心部の新しい交通計画を可決しました。",
+]
+MOJIBAKE = "The councilâ€™s plan doesnâ€™t change the cafÃ© opening hours."
+
+
+def write_sample(out_dir: str, seed: int = 0) -> None:
+    """Write the small sample used by ``pipelines/fineweb-like.yaml`` and ``nemo-like.yaml``:
+    ``crawl.jsonl`` (mixed quality, a few other languages, mojibake, planted evaluation
+    questions), ``wiki.jsonl`` (reference prose) and ``eval/qa.jsonl``."""
+    import json
+    import os
+
+    rng = random.Random(seed)
+    os.makedirs(os.path.join(out_dir, "eval"), exist_ok=True)
+    vocab = _words("zorbia quantum lemma vertex prime integral photon enzyme treaty dynasty "
+                   "glacier orbit velocity theorem matrix")
+    questions = [" ".join(rng.choice(vocab) for _ in range(18)).capitalize() + "?"
+                 for _ in range(20)]
+    crawl = documents(160, seed=seed + 1, prose_share=0.5)
+    for i, q in enumerate(questions[:6]):  # contaminated documents
+        crawl[i * 20]["text"] = prose(rng, 2) + "\n\n" + q + "\n\n" + prose(rng, 2)
+    for i, t in enumerate(MULTILINGUAL):
+        crawl.append({"id": f"ml-{i}", "text": "\n".join([t] * 6), "kind": "other_language"})
+    crawl.append({"id": "mojibake-0", "text": MOJIBAKE + "\n\n" + prose(rng, 3),
+                  "kind": "prose"})
+    wiki = [{"id": f"wiki-{i}", "text": prose(rng)} for i in range(120)]
+
+    def dump(name: str, recs: list[dict]) -> None:
+        with open(os.path.join(out_dir, name), "w", encoding="utf-8") as f:
+            for r in recs:
+                f.write(json.dumps(r, ensure_ascii=False) + "\n")
+
+    dump("crawl.jsonl", crawl)
+    dump("wiki.jsonl", wiki)
+    dump("eval/qa.jsonl", [{"id": i, "question": q, "answer": "yes"}
+                           for i, q in enumerate(questions)])
+
+
+if __name__ == "__main__":  # python -m curator.filters.synthetic data/sample/filters
+    import sys
+
+    write_sample(sys.argv[1] if len(sys.argv) > 1 else "data/sample/filters")

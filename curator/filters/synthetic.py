@@ -141,7 +141,8 @@ def write_sample(out_dir: str, seed: int = 0) -> None:
                  for _ in range(20)]
     crawl = documents(160, seed=seed + 1, prose_share=0.5)
     for i, q in enumerate(questions[:6]):  # contaminated documents
-        crawl[i * 20]["text"] = prose(rng, 2) + "\n\n" + q + "\n\n" + prose(rng, 2)
+        crawl[i * 20].update(text=prose(rng, 2) + "\n\n" + q + "\n\n" + prose(rng, 2),
+                             kind="prose")
     for i, t in enumerate(MULTILINGUAL):
         crawl.append({"id": f"ml-{i}", "text": "\n".join([t] * 6), "kind": "other_language"})
     crawl.append({"id": "mojibake-0", "text": MOJIBAKE + "\n\n" + prose(rng, 3),

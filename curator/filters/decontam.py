@@ -41,6 +41,7 @@ from curator.text.words import NO_SPACE_SCRIPTS
 _TOKEN = re.compile(rf"[{NO_SPACE_SCRIPTS}]|[^\W_{NO_SPACE_SCRIPTS}]+")
 _MULT = np.uint64(0x100000001B3)  # FNV prime: odd, mixes well under uint64 wrap-around
 _ARRAYS: dict[str, dict[int, np.ndarray]] = {}
+_INDEXES: dict[tuple, tuple[list[str], dict[int, tuple[np.ndarray, np.ndarray]]]] = {}
 
 
 def normalized_words(text: str) -> list[str]:
@@ -136,32 +137,60 @@ def _load_task_arrays(path: str) -> dict[int, np.ndarray]:
 
 
 class Matcher:
-    """Finds evaluation n-grams in documents; picklable (arrays load lazily per process)."""
+    """Finds evaluation n-grams in documents; picklable (arrays load lazily per process).
+
+    All tasks' n-grams of one length are merged into one sorted array (with the owning task
+    of each entry), so a document costs one binary search per n-gram length, whatever the
+    number of tasks.
+    """
 
     def __init__(self, task_paths: dict[str, str], ignore: frozenset[int] = frozenset()) -> None:
         self.task_paths = task_paths
         self.ignore = ignore
 
+    def _index(self) -> tuple[list[str], dict[int, tuple[np.ndarray, np.ndarray]]]:
+        key = tuple(sorted(self.task_paths.items()))
+        got = _INDEXES.get(key)
+        if got is None:
+            names = [t for t, _ in key]
+            parts: dict[int, list[tuple[np.ndarray, int]]] = {}
+            for ti, (_, path) in enumerate(key):
+                for k, arr in _load_task_arrays(path).items():
+                    if arr.size:
+                        parts.setdefault(k, []).append((arr, ti))
+            index = {}
+            for k, lst in parts.items():
+                hashes = np.concatenate([a for a, _ in lst])
+                owners = np.concatenate([np.full(a.size, t, dtype=np.int32) for a, t in lst])
+                order = np.argsort(hashes, kind="stable")
+                index[k] = (hashes[order], owners[order])
+            got = _INDEXES[key] = (names, index)
+        return got
+
     def matches(self, text: str) -> list[tuple[str, int, int, int]]:
         """``(task, first word index, n-gram length, hash)`` of every match in ``text``."""
+        names, index = self._index()
         words = normalized_words(text)
-        if not words:
+        if not words or not index:
             return []
         wh = word_hashes(words)
         out: list[tuple[str, int, int, int]] = []
-        cache: dict[int, np.ndarray] = {}
-        for task, path in self.task_paths.items():
-            for k, arr in _load_task_arrays(path).items():
-                if arr.size == 0 or len(words) < k:
+        for k, (keys, owners) in index.items():
+            if len(words) < k:
+                continue
+            h = ngram_hashes(wh, k)
+            lo = np.searchsorted(keys, h)
+            found = keys[np.minimum(lo, keys.size - 1)] == h
+            if not found.any():
+                continue
+            for i in np.flatnonzero(found).tolist():
+                hv = int(h[i])
+                if hv in self.ignore:
                     continue
-                h = cache.get(k)
-                if h is None:
-                    h = cache[k] = ngram_hashes(wh, k)
-                pos = np.flatnonzero(np.isin(h, arr, assume_unique=False))
-                for i in pos.tolist():
-                    hv = int(h[i])
-                    if hv not in self.ignore:
-                        out.append((task, i, k, hv))
+                j = int(lo[i])
+                while j < keys.size and keys[j] == hv:
+                    out.append((names[owners[j]], i, k, hv))
+                    j += 1
         return out
 
 

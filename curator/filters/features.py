@@ -64,7 +64,7 @@ class DocFeatures:
 
     @cached_property
     def nonempty_lines(self) -> list[str]:
-        return [ln for ln in self.text.split("\n") if ln.strip()]
+        return list(filter(str.strip, self.text.split("\n")))
 
     @cached_property
     def line_runs(self) -> list[str]:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from operator import itemgetter, methodcaller
 from typing import Any, ClassVar, Literal
 
 from curator.core.context import ShardContext
@@ -205,8 +206,9 @@ class BulletLines(HeuristicRule):
         self.max_ratio, self.bullets = max_ratio, tuple(bullets)
 
     def value(self, f: DocFeatures) -> float:
-        lines = f.lines
-        return _ratio(sum(1 for ln in lines if ln.lstrip().startswith(self.bullets)), len(lines))
+        lines = f.lines  # map/methodcaller keep the per-line loop in C
+        return _ratio(sum(map(methodcaller("startswith", self.bullets), map(str.lstrip, lines))),
+                      len(lines))
 
     def ok(self, v: float) -> bool:
         return v <= self.max_ratio
@@ -223,7 +225,8 @@ class EllipsisLines(HeuristicRule):
 
     def value(self, f: DocFeatures) -> float:
         lines = f.lines
-        return _ratio(sum(1 for ln in lines if ln.rstrip().endswith(("...", "…"))), len(lines))
+        return _ratio(sum(map(methodcaller("endswith", ("...", "…")), map(str.rstrip, lines))),
+                      len(lines))
 
     def ok(self, v: float) -> bool:
         return v <= self.max_ratio
@@ -238,11 +241,12 @@ class LinePunctuation(HeuristicRule):
     def __init__(self, min_ratio: float = 0.12, exclude_zero: bool = False,
                  stop_chars: str = TERMINAL_PUNCTUATION) -> None:
         self.min_ratio, self.exclude_zero = min_ratio, exclude_zero
-        self.stop_chars = tuple(stop_chars)
+        self.stop_chars = frozenset(stop_chars)  # single characters: test the last one
 
     def value(self, f: DocFeatures) -> float:
-        lines = f.nonempty_lines
-        return _ratio(sum(1 for ln in lines if ln.endswith(self.stop_chars)), len(lines))
+        lines = f.nonempty_lines  # non-empty, so line[-1] exists
+        return _ratio(sum(map(self.stop_chars.__contains__, map(itemgetter(-1), lines))),
+                      len(lines))
 
     def ok(self, v: float) -> bool:
         return v >= self.min_ratio or (v == 0 and self.exclude_zero)
@@ -259,7 +263,7 @@ class ShortLines(HeuristicRule):
 
     def value(self, f: DocFeatures) -> float:
         lines = f.nonempty_lines
-        return _ratio(sum(1 for ln in lines if len(ln) <= self.max_length), len(lines)) \
+        return _ratio(sum(map(self.max_length.__ge__, map(len, lines))), len(lines)) \
             if lines else 1.0
 
     def ok(self, v: float) -> bool:

@@ -290,6 +290,11 @@ class Decontaminate(GlobalStage):
         if n < 1 or min_ngram_words < 1:
             raise ConfigError("decontaminate: n and min_ngram_words must be >= 1")
         self.tasks = {k: [v] if isinstance(v, str) else list(v) for k, v in tasks.items()}
+        for t, paths in self.tasks.items():
+            for p in paths:  # fail at validation, not after the upstream stages ran
+                local = "://" not in p and not any(ch in p for ch in "*?[")
+                if local and not os.path.exists(p):
+                    raise ConfigError(f"decontaminate.tasks.{t}: file not found: {p}")
         self.fields = fields
         self.n, self.min_ngram_words = n, min(min_ngram_words, n)
         self.max_matches, self.mode = max_matches, mode

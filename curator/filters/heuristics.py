@@ -625,6 +625,8 @@ class HeuristicPreset(Filter):
                 raise ConfigError(f"{self.preset}: overrides.{key}: {e}") from None
 
     def check(self, doc: Document) -> str | None:
+        if not doc.text.strip():
+            return f"{self.preset}:empty"
         f = DocFeatures(doc.text)
         if not self.annotate:
             for reason, rule in self.rules:

@@ -145,3 +145,5 @@ def test_cut_windows_and_config_errors() -> None:
         Decontaminate.from_params({"tasks": {}})
     with pytest.raises(ConfigError, match="task name"):
         Decontaminate.from_params({"tasks": {"bad name": "x.txt"}})
+    with pytest.raises(ConfigError, match=r"tasks\.qa: file not found: /nonexistent/qa\.jsonl"):
+        Decontaminate.from_params({"tasks": {"qa": "/nonexistent/qa.jsonl"}})

@@ -142,6 +142,8 @@ def test_preset_reasons_overrides_disable_and_annotate() -> None:
     bad = "Too short text here"
     g = H.GopherQuality.from_params({})
     assert g.check(Document("x", bad)) == "gopher_quality:word_count"
+    for preset in ("gopher_quality", "gopher_repetition", "fineweb_quality", "nemo_english"):
+        assert resolve(preset).from_params({}).check(Document("x", " \n")) == f"{preset}:empty"
     g2 = H.GopherQuality.from_params({"overrides": {"word_count": {"min_words": 1}}})
     assert g2.check(Document("x", bad)) == "gopher_quality:stop_words"
     g3 = H.GopherQuality.from_params({"disable": ["word_count", "stop_words"]})

@@ -128,7 +128,8 @@ class _Sample:
                 counts["hq" if label == HQ else "lq"] += 1
                 line = f"{label} {text}\n".encode()
                 (fho if _unit(st.seed, doc.id) < st.holdout else ftr).write(line)
-        return {"shard": shard.name, **paths, **counts}
+        sizes = {f"{k}_bytes": os.path.getsize(v) for k, v in paths.items()}
+        return {"shard": shard.name, **paths, **sizes, **counts}
 
 
 class _Train:
@@ -188,7 +189,7 @@ def train_from_parts(train_parts: list[str], holdout_parts: list[str], out_dir: 
     metrics = evaluate(model_path, holdout_file)
     metrics.update(train_hq=sum(1 for x in lines if x.startswith(HQ)),
                    train_lq=sum(1 for x in lines if x.startswith(LQ)))
-    return {"model": model_path, "metrics": metrics}
+    return {"model": model_path, "model_bytes": os.path.getsize(model_path), "metrics": metrics}
 
 
 class TrainQualityClassifier(GlobalStage):
@@ -227,7 +228,13 @@ class TrainQualityClassifier(GlobalStage):
         out_dir = ctx.artifact_dir
         parts = ctx.map(_Sample(self, os.path.join(out_dir, "parts")), shards, phase="sample",
                         keys=[s.name for s in shards])
+        from curator.filters.decontam import verify_file
+
+        for p in parts:  # resumed phases: their files must still be there, complete
+            verify_file(p["train"], p["train_bytes"], ctx.stage_id)
+            verify_file(p["holdout"], p["holdout_bytes"], ctx.stage_id)
         (result,) = ctx.map(_Train(self, out_dir), [parts], phase="train", keys=["model"])
+        verify_file(result["model"], result["model_bytes"], ctx.stage_id)
         m = result["metrics"]
         ctx.artifacts["quality_model"] = result["model"]
         ctx.artifacts["quality_metrics"] = m

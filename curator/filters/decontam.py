@@ -98,6 +98,17 @@ def read_eval_texts(paths: list[str], fields: list[str] | None, task: str) -> It
             raise InputError(f"decontaminate: task '{task}': file not found: {path}") from None
 
 
+def verify_file(path: str, size: int, stage_id: str) -> None:
+    """Check an intermediate file before the next phase uses it."""
+    try:
+        ok = os.path.getsize(path) == size
+    except OSError:
+        ok = False
+    if not ok:
+        raise InputError(f"stage '{stage_id}': intermediate file '{path}' is missing or has "
+                         "changed since it was written; delete the stage folder to rebuild it")
+
+
 class _BuildTask:
     """Phase 1 worker: hash one task's evaluation n-grams into ``<artifact_dir>/<task>.npz``."""
 
@@ -119,7 +130,7 @@ class _BuildTask:
         path = os.path.join(self.out_dir, f"{task}.npz")
         with atomic_open(path, "wb") as f:
             np.savez(f, **arrays)
-        return {"task": task, "path": path, "texts": texts,
+        return {"task": task, "path": path, "texts": texts, "bytes": os.path.getsize(path),
                 "ngrams": int(sum(a.size for a in arrays.values()))}
 
 
@@ -308,6 +319,8 @@ class Decontaminate(GlobalStage):
                  for t, p in self.tasks.items()]
         built = ctx.map(_BuildTask(self.n, self.min_ngram_words, self.fields, ctx.artifact_dir),
                         items, phase="eval_ngrams", keys=list(self.tasks))
+        for b in built:  # a resumed phase must still have its file, complete
+            verify_file(b["path"], b["bytes"], ctx.stage_id)
         task_paths = {b["task"]: b["path"] for b in built}
         counts: Counter[int] = Counter()
         for c in ctx.map(_CountTask(Matcher(task_paths)), shards, phase="count",

@@ -6,7 +6,7 @@ import re
 import pytest
 from helpers_filters import run_pipeline, write_jsonl
 
-from curator.core.errors import ConfigError
+from curator.core.errors import ConfigError, InputError
 from curator.filters.decontam import Decontaminate, cut_windows
 from curator.filters.synthetic import prose
 
@@ -147,3 +147,19 @@ def test_cut_windows_and_config_errors() -> None:
         Decontaminate.from_params({"tasks": {"bad name": "x.txt"}})
     with pytest.raises(ConfigError, match=r"tasks\.qa: file not found: /nonexistent/qa\.jsonl"):
         Decontaminate.from_params({"tasks": {"qa": "/nonexistent/qa.jsonl"}})
+
+
+def test_resume_reuses_phases_and_verifies_their_files(tmp, corpus) -> None:
+    first = run_pipeline(tmp, _stages(tmp))
+    sdir = tmp / "work" / "stages" / "decontaminate"
+    before = [(d.id, d.text) for d in first.docs()]
+    npz = sdir / "artifacts" / "qa.npz"
+    stamp = npz.stat().st_mtime_ns
+    (sdir / "_SUCCESS.json").unlink()  # as if the run died before the stage finished
+    again = run_pipeline(tmp, _stages(tmp))
+    assert [(d.id, d.text) for d in again.docs()] == before
+    assert npz.stat().st_mtime_ns == stamp  # the n-gram phase was not redone
+    (sdir / "_SUCCESS.json").unlink()
+    npz.write_bytes(b"truncated")
+    with pytest.raises(InputError, match=r"qa\.npz' is missing or has changed"):
+        run_pipeline(tmp, _stages(tmp))

@@ -4,7 +4,8 @@ API (stable, used by stats, filters and the tokenizer's split-sentences mode):
 ``split_sentences(text, lang="en") -> list[str]``: sentences without surrounding whitespace,
 in order; their concatenation covers all non-space text.
 
-A candidate boundary is a run of ``.!?…`` (plus closing quotes/brackets) followed by space, or
+A candidate boundary is a run of ``.!?…`` (or the Devanagari, Arabic, Urdu and Armenian full
+stops and question marks; plus closing quotes/brackets) followed by space, or
 a CJK full stop ``。！？`` (no space needed), or a blank line. A period is *not* a boundary
 when the word before it is a known abbreviation (per language), a single letter (initials,
 ``J. R. R. Tolkien``), a dotted abbreviation (``e.g.``, ``U.S.``) followed by a lowercase
@@ -44,7 +45,8 @@ _OFTEN_FINAL = {"etc", "al", "inc", "ltd", "co", "corp", "bros"}
 _ABBREV_CACHE: dict[str, frozenset[str]] = {}
 
 _BOUNDARY = re.compile(
-    r"(?P<term>[.!?…]+[\"'”’»)\]]*)(?=\s|$)"  # Latin-style terminator followed by space/end
+    r"(?P<term>[.!?…।॥؟۔։]+[\"'”’»)\]]*)(?=\s|$)"  # terminator (Latin, Devanagari, Arabic,
+    # Urdu, Armenian) followed by space or end
     r"|(?P<cjk>[。！？]+[」』”’）)]*)"  # CJK terminators need no space
     r"|(?P<para>\n[ \t]*\n\s*)"  # blank line: paragraph break
 )

@@ -43,6 +43,12 @@ def test_sentences_cjk_without_spaces_and_paragraphs() -> None:
         "A heading", "The body text.", "More body."]
 
 
+def test_sentences_other_scripts() -> None:
+    assert split_sentences("यह पहला वाक्य है। यह दूसरा है।", lang="hi") == [
+        "यह पहला वाक्य है।", "यह दूसरा है।"]
+    assert split_sentences("هل أنت بخير؟ نعم.", lang="ar") == ["هل أنت بخير؟", "نعم."]
+
+
 def test_sentences_language_specific_abbreviations() -> None:
     text = "Er kam z.B. gestern. Das ist gut."
     assert split_sentences(text, lang="de") == ["Er kam z.B. gestern.", "Das ist gut."]

@@ -46,7 +46,7 @@ def normalize(text: str, max_chars: int = 20_000) -> str:
 
 def _unit(seed: int, key: str) -> float:
     """A uniform number in [0, 1) determined by ``(seed, key)``."""
-    return xxhash.xxh64_intdigest(key.encode(), seed=seed) / 2.0**64
+    return xxhash.xxh64_intdigest(key.encode("utf-8", "surrogatepass"), seed=seed) / 2.0**64
 
 
 def load_model(path: str) -> Any:
@@ -75,7 +75,9 @@ def train_fasttext(train_file: str, model_path: str, *, epoch: int = 5, lr: floa
 
 def hq_scores(model: Any, texts: list[str]) -> np.ndarray:
     """P(hq) of each normalized text, predicted in one C++ call."""
-    labels, probs = model.f.multilinePredict(texts, 2, 0.0, "strict")
+    from curator.filters.langid import fasttext_predict
+
+    labels, probs = fasttext_predict(model, texts, 2)
     out = np.zeros(len(texts))
     for i, (lab, p) in enumerate(zip(labels, probs)):
         for name, v in zip(lab, p):

@@ -24,6 +24,7 @@ import re
 import sys
 from collections import Counter
 from collections.abc import Iterator
+from operator import methodcaller
 from typing import Any, Literal
 
 import numpy as np
@@ -40,6 +41,7 @@ from curator.text.words import NO_SPACE_SCRIPTS
 
 _TOKEN = re.compile(rf"[{NO_SPACE_SCRIPTS}]|[^\W_{NO_SPACE_SCRIPTS}]+")
 _MULT = np.uint64(0x100000001B3)  # FNV prime: odd, mixes well under uint64 wrap-around
+_ENCODE = methodcaller("encode", "utf-8", "surrogatepass")  # lone surrogates must not crash
 _ARRAYS: dict[str, dict[int, np.ndarray]] = {}
 _INDEXES: dict[tuple, tuple[list[str], dict[int, tuple[np.ndarray, np.ndarray]]]] = {}
 
@@ -51,7 +53,7 @@ def normalized_words(text: str) -> list[str]:
 
 
 def word_hashes(words: list[str]) -> np.ndarray:
-    hashes = map(xxhash.xxh64_intdigest, map(str.encode, words))
+    hashes = map(xxhash.xxh64_intdigest, map(_ENCODE, words))
     return np.fromiter(hashes, dtype=np.uint64, count=len(words))
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_right
 from functools import cached_property
+from operator import methodcaller
 
 import numpy as np
 import xxhash
@@ -21,6 +22,7 @@ _LINES = re.compile(r"\n+")
 _WORD_START = re.compile(r"\w").match
 _HAS_ALPHA = re.compile(r"[^\W\d_]").search
 _MULT = np.uint64(0x100000001B3)
+_ENCODE = methodcaller("encode", "utf-8", "surrogatepass")  # lone surrogates must not crash
 
 
 class DocFeatures:
@@ -48,7 +50,7 @@ class DocFeatures:
     def word_hashes(self) -> np.ndarray:
         """64-bit hash of every token (xxh64, computed by C-level ``map``)."""
         w = self.words
-        return np.fromiter(map(xxhash.xxh64_intdigest, map(str.encode, w)),
+        return np.fromiter(map(xxhash.xxh64_intdigest, map(_ENCODE, w)),
                            dtype=np.uint64, count=len(w))
 
     @cached_property
@@ -77,7 +79,7 @@ class DocFeatures:
 
     def ngrams(self, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Token n-grams as ``(ids, first, counts, chars)``: ``ids[i]`` numbers the distinct
-        n-gram at position ``i`` (by first appearance order of its hash), ``first[g]`` and
+        n-gram at position ``i`` (in hash order), ``first[g]`` and
         ``counts[g]`` are the first position and count of n-gram ``g``, ``chars[i]`` the
         characters of the n-gram at ``i`` without separators. Vectorised; once per ``n``."""
         cache = self.__dict__.setdefault("_ngrams", {})

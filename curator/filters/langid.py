@@ -38,12 +38,21 @@ def load_fasttext(path: str, what: str = "fastText model") -> Any:
     return model
 
 
+def fasttext_predict(model: Any, lines: list[str], k: int) -> tuple[list, list]:
+    """fastText's batch predict; texts with lone surrogates (not encodable as UTF-8) are
+    repaired with U+FFFD instead of failing the whole batch."""
+    try:
+        return model.f.multilinePredict(lines, k, 0.0, "strict")
+    except (UnicodeEncodeError, TypeError):  # pybind reports a bad str as a TypeError
+        lines = [t.encode("utf-8", "replace").decode("utf-8") for t in lines]
+        return model.f.multilinePredict(lines, k, 0.0, "strict")
+
+
 def predict_languages(texts: list[str], model_path: str = DEFAULT_MODEL
                       ) -> tuple[list[str], list[float]]:
     """Top language code and probability of each text (newlines are spaces to fastText)."""
     model = load_fasttext(model_path, "language ID model")
-    labels, probs = model.f.multilinePredict([t.replace("\n", " ") for t in texts], 1, 0.0,
-                                             "strict")
+    labels, probs = fasttext_predict(model, [t.replace("\n", " ") for t in texts], 1)
     return ([lab[0][9:] if lab else "unknown" for lab in labels],
             [float(p[0]) if len(p) else 0.0 for p in probs])
 

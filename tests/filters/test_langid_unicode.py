@@ -93,3 +93,15 @@ def test_fix_unicode_options_are_exposed(tmp) -> None:
     run = run_pipeline(tmp, [{"read_jsonl": {"paths": str(tmp / "in.jsonl")}},
                              {"fix_unicode": {"fix_encoding": False}}])
     assert run.docs()[0].text == BROKEN[0]
+
+
+def test_lone_surrogates_do_not_fail_a_batch() -> None:
+    from curator.core.document import Document
+    from curator.filters.decontam import Matcher
+    from curator.filters.heuristics import GopherRepetition
+
+    bad = "broken \ud800 text " + SAMPLES["en"]
+    langs, _ = predict_languages([bad, SAMPLES["fr"]])
+    assert langs == ["en", "fr"]
+    assert GopherRepetition.from_params({}).check(Document("x", bad * 3)) is not None
+    assert Matcher({}).matches(bad) == []

@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 import random
 import re
+import shutil
 from collections.abc import Iterable, Iterator
 from typing import Any, Literal
 
@@ -86,27 +87,42 @@ def hq_scores(model: Any, texts: list[str]) -> np.ndarray:
     return out
 
 
-def evaluate(model_path: str, holdout_file: str, threshold: float = 0.5) -> dict[str, Any]:
-    """Held-out precision/recall/F1 of the hq label and accuracy."""
-    gold, texts = [], []
+def evaluate(model_path: str, holdout_file: str, threshold: float = 0.5,
+             batch: int = 10_000) -> dict[str, Any]:
+    """Held-out precision/recall/F1 of the hq label and accuracy (streamed in batches)."""
+    model = load_model(model_path)
+    tp = fp = fn = tn = 0
+
+    def score(gold: list[bool], texts: list[str]) -> None:
+        nonlocal tp, fp, fn, tn
+        pred = hq_scores(model, texts) >= threshold
+        g = np.array(gold)
+        tp += int((pred & g).sum())
+        fp += int((pred & ~g).sum())
+        fn += int((~pred & g).sum())
+        tn += int((~pred & ~g).sum())
+
+    gold: list[bool] = []
+    texts: list[str] = []
     with open(holdout_file, encoding="utf-8") as f:
         for line in f:
             label, _, text = line.rstrip("\n").partition(" ")
             gold.append(label == HQ)
             texts.append(text)
-    if not texts:
+            if len(texts) >= batch:
+                score(gold, texts)
+                gold, texts = [], []
+    if texts:
+        score(gold, texts)
+    n = tp + fp + fn + tn
+    if not n:
         return {"holdout_docs": 0}
-    pred = hq_scores(load_model(model_path), texts) >= threshold
-    g = np.array(gold)
-    tp = int((pred & g).sum())
-    fp = int((pred & ~g).sum())
-    fn = int((~pred & g).sum())
     prec = tp / (tp + fp) if tp + fp else 0.0
     rec = tp / (tp + fn) if tp + fn else 0.0
-    return {"holdout_docs": len(texts), "holdout_hq": int(g.sum()),
+    return {"holdout_docs": n, "holdout_hq": tp + fn,
             "precision": round(prec, 4), "recall": round(rec, 4),
             "f1": round(2 * prec * rec / (prec + rec), 4) if prec + rec else 0.0,
-            "accuracy": round(float((pred == g).mean()), 4)}
+            "accuracy": round((tp + tn) / n, 4)}
 
 
 class _Sample:
@@ -155,11 +171,15 @@ def train_from_parts(train_parts: list[str], holdout_parts: list[str], out_dir: 
                      max_docs_per_label: int = 200_000) -> dict[str, Any]:
     """Merge labelled line files, balance classes, train and evaluate; returns model path
     and metrics. Deterministic for a given seed and input."""
-    by_label: dict[str, list[str]] = {HQ: [], LQ: []}
-    for p in train_parts:
-        with open(p, encoding="utf-8") as f:
+    # Index lines by (file, byte offset) per label: memory stays small however many
+    # documents there are; only the sampled lines are read back.
+    by_label: dict[str, list[tuple[int, int]]] = {HQ: [], LQ: []}
+    for fi, p in enumerate(train_parts):
+        with open(p, "rb") as f:
+            pos = 0
             for line in f:
-                by_label[line.split(" ", 1)[0]].append(line)
+                by_label[line.split(b" ", 1)[0].decode()].append((fi, pos))
+                pos += len(line)
     if not by_label[HQ] or not by_label[LQ]:
         raise InputError(f"quality classifier: need documents of both labels, got "
                          f"{len(by_label[HQ])} high-quality and {len(by_label[LQ])} other")
@@ -167,20 +187,31 @@ def train_from_parts(train_parts: list[str], holdout_parts: list[str], out_dir: 
     cap = max_docs_per_label
     if balance:
         cap = min(cap, len(by_label[HQ]), len(by_label[LQ]))
-    lines: list[str] = []
+    counts = {}
+    chosen: list[tuple[int, int]] = []
     for lab in (HQ, LQ):
         items = by_label[lab]
-        lines.extend(rng.sample(items, cap) if len(items) > cap else items)
-    rng.shuffle(lines)
+        picked = rng.sample(items, cap) if len(items) > cap else items
+        counts[lab] = len(picked)
+        chosen.extend(picked)
+    rng.shuffle(chosen)
     os.makedirs(out_dir, exist_ok=True)
     train_file = os.path.join(out_dir, "train.txt")
+    handles = [open(p, "rb") for p in train_parts]  # noqa: SIM115
+    try:
+        with atomic_open(train_file, "wb") as out:
+            for fi, pos in chosen:
+                fh = handles[fi]
+                fh.seek(pos)
+                out.write(fh.readline())
+    finally:
+        for fh in handles:
+            fh.close()
     holdout_file = os.path.join(out_dir, "holdout.txt")
-    with atomic_open(train_file, "wb") as f:
-        f.write("".join(lines).encode())
     with atomic_open(holdout_file, "wb") as f:
         for p in holdout_parts:
             with open(p, "rb") as src:
-                f.write(src.read())
+                shutil.copyfileobj(src, f)
     model_path = os.path.join(out_dir, "quality.bin")
     train_fasttext(train_file, model_path, epoch=epoch, lr=lr, dim=dim,
                    word_ngrams=word_ngrams, min_count=min_count, seed=seed)
@@ -189,8 +220,7 @@ def train_from_parts(train_parts: list[str], holdout_parts: list[str], out_dir: 
 
     langid._MODELS.pop(model_path, None)  # a retrained file must be reloaded
     metrics = evaluate(model_path, holdout_file)
-    metrics.update(train_hq=sum(1 for x in lines if x.startswith(HQ)),
-                   train_lq=sum(1 for x in lines if x.startswith(LQ)))
+    metrics.update(train_hq=counts[HQ], train_lq=counts[LQ])
     return {"model": model_path, "model_bytes": os.path.getsize(model_path), "metrics": metrics}
 
 

@@ -92,11 +92,16 @@ def evaluate(model_path: str, holdout_file: str, threshold: float = 0.5,
     """Held-out precision/recall/F1 of the hq label and accuracy (streamed in batches)."""
     model = load_model(model_path)
     tp = fp = fn = tn = 0
+    edges = np.linspace(0.0, 1.0, 11)
+    hist = {HQ: np.zeros(10, dtype=np.int64), LQ: np.zeros(10, dtype=np.int64)}
 
     def score(gold: list[bool], texts: list[str]) -> None:
         nonlocal tp, fp, fn, tn
-        pred = hq_scores(model, texts) >= threshold
+        scores = hq_scores(model, texts)
+        pred = scores >= threshold
         g = np.array(gold)
+        hist[HQ] += np.histogram(scores[g], edges)[0]
+        hist[LQ] += np.histogram(scores[~g], edges)[0]
         tp += int((pred & g).sum())
         fp += int((pred & ~g).sum())
         fn += int((~pred & g).sum())
@@ -122,7 +127,8 @@ def evaluate(model_path: str, holdout_file: str, threshold: float = 0.5,
     return {"holdout_docs": n, "holdout_hq": tp + fn,
             "precision": round(prec, 4), "recall": round(rec, 4),
             "f1": round(2 * prec * rec / (prec + rec), 4) if prec + rec else 0.0,
-            "accuracy": round((tp + tn) / n, 4)}
+            "accuracy": round((tp + tn) / n, 4),
+            "score_hist_hq": hist[HQ].tolist(), "score_hist_lq": hist[LQ].tolist()}
 
 
 class _Sample:
@@ -277,6 +283,11 @@ class TrainQualityClassifier(GlobalStage):
             "rows": [[m.get("train_hq"), m.get("train_lq"), m.get("holdout_docs"),
                       m.get("precision"), m.get("recall"), m.get("f1"), m.get("accuracy")]],
         }]
+        labels = [f"{i / 10:.1f}-{(i + 1) / 10:.1f}" for i in range(10)]
+        ctx.artifacts["report_histograms"] = [
+            {"title": f"held-out P(hq) of {name} documents", "series": name, "labels": labels,
+             "counts": m.get(f"score_hist_{key}", [0] * 10)}
+            for key, name in (("hq", "high-quality"), ("lq", "other"))]
         for p in parts:
             ctx.count("quality_train:hq_docs", p["hq"])
             ctx.count("quality_train:lq_docs", p["lq"])

@@ -101,3 +101,16 @@ def test_quality_filter_config_errors(tmp) -> None:
         QualityFilter.from_params({"model_path": str(tmp / "none.bin")})
     with pytest.raises(ConfigError, match="alpha"):
         QualityFilter.from_params({"alpha": 0})
+
+
+def test_training_reports_score_histograms(tmp, data) -> None:
+    run = run_pipeline(tmp, _train_stages(tmp, output="all"))
+    st = run.stage("train")
+    m = st["artifacts"]["quality_metrics"]
+    hists = st["artifacts"]["report_histograms"]
+    assert sum(hists[0]["counts"]) == m["holdout_hq"]
+    assert sum(hists[0]["counts"]) + sum(hists[1]["counts"]) == m["holdout_docs"]
+    assert sum(hists[0]["counts"][5:]) >= 0.9 * m["holdout_hq"]  # hq scores mostly high
+    assert "held-out P(hq)" in (tmp / "work" / "report.html").read_text()
+    # output: all passes every input shard on, so the filter also sees the wiki documents
+    assert any(d.id.startswith("w") for d in run.docs())

@@ -86,7 +86,7 @@ def datatrove_with_our_tokenizer(monkeypatch):
                         lambda text, language=None: split_sentences(text))
 
 
-CORPUS = documents(1500, seed=3)
+CORPUS = documents(1000, seed=3)
 
 
 @pytest.mark.parametrize("ours,theirs", [

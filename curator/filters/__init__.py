@@ -24,7 +24,8 @@ STAGES: dict[str, str] = {
         ("non_alnum", "NonAlphaNumeric"), ("numbers", "NumbersRatio"),
         ("whitespace", "WhitespaceRatio"), ("parentheses", "ParenthesesRatio"),
         ("urls", "UrlsRatio"), ("url_substrings", "UrlSubstrings"),
-        ("contains", "ContainsString"), ("dup_lines", "DuplicateLines"),
+        ("contains", "ContainsString"), ("bad_words", "BadWords"),
+        ("dup_lines", "DuplicateLines"),
         ("top_ngram", "TopNgram"), ("dup_ngram", "DuplicateNgrams"),
     )},
 }

@@ -29,6 +29,7 @@ from curator.core.errors import ConfigError
 from curator.core.stage import Filter, ShardStage
 from curator.filters.features import DocFeatures
 from curator.text.sentences import split_sentences
+from curator.text.words import has_no_space_script, split_words
 
 #: Unicode sentence terminals (the BMP part of datatrove's TERMINAL_PUNCTUATION).
 TERMINAL_PUNCTUATION = (
@@ -466,6 +467,43 @@ class ContainsString(HeuristicRule):
         return v == 0
 
 
+class BadWords(HeuristicRule):
+    """Occurrences of listed words or phrases (C4's bad-words list, given as a local file)."""
+
+    key = "bad_words"
+    source = ("C4 (List of Dirty, Naughty, Obscene or Otherwise Bad Words: pass the list as a "
+              "file; nothing is downloaded)")
+
+    def __init__(self, words: list[str] = [], path: str | None = None,  # noqa: B006
+                 max_count: int = 0) -> None:
+        entries = [w.strip().lower() for w in words]
+        if path:
+            try:
+                with open(path, encoding="utf-8") as f:
+                    entries += [ln.strip().lower() for ln in f if ln.strip()]
+            except OSError as e:
+                raise ConfigError(f"bad_words.path: cannot read '{path}': {e.strerror}") from None
+        if not entries:
+            raise ConfigError("bad_words: give 'words' or a 'path' to a list (one per line)")
+        self.max_count = max_count
+        # single words are matched as tokens; phrases and no-space-script entries as text
+        self.single = frozenset(w for w in entries
+                                if split_words(w) == [w] and not has_no_space_script(w))
+        multi = sorted(set(entries) - self.single, key=len, reverse=True)
+        pats = [re.escape(w) if has_no_space_script(w) else rf"(?<!\w){re.escape(w)}(?!\w)"
+                for w in multi]  # phrases match whole words ("heck no" not in "check now")
+        self.multi = re.compile("|".join(pats)) if pats else None
+
+    def value(self, f: DocFeatures) -> float:
+        n = sum(map(self.single.__contains__, map(str.lower, f.words)))
+        if self.multi is not None:
+            n += len(self.multi.findall(f.text.lower()))
+        return n
+
+    def ok(self, v: float) -> bool:
+        return v <= self.max_count
+
+
 # -- repetition rules ----------------------------------------------------------------------
 
 
@@ -528,7 +566,7 @@ RULES: dict[str, type[HeuristicRule]] = {
         WordCount, MeanWordLength, SymbolWordRatio, AlphaWords, StopWords, LongWord,
         BulletLines, EllipsisLines, LinePunctuation, ShortLines, DuplicateLineChars,
         NewlineRatio, EndPunctuation, Boilerplate, NonAlphaNumeric, NumbersRatio,
-        WhitespaceRatio, ParenthesesRatio, UrlsRatio, UrlSubstrings, ContainsString,
+        WhitespaceRatio, ParenthesesRatio, UrlsRatio, UrlSubstrings, ContainsString, BadWords,
         DuplicateLines, TopNgram, DuplicateNgrams,
     )
 }

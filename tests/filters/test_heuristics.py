@@ -138,6 +138,19 @@ def test_dup_ngram_fast_scan_equals_reference(words, n) -> None:
     assert round(got) == ref
 
 
+def test_bad_words_from_a_local_list(tmp) -> None:
+    (tmp / "bad.txt").write_text("darn\nheck no\n坏词\n")
+    rule = H.BadWords.from_params({"path": str(tmp / "bad.txt")})
+    assert _keeps(rule, PROSE + " darned checkout, check now")  # whole words only
+    assert not _keeps(rule, PROSE + " Darn it.")
+    assert not _keeps(rule, PROSE + " oh heck no")
+    assert not _keeps(rule, "这是坏词的例子")
+    assert H.BadWords.from_params({"words": ["darn"], "max_count": 1}).check(
+        Document("x", "darn " + PROSE)) is None
+    with pytest.raises(ConfigError, match="cannot read"):
+        H.BadWords.from_params({"path": str(tmp / "none.txt")})
+
+
 def test_preset_reasons_overrides_disable_and_annotate() -> None:
     bad = "Too short text here"
     g = H.GopherQuality.from_params({})

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Install everything curator needs on a fresh Debian/Ubuntu machine with Python >= 3.11:
 # system packages (redis-server for the Redis Cluster backend and its tests, chromium for the
-# report test), then a virtualenv in .venv with every extra (dask, mpi, extract, filters, redis,
+# report test, libmagic1 for datatrove's WARC reader in the comparisons), then a virtualenv in .venv with every extra (dask, mpi, extract, filters, redis,
 # tokenize, train, deploy, test). Safe to run again: it only installs what is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-APT_PACKAGES=(redis-server chromium)
+APT_PACKAGES=(redis-server chromium libmagic1)
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

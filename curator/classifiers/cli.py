@@ -1,0 +1,68 @@
+"""``curator train-quality-classifier``: train the fastText quality model from JSONL files."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import tempfile
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    from curator.classifiers.quality import (
+        HQ,
+        LQ,
+        _unit,
+        iter_jsonl_texts,
+        normalize,
+        train_from_parts,
+    )
+    from curator.core.errors import CuratorError
+    from curator.io.jsonl import expand_paths
+
+    out = os.path.abspath(args.output)
+    try:
+        os.makedirs(os.path.dirname(out), exist_ok=True)
+    except OSError as e:
+        raise CuratorError(f"--output '{args.output}': cannot create its folder: "
+                           f"{e.strerror}") from None
+    work = tempfile.mkdtemp(prefix="quality-", dir=os.path.dirname(out) or ".")
+    try:
+        tr, ho = os.path.join(work, "part.train.txt"), os.path.join(work, "part.holdout.txt")
+        with open(tr, "w", encoding="utf-8") as ftr, open(ho, "w", encoding="utf-8") as fho:
+            for label, paths in ((HQ, args.positive), (LQ, args.negative)):
+                for doc_id, text in iter_jsonl_texts(expand_paths(paths, what=label),
+                                                     args.text_field):
+                    t = normalize(text)
+                    if len(t.split()) < args.min_words:
+                        continue
+                    f = fho if _unit(args.seed, doc_id) < args.holdout else ftr
+                    f.write(f"{label} {t}\n")
+        result = train_from_parts([tr], [ho], work, epoch=args.epoch, lr=args.lr,
+                                  dim=args.dim, word_ngrams=args.word_ngrams, seed=args.seed,
+                                  max_docs_per_label=args.max_docs_per_label)
+        os.replace(result["model"], out)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    print(json.dumps({"model": out, **result["metrics"]}, indent=2))
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("train-quality-classifier",
+                       help="train a fastText quality classifier (high-quality vs crawl JSONL)")
+    p.add_argument("--positive", nargs="+", required=True,
+                   help="JSONL file(s)/globs of high-quality reference text (e.g. Wikipedia)")
+    p.add_argument("--negative", nargs="+", required=True, help="JSONL file(s)/globs of crawl")
+    p.add_argument("--output", "-o", required=True, help="where to save the model (.bin)")
+    p.add_argument("--text-field", default="text")
+    p.add_argument("--holdout", type=float, default=0.1)
+    p.add_argument("--min-words", type=int, default=5)
+    p.add_argument("--max-docs-per-label", type=int, default=200_000)
+    p.add_argument("--epoch", type=int, default=5)
+    p.add_argument("--lr", type=float, default=0.5)
+    p.add_argument("--dim", type=int, default=64)
+    p.add_argument("--word-ngrams", type=int, default=2)
+    p.add_argument("--seed", type=int, default=0)
+    p.set_defaults(func=cmd_train)

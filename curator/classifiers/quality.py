@@ -1,0 +1,358 @@
+"""fastText quality classifier: train high-quality reference text vs crawl text, then filter
+the crawl with a threshold or GPT-3 style Pareto sampling.
+
+Training (``train_quality_classifier``, also ``curator train-quality-classifier``) labels
+documents by ``meta["source"]``: sources in ``positive_sources`` are ``__label__hq``, the rest
+(or ``negative_sources``) ``__label__lq``. Each document goes to the held-out set by a hash of
+its id, so the split does not depend on sharding. The model is saved under the stage's
+artifact folder and published as the ``quality_model`` artifact, with held-out precision,
+recall and accuracy in ``quality_metrics`` and the report.
+
+Applying (``quality_filter``) writes ``meta["quality_score"]`` = P(hq) and keeps a document
+when the score reaches ``threshold``, or, in ``pareto`` mode, when
+``pareto(alpha) > 1 - score`` with a draw seeded by ``(seed, id)`` (Brown et al. 2020,
+appendix A: alpha = 9), which keeps mostly high scores and some low ones.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import re
+import shutil
+from collections.abc import Iterable, Iterator
+from typing import Any, Literal
+
+import numpy as np
+import xxhash
+
+from curator.core.context import GlobalContext, ShardContext
+from curator.core.document import Document
+from curator.core.errors import ConfigError, InputError
+from curator.core.stage import BatchStage, GlobalStage, Shard
+from curator.io.atomic import atomic_open
+from curator.io.shards import read_shard
+
+HQ, LQ = "__label__hq", "__label__lq"
+_PUNCT = re.compile(r"([^\w\s])")
+_SPACES = re.compile(r"\s+")
+_MODELS: dict[str, Any] = {}
+
+
+def normalize(text: str, max_chars: int = 20_000) -> str:
+    """One line of lowercased text with punctuation split off (fastText input)."""
+    t = _PUNCT.sub(r" \1 ", text[:max_chars].lower())
+    return _SPACES.sub(" ", t).strip()
+
+
+def _unit(seed: int, key: str) -> float:
+    """A uniform number in [0, 1) determined by ``(seed, key)``."""
+    return xxhash.xxh64_intdigest(key.encode("utf-8", "surrogatepass"), seed=seed) / 2.0**64
+
+
+def load_model(path: str) -> Any:
+    """A fastText model, loaded once per process."""
+    from curator.filters.langid import load_fasttext
+
+    return load_fasttext(path, "quality model")
+
+
+def train_fasttext(train_file: str, model_path: str, *, epoch: int = 5, lr: float = 0.5,
+                   dim: int = 64, word_ngrams: int = 2, min_count: int = 1,
+                   seed: int = 0) -> None:
+    """Train a supervised fastText model on a ``__label__x text`` file; save atomically.
+
+    ``word_ngrams >= 2`` also avoids fastText's "Encountered NaN" on small data sets.
+    """
+    import fasttext
+
+    model = fasttext.train_supervised(
+        input=train_file, epoch=epoch, lr=lr, dim=dim, wordNgrams=word_ngrams,
+        minCount=min_count, thread=1, seed=seed, verbose=0, loss="softmax")
+    tmp = model_path + ".tmp"
+    model.save_model(tmp)
+    os.replace(tmp, model_path)
+
+
+def hq_scores(model: Any, texts: list[str]) -> np.ndarray:
+    """P(hq) of each normalized text, predicted in one C++ call."""
+    from curator.filters.langid import fasttext_predict
+
+    labels, probs = fasttext_predict(model, texts, 2)
+    out = np.zeros(len(texts))
+    for i, (lab, p) in enumerate(zip(labels, probs)):
+        for name, v in zip(lab, p):
+            if name == HQ:
+                out[i] = v
+    return out
+
+
+def evaluate(model_path: str, holdout_file: str, threshold: float = 0.5,
+             batch: int = 10_000) -> dict[str, Any]:
+    """Held-out precision/recall/F1 of the hq label and accuracy (streamed in batches)."""
+    model = load_model(model_path)
+    tp = fp = fn = tn = 0
+    edges = np.linspace(0.0, 1.0, 11)
+    hist = {HQ: np.zeros(10, dtype=np.int64), LQ: np.zeros(10, dtype=np.int64)}
+
+    def score(gold: list[bool], texts: list[str]) -> None:
+        nonlocal tp, fp, fn, tn
+        scores = hq_scores(model, texts)
+        pred = scores >= threshold
+        g = np.array(gold)
+        hist[HQ] += np.histogram(scores[g], edges)[0]
+        hist[LQ] += np.histogram(scores[~g], edges)[0]
+        tp += int((pred & g).sum())
+        fp += int((pred & ~g).sum())
+        fn += int((~pred & g).sum())
+        tn += int((~pred & ~g).sum())
+
+    gold: list[bool] = []
+    texts: list[str] = []
+    with open(holdout_file, encoding="utf-8") as f:
+        for line in f:
+            label, _, text = line.rstrip("\n").partition(" ")
+            gold.append(label == HQ)
+            texts.append(text)
+            if len(texts) >= batch:
+                score(gold, texts)
+                gold, texts = [], []
+    if texts:
+        score(gold, texts)
+    n = tp + fp + fn + tn
+    if not n:
+        return {"holdout_docs": 0}
+    prec = tp / (tp + fp) if tp + fp else 0.0
+    rec = tp / (tp + fn) if tp + fn else 0.0
+    return {"holdout_docs": n, "holdout_hq": tp + fn,
+            "precision": round(prec, 4), "recall": round(rec, 4),
+            "f1": round(2 * prec * rec / (prec + rec), 4) if prec + rec else 0.0,
+            "accuracy": round((tp + tn) / n, 4),
+            "score_hist_hq": hist[HQ].tolist(), "score_hist_lq": hist[LQ].tolist()}
+
+
+class _Sample:
+    """Phase 1: write one shard's labelled, normalized lines into train / holdout files."""
+
+    def __init__(self, stage: TrainQualityClassifier, out_dir: str) -> None:
+        self.stage, self.out_dir = stage, out_dir
+
+    def __call__(self, shard: Shard) -> dict[str, Any]:
+        st = self.stage
+        counts = {"hq": 0, "lq": 0, "skipped": 0}
+        paths = {k: os.path.join(self.out_dir, f"{shard.name}.{k}.txt")
+                 for k in ("train", "holdout")}
+        with atomic_open(paths["train"], "wb") as ftr, atomic_open(paths["holdout"], "wb") as fho:
+            for doc in read_shard(shard.path):
+                label = st.label(doc)
+                text = normalize(doc.text, st.max_chars) if label else ""
+                if not label or len(text.split()) < st.min_words:
+                    counts["skipped"] += 1
+                    continue
+                counts["hq" if label == HQ else "lq"] += 1
+                line = f"{label} {text}\n".encode()
+                (fho if _unit(st.seed, doc.id) < st.holdout else ftr).write(line)
+        sizes = {f"{k}_bytes": os.path.getsize(v) for k, v in paths.items()}
+        return {"shard": shard.name, **paths, **sizes, **counts}
+
+
+class _Train:
+    """Phase 2 (one task): balance, shuffle, train, evaluate."""
+
+    def __init__(self, stage: TrainQualityClassifier, out_dir: str) -> None:
+        self.stage, self.out_dir = stage, out_dir
+
+    def __call__(self, parts: list[dict[str, Any]]) -> dict[str, Any]:
+        st = self.stage
+        return train_from_parts([p["train"] for p in parts], [p["holdout"] for p in parts],
+                                self.out_dir, epoch=st.epoch, lr=st.lr, dim=st.dim,
+                                word_ngrams=st.word_ngrams, min_count=st.min_count,
+                                seed=st.seed, balance=st.balance,
+                                max_docs_per_label=st.max_docs_per_label)
+
+
+def train_from_parts(train_parts: list[str], holdout_parts: list[str], out_dir: str, *,
+                     epoch: int = 5, lr: float = 0.5, dim: int = 64, word_ngrams: int = 2,
+                     min_count: int = 1, seed: int = 0, balance: bool = True,
+                     max_docs_per_label: int = 200_000) -> dict[str, Any]:
+    """Merge labelled line files, balance classes, train and evaluate; returns model path
+    and metrics. Deterministic for a given seed and input."""
+    # Index lines by (file, byte offset) per label: memory stays small however many
+    # documents there are; only the sampled lines are read back.
+    by_label: dict[str, list[tuple[int, int]]] = {HQ: [], LQ: []}
+    for fi, p in enumerate(train_parts):
+        with open(p, "rb") as f:
+            pos = 0
+            for line in f:
+                by_label[line.split(b" ", 1)[0].decode()].append((fi, pos))
+                pos += len(line)
+    if not by_label[HQ] or not by_label[LQ]:
+        raise InputError(f"quality classifier: need documents of both labels, got "
+                         f"{len(by_label[HQ])} high-quality and {len(by_label[LQ])} other")
+    rng = random.Random(seed)
+    cap = max_docs_per_label
+    if balance:
+        cap = min(cap, len(by_label[HQ]), len(by_label[LQ]))
+    counts = {}
+    chosen: list[tuple[int, int]] = []
+    for lab in (HQ, LQ):
+        items = by_label[lab]
+        picked = rng.sample(items, cap) if len(items) > cap else items
+        counts[lab] = len(picked)
+        chosen.extend(picked)
+    rng.shuffle(chosen)
+    os.makedirs(out_dir, exist_ok=True)
+    train_file = os.path.join(out_dir, "train.txt")
+    handles = [open(p, "rb") for p in train_parts]  # noqa: SIM115
+    try:
+        with atomic_open(train_file, "wb") as out:
+            for fi, pos in chosen:
+                fh = handles[fi]
+                fh.seek(pos)
+                out.write(fh.readline())
+    finally:
+        for fh in handles:
+            fh.close()
+    holdout_file = os.path.join(out_dir, "holdout.txt")
+    with atomic_open(holdout_file, "wb") as f:
+        for p in holdout_parts:
+            with open(p, "rb") as src:
+                shutil.copyfileobj(src, f)
+    model_path = os.path.join(out_dir, "quality.bin")
+    train_fasttext(train_file, model_path, epoch=epoch, lr=lr, dim=dim,
+                   word_ngrams=word_ngrams, min_count=min_count, seed=seed)
+    _MODELS.pop(model_path, None)
+    from curator.filters import langid
+
+    langid._MODELS.pop(model_path, None)  # a retrained file must be reloaded
+    metrics = evaluate(model_path, holdout_file)
+    metrics.update(train_hq=counts[HQ], train_lq=counts[LQ])
+    return {"model": model_path, "model_bytes": os.path.getsize(model_path), "metrics": metrics}
+
+
+class TrainQualityClassifier(GlobalStage):
+    """Train a fastText quality classifier: positive_sources (e.g. Wikipedia) vs crawl text;
+    publishes the ``quality_model`` artifact and held-out precision/recall."""
+
+    name = "train_quality_classifier"
+
+    def __init__(self, positive_sources: list[str], negative_sources: list[str] | None = None,
+                 holdout: float = 0.1, max_docs_per_label: int = 200_000, balance: bool = True,
+                 min_words: int = 5, max_chars: int = 20_000, epoch: int = 5,
+                 lr: float = 0.5, dim: int = 64, word_ngrams: int = 2, min_count: int = 1,
+                 seed: int = 0, output: Literal["negatives", "all"] = "negatives") -> None:
+        if not positive_sources:
+            raise ConfigError("train_quality_classifier.positive_sources: name at least one "
+                              "source (a read stage's id or 'source' parameter)")
+        if not 0.0 <= holdout < 1.0:
+            raise ConfigError("train_quality_classifier.holdout must be in [0, 1)")
+        self.positive_sources = frozenset(positive_sources)
+        self.negative_sources = frozenset(negative_sources) if negative_sources else None
+        self.holdout, self.max_docs_per_label, self.balance = holdout, max_docs_per_label, balance
+        self.min_words, self.max_chars = min_words, max_chars
+        self.epoch, self.lr, self.dim = epoch, lr, dim
+        self.word_ngrams, self.min_count, self.seed = word_ngrams, min_count, seed
+        self.output = output
+
+    def label(self, doc: Document) -> str | None:
+        src = doc.meta.get("source")
+        if src in self.positive_sources:
+            return HQ
+        if self.negative_sources is None or src in self.negative_sources:
+            return LQ
+        return None
+
+    def run(self, shards: list[Shard], ctx: GlobalContext) -> list[Shard]:
+        out_dir = ctx.artifact_dir
+        parts = ctx.map(_Sample(self, os.path.join(out_dir, "parts")), shards, phase="sample",
+                        keys=[s.name for s in shards])
+        from curator.filters.decontam import verify_file
+
+        for p in parts:  # resumed phases: their files must still be there, complete
+            verify_file(p["train"], p["train_bytes"], ctx.stage_id)
+            verify_file(p["holdout"], p["holdout_bytes"], ctx.stage_id)
+        (result,) = ctx.map(_Train(self, out_dir), [parts], phase="train", keys=["model"])
+        verify_file(result["model"], result["model_bytes"], ctx.stage_id)
+        m = result["metrics"]
+        ctx.artifacts["quality_model"] = result["model"]
+        ctx.artifacts["quality_metrics"] = m
+        ctx.artifacts["report_tables"] = [{
+            "title": "Quality classifier (held-out, hq label)",
+            "columns": ["train hq", "train lq", "held-out docs", "precision", "recall", "f1",
+                        "accuracy"],
+            "rows": [[m.get("train_hq"), m.get("train_lq"), m.get("holdout_docs"),
+                      m.get("precision"), m.get("recall"), m.get("f1"), m.get("accuracy")]],
+        }]
+        labels = [f"{i / 10:.1f}-{(i + 1) / 10:.1f}" for i in range(10)]
+        ctx.artifacts["report_histograms"] = [
+            {"title": f"held-out P(hq) of {name} documents", "series": name, "labels": labels,
+             "counts": m.get(f"score_hist_{key}", [0] * 10)}
+            for key, name in (("hq", "high-quality"), ("lq", "other"))]
+        for p in parts:
+            ctx.count("quality_train:hq_docs", p["hq"])
+            ctx.count("quality_train:lq_docs", p["lq"])
+        if self.output == "all":
+            return ctx.passthrough(shards)
+        # Pass on the shards that hold documents to filter (those with no positive docs).
+        return ctx.passthrough([s for s, p in zip(shards, parts) if p["hq"] == 0])
+
+
+class QualityFilter(BatchStage):
+    """Score documents with a fastText quality model (``quality_score`` in meta) and keep them
+    by threshold or by seeded Pareto sampling (GPT-3 style)."""
+
+    name = "quality_filter"
+
+    def __init__(self, model_path: str | None = None,
+                 mode: Literal["threshold", "pareto"] = "threshold", threshold: float = 0.5,
+                 alpha: float = 9.0, seed: int = 0, max_chars: int = 20_000,
+                 label_only: bool = False, batch_size: int = 1024) -> None:
+        if model_path and "://" not in model_path and not os.path.isfile(model_path):
+            raise ConfigError(f"quality_filter.model_path: '{model_path}' not found")
+        if alpha <= 0:
+            raise ConfigError("quality_filter.alpha must be > 0")
+        self.model_path = os.path.abspath(model_path) if model_path else None
+        self.mode, self.threshold, self.alpha, self.seed = mode, threshold, alpha, seed
+        self.max_chars, self.label_only, self.batch_size = max_chars, label_only, batch_size
+
+    def keep_mask(self, scores: np.ndarray, ids: list[str]) -> np.ndarray:
+        if self.mode == "threshold":
+            return scores >= self.threshold
+        u = np.array([_unit(self.seed, i) for i in ids])
+        pareto = (1.0 - u) ** (-1.0 / self.alpha) - 1.0  # numpy's pareto (Lomax) by inversion
+        return pareto > 1.0 - scores
+
+    def process_batch(self, docs: list[Document], ctx: ShardContext) -> Iterable[Document]:
+        path = self.model_path or ctx.artifact("quality_model")
+        model = load_model(path)
+        scores = hq_scores(model, [normalize(d.text, self.max_chars) for d in docs])
+        keep = self.keep_mask(scores, [d.id for d in docs])
+        for doc, s, k in zip(docs, scores.tolist(), keep.tolist()):
+            doc.meta["quality_score"] = round(s, 4)
+            if k or self.label_only:
+                yield doc
+            else:
+                ctx.reject(doc, f"quality_filter:{self.mode}")
+
+
+def iter_jsonl_texts(paths: list[str], text_field: str) -> Iterator[tuple[str, str]]:
+    """(id, text) of JSONL records (for the CLI)."""
+    import orjson
+
+    from curator.io.atomic import open_compressed_read
+
+    for path in paths:
+        try:
+            with open_compressed_read(path) as fh:
+                for i, line in enumerate(fh, 1):
+                    if not line.strip():
+                        continue
+                    try:
+                        rec = orjson.loads(line)
+                    except orjson.JSONDecodeError:
+                        continue
+                    text = rec.get(text_field) if isinstance(rec, dict) else None
+                    if isinstance(text, str):
+                        yield str(rec.get("id", f"{path}:{i}")), text
+        except FileNotFoundError:
+            raise InputError(f"{path}: file not found") from None

@@ -1,0 +1,787 @@
+"""Heuristic quality rules (Gopher, C4, FineWeb, NeMo Curator English) and one-line presets.
+
+Each rule is a small :class:`Filter` stage (usable alone in YAML as ``<key>_filter``) with the
+published default thresholds, and a ``value``/``ok`` pair so that presets can run many rules
+over one shared :class:`~curator.filters.features.DocFeatures` (words, lines and n-grams are
+computed once per document, not once per rule). Presets reject with ``preset:rule`` reasons and
+can write every rule's value to ``meta["signals"]``.
+
+Sources of the defaults:
+
+* Gopher: Rae et al. 2021, "Scaling Language Models", appendix A.1.1 and table A1, as
+  implemented by datatrove's ``GopherQualityFilter`` / ``GopherRepetitionFilter``.
+* C4: Raffel et al. 2020, section 2.2, and TFDS ``c4_utils`` (via datatrove's
+  ``C4QualityFilter``).
+* FineWeb: Penedo et al. 2024, datatrove's ``FineWebQualityFilter``.
+* NeMo Curator: ``nemo_curator.filters.heuristic_filter`` and its ``heuristic_filter_en.yaml``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from operator import itemgetter, methodcaller
+from typing import Any, ClassVar, Literal
+
+from curator.core.context import ShardContext
+from curator.core.document import Document
+from curator.core.errors import ConfigError
+from curator.core.stage import Filter, ShardStage
+from curator.filters.features import DocFeatures
+from curator.text.sentences import split_sentences
+from curator.text.words import has_no_space_script, split_words
+
+#: Unicode sentence terminals (the BMP part of datatrove's TERMINAL_PUNCTUATION).
+TERMINAL_PUNCTUATION = (
+    "!.?։؝؞؟۔܀܁܂߹࠷࠹࠽࠾।॥၊။።፧፨᙮᜵᜶។៕៖៙៚᠃᠉᥄᥅᪨᪩᪪᪫᭚᭛᭞᭟᭽᭾᰻᰼᱾᱿‼‽⁇⁈⁉⸮⸼⹓⹔。"
+    "꓿꘎꘏꛳꛷꡶꡷꣎꣏꤯꧈꧉꩝꩞꩟꫰꫱꯫﹒﹖﹗！．？｡"
+)
+GOPHER_STOP_WORDS = ["the", "be", "to", "of", "and", "that", "have", "with"]
+BOILERPLATE_STRINGS = ["lorem ipsum", "privacy policy", "terms of use", "cookie policy",
+                       "uses cookies", "use of cookies", "use cookies"]
+_URL = re.compile(r"(?:https?://|www\.)\S+", re.IGNORECASE)
+_ALNUM = re.compile(r"[^\W_]+")
+_DIGIT = re.compile(r"\d+")
+_SPACE = re.compile(r"\s+")
+_PAREN = re.compile(r"[()\[\]]+")
+
+
+class HeuristicRule(Filter):
+    """Base of the rules: ``value`` measures one feature, ``ok`` compares it to thresholds."""
+
+    #: Short key used in preset reasons (``gopher_quality:word_count``).
+    key: ClassVar[str] = ""
+    #: Where the rule and its defaults come from.
+    source: ClassVar[str] = ""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        if cls.__dict__.get("key") and not cls.__dict__.get("name"):
+            cls.name = f"{cls.key}_filter"
+        super().__init_subclass__(**kwargs)
+
+    def value(self, f: DocFeatures) -> float:
+        raise NotImplementedError
+
+    def ok(self, v: float) -> bool:
+        raise NotImplementedError
+
+    def check(self, doc: Document) -> str | None:
+        return None if self.ok(self.value(DocFeatures(doc.text))) else self.name
+
+
+def _ratio(a: float, b: float) -> float:
+    return a / b if b else 0.0
+
+
+def _duplicates(items: list[str]) -> tuple[int, int]:
+    """(number of repeated elements, characters in them), first occurrences not counted."""
+    seen: set[str] = set()
+    n = chars = 0
+    for x in items:
+        if x in seen:
+            n += 1
+            chars += len(x)
+        else:
+            seen.add(x)
+    return n, chars
+
+
+# -- word-level rules ----------------------------------------------------------------------
+
+
+class WordCount(HeuristicRule):
+    """Document length in words (punctuation tokens excluded)."""
+
+    key = "word_count"
+    source = "Gopher A.1.1 (50..100000); NeMo WordCountFilter"
+
+    def __init__(self, min_words: int = 50, max_words: int = 100_000) -> None:
+        self.min_words, self.max_words = min_words, max_words
+
+    def value(self, f: DocFeatures) -> float:
+        return len(f.alnum_words)
+
+    def ok(self, v: float) -> bool:
+        return self.min_words <= v <= self.max_words
+
+
+class MeanWordLength(HeuristicRule):
+    """Mean word length in characters (punctuation tokens excluded)."""
+
+    key = "mean_word_length"
+    source = "Gopher A.1.1 (3..10); NeMo MeanWordLengthFilter"
+
+    def __init__(self, min_length: float = 3.0, max_length: float = 10.0) -> None:
+        self.min_length, self.max_length = min_length, max_length
+
+    def value(self, f: DocFeatures) -> float:
+        w = f.alnum_words
+        return _ratio(sum(map(len, w)), len(w))
+
+    def ok(self, v: float) -> bool:
+        return self.min_length <= v <= self.max_length
+
+
+class SymbolWordRatio(HeuristicRule):
+    """Occurrences of symbols (hash, ellipsis) per word."""
+
+    key = "symbol_word_ratio"
+    source = "Gopher A.1.1 (0.1 for # and for ellipsis); NeMo SymbolsToWordsFilter"
+
+    def __init__(self, symbols: list[str] = ["#", "...", "…"],  # noqa: B006
+                 max_ratio: float = 0.1) -> None:
+        self.symbols, self.max_ratio = list(symbols), max_ratio
+
+    def value(self, f: DocFeatures) -> float:
+        return _ratio(sum(f.text.count(s) for s in self.symbols), len(f.words))
+
+    def ok(self, v: float) -> bool:
+        return v <= self.max_ratio
+
+
+class AlphaWords(HeuristicRule):
+    """Fraction of tokens that contain at least one letter."""
+
+    key = "alpha_words"
+    source = "Gopher A.1.1 (80%); NeMo WordsWithoutAlphabetsFilter"
+
+    def __init__(self, min_ratio: float = 0.8) -> None:
+        self.min_ratio = min_ratio
+
+    def value(self, f: DocFeatures) -> float:
+        return _ratio(f.n_alpha_words, len(f.words))
+
+    def ok(self, v: float) -> bool:
+        return v >= self.min_ratio
+
+
+class StopWords(HeuristicRule):
+    """Number of distinct common words present (filters text that is not prose)."""
+
+    key = "stop_words"
+    source = "Gopher A.1.1 (2 of the, be, to, of, and, that, have, with); NeMo CommonEnglishWords"
+
+    def __init__(self, min_count: int = 2, stop_words: list[str] = GOPHER_STOP_WORDS,
+                 lowercase: bool = False) -> None:
+        self.min_count, self.lowercase = min_count, lowercase
+        self.stop_words = frozenset(w.lower() for w in stop_words) if lowercase \
+            else frozenset(stop_words)
+
+    def value(self, f: DocFeatures) -> float:
+        words = f.words
+        if self.lowercase:
+            return len(self.stop_words.intersection(w.lower() for w in words))
+        return len(self.stop_words.intersection(words))
+
+    def ok(self, v: float) -> bool:
+        return v >= self.min_count
+
+
+class LongWord(HeuristicRule):
+    """Length of the longest whitespace-separated word."""
+
+    key = "long_word"
+    source = "NeMo LongWordFilter (1000); C4 max_word_length"
+
+    def __init__(self, max_length: int = 1000) -> None:
+        self.max_length = max_length
+
+    def value(self, f: DocFeatures) -> float:
+        return max(map(len, f.text.split()), default=0)
+
+    def ok(self, v: float) -> bool:
+        return v <= self.max_length
+
+
+# -- line-level rules ----------------------------------------------------------------------
+
+
+class BulletLines(HeuristicRule):
+    """Fraction of lines that start with a bullet."""
+
+    key = "bullet_lines"
+    source = "Gopher A.1.1 (90%); NeMo BulletsFilter"
+
+    def __init__(self, max_ratio: float = 0.9, bullets: list[str] = ["•", "-"]  # noqa: B006
+                 ) -> None:
+        self.max_ratio, self.bullets = max_ratio, tuple(bullets)
+
+    def value(self, f: DocFeatures) -> float:
+        lines = f.lines  # map/methodcaller keep the per-line loop in C
+        return _ratio(sum(map(methodcaller("startswith", self.bullets), map(str.lstrip, lines))),
+                      len(lines))
+
+    def ok(self, v: float) -> bool:
+        return v <= self.max_ratio
+
+
+class EllipsisLines(HeuristicRule):
+    """Fraction of lines that end with an ellipsis."""
+
+    key = "ellipsis_lines"
+    source = "Gopher A.1.1 (30%); NeMo EllipsisFilter"
+
+    def __init__(self, max_ratio: float = 0.3) -> None:
+        self.max_ratio = max_ratio
+
+    def value(self, f: DocFeatures) -> float:
+        lines = f.lines
+        return _ratio(sum(map(methodcaller("endswith", ("...", "…")), map(str.rstrip, lines))),
+                      len(lines))
+
+    def ok(self, v: float) -> bool:
+        return v <= self.max_ratio
+
+
+class LinePunctuation(HeuristicRule):
+    """Fraction of non-empty lines that end with terminal punctuation."""
+
+    key = "line_punct"
+    source = "FineWeb line_punct_thr (0.12)"
+
+    def __init__(self, min_ratio: float = 0.12, exclude_zero: bool = False,
+                 stop_chars: str = TERMINAL_PUNCTUATION) -> None:
+        self.min_ratio, self.exclude_zero = min_ratio, exclude_zero
+        self.stop_chars = frozenset(stop_chars)  # single characters: test the last one
+
+    def value(self, f: DocFeatures) -> float:
+        lines = f.nonempty_lines  # non-empty, so line[-1] exists
+        return _ratio(sum(map(self.stop_chars.__contains__, map(itemgetter(-1), lines))),
+                      len(lines))
+
+    def ok(self, v: float) -> bool:
+        return v >= self.min_ratio or (v == 0 and self.exclude_zero)
+
+
+class ShortLines(HeuristicRule):
+    """Fraction of non-empty lines of at most ``max_length`` characters."""
+
+    key = "short_lines"
+    source = "FineWeb short_line_thr (0.67, 30 chars)"
+
+    def __init__(self, max_ratio: float = 0.67, max_length: int = 30) -> None:
+        self.max_ratio, self.max_length = max_ratio, max_length
+
+    def value(self, f: DocFeatures) -> float:
+        lines = f.nonempty_lines
+        return _ratio(sum(map(self.max_length.__ge__, map(len, lines))), len(lines)) \
+            if lines else 1.0
+
+    def ok(self, v: float) -> bool:
+        return v <= self.max_ratio
+
+
+class DuplicateLineChars(HeuristicRule):
+    """Characters in repeated non-empty lines / characters of the text without newlines."""
+
+    key = "char_dup"
+    source = "FineWeb char_duplicates_ratio (0.01)"
+
+    def __init__(self, max_ratio: float = 0.01) -> None:
+        self.max_ratio = max_ratio
+
+    def value(self, f: DocFeatures) -> float:
+        return _ratio(_duplicates(f.nonempty_lines)[1],
+                      len(f.text) - f.text.count("\n"))
+
+    def ok(self, v: float) -> bool:
+        return v <= self.max_ratio
+
+
+class NewlineRatio(HeuristicRule):
+    """Newlines per word (lists and menus have one line per few words)."""
+
+    key = "newline_ratio"
+    source = "FineWeb new_line_ratio (0.3)"
+
+    def __init__(self, max_ratio: float = 0.3) -> None:
+        self.max_ratio = max_ratio
+
+    def value(self, f: DocFeatures) -> float:
+        n = f.text.count("\n")
+        return _ratio(n, len(f.words)) if f.words else float(n > 0)
+
+    def ok(self, v: float) -> bool:
+        return v <= self.max_ratio
+
+
+class EndPunctuation(HeuristicRule):
+    """Fraction of sentences (non-empty lines) that do not end with an end mark."""
+
+    key = "punctuation"
+    source = "NeMo PunctuationFilter (0.85)"
+
+    def __init__(self, max_ratio: float = 0.85,
+                 end_marks: str = ".!?\"'”’" + TERMINAL_PUNCTUATION) -> None:
+        self.max_ratio, self.end_marks = max_ratio, tuple(end_marks)
+
+    def value(self, f: DocFeatures) -> float:
+        lines = f.nonempty_lines
+        return _ratio(sum(1 for ln in lines if not ln.rstrip().endswith(self.end_marks)),
+                      len(lines)) if lines else 1.0
+
+    def ok(self, v: float) -> bool:
+        return v <= self.max_ratio
+
+
+class Boilerplate(HeuristicRule):
+    """Share of the text in paragraphs containing boilerplate strings (cookie/legal notices);
+    1.0 when such a paragraph is the first or last one and ``at_top_or_bottom`` is set."""
+
+    key = "boilerplate"
+    source = "NeMo BoilerPlateStringFilter (0.4, remove if at top or bottom); C4 policy lines"
+
+    def __init__(self, max_ratio: float = 0.4, at_top_or_bottom: bool = True,
+                 strings: list[str] = BOILERPLATE_STRINGS) -> None:
+        self.max_ratio, self.at_top_or_bottom = max_ratio, at_top_or_bottom
+        self.strings = [s.lower() for s in strings]
+
+    def value(self, f: DocFeatures) -> float:
+        paras = f.paragraphs
+        total = sum(map(len, paras))
+        bad = 0
+        for i, p in enumerate(paras):
+            lp = p.lower()
+            if any(s in lp for s in self.strings):
+                if self.at_top_or_bottom and (i == 0 or i == len(paras) - 1):
+                    return 1.0
+                bad += len(p)
+        return _ratio(bad, total)
+
+    def ok(self, v: float) -> bool:
+        return v <= self.max_ratio
+
+
+# -- character-level rules -----------------------------------------------------------------
+
+
+class _CharRatio(HeuristicRule):
+    pattern: ClassVar[re.Pattern[str]]
+
+    def __init__(self, max_ratio: float) -> None:
+        self.max_ratio = max_ratio
+
+    def value(self, f: DocFeatures) -> float:
+        # the patterns match runs, so far fewer match objects than characters are made
+        return _ratio(sum(map(len, self.pattern.findall(f.text))), len(f.text))
+
+    def ok(self, v: float) -> bool:
+        return v <= self.max_ratio
+
+
+class NonAlphaNumeric(_CharRatio):
+    """Fraction of characters that are not letters or digits (spaces count)."""
+
+    key = "non_alnum"
+    source = "NeMo NonAlphaNumericFilter (0.25)"
+
+    def __init__(self, max_ratio: float = 0.25) -> None:
+        self.max_ratio = max_ratio
+
+    def value(self, f: DocFeatures) -> float:
+        n = len(f.text)
+        return _ratio(n - sum(map(len, _ALNUM.findall(f.text))), n) if n else 1.0
+
+
+class NumbersRatio(_CharRatio):
+    """Fraction of characters that are digits."""
+
+    key = "numbers"
+    source = "NeMo NumbersFilter (0.15)"
+    pattern = _DIGIT
+
+    def __init__(self, max_ratio: float = 0.15) -> None:
+        self.max_ratio = max_ratio
+
+
+class WhitespaceRatio(_CharRatio):
+    """Fraction of characters that are whitespace."""
+
+    key = "whitespace"
+    source = "NeMo WhiteSpaceFilter (0.25)"
+    pattern = _SPACE
+
+    def __init__(self, max_ratio: float = 0.25) -> None:
+        self.max_ratio = max_ratio
+
+
+class ParenthesesRatio(_CharRatio):
+    """Fraction of characters that are parentheses or brackets."""
+
+    key = "parentheses"
+    source = "NeMo ParenthesesFilter (0.1)"
+    pattern = _PAREN
+
+    def __init__(self, max_ratio: float = 0.1) -> None:
+        self.max_ratio = max_ratio
+
+
+class UrlsRatio(HeuristicRule):
+    """Fraction of characters inside URLs."""
+
+    key = "urls"
+    source = "NeMo UrlsFilter (0.2)"
+
+    def __init__(self, max_ratio: float = 0.2) -> None:
+        self.max_ratio = max_ratio
+
+    def value(self, f: DocFeatures) -> float:
+        return _ratio(sum(len(u) for u in _URL.findall(f.text)), len(f.text))
+
+    def ok(self, v: float) -> bool:
+        return v <= self.max_ratio
+
+
+class UrlSubstrings(HeuristicRule):
+    """1 if a URL in the text contains one of ``substrings`` (e.g. pornographic domains)."""
+
+    key = "url_substrings"
+    source = "NeMo PornographicUrlsFilter ('porn')"
+
+    def __init__(self, substrings: list[str] = ["porn"]) -> None:  # noqa: B006
+        self.substrings = [s.lower() for s in substrings]
+
+    def value(self, f: DocFeatures) -> float:
+        return float(any(s in u.lower() for u in _URL.findall(f.text) for s in self.substrings))
+
+    def ok(self, v: float) -> bool:
+        return v == 0
+
+
+class ContainsString(HeuristicRule):
+    """1 if the (lowercased) text contains one of ``strings`` (C4: 'lorem ipsum', '{')."""
+
+    key = "contains"
+    source = "C4 (lorem ipsum, curly bracket)"
+
+    def __init__(self, strings: list[str] = ["lorem ipsum"],  # noqa: B006
+                 lowercase: bool = True) -> None:
+        self.lowercase = lowercase
+        self.strings = [s.lower() for s in strings] if lowercase else list(strings)
+
+    def value(self, f: DocFeatures) -> float:
+        t = f.text.lower() if self.lowercase else f.text
+        return float(any(s in t for s in self.strings))
+
+    def ok(self, v: float) -> bool:
+        return v == 0
+
+
+class BadWords(HeuristicRule):
+    """Occurrences of listed words or phrases (C4's bad-words list, given as a local file)."""
+
+    key = "bad_words"
+    source = ("C4 (List of Dirty, Naughty, Obscene or Otherwise Bad Words: pass the list as a "
+              "file; nothing is downloaded)")
+
+    def __init__(self, words: list[str] = [], path: str | None = None,  # noqa: B006
+                 max_count: int = 0) -> None:
+        entries = [w.strip().lower() for w in words]
+        if path:
+            try:
+                with open(path, encoding="utf-8") as f:
+                    entries += [ln.strip().lower() for ln in f if ln.strip()]
+            except OSError as e:
+                raise ConfigError(f"bad_words.path: cannot read '{path}': {e.strerror}") from None
+        if not entries:
+            raise ConfigError("bad_words: give 'words' or a 'path' to a list (one per line)")
+        self.max_count = max_count
+        # single words are matched as tokens; phrases and no-space-script entries as text
+        self.single = frozenset(w for w in entries
+                                if split_words(w) == [w] and not has_no_space_script(w))
+        multi = sorted(set(entries) - self.single, key=len, reverse=True)
+        pats = [re.escape(w) if has_no_space_script(w) else rf"(?<!\w){re.escape(w)}(?!\w)"
+                for w in multi]  # phrases match whole words ("heck no" not in "check now")
+        self.multi = re.compile("|".join(pats)) if pats else None
+
+    def value(self, f: DocFeatures) -> float:
+        n = sum(map(self.single.__contains__, map(str.lower, f.words)))
+        if self.multi is not None:
+            n += len(self.multi.findall(f.text.lower()))
+        return n
+
+    def ok(self, v: float) -> bool:
+        return v <= self.max_count
+
+
+# -- repetition rules ----------------------------------------------------------------------
+
+
+class DuplicateLines(HeuristicRule):
+    """Repeated lines or paragraphs, as a fraction of their count or of the text's characters
+    (first occurrences do not count)."""
+
+    key = "dup_lines"
+    source = "Gopher table A1 (lines/paragraphs: 0.3 by count, 0.2 by chars); NeMo Repeated*"
+
+    def __init__(self, unit: Literal["lines", "paragraphs"] = "lines",
+                 by: Literal["count", "chars"] = "count", max_ratio: float = 0.3) -> None:
+        self.unit, self.by, self.max_ratio = unit, by, max_ratio
+
+    def value(self, f: DocFeatures) -> float:
+        items = f.line_runs if self.unit == "lines" else f.paragraphs
+        n, chars = _duplicates(items)
+        return _ratio(n, len(items)) if self.by == "count" else _ratio(chars, len(f.text))
+
+    def ok(self, v: float) -> bool:
+        return v <= self.max_ratio
+
+
+class TopNgram(HeuristicRule):
+    """Characters covered by the most frequent word n-gram / characters of the text."""
+
+    key = "top_ngram"
+    source = "Gopher table A1 (2: 0.20, 3: 0.18, 4: 0.16); NeMo RepeatingTopNGramsFilter"
+
+    def __init__(self, n: int = 2, max_ratio: float = 0.2) -> None:
+        self.n, self.max_ratio = n, max_ratio
+
+    def value(self, f: DocFeatures) -> float:
+        return _ratio(f.top_ngram_chars(self.n), len(f.text))
+
+    def ok(self, v: float) -> bool:
+        return v <= self.max_ratio
+
+
+class DuplicateNgrams(HeuristicRule):
+    """Characters in word n-grams that repeat an earlier one (non-overlapping) / characters of
+    the text."""
+
+    key = "dup_ngram"
+    source = ("Gopher table A1 (5: 0.15, 6: 0.14, 7: 0.13, 8: 0.12, 9: 0.11, 10: 0.10); "
+              "NeMo RepeatingDuplicateNGramsFilter")
+
+    def __init__(self, n: int = 5, max_ratio: float = 0.15) -> None:
+        self.n, self.max_ratio = n, max_ratio
+
+    def value(self, f: DocFeatures) -> float:
+        return _ratio(f.duplicate_ngram_chars(self.n), len(f.text))
+
+    def ok(self, v: float) -> bool:
+        return v <= self.max_ratio
+
+
+RULES: dict[str, type[HeuristicRule]] = {
+    cls.key: cls for cls in (
+        WordCount, MeanWordLength, SymbolWordRatio, AlphaWords, StopWords, LongWord,
+        BulletLines, EllipsisLines, LinePunctuation, ShortLines, DuplicateLineChars,
+        NewlineRatio, EndPunctuation, Boilerplate, NonAlphaNumeric, NumbersRatio,
+        WhitespaceRatio, ParenthesesRatio, UrlsRatio, UrlSubstrings, ContainsString, BadWords,
+        DuplicateLines, TopNgram, DuplicateNgrams,
+    )
+}
+
+
+# -- presets -------------------------------------------------------------------------------
+
+#: preset name -> [(key in reasons, rule key, published parameters)]
+PRESETS: dict[str, list[tuple[str, str, dict[str, Any]]]] = {
+    "gopher_quality": [
+        ("word_count", "word_count", {"min_words": 50, "max_words": 100_000}),
+        ("mean_word_length", "mean_word_length", {"min_length": 3, "max_length": 10}),
+        ("hash_ratio", "symbol_word_ratio", {"symbols": ["#"], "max_ratio": 0.1}),
+        ("ellipsis_ratio", "symbol_word_ratio", {"symbols": ["...", "…"], "max_ratio": 0.1}),
+        ("bullet_lines", "bullet_lines", {"max_ratio": 0.9}),
+        ("ellipsis_lines", "ellipsis_lines", {"max_ratio": 0.3}),
+        ("alpha_words", "alpha_words", {"min_ratio": 0.8}),
+        ("stop_words", "stop_words", {"min_count": 2}),
+    ],
+    "gopher_repetition": [
+        ("dup_para_frac", "dup_lines", {"unit": "paragraphs", "by": "count", "max_ratio": 0.3}),
+        ("dup_para_char_frac", "dup_lines",
+         {"unit": "paragraphs", "by": "chars", "max_ratio": 0.2}),
+        ("dup_line_frac", "dup_lines", {"unit": "lines", "by": "count", "max_ratio": 0.3}),
+        ("dup_line_char_frac", "dup_lines", {"unit": "lines", "by": "chars", "max_ratio": 0.2}),
+        ("top_2gram", "top_ngram", {"n": 2, "max_ratio": 0.20}),
+        ("top_3gram", "top_ngram", {"n": 3, "max_ratio": 0.18}),
+        ("top_4gram", "top_ngram", {"n": 4, "max_ratio": 0.16}),
+        *[(f"dup_{n}gram", "dup_ngram", {"n": n, "max_ratio": r})
+          for n, r in ((5, 0.15), (6, 0.14), (7, 0.13), (8, 0.12), (9, 0.11), (10, 0.10))],
+    ],
+    "fineweb_quality": [
+        ("line_punct_ratio", "line_punct", {"min_ratio": 0.12}),
+        ("short_line_ratio", "short_lines", {"max_ratio": 0.67, "max_length": 30}),
+        ("char_dup_ratio", "char_dup", {"max_ratio": 0.01}),
+        ("list_ratio", "newline_ratio", {"max_ratio": 0.3}),
+    ],
+    "nemo_english": [
+        ("non_alnum", "non_alnum", {"max_ratio": 0.25}),
+        ("symbols_to_words", "symbol_word_ratio",
+         {"symbols": ["#", "...", "…"], "max_ratio": 0.1}),
+        ("numbers", "numbers", {"max_ratio": 0.15}),
+        ("urls", "urls", {"max_ratio": 0.2}),
+        ("whitespace", "whitespace", {"max_ratio": 0.25}),
+        ("parentheses", "parentheses", {"max_ratio": 0.1}),
+        ("boilerplate", "boilerplate", {"max_ratio": 0.4, "at_top_or_bottom": True}),
+        ("repeated_lines", "dup_lines", {"unit": "lines", "by": "count", "max_ratio": 0.3}),
+        ("repeated_paragraphs", "dup_lines",
+         {"unit": "paragraphs", "by": "count", "max_ratio": 0.3}),
+        ("repeated_lines_char", "dup_lines", {"unit": "lines", "by": "chars", "max_ratio": 0.2}),
+        ("repeated_paragraphs_char", "dup_lines",
+         {"unit": "paragraphs", "by": "chars", "max_ratio": 0.2}),
+        ("word_count", "word_count", {"min_words": 50, "max_words": 100_000}),
+        ("punctuation", "punctuation", {"max_ratio": 0.85}),
+        ("words_without_alphabets", "alpha_words", {"min_ratio": 0.8}),
+        ("common_english_words", "stop_words", {"min_count": 2, "lowercase": True}),
+        ("mean_word_length", "mean_word_length", {"min_length": 3, "max_length": 10}),
+        ("long_word", "long_word", {"max_length": 1000}),
+        ("ellipsis", "ellipsis_lines", {"max_ratio": 0.3}),
+        ("bullets", "bullet_lines",
+         {"max_ratio": 0.9, "bullets": ["•", "-", "*", "●", "◦", "‣", "⁃"]}),
+        ("porn_urls", "url_substrings", {"substrings": ["porn"]}),
+        ("top_2gram", "top_ngram", {"n": 2, "max_ratio": 0.20}),
+        ("top_3gram", "top_ngram", {"n": 3, "max_ratio": 0.18}),
+        ("top_4gram", "top_ngram", {"n": 4, "max_ratio": 0.16}),
+        *[(f"dup_{n}gram", "dup_ngram", {"n": n, "max_ratio": r})
+          for n, r in ((5, 0.15), (6, 0.14), (7, 0.13), (8, 0.12), (9, 0.11), (10, 0.10))],
+    ],
+}
+
+
+class HeuristicPreset(Filter):
+    """Base of the one-line presets: an ordered list of rules sharing one feature cache."""
+
+    preset: ClassVar[str] = ""
+
+    def __init__(self, disable: list[str] = [],  # noqa: B006
+                 overrides: dict[str, dict[str, Any]] = {},  # noqa: B006
+                 annotate: bool = False) -> None:
+        spec = PRESETS[self.preset]
+        keys = [k for k, _, _ in spec]
+        for k in [*disable, *overrides]:
+            if k not in keys:
+                raise ConfigError(f"{self.preset}: unknown rule '{k}' (rules: {', '.join(keys)})")
+        self.annotate = annotate
+        self.rules: list[tuple[str, HeuristicRule]] = []
+        for key, rule, params in spec:
+            if key in disable:
+                continue
+            kw = {**params, **overrides.get(key, {})}
+            try:
+                self.rules.append((f"{self.preset}:{key}", RULES[rule](**kw)))
+            except TypeError as e:
+                raise ConfigError(f"{self.preset}: overrides.{key}: {e}") from None
+
+    def check(self, doc: Document) -> str | None:
+        if not doc.text.strip():
+            return f"{self.preset}:empty"
+        f = DocFeatures(doc.text)
+        if not self.annotate:
+            for reason, rule in self.rules:
+                if not rule.ok(rule.value(f)):
+                    return reason
+            return None
+        signals = doc.meta.setdefault("signals", {})
+        first = None
+        for reason, rule in self.rules:
+            v = rule.value(f)
+            signals[reason] = round(float(v), 4)
+            if first is None and not rule.ok(v):
+                first = reason
+        return first
+
+
+class GopherQuality(HeuristicPreset):
+    """Gopher quality rules (length, word length, symbols, bullets, ellipses, stop words)."""
+
+    name = preset = "gopher_quality"
+
+
+class GopherRepetition(HeuristicPreset):
+    """Gopher repetition rules (repeated lines/paragraphs, top and duplicated n-grams)."""
+
+    name = preset = "gopher_repetition"
+
+
+class FineWebQuality(HeuristicPreset):
+    """FineWeb's extra rules (line punctuation, short lines, duplicated lines, list-likeness)."""
+
+    name = preset = "fineweb_quality"
+
+
+class NemoEnglish(HeuristicPreset):
+    """NeMo Curator's English heuristic set (heuristic_filter_en.yaml) in one stage."""
+
+    name = preset = "nemo_english"
+
+
+# -- C4: rewrites lines, then decides on the document -------------------------------------
+
+_CITATION = re.compile(r"\[\d*]|\[edit]|\[citation needed]")
+_C4_END = (".", "?", "!", '"', "'")
+_C4_POLICY = ["terms of use", "privacy policy", "cookie policy", "uses cookies",
+              "use of cookies", "use cookies"]
+
+
+class C4Quality(ShardStage):
+    """C4's rules: keep only lines that end in terminal punctuation, have 3+ words, no
+    'javascript', no policy notice and no 1000+ char word; drop pages with 'lorem ipsum', a
+    curly bracket or fewer than 5 sentences left. Removed lines are counted."""
+
+    name = "c4_quality"
+
+    def __init__(self, split_paragraph: bool = True, remove_citations: bool = True,
+                 filter_no_terminal_punct: bool = True, min_num_sentences: int = 5,
+                 min_words_per_line: int = 3, max_word_length: int = 1000,
+                 filter_lorem_ipsum: bool = True, filter_javascript: bool = True,
+                 filter_curly_bracket: bool = True, filter_policy: bool = True,
+                 language: str = "en") -> None:
+        self.split_paragraph = split_paragraph
+        self.remove_citations = remove_citations
+        self.filter_no_terminal_punct = filter_no_terminal_punct
+        self.min_num_sentences = min_num_sentences
+        self.min_words_per_line = min_words_per_line
+        self.max_word_length = max_word_length
+        self.filter_lorem_ipsum = filter_lorem_ipsum
+        self.filter_javascript = filter_javascript
+        self.filter_curly_bracket = filter_curly_bracket
+        self.filter_policy = filter_policy
+        self.language = language
+
+    def clean(self, text: str, count: Any = None) -> tuple[str | None, str]:
+        """(kept text or None, reason). ``count(name)`` receives line-removal counters."""
+        lines = text.splitlines() if self.split_paragraph else split_sentences(text, self.language)
+        kept: list[str] = []
+        sentences = 0
+        for line in lines:
+            line = line.strip()
+            words = line.split()
+            if self.max_word_length != -1 and any(len(w) > self.max_word_length for w in words):
+                count and count("c4:line_long_word")
+                continue
+            if self.remove_citations:
+                line = _CITATION.sub("", line)
+            if self.filter_no_terminal_punct and (not line.endswith(_C4_END)
+                                                  or line.endswith("...")):
+                count and count("c4:line_no_terminal_punct")
+                continue
+            if len(words) < self.min_words_per_line:
+                count and count("c4:line_few_words")
+                continue
+            low = line.lower()
+            if self.filter_lorem_ipsum and "lorem ipsum" in low:
+                return None, "c4_quality:lorem_ipsum"
+            if self.filter_javascript and "javascript" in low:
+                count and count("c4:line_javascript")
+                continue
+            if self.filter_curly_bracket and "{" in line:
+                return None, "c4_quality:curly_bracket"
+            if self.filter_policy and any(p in low for p in _C4_POLICY):
+                count and count("c4:line_policy")
+                continue
+            if self.min_num_sentences != -1:
+                sentences += len(split_sentences(line, self.language)) \
+                    if self.split_paragraph else 1
+            kept.append(line)
+        if sentences < self.min_num_sentences:
+            return None, "c4_quality:too_few_sentences"
+        return ("\n" if self.split_paragraph else " ").join(kept).strip(), ""
+
+    def process(self, docs: Iterator[Document], ctx: ShardContext) -> Iterator[Document]:
+        for doc in docs:
+            text, reason = self.clean(doc.text, ctx.count)
+            if text is None:
+                ctx.reject(doc, reason)
+                continue
+            doc.text = text
+            yield doc

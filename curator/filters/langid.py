@@ -1,0 +1,91 @@
+"""Language identification with fastText's lid.176 model, shipped with curator.
+
+The model (``curator/filters/models/lid.176.ftz``, CC BY-SA 3.0, see the README there) loads
+without internet, once per worker process, and predicts whole batches in one C++ call.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from typing import Any
+
+from curator.core.context import ShardContext
+from curator.core.document import Document
+from curator.core.errors import ConfigError
+from curator.core.stage import BatchStage
+
+DEFAULT_MODEL = os.path.join(os.path.dirname(__file__), "models", "lid.176.ftz")
+_MODELS: dict[str, Any] = {}
+
+
+def load_fasttext(path: str, what: str = "fastText model") -> Any:
+    """A fastText model loaded once per process (keyed by path); ``ConfigError`` if absent."""
+    model = _MODELS.get(path)
+    if model is None:
+        if not os.path.isfile(path):
+            raise ConfigError(f"{what} not found: '{path}'")
+        try:
+            from fasttext.FastText import _FastText
+        except ImportError as e:
+            raise ConfigError(f"{what}: the 'fasttext' module is missing; install the filters "
+                              "extra (pip install 'curator-pipeline[filters]')") from e
+        try:
+            model = _FastText(model_path=path)
+        except ValueError as e:
+            raise ConfigError(f"{what} '{path}' cannot be loaded: {e}") from None
+        _MODELS[path] = model
+    return model
+
+
+def fasttext_predict(model: Any, lines: list[str], k: int) -> tuple[list, list]:
+    """fastText's batch predict; texts with lone surrogates (not encodable as UTF-8) are
+    repaired with U+FFFD instead of failing the whole batch."""
+    try:
+        return model.f.multilinePredict(lines, k, 0.0, "strict")
+    except (UnicodeEncodeError, TypeError):  # pybind reports a bad str as a TypeError
+        lines = [t.encode("utf-8", "replace").decode("utf-8") for t in lines]
+        return model.f.multilinePredict(lines, k, 0.0, "strict")
+
+
+def predict_languages(texts: list[str], model_path: str = DEFAULT_MODEL
+                      ) -> tuple[list[str], list[float]]:
+    """Top language code and probability of each text (newlines are spaces to fastText)."""
+    model = load_fasttext(model_path, "language ID model")
+    labels, probs = fasttext_predict(model, [t.replace("\n", " ") for t in texts], 1)
+    return ([lab[0][9:] if lab else "unknown" for lab in labels],
+            [float(p[0]) if len(p) else 0.0 for p in probs])
+
+
+class LanguageId(BatchStage):
+    """Identify each document's language (fastText lid.176); keep chosen languages above a
+    score. Writes ``language`` and ``language_score`` to meta."""
+
+    name = "language_id"
+
+    def __init__(self, languages: list[str] | None = None, min_score: float = 0.65,
+                 model_path: str | None = None, label_only: bool = False,
+                 batch_size: int = 1024) -> None:
+        self.languages = frozenset(languages) if languages else None
+        self.min_score = min_score
+        self.model_path = os.path.abspath(model_path) if model_path else DEFAULT_MODEL
+        if "://" not in self.model_path and not os.path.isfile(self.model_path):
+            raise ConfigError(f"language_id.model_path: model file '{self.model_path}' not "
+                              "found (omit model_path to use the bundled lid.176.ftz)")
+        self.label_only = label_only
+        self.batch_size = batch_size
+
+    def process_batch(self, docs: list[Document], ctx: ShardContext) -> Iterable[Document]:
+        langs, scores = predict_languages([d.text for d in docs], self.model_path)
+        for doc, lang, score in zip(docs, langs, scores):
+            doc.meta["language"] = lang
+            doc.meta["language_score"] = round(score, 4)
+            ctx.count(f"language:{lang}")
+            if self.label_only:
+                yield doc
+            elif self.languages is not None and lang not in self.languages:
+                ctx.reject(doc, "language_id:other_language")
+            elif score < self.min_score:
+                ctx.reject(doc, "language_id:low_score")
+            else:
+                yield doc

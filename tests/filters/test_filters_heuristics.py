@@ -1,0 +1,216 @@
+from __future__ import annotations
+
+import random
+
+import pytest
+from datatrove.data import Document as DTDoc
+from datatrove.pipeline.filters import c4_filters as dt_c4
+from datatrove.pipeline.filters import fineweb_quality_filter as dt_fw
+from datatrove.pipeline.filters import gopher_quality_filter as dt_gq
+from datatrove.pipeline.filters import gopher_repetition_filter as dt_gr
+from helpers_filters import run_pipeline, write_jsonl
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from curator.core.document import Document
+from curator.core.errors import ConfigError
+from curator.filters import heuristics as H
+from curator.filters.features import DocFeatures
+from curator.filters.synthetic import documents, prose, sentence
+from curator.registry import resolve
+from curator.text import split_sentences, split_words
+
+RNG = random.Random(7)
+PROSE = prose(RNG, 4)  # ~100+ words of sentence-like English
+
+
+def _keeps(stage, text: str) -> bool:
+    return stage.check(Document("x", text)) is None
+
+
+# (rule class, params, text it keeps, text it rejects) -- the reject text violates exactly the
+# property the rule measures.
+CASES = [
+    (H.WordCount, {}, PROSE, "Too short to be a document."),
+    (H.MeanWordLength, {}, PROSE, " ".join(["a b c d e f"] * 20)),
+    (H.MeanWordLength, {}, PROSE, " ".join(["incomprehensibilities"] * 60)),
+    (H.SymbolWordRatio, {}, PROSE, PROSE + " " + "#tag " * 60),
+    (H.AlphaWords, {}, PROSE, " ".join(str(i) for i in range(200))),
+    (H.StopWords, {}, PROSE, " ".join(["apple banana cherry"] * 30)),
+    (H.LongWord, {}, PROSE, PROSE + " " + "x" * 1001),
+    (H.BulletLines, {}, PROSE, "\n".join(f"- item {i}" for i in range(30))),
+    (H.EllipsisLines, {}, PROSE, "\n".join(f"line {i} goes on..." for i in range(10))),
+    (H.LinePunctuation, {}, PROSE, "\n".join(f"Menu entry {i}" for i in range(30))),
+    (H.ShortLines, {}, PROSE, "\n".join(f"Entry {i}" for i in range(30))),
+    (H.DuplicateLineChars, {}, PROSE, PROSE + "\n" + PROSE.split("\n\n")[0]),
+    (H.NewlineRatio, {}, PROSE, "\n".join("one two" for _ in range(40))),
+    (H.EndPunctuation, {}, PROSE, "\n".join(f"no end mark here {i}" for i in range(20))),
+    (H.Boilerplate, {}, PROSE, PROSE + "\n\nThis website uses cookies. Privacy Policy."),
+    (H.NonAlphaNumeric, {}, PROSE, PROSE + " " + "%$@!*&" * 200),
+    (H.NumbersRatio, {}, PROSE, PROSE + " " + "1234567890" * 100),
+    (H.WhitespaceRatio, {}, PROSE, PROSE.replace(" ", "     ")),
+    (H.ParenthesesRatio, {}, PROSE, PROSE.replace(" ", " (x) ")),
+    (H.UrlsRatio, {}, PROSE, PROSE[:200] + " " + " ".join(
+        f"https://example.com/page/{i}/index.html" for i in range(40))),
+    (H.UrlSubstrings, {}, PROSE, PROSE + " see https://pornsite.example/x"),
+    (H.ContainsString, {}, PROSE, PROSE + " Lorem ipsum dolor sit amet."),
+    (H.DuplicateLines, {}, PROSE, "\n".join(["same line here"] * 10 + ["other"])),
+    (H.DuplicateLines, {"unit": "paragraphs", "by": "chars", "max_ratio": 0.2}, PROSE,
+     "\n\n".join([PROSE.split("\n\n")[0]] * 3)),
+    (H.TopNgram, {}, PROSE, " ".join(["click here"] * 50) + " " + PROSE[:100]),
+    (H.DuplicateNgrams, {}, PROSE, PROSE + " " + PROSE),
+]
+
+
+@pytest.mark.parametrize("cls,params,good,bad", CASES,
+                         ids=[f"{c[0].key}-{i}" for i, c in enumerate(CASES)])
+def test_rule_keeps_good_and_rejects_bad(cls, params, good, bad) -> None:
+    rule = cls.from_params(params)
+    assert rule.name == f"{cls.key}_filter"
+    assert resolve(rule.name) is cls
+    assert _keeps(rule, good)
+    assert rule.check(Document("x", bad)) == rule.name
+
+
+def _dt_words(text: str, language: str | None = None) -> list[str]:
+    return split_words(text)
+
+
+@pytest.fixture
+def datatrove_with_our_tokenizer(monkeypatch):
+    """datatrove's English word tokenizer needs NLTK data from the internet; give its rules our
+    tokenizer so that the comparison is about the rules themselves."""
+    for mod in (dt_gq, dt_gr, dt_fw):
+        monkeypatch.setattr(mod, "split_into_words", _dt_words)
+    monkeypatch.setattr(dt_c4, "split_into_sentences",
+                        lambda text, language=None: split_sentences(text))
+
+
+CORPUS = documents(1000, seed=3)
+
+
+@pytest.mark.parametrize("ours,theirs", [
+    (H.GopherQuality, dt_gq.GopherQualityFilter),
+    (H.GopherRepetition, dt_gr.GopherRepetitionFilter),
+    (H.FineWebQuality, dt_fw.FineWebQualityFilter),
+])
+def test_presets_decide_like_datatrove(datatrove_with_our_tokenizer, ours, theirs) -> None:
+    a, b = ours.from_params({}), theirs()
+    kept = 0
+    for rec in CORPUS:
+        mine = a.check(Document(rec["id"], rec["text"])) is None
+        ref = b.filter(DTDoc(text=rec["text"], id=rec["id"]))
+        assert mine == (ref is True), (rec["kind"], rec["text"][:200])
+        kept += mine
+    assert 0 < kept < len(CORPUS)
+
+
+def test_c4_matches_datatrove_text_and_decision(datatrove_with_our_tokenizer) -> None:
+    rng = random.Random(5)
+    ours, ref = H.C4Quality.from_params({}), dt_c4.C4QualityFilter()
+    texts = [r["text"] for r in CORPUS[:400]] + [
+        "\n".join(sentence(rng) for _ in range(8)) + "\nPlease enable Javascript to view.\n"
+        "Read our privacy policy today.\n" + "[1] cited text here.",
+        "\n".join(sentence(rng) for _ in range(8)) + "\nLorem ipsum dolor sit amet.",
+    ]
+    decisions = set()
+    for t in texts:
+        got, reason = ours.clean(t)
+        d = DTDoc(text=t, id="x")
+        r = ref.filter(d)
+        assert (got is not None) == (r is True)
+        if got is not None:
+            assert got == d.text
+        else:
+            assert reason == f"c4_quality:{r[1]}"
+        decisions.add(reason)
+    assert {"", "c4_quality:too_few_sentences", "c4_quality:curly_bracket",
+            "c4_quality:lorem_ipsum"} <= decisions
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from(["a", "b", "c", "dd"]), max_size=60), st.integers(2, 6))
+def test_dup_ngram_fast_scan_equals_reference(words, n) -> None:
+    text = " ".join(words)
+    f = DocFeatures(text)
+    ref = dt_gr.find_all_duplicate(f.words, n)
+    got = H.DuplicateNgrams(n=n).value(f) * len(text) if text else 0.0
+    assert round(got) == ref
+
+
+def test_bad_words_from_a_local_list(tmp) -> None:
+    (tmp / "bad.txt").write_text("darn\nheck no\n坏词\n")
+    rule = H.BadWords.from_params({"path": str(tmp / "bad.txt")})
+    assert _keeps(rule, PROSE + " darned checkout, check now")  # whole words only
+    assert not _keeps(rule, PROSE + " Darn it.")
+    assert not _keeps(rule, PROSE + " oh heck no")
+    assert not _keeps(rule, "这是坏词的例子")
+    assert H.BadWords.from_params({"words": ["darn"], "max_count": 1}).check(
+        Document("x", "darn " + PROSE)) is None
+    with pytest.raises(ConfigError, match="cannot read"):
+        H.BadWords.from_params({"path": str(tmp / "none.txt")})
+
+
+def test_preset_reasons_overrides_disable_and_annotate() -> None:
+    bad = "Too short text here"
+    g = H.GopherQuality.from_params({})
+    assert g.check(Document("x", bad)) == "gopher_quality:word_count"
+    for preset in ("gopher_quality", "gopher_repetition", "fineweb_quality", "nemo_english"):
+        assert resolve(preset).from_params({}).check(Document("x", " \n")) == f"{preset}:empty"
+    g2 = H.GopherQuality.from_params({"overrides": {"word_count": {"min_words": 1}}})
+    assert g2.check(Document("x", bad)) == "gopher_quality:stop_words"
+    g3 = H.GopherQuality.from_params({"disable": ["word_count", "stop_words"]})
+    assert g3.check(Document("x", bad)) is None
+    doc = Document("x", PROSE)
+    g4 = H.GopherQuality.from_params({"annotate": True})
+    assert g4.check(doc) is None
+    sig = doc.meta["signals"]
+    assert sig["gopher_quality:word_count"] == len(
+        [w for w in split_words(PROSE) if w[0].isalnum()])
+    assert len(sig) == len(H.PRESETS["gopher_quality"])
+    with pytest.raises(ConfigError, match="unknown rule 'wordcount'"):
+        H.GopherQuality.from_params({"disable": ["wordcount"]})
+    with pytest.raises(ConfigError, match=r"overrides\.word_count"):
+        H.GopherQuality.from_params({"overrides": {"word_count": {"nope": 1}}})
+
+
+def test_nemo_english_keeps_prose_and_rejects_junk() -> None:
+    nemo = H.NemoEnglish.from_params({})
+    kinds: dict[str, list[bool]] = {}
+    for rec in CORPUS[:600]:
+        kinds.setdefault(rec["kind"], []).append(nemo.check(Document("x", rec["text"])) is None)
+    assert sum(kinds["prose"]) / len(kinds["prose"]) > 0.9
+    for kind in ("menu", "spam", "list", "repeated", "table", "short"):
+        assert not any(kinds[kind]), kind
+
+
+def test_word_split_handles_chinese_and_japanese_in_rules() -> None:
+    zh = "今天天气很好，我们一起去公园散步吧。" * 10
+    f = DocFeatures(zh)
+    assert H.WordCount().value(f) == sum(ch.isalnum() for ch in zh)
+    assert H.WordCount.from_params({"min_words": 50}).check(Document("x", zh)) is None
+    assert H.MeanWordLength().value(DocFeatures("これは日本語です")) == 1.0
+
+
+def test_presets_in_a_pipeline_record_reasons(tmp) -> None:
+    recs = documents(200, seed=11)
+    write_jsonl(tmp / "in.jsonl", recs)
+    run = run_pipeline(tmp, [
+        {"read_jsonl": {"paths": str(tmp / "in.jsonl")}},
+        {"gopher_quality": {}},
+        {"gopher_repetition": {}},
+        {"c4_quality": {}},
+        {"fineweb_quality": {}},
+    ])
+    out = run.docs()
+    ids = {d.id for d in out}
+    by_id = {r["id"]: r for r in recs}
+    assert out and all(by_id[i]["kind"] == "prose" for i in ids)
+    rej = run.rejected("gopher_quality")
+    assert rej and all(r["rejected"]["reason"].startswith("gopher_quality:") for r in rej)
+    st = run.stage("gopher_quality")
+    assert sum(st["rejected"].values()) == len(rej) == st["docs_in"] - st["docs_out"]
+    # every document is either out or rejected by exactly one stage
+    rejected_ids = [r["id"] for s in ("gopher_quality", "gopher_repetition", "c4_quality",
+                                      "fineweb_quality") for r in run.rejected(s)]
+    assert sorted(rejected_ids + list(ids)) == sorted(by_id)

@@ -121,7 +121,7 @@ def plan_splits(blend: Blend, need: tuple[bool, bool, bool]
                 raise ConfigError(
                     f"train: split '{blend.split}' gives the {names[i]} split no share, but "
                     f"the run needs one (set eval_interval: 0 to train without validation)")
-            count = int(round(be[1] * n)) - int(round(be[0] * n))
+            count = round(be[1] * n) - round(be[0] * n)
             if count <= 0:
                 raise ConfigError(
                     f"train: split '{blend.split}' leaves the {names[i]} split of '{prefix}' "

@@ -9,8 +9,11 @@ import random
 
 import pytest
 
-WORDS = ("the cat dog bird sat on a mat ran far fast slow red blue green big small old new "
-         "house tree river hill sun moon").split()
+WORDS = [
+    "the", "cat", "dog", "bird", "sat", "on", "a", "mat", "ran", "far", "fast", "slow", "red",
+    "blue", "green", "big", "small", "old", "new", "house", "tree", "river", "hill", "sun",
+    "moon",
+]
 
 
 def sentences(n: int, seed: int) -> list[str]:
@@ -66,3 +69,9 @@ def write_corpus(root: str, sources: dict[str, int], split: str = "90,10,0",
 @pytest.fixture(scope="session")
 def blend_path(tmp_path_factory: pytest.TempPathFactory) -> str:
     return write_corpus(str(tmp_path_factory.mktemp("corpus")), {"web": 300, "wiki": 150})
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # megatron-core announces its fallbacks (no Apex / Transformer Engine on CPU) on import
+    config.addinivalue_line(
+        "filterwarnings", "ignore:.*(Apex|Transformer Engine|cuda_graph_scope).*:UserWarning")

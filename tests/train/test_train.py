@@ -1,0 +1,226 @@
+"""Training hand-off: layout checks, megatron-core data + model on CPU, resume, torchrun, sbatch,
+and the ``train`` pipeline stage."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+
+from curator.core.errors import ConfigError
+from curator.train.config import TrainConfig
+from curator.train.layout import validate_layout
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+torch.set_num_threads(2)
+
+GOOD = dict(world_size=16, tensor_parallel=2, pipeline_parallel=2, micro_batch_size=2,
+            global_batch_size=32, num_attention_heads=8, num_layers=4, seq_length=1024,
+            max_position_embeddings=2048, gpus_per_node=8)
+
+
+def test_valid_layout_derives_dp_and_accumulation() -> None:
+    lay = validate_layout(**GOOD)
+    dp = GOOD["world_size"] // (GOOD["tensor_parallel"] * GOOD["pipeline_parallel"])
+    assert lay.data_parallel == dp
+    assert lay.num_micro_batches * GOOD["micro_batch_size"] * dp == GOOD["global_batch_size"]
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"world_size": 6}, "world size 6 is not divisible by TP x PP"),
+    ({"data_parallel": 3}, "!= DP x TP x PP"),
+    ({"global_batch_size": 20}, "not a multiple of micro batch x DP"),
+    ({"num_attention_heads": 6, "tensor_parallel": 4, "pipeline_parallel": 1},
+     "6 attention heads are not divisible by TP = 4"),
+    ({"tensor_parallel": 16, "pipeline_parallel": 1, "num_attention_heads": 16},
+     "larger than the 8 GPUs per node"),
+    ({"num_layers": 3}, "3 layers cannot be split evenly"),
+    ({"seq_length": 4096}, "sequence length 4096 exceeds max_position_embeddings 2048"),
+    ({"device": "cpu"}, "CPU path supports data parallelism only"),
+])
+def test_layout_errors(change: dict, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        validate_layout(**{**GOOD, **change})
+
+
+def test_cli_rejects_bad_layout_before_launch(blend_path: str, tmp_path) -> None:
+    env = {**os.environ, "PYTHONPATH": ROOT}
+    p = subprocess.run(
+        [sys.executable, "-m", "curator", "train", "--blend", blend_path, "--save",
+         str(tmp_path / "ck"), "--sbatch", str(tmp_path / "job.sh"), "--nodes", "2",
+         "--gpus-per-node", "4", "--tensor-model-parallel-size", "4",
+         "--num-attention-heads", "6"], capture_output=True, text=True, env=env)
+    assert p.returncode == 2
+    assert p.stderr.strip().splitlines()[-1] == (
+        "curator: error: train: 6 attention heads are not divisible by TP = 4")
+    assert not (tmp_path / "job.sh").exists()
+
+
+def _json(path) -> dict:
+    with open(path) as f:
+        return json.load(f)
+
+
+def _cfg(blend: str, save: str, **kw) -> TrainConfig:
+    base = dict(blend=blend, save=save, train_iters=30, num_threads=2, log_interval=10)
+    return TrainConfig(**{**base, **kw})
+
+
+def test_empty_split_is_refused_not_looped(tmp_path) -> None:
+    from conftest import write_corpus
+
+    from curator.train.trainer import train
+
+    small = write_corpus(str(tmp_path / "c"), {"tiny": 20}, split="99,1,0")
+    # 1% of 20 documents rounds to zero validation documents: megatron would spin forever
+    with pytest.raises(ConfigError, match=r"leaves the valid split .* empty"):
+        train(_cfg(small, str(tmp_path / "ck"), eval_interval=5))
+    with pytest.raises(ConfigError, match="gives the valid split no share"):
+        train(_cfg(write_corpus(str(tmp_path / "d"), {"t": 50}, split="100,0,0"),
+                   str(tmp_path / "ck2"), eval_interval=5))
+
+
+def test_megatron_reads_blend_and_loss_falls(blend_path: str, tmp_path) -> None:
+    from curator.train.trainer import train
+
+    s = train(_cfg(blend_path, str(tmp_path / "ck"), eval_interval=10))
+    losses = s["losses"]
+    assert len(losses) == 30
+    # an untrained model is near uniform over the vocabulary: loss ~ ln(V)
+    vocab = _json(blend_path)["tokenizer"]["vocab_size"]
+    assert abs(losses[0] - np.log(vocab)) < 0.5
+    assert np.mean(losses[-5:]) < np.mean(losses[:5]) - 1.5
+    assert s["valid_losses"][-1] < s["valid_losses"][0]
+    # megatron-core's GPTDataset built its sample/shuffle indices for our blend
+    cache = os.listdir(os.path.join(tmp_path, "ck", "dataset_cache"))
+    assert any(f.endswith("document_index.npy") for f in cache)
+    assert s["train_samples"] == 30 * 8
+    # the checkpoint is in Megatron's layout with the tracker written last
+    ck = tmp_path / "ck"
+    assert (ck / "latest_checkpointed_iteration.txt").read_text() == "30"
+    state = torch.load(ck / "iter_0000030" / "mp_rank_00" / "model_optim_rng.pt",
+                       weights_only=False)
+    assert state["iteration"] == 30 and state["model_config"]["vocab_size"] == vocab
+    print(f"CPU smoke run: {s['tokens_per_second']:.0f} tokens/s")
+
+
+def test_blend_samples_follow_weights(blend_path: str, tmp_path) -> None:
+    """The blended dataset draws from each prefix in proportion to its weight."""
+    from curator.train.blend import load_blend, plan_splits
+    from curator.train.gpt import build_datasets
+
+    blend = load_blend(blend_path)
+    cfg = _cfg(blend_path, str(tmp_path / "ck"))
+    bookends, _ = plan_splits(blend, (True, False, False))
+    import torch.distributed as dist
+
+    dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
+    try:
+        ds = build_datasets(cfg, blend, bookends, [600, 0, 0], str(tmp_path / "cache"))[0]
+    finally:
+        dist.destroy_process_group()
+    ids = np.array([int(ds[i]["dataset_id"]) for i in range(len(ds))])
+    share = np.bincount(ids, minlength=2) / len(ids)
+    expect = np.array(blend.weights) / sum(blend.weights)
+    assert np.allclose(share, expect, atol=0.01)
+
+
+def test_resume_continues_exactly(blend_path: str, tmp_path, monkeypatch) -> None:
+    from curator.train import trainer
+
+    straight = trainer.train(_cfg(blend_path, str(tmp_path / "a"), train_iters=16,
+                                  save_interval=8))
+    real_step = trainer._cpu_step
+    calls = {"n": 0}
+
+    def crash_at_12(*a, **k):
+        calls["n"] += 1
+        if calls["n"] == 12:
+            raise RuntimeError("injected crash")
+        return real_step(*a, **k)
+
+    monkeypatch.setattr(trainer, "_cpu_step", crash_at_12)
+    cfg = _cfg(blend_path, str(tmp_path / "b"), train_iters=16, save_interval=8)
+    with pytest.raises(RuntimeError, match="injected crash"):
+        trainer.train(cfg)
+    assert trainer.latest_iteration(cfg.save) == 8
+    monkeypatch.setattr(trainer, "_cpu_step", real_step)
+    resumed = trainer.train(cfg)
+    assert resumed["resumed_from"] == 8 and resumed["steps_run"] == 8
+    np.testing.assert_allclose(resumed["losses"], straight["losses"][8:], rtol=1e-5)
+    # a checkpoint from a different model is not silently resumed
+    with pytest.raises(ConfigError, match="different hidden_size"):
+        trainer.train(_cfg(blend_path, cfg.save, train_iters=20, hidden_size=32))
+
+
+def test_torchrun_data_parallel_matches_one_rank(blend_path: str, tmp_path) -> None:
+    """Two gloo ranks with one micro batch each compute the same steps as one rank with two."""
+    from curator.train.trainer import train
+
+    one = train(_cfg(blend_path, str(tmp_path / "one"), train_iters=6, micro_batch_size=4))
+    env = {**os.environ, "PYTHONPATH": ROOT}
+    p = subprocess.run(
+        [sys.executable, "-m", "curator", "train", "--blend", blend_path, "--save",
+         str(tmp_path / "two"), "--train-iters", "6", "--micro-batch-size", "4",
+         "--num-threads", "1", "--nproc-per-node", "2", "--device", "cpu"],
+        capture_output=True, text=True, env=env, timeout=300)
+    assert p.returncode == 0, p.stderr[-3000:]
+    two = _json(tmp_path / "two" / "train_summary.json")
+    assert two["layout"]["data_parallel"] == 2 and two["layout"]["num_micro_batches"] == 1
+    np.testing.assert_allclose(two["losses"], one["losses"], rtol=1e-4)
+    assert "tokens/s" in p.stdout or "tokens/s" in p.stderr
+
+
+def test_sbatch_script(blend_path: str, tmp_path) -> None:
+    env = {**os.environ, "PYTHONPATH": ROOT}
+    job = tmp_path / "job.sh"
+    p = subprocess.run(
+        [sys.executable, "-m", "curator", "train", "--blend", blend_path, "--save",
+         str(tmp_path / "ck"), "--sbatch", str(job), "--nodes", "2", "--gpus-per-node", "8",
+         "--tensor-model-parallel-size", "2", "--global-batch-size", "64",
+         "--precision", "bf16"], capture_output=True, text=True, env=env)
+    assert p.returncode == 0, p.stderr
+    text = job.read_text()
+    assert subprocess.run(["bash", "-n", str(job)]).returncode == 0
+    assert "#SBATCH --nodes=2" in text and "#SBATCH --gpus-per-node=8" in text
+    srun = next(line for line in text.splitlines() if line.startswith("srun"))
+    assert "torch.distributed.run --nproc-per-node=8 --nnodes=2" in srun
+    assert "--rdzv-endpoint=$MASTER_ADDR:29500" in srun
+    cfg = TrainConfig.load_json(srun.split()[-1])
+    assert cfg.precision == "bf16" and cfg.tensor_model_parallel_size == 2
+    assert cfg.blend == blend_path
+
+
+def trainer_latest(ck: str) -> int | None:
+    from curator.train.trainer import latest_iteration
+
+    return latest_iteration(ck)
+
+
+def test_train_stage_in_pipeline(blend_path: str, tmp_path) -> None:
+    docs = tmp_path / "docs.jsonl"
+    docs.write_text("".join(json.dumps({"id": f"d{i}", "text": f"doc {i}"}) + "\n"
+                            for i in range(5)))
+    yaml = tmp_path / "p.yaml"
+    yaml.write_text(f"""name: t
+work_dir: {tmp_path / 'work'}
+executor: {{type: local, workers: 1}}
+stages:
+  - read_jsonl: {{paths: {docs}}}
+  - train: {{blend: {blend_path}, train_iters: 4, num_threads: 1, device: cpu}}
+""")
+    env = {**os.environ, "PYTHONPATH": ROOT}
+    p = subprocess.run([sys.executable, "-m", "curator", "run", str(yaml)],
+                       capture_output=True, text=True, env=env, timeout=300)
+    assert p.returncode == 0, p.stderr[-3000:]
+    ok = _json(tmp_path / "work" / "stages" / "train" / "_SUCCESS.json")
+    ck = ok["artifacts"]["checkpoint"]
+    assert ck == str(tmp_path / "work" / "train" / "checkpoints")
+    assert trainer_latest(ck) == 4
+    assert ok["artifacts"]["model_config"]["num_layers"] == 2
+    assert "5 documents out of 'train'" in p.stderr

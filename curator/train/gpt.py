@@ -168,3 +168,25 @@ def batches(dataset: Any, start_sample: int, count: int, micro: int, dp_rank: in
         items = [dataset[i % len(dataset)] for i in range(b, b + micro)]
         yield {k: torch.stack([torch.as_tensor(it[k]) for it in items])
                for k in ("tokens", "labels", "loss_mask", "attention_mask", "position_ids")}
+
+
+@contextlib.contextmanager
+def single_process_group() -> Iterator[None]:
+    """A size-1 gloo group with Megatron's model-parallel state, for building a ``GPTModel``
+    outside training (export, tests). Reuses a group that is already up."""
+    import torch.distributed as dist
+    from megatron.core import parallel_state as ps
+
+    created = not dist.is_initialized()
+    if created:
+        dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
+    own_ps = not ps.model_parallel_is_initialized()
+    if own_ps:
+        ps.initialize_model_parallel(1, 1)
+    try:
+        yield
+    finally:
+        if own_ps:
+            ps.destroy_model_parallel()
+        if created:
+            dist.destroy_process_group()

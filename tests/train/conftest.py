@@ -75,3 +75,31 @@ def pytest_configure(config: pytest.Config) -> None:
     # megatron-core announces its fallbacks (no Apex / Transformer Engine on CPU) on import
     config.addinivalue_line(
         "filterwarnings", "ignore:.*(Apex|Transformer Engine|cuda_graph_scope).*:UserWarning")
+
+
+@pytest.fixture(scope="session")
+def checkpoint(blend_path: str, tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A tiny GPT trained for 30 steps (the export/serving tests' model)."""
+    from curator.train.config import TrainConfig
+    from curator.train.trainer import train
+
+    save = str(tmp_path_factory.mktemp("ckpt") / "ck")
+    train(TrainConfig(blend=blend_path, save=save, train_iters=30, num_threads=2), log=None)
+    return save
+
+
+@pytest.fixture(scope="session")
+def triton_venv() -> str:
+    """The Triton virtualenv (created by scripts/setup_triton.sh when missing, as the
+    project's setup does)."""
+    import glob
+    import subprocess
+
+    from curator.deploy.serve import default_venv
+
+    venv = default_venv()
+    if not glob.glob(os.path.join(venv, "lib", "python*", "site-packages", "pytriton",
+                                  "tritonserver", "bin", "tritonserver")):
+        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        subprocess.run([os.path.join(root, "scripts", "setup_triton.sh"), venv], check=True)
+    return venv

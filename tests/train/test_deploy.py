@@ -1,0 +1,172 @@
+"""Triton export and serving: the repository is served by NVIDIA's real ``tritonserver`` (from
+``nvidia-pytriton``) on 127.0.0.1 and must generate what the in-process model generates."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+
+import numpy as np
+import pytest
+import torch
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+torch.set_num_threads(2)
+
+
+@pytest.fixture(scope="module")
+def repository(checkpoint: str, tmp_path_factory: pytest.TempPathFactory) -> str:
+    out = str(tmp_path_factory.mktemp("triton") / "repo")
+    env = {**os.environ, "PYTHONPATH": ROOT}
+    p = subprocess.run([sys.executable, "-m", "curator", "export-triton", "--checkpoint",
+                        checkpoint, "--output", out, "--max-batch-size", "4",
+                        "--instances", "2"], capture_output=True, text=True, env=env)
+    assert p.returncode == 0, p.stderr[-3000:]
+    return out
+
+
+@pytest.fixture(scope="module")
+def reference(checkpoint: str):
+    from tokenizers import Tokenizer
+
+    from curator.deploy.export import load_gpt
+
+    model, mc, _ = load_gpt(checkpoint)
+    return model, mc, Tokenizer.from_file(mc["tokenizer"]["path"])
+
+
+def test_onnx_model_matches_megatron_model(repository: str, reference) -> None:
+    import onnxruntime as ort
+
+    from curator.deploy.export import LogitsWindow
+    from curator.train.gpt import single_process_group
+
+    model, mc, _ = reference
+    sess = ort.InferenceSession(os.path.join(repository, "gpt", "1", "model.onnx"),
+                                providers=["CPUExecutionProvider"])
+    x = torch.randint(0, mc["vocab_size"], (1, mc["seq_length"]),
+                      generator=torch.Generator().manual_seed(7))
+    with torch.no_grad(), single_process_group():
+        ref = LogitsWindow.build(model)(x).numpy()
+    got = sess.run(None, {"input_ids": x.numpy()})[0]
+    assert got.shape == (1, mc["seq_length"], mc["vocab_size"])
+    np.testing.assert_allclose(got, ref, atol=1e-4)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    """``curator serve`` in a subprocess; ready when Triton logs that HTTP is up."""
+
+    def __init__(self, repository: str, venv: str, runtime: str) -> None:
+        self.http = _free_port()
+        ports = [str(self.http), str(_free_port()), str(_free_port())]
+        env = {**os.environ, "PYTHONPATH": ROOT, "CURATOR_TRITON_VENV": venv}
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "curator", "serve", repository, "--http-port", ports[0],
+             "--grpc-port", ports[1], "--metrics-port", ports[2], "--runtime-dir", runtime],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+        self.ready = threading.Event()
+        self.log: list[str] = []
+        threading.Thread(target=self._drain, daemon=True).start()
+
+    def _drain(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.log.append(line)
+            if "Started HTTPService" in line:
+                self.ready.set()
+        self.ready.set()  # exited: let the waiter see it
+
+    def wait_ready(self, timeout: float = 120.0) -> None:
+        """Triton logs "Started HTTPService" just before it listens; then poll the readiness
+        endpoint (waiting on the process between tries, so an early exit is seen at once)."""
+        import time
+
+        import tritonclient.http as http
+
+        assert self.ready.wait(timeout=timeout), "".join(self.log[-30:])
+        deadline = time.monotonic() + 60
+        client = http.InferenceServerClient(f"127.0.0.1:{self.http}")
+        while True:
+            assert self.proc.poll() is None, "".join(self.log[-30:])
+            try:
+                if client.is_server_ready():
+                    return
+            except ConnectionError:
+                pass
+            assert time.monotonic() < deadline, "".join(self.log[-30:])
+            try:
+                self.proc.wait(timeout=0.1)
+            except subprocess.TimeoutExpired:
+                pass
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(timeout=60)
+
+
+def test_triton_server_generates_like_the_model(repository: str, reference, triton_venv: str,
+                                                tmp_path) -> None:
+    import tritonclient.http as http
+
+    from curator.deploy.export import torch_greedy
+
+    model, mc, tok = reference
+    server = Server(repository, triton_venv, str(tmp_path / "runtime"))
+    try:
+        server.wait_ready()
+        client = http.InferenceServerClient(f"127.0.0.1:{server.http}", concurrency=4)
+        assert client.is_server_ready(), "".join(server.log[-30:])
+        for m in ("preprocessing", "gpt", "postprocessing", "curator_gpt"):
+            assert client.is_model_ready(m), m
+        cfg = client.get_model_config("gpt")
+        assert cfg["max_batch_size"] == 4 and "dynamic_batching" in cfg
+        assert cfg["instance_group"][0]["kind"] == "KIND_CPU"
+        assert cfg["instance_group"][0]["count"] == 2
+
+        long_prompt = " ".join(["the big dog ran far"] * 20)  # longer than the window
+        prompts = [("the red cat sat on", 12), ("the old", 5), (long_prompt, 6)]
+        pending = []
+        for text, n in prompts:
+            t = http.InferInput("TEXT", [1, 1], "BYTES")
+            t.set_data_from_numpy(np.array([[text.encode()]], dtype=np.object_))
+            k = http.InferInput("MAX_NEW_TOKENS", [1, 1], "INT32")
+            k.set_data_from_numpy(np.array([[n]], dtype=np.int32))
+            pending.append(client.async_infer("curator_gpt", [t, k]))
+        for (text, n), req in zip(prompts, pending):
+            res = req.get_result()
+            prompt_ids = tok.encode(text).ids
+            expect = torch_greedy(model, prompt_ids, n, mc["seq_length"])
+            assert res.as_numpy("OUTPUT_IDS").reshape(-1).tolist() == expect
+            assert res.as_numpy("TEXT_OUTPUT").reshape(-1)[0].decode() == tok.decode(expect)
+        assert len(tok.encode(long_prompt).ids) > mc["seq_length"]
+    finally:
+        server.stop()
+
+
+def test_export_stage_publishes_repository(checkpoint: str, tmp_path) -> None:
+    from curator.core.context import GlobalContext
+    from curator.core.executors import make_executor
+    from curator.core.pipeline import ExecutorConfig
+    from curator.deploy.stage import ExportTriton
+
+    stage = ExportTriton.from_params({"max_new_tokens": 4, "instance_kind": "KIND_GPU"})
+    with make_executor(ExecutorConfig(type="local", workers=1)) as ex:
+        ctx = GlobalContext(executor=ex, fingerprint="f", stage=stage, stage_id="export",
+                            work_dir=str(tmp_path), artifacts={"checkpoint": checkpoint})
+        assert stage.run([], ctx) == []
+    repo = ctx.artifacts["triton_repository"]
+    assert repo == str(tmp_path / "triton_repository")
+    with open(os.path.join(repo, "gpt", "config.pbtxt")) as f:
+        assert "kind: KIND_GPU" in f.read()
+    with open(os.path.join(repo, "gpt", "1", "generation.json")) as f:
+        assert json.load(f)["max_new_tokens"] == 4

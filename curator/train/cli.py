@@ -43,7 +43,7 @@ def register(sub: Any) -> None:
 
 def cmd_train(args: argparse.Namespace) -> int:
     from curator.train.launch import run_torchrun, write_sbatch
-    from curator.train.trainer import layout_for, resolve_device, train
+    from curator.train.layout import layout_for
 
     cfg = TrainConfig(**{f.name: getattr(args, f.name) for f in dataclasses.fields(TrainConfig)})
     cfg.blend = os.path.abspath(cfg.blend)
@@ -56,6 +56,8 @@ def cmd_train(args: argparse.Namespace) -> int:
                      partition=args.partition, time_limit=args.time)
         print(f"wrote {args.sbatch}: submit with `sbatch {args.sbatch}`")
         return 0
+    from curator.train.trainer import resolve_device, train  # torch from here on
+
     device = resolve_device(cfg)
     layout_for(cfg, args.nproc_per_node, device)
     if args.nproc_per_node == 1 and device == "cpu":

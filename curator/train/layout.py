@@ -8,8 +8,12 @@ Pure Python: no torch import, so ``curator validate`` and the CLI stay fast.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING
 
 from curator.core.errors import ConfigError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from curator.train.config import TrainConfig
 
 
 @dataclass(frozen=True)
@@ -98,3 +102,14 @@ def validate_layout(
         micro_batch_size=micro_batch_size, global_batch_size=global_batch_size,
         num_micro_batches=global_batch_size // (micro_batch_size * dp),
     )
+
+
+def layout_for(cfg: TrainConfig, world_size: int, device: str) -> ParallelLayout:
+    """:func:`validate_layout` for a :class:`~curator.train.config.TrainConfig`."""
+    return validate_layout(
+        world_size=world_size, tensor_parallel=cfg.tensor_model_parallel_size,
+        pipeline_parallel=cfg.pipeline_model_parallel_size,
+        micro_batch_size=cfg.micro_batch_size, global_batch_size=cfg.global_batch_size,
+        num_attention_heads=cfg.num_attention_heads, num_layers=cfg.num_layers,
+        seq_length=cfg.seq_length, max_position_embeddings=cfg.max_positions,
+        gpus_per_node=cfg.gpus_per_node, device=device)

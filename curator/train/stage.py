@@ -67,7 +67,8 @@ class Train(GlobalStage):
 
     def run(self, shards: list[Shard], ctx: GlobalContext) -> list[Shard]:
         from curator.train.launch import run_torchrun
-        from curator.train.trainer import layout_for, resolve_device, train
+        from curator.train.layout import layout_for
+        from curator.train.trainer import resolve_device, train
 
         cfg = self.config(ctx)
         if ctx.is_root:

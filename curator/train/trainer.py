@@ -29,7 +29,7 @@ from curator.core.errors import ConfigError, InputError
 from curator.train.blend import load_blend, plan_splits
 from curator.train.config import RESUME_KEYS, TrainConfig
 from curator.train.gpt import batches, build_datasets, build_model, model_config
-from curator.train.layout import ParallelLayout, validate_layout
+from curator.train.layout import ParallelLayout, layout_for
 
 TRACKER = "latest_checkpointed_iteration.txt"
 
@@ -41,16 +41,6 @@ def resolve_device(cfg: TrainConfig) -> str:
         raise ConfigError("train: device 'cuda' requested but torch sees no GPU "
                           f"(torch {torch.__version__}); use device: cpu or auto")
     return cfg.device
-
-
-def layout_for(cfg: TrainConfig, world_size: int, device: str) -> ParallelLayout:
-    return validate_layout(
-        world_size=world_size, tensor_parallel=cfg.tensor_model_parallel_size,
-        pipeline_parallel=cfg.pipeline_model_parallel_size,
-        micro_batch_size=cfg.micro_batch_size, global_batch_size=cfg.global_batch_size,
-        num_attention_heads=cfg.num_attention_heads, num_layers=cfg.num_layers,
-        seq_length=cfg.seq_length, max_position_embeddings=cfg.max_positions,
-        gpus_per_node=cfg.gpus_per_node, device=device)
 
 
 # -- checkpoints ---------------------------------------------------------------------------

@@ -19,14 +19,8 @@ torch.set_num_threads(2)
 
 
 @pytest.fixture(scope="module")
-def repository(checkpoint: str, tmp_path_factory: pytest.TempPathFactory) -> str:
-    out = str(tmp_path_factory.mktemp("triton") / "repo")
-    env = {**os.environ, "PYTHONPATH": ROOT}
-    p = subprocess.run([sys.executable, "-m", "curator", "export-triton", "--checkpoint",
-                        checkpoint, "--output", out, "--max-batch-size", "4",
-                        "--instances", "1"], capture_output=True, text=True, env=env)
-    assert p.returncode == 0, p.stderr[-3000:]
-    return out
+def repository(example_run: dict) -> str:
+    return example_run["repository"]
 
 
 @pytest.fixture(scope="module")
@@ -154,20 +148,20 @@ def test_triton_server_generates_like_the_model(repository: str, reference, trit
         server.stop()
 
 
-def test_export_stage_publishes_repository(checkpoint: str, tmp_path) -> None:
-    from curator.core.context import GlobalContext
-    from curator.core.executors import make_executor
-    from curator.core.pipeline import ExecutorConfig
-    from curator.deploy.stage import ExportTriton
+def test_export_command(checkpoint: str, tmp_path, capsys) -> None:
+    from curator.cli import main
 
-    stage = ExportTriton.from_params({"max_new_tokens": 4, "instance_kind": "KIND_GPU"})
-    with make_executor(ExecutorConfig(type="local", workers=1)) as ex:
-        ctx = GlobalContext(executor=ex, fingerprint="f", stage=stage, stage_id="export",
-                            work_dir=str(tmp_path), artifacts={"checkpoint": checkpoint})
-        assert stage.run([], ctx) == []
-    repo = ctx.artifacts["triton_repository"]
-    assert repo == str(tmp_path / "triton_repository")
-    with open(os.path.join(repo, "gpt", "config.pbtxt")) as f:
-        assert "kind: KIND_GPU" in f.read()
-    with open(os.path.join(repo, "gpt", "1", "generation.json")) as f:
-        assert json.load(f)["max_new_tokens"] == 4
+    out = tmp_path / "repo"
+    assert main(["export-triton", "--checkpoint", checkpoint, "--output", str(out),
+                 "--max-new-tokens", "4", "--instance-kind", "KIND_GPU", "--instances", "2",
+                 "--model-name", "tiny"]) == 0
+    assert f"wrote Triton repository {out}" in capsys.readouterr().out
+    gpt_cfg = (out / "gpt" / "config.pbtxt").read_text()
+    assert "kind: KIND_GPU" in gpt_cfg and "count: 2" in gpt_cfg
+    assert 'platform: "ensemble"' in (out / "tiny" / "config.pbtxt").read_text()
+    with open(out / "gpt" / "1" / "generation.json") as f:
+        gen = json.load(f)
+    assert gen["max_new_tokens"] == 4 and gen["checkpoint_iteration"] == 20
+    assert main(["export-triton", "--checkpoint", str(tmp_path), "--output",
+                 str(tmp_path / "x")]) == 1
+    assert "not a curator/Megatron checkpoint" in capsys.readouterr().err

@@ -48,15 +48,14 @@ def test_layout_errors(change: dict, message: str) -> None:
         validate_layout(**{**GOOD, **change})
 
 
-def test_cli_rejects_bad_layout_before_launch(blend_path: str, tmp_path) -> None:
-    env = {**os.environ, "PYTHONPATH": ROOT}
-    p = subprocess.run(
-        [sys.executable, "-m", "curator", "train", "--blend", blend_path, "--save",
-         str(tmp_path / "ck"), "--sbatch", str(tmp_path / "job.sh"), "--nodes", "2",
-         "--gpus-per-node", "4", "--tensor-model-parallel-size", "4",
-         "--num-attention-heads", "6"], capture_output=True, text=True, env=env)
-    assert p.returncode == 2
-    assert p.stderr.strip().splitlines()[-1] == (
+def test_cli_rejects_bad_layout_before_launch(blend_path: str, tmp_path, capsys) -> None:
+    from curator.cli import main
+
+    rc = main(["train", "--blend", blend_path, "--save", str(tmp_path / "ck"), "--sbatch",
+               str(tmp_path / "job.sh"), "--nodes", "2", "--gpus-per-node", "4",
+               "--tensor-model-parallel-size", "4", "--num-attention-heads", "6"])
+    assert rc == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (
         "curator: error: train: 6 attention heads are not divisible by TP = 4")
     assert not (tmp_path / "job.sh").exists()
 
@@ -133,26 +132,26 @@ def test_blend_samples_follow_weights(blend_path: str, tmp_path) -> None:
 def test_resume_continues_exactly(blend_path: str, tmp_path, monkeypatch) -> None:
     from curator.train import trainer
 
-    straight = trainer.train(_cfg(blend_path, str(tmp_path / "a"), train_iters=16,
-                                  save_interval=8))
+    straight = trainer.train(_cfg(blend_path, str(tmp_path / "a"), train_iters=10,
+                                  save_interval=5))
     real_step = trainer._cpu_step
     calls = {"n": 0}
 
-    def crash_at_12(*a, **k):
+    def crash_at_8(*a, **k):
         calls["n"] += 1
-        if calls["n"] == 12:
+        if calls["n"] == 8:
             raise RuntimeError("injected crash")
         return real_step(*a, **k)
 
-    monkeypatch.setattr(trainer, "_cpu_step", crash_at_12)
-    cfg = _cfg(blend_path, str(tmp_path / "b"), train_iters=16, save_interval=8)
+    monkeypatch.setattr(trainer, "_cpu_step", crash_at_8)
+    cfg = _cfg(blend_path, str(tmp_path / "b"), train_iters=10, save_interval=5)
     with pytest.raises(RuntimeError, match="injected crash"):
         trainer.train(cfg)
-    assert trainer.latest_iteration(cfg.save) == 8
+    assert trainer.latest_iteration(cfg.save) == 5
     monkeypatch.setattr(trainer, "_cpu_step", real_step)
     resumed = trainer.train(cfg)
-    assert resumed["resumed_from"] == 8 and resumed["steps_run"] == 8
-    np.testing.assert_allclose(resumed["losses"], straight["losses"][8:], rtol=1e-5)
+    assert resumed["resumed_from"] == 5 and resumed["steps_run"] == 5
+    np.testing.assert_allclose(resumed["losses"], straight["losses"][5:], rtol=1e-5)
     # a checkpoint from a different model is not silently resumed
     with pytest.raises(ConfigError, match="different hidden_size"):
         trainer.train(_cfg(blend_path, cfg.save, train_iters=20, hidden_size=32))
@@ -162,11 +161,11 @@ def test_torchrun_data_parallel_matches_one_rank(blend_path: str, tmp_path) -> N
     """Two gloo ranks with one micro batch each compute the same steps as one rank with two."""
     from curator.train.trainer import train
 
-    one = train(_cfg(blend_path, str(tmp_path / "one"), train_iters=6, micro_batch_size=4))
+    one = train(_cfg(blend_path, str(tmp_path / "one"), train_iters=4, micro_batch_size=4))
     env = {**os.environ, "PYTHONPATH": ROOT}
     p = subprocess.run(
         [sys.executable, "-m", "curator", "train", "--blend", blend_path, "--save",
-         str(tmp_path / "two"), "--train-iters", "6", "--micro-batch-size", "4",
+         str(tmp_path / "two"), "--train-iters", "4", "--micro-batch-size", "4",
          "--num-threads", "1", "--nproc-per-node", "2", "--device", "cpu"],
         capture_output=True, text=True, env=env, timeout=300)
     assert p.returncode == 0, p.stderr[-3000:]
@@ -177,14 +176,13 @@ def test_torchrun_data_parallel_matches_one_rank(blend_path: str, tmp_path) -> N
 
 
 def test_sbatch_script(blend_path: str, tmp_path) -> None:
-    env = {**os.environ, "PYTHONPATH": ROOT}
+    from curator.cli import main
+
     job = tmp_path / "job.sh"
-    p = subprocess.run(
-        [sys.executable, "-m", "curator", "train", "--blend", blend_path, "--save",
-         str(tmp_path / "ck"), "--sbatch", str(job), "--nodes", "2", "--gpus-per-node", "8",
-         "--tensor-model-parallel-size", "2", "--global-batch-size", "64",
-         "--precision", "bf16"], capture_output=True, text=True, env=env)
-    assert p.returncode == 0, p.stderr
+    assert main(["train", "--blend", blend_path, "--save", str(tmp_path / "ck"), "--sbatch",
+                 str(job), "--nodes", "2", "--gpus-per-node", "8",
+                 "--tensor-model-parallel-size", "2", "--global-batch-size", "64",
+                 "--precision", "bf16"]) == 0
     text = job.read_text()
     assert subprocess.run(["bash", "-n", str(job)]).returncode == 0
     assert "#SBATCH --nodes=2" in text and "#SBATCH --gpus-per-node=8" in text
@@ -196,31 +194,19 @@ def test_sbatch_script(blend_path: str, tmp_path) -> None:
     assert cfg.blend == blend_path
 
 
-def trainer_latest(ck: str) -> int | None:
+def test_example_pipeline_trains_and_exports(example_run: dict) -> None:
     from curator.train.trainer import latest_iteration
 
-    return latest_iteration(ck)
-
-
-def test_train_stage_in_pipeline(blend_path: str, tmp_path) -> None:
-    docs = tmp_path / "docs.jsonl"
-    docs.write_text("".join(json.dumps({"id": f"d{i}", "text": f"doc {i}"}) + "\n"
-                            for i in range(5)))
-    yaml = tmp_path / "p.yaml"
-    yaml.write_text(f"""name: t
-work_dir: {tmp_path / 'work'}
-executor: {{type: local, workers: 1}}
-stages:
-  - read_jsonl: {{paths: {docs}}}
-  - train: {{blend: {blend_path}, train_iters: 4, num_threads: 1, device: cpu}}
-""")
-    env = {**os.environ, "PYTHONPATH": ROOT}
-    p = subprocess.run([sys.executable, "-m", "curator", "run", str(yaml)],
-                       capture_output=True, text=True, env=env, timeout=300)
-    assert p.returncode == 0, p.stderr[-3000:]
-    ok = _json(tmp_path / "work" / "stages" / "train" / "_SUCCESS.json")
-    ck = ok["artifacts"]["checkpoint"]
-    assert ck == str(tmp_path / "work" / "train" / "checkpoints")
-    assert trainer_latest(ck) == 4
-    assert ok["artifacts"]["model_config"]["num_layers"] == 2
-    assert "5 documents out of 'train'" in p.stderr
+    train = example_run["markers"]["train"]["artifacts"]
+    assert train["checkpoint"] == os.path.join(example_run["work"], "train", "checkpoints")
+    assert latest_iteration(train["checkpoint"]) == 20
+    assert train["model_config"]["num_layers"] == 2
+    table = train["report_tables"][0]
+    first, last = table["rows"][0][3], table["rows"][0][4]
+    assert last < first - 1.0
+    repo = example_run["markers"]["export_triton"]["artifacts"]["triton_repository"]
+    assert repo == os.path.join(example_run["work"], "triton_repository")
+    for m in ("preprocessing", "gpt", "postprocessing", "curator_gpt"):
+        assert os.path.exists(os.path.join(repo, m, "config.pbtxt")), m
+    # documents pass through both stages untouched
+    assert "7 documents out of 'export_triton'" in example_run["stderr"]

@@ -7,7 +7,7 @@ publishes ``triton_repository`` (the folder to give ``tritonserver --model-repos
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from curator.core.context import GlobalContext
 from curator.core.stage import GlobalStage, Shard
@@ -42,16 +42,14 @@ class ExportTriton(GlobalStage):
         self.stop_at_eod = stop_at_eod
 
     def run(self, shards: list[Shard], ctx: GlobalContext) -> list[Shard]:
-        from curator.deploy.export import export_repository
-
         out = ctx.output_path(self.output)
+        kw = dict(tokenizer=ctx.artifact("tokenizer", None), name=self.model_name,
+                  max_new_tokens=self.max_new_tokens, max_batch_size=self.max_batch_size,
+                  instance_kind=self.instance_kind, instances=self.instances,
+                  max_queue_delay_us=self.max_queue_delay_us, stop_at_eod=self.stop_at_eod)
+        # one task on one worker under every executor (all MPI ranks get the summary)
+        summary = ctx.map(_export, [(self.checkpoint or ctx.artifact("checkpoint"), out, kw)])[0]
         if ctx.is_root:
-            summary = export_repository(
-                self.checkpoint or ctx.artifact("checkpoint"), out,
-                tokenizer=ctx.artifact("tokenizer", None), name=self.model_name,
-                max_new_tokens=self.max_new_tokens, max_batch_size=self.max_batch_size,
-                instance_kind=self.instance_kind, instances=self.instances,
-                max_queue_delay_us=self.max_queue_delay_us, stop_at_eod=self.stop_at_eod)
             ctx.artifacts["report_tables"] = [{
                 "title": "Triton model repository",
                 "columns": ["repository", "ensemble", "models", "checkpoint iteration"],
@@ -61,3 +59,10 @@ class ExportTriton(GlobalStage):
         ctx.artifacts["triton_repository"] = out
         ctx.artifacts["triton_model"] = self.model_name
         return ctx.passthrough(shards)
+
+
+def _export(task: tuple[str, str, dict[str, Any]]) -> dict[str, Any]:
+    from curator.deploy.export import export_repository
+
+    checkpoint, out, kw = task
+    return export_repository(checkpoint, out, **kw)

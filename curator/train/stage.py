@@ -66,24 +66,20 @@ class Train(GlobalStage):
         return TrainConfig(**s)
 
     def run(self, shards: list[Shard], ctx: GlobalContext) -> list[Shard]:
-        from curator.train.launch import run_torchrun
         from curator.train.layout import layout_for
-        from curator.train.trainer import resolve_device, train
+        from curator.train.trainer import resolve_device
 
         cfg = self.config(ctx)
+        # fail before launching anything when the layout is wrong
+        layout_for(cfg, self.nproc_per_node, resolve_device(cfg))
+        # One task on one worker, whatever the executor (under MPI every rank gets the
+        # result). Keyed on the stage fingerprint: a finished run is not repeated, an
+        # interrupted one resumes from its last checkpoint.
+        summary = ctx.map(_run_training, [(cfg.to_dict(), self.nproc_per_node)],
+                          phase="train", keys=["run"])[0]
         if ctx.is_root:
-            device = resolve_device(cfg)
-            # fail before launching anything when the layout is wrong
-            layout_for(cfg, self.nproc_per_node, device)
-            if self.nproc_per_node == 1 and device == "cpu":
-                summary = train(cfg, log=lambda m: print(m, flush=True))
-            else:
-                run_torchrun(cfg, self.nproc_per_node, log=lambda m: print(m, flush=True))
-                with open(os.path.join(cfg.save, "train_summary.json")) as f:
-                    summary = json.load(f)
             self._report(summary, ctx)
-        with open(os.path.join(cfg.save, "model_config.json")) as f:
-            ctx.artifacts["model_config"] = json.load(f)
+        ctx.artifacts["model_config"] = summary["model_config"]
         ctx.artifacts["checkpoint"] = cfg.save
         return ctx.passthrough(shards)
 
@@ -100,3 +96,19 @@ class Train(GlobalStage):
                       round(losses[-1], 4) if losses else None,
                       round(summary["tokens_per_second"]), summary["checkpoint"]]],
         }]
+
+
+def _run_training(task: tuple[dict[str, Any], int]) -> dict[str, Any]:
+    """Train in this process (one CPU rank) or through torchrun; returns the summary."""
+    from curator.train.config import TrainConfig
+    from curator.train.launch import run_torchrun
+    from curator.train.trainer import resolve_device, train
+
+    cfg, nproc = TrainConfig.from_dict(task[0]), task[1]
+    if nproc == 1 and resolve_device(cfg) == "cpu":
+        summary = train(cfg, log=lambda m: print(m, flush=True))
+    else:
+        run_torchrun(cfg, nproc, log=lambda m: print(m, flush=True))
+        with open(os.path.join(cfg.save, "train_summary.json")) as f:
+            summary = json.load(f)
+    return summary

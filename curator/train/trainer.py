@@ -131,6 +131,8 @@ def train(cfg: TrainConfig, *, log: Callable[[str], None] | None = print) -> dic
     if cfg.num_threads and device == "cpu":
         torch.set_num_threads(cfg.num_threads)
     world = int(os.environ.get("WORLD_SIZE", "1"))
+    if device == "cuda" and cfg.gpus_per_node is None:
+        cfg = TrainConfig.from_dict({**cfg.to_dict(), "gpus_per_node": torch.cuda.device_count()})
     layout = layout_for(cfg, world, device)
     need = (True, cfg.eval_interval > 0, False)
     bookends, _docs = plan_splits(blend, need)

@@ -210,3 +210,37 @@ def test_example_pipeline_trains_and_exports(example_run: dict) -> None:
         assert os.path.exists(os.path.join(repo, m, "config.pbtxt")), m
     # documents pass through both stages untouched
     assert "7 documents out of 'export_triton'" in example_run["stderr"]
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda b, d: b.update(data_prefix=[1.0, d + "/missing_text_document"]), "has no .*bin"),
+    (lambda b, d: b.update(data_prefix=[-1.0, b["data_prefix"][1]]), "must be a positive"),
+    (lambda b, d: b["tokenizer"].update(type="tiktoken"), "tokenizer type 'tiktoken'"),
+    (lambda b, d: b["tokenizer"].pop("eod_id"), "tokenizer has no 'eod_id'"),
+])
+def test_bad_blend_is_one_clear_error(blend_path: str, tmp_path, edit, message) -> None:
+    from curator.core.errors import InputError
+    from curator.train.blend import load_blend
+
+    blend = _json(blend_path)
+    edit(blend, str(tmp_path))
+    path = tmp_path / "blend.json"
+    path.write_text(json.dumps(blend))
+    with pytest.raises(InputError, match=message):
+        load_blend(str(path))
+
+
+def test_stage_takes_upstream_blend_artifact(blend_path: str, tmp_path) -> None:
+    from curator.core.context import GlobalContext
+    from curator.train.stage import Train
+
+    stage = Train.from_params({"train_iters": 3})
+    ctx = GlobalContext(executor=None, fingerprint="f", stage=stage, stage_id="train",
+                        work_dir=str(tmp_path), artifacts={"blend": blend_path})
+    cfg = stage.config(ctx)
+    assert cfg.blend == blend_path and cfg.train_iters == 3
+    assert cfg.save == str(tmp_path / "train" / "checkpoints")
+    bare = GlobalContext(executor=None, fingerprint="f", stage=stage, stage_id="train",
+                         work_dir=str(tmp_path), artifacts={})
+    with pytest.raises(ConfigError, match="needs an artifact 'blend'"):
+        stage.config(bare)

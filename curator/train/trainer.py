@@ -165,14 +165,15 @@ def _train(cfg: TrainConfig, blend: Any, bookends: list[Any], layout: ParallelLa
 
     mc = model_config(cfg, blend.vocab_size, blend.tokenizer)
     torch.manual_seed(cfg.seed)
+    if device == "cuda":  # TP-sharded weights draw from megatron's CUDA RNG tracker
+        from megatron.core import tensor_parallel
+
+        tensor_parallel.model_parallel_cuda_manual_seed(cfg.seed)
     model = build_model(mc, device=device, pipeline_parallel=layout.pipeline_parallel,
                         pre_process=ps.is_pipeline_first_stage(),
                         post_process=ps.is_pipeline_last_stage())
     if device == "cuda":
         model = model.cuda()
-        from megatron.core import tensor_parallel
-
-        tensor_parallel.model_parallel_cuda_manual_seed(cfg.seed)
     decay = [p for n, p in model.named_parameters() if p.ndim >= 2 and "embedding" not in n]
     no_decay = [p for n, p in model.named_parameters() if not (p.ndim >= 2 and
                                                                  "embedding" not in n)]

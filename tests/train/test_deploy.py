@@ -165,3 +165,21 @@ def test_export_command(checkpoint: str, tmp_path, capsys) -> None:
     assert main(["export-triton", "--checkpoint", str(tmp_path), "--output",
                  str(tmp_path / "x")]) == 1
     assert "not a curator/Megatron checkpoint" in capsys.readouterr().err
+
+
+def test_serve_print_command(repository: str, triton_venv: str, tmp_path, capsys,
+                             monkeypatch) -> None:
+    from curator.cli import main
+
+    monkeypatch.setenv("CURATOR_TRITON_VENV", triton_venv)
+    assert main(["serve", repository, "--http-port", "18123", "--runtime-dir",
+                 str(tmp_path / "rt"), "--print-command"]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    cmd = lines[-1].split()
+    assert cmd[0].endswith("tritonserver") and os.access(cmd[0], os.X_OK)
+    assert f"--model-repository={repository}" in cmd and "--http-port=18123" in cmd
+    stub = tmp_path / "rt" / "backends" / "python" / "triton_python_backend_stub"
+    assert os.access(stub, os.X_OK)
+    assert any(x.startswith("export LD_LIBRARY_PATH=") and "nvidia_pytriton.libs" in x
+               for x in lines)
+    assert main(["serve", str(tmp_path / "nope"), "--print-command"]) == 1

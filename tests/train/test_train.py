@@ -244,3 +244,17 @@ def test_stage_takes_upstream_blend_artifact(blend_path: str, tmp_path) -> None:
                          work_dir=str(tmp_path), artifacts={})
     with pytest.raises(ConfigError, match="needs an artifact 'blend'"):
         stage.config(bare)
+
+
+def test_stage_parameters_mirror_train_config() -> None:
+    """The YAML stage, the CLI and the torchrun worker share TrainConfig: same names, same
+    defaults."""
+    import dataclasses
+
+    from curator.train.stage import Train
+
+    fields = {f.name: f.default for f in dataclasses.fields(TrainConfig)}
+    params = Train.params_model().model_fields
+    stage_defaults = {k: v.default for k, v in params.items() if k != "nproc_per_node"}
+    fields["save"] = stage_defaults["save"]  # the stage defaults under work_dir
+    assert stage_defaults == fields

@@ -44,8 +44,14 @@ class TritonPythonModel:
             self.gen = json.load(f)
         opts = ort.SessionOptions()
         opts.intra_op_num_threads = int(self.gen.get("threads", 1))
+        providers = ["CPUExecutionProvider"]
+        # KIND_GPU instances use CUDA when the serving env has onnxruntime-gpu
+        if (args.get("model_instance_kind") == "GPU"
+                and "CUDAExecutionProvider" in ort.get_available_providers()):
+            providers.insert(0, ("CUDAExecutionProvider",
+                                 {"device_id": int(args.get("model_instance_device_id", 0))}))
         self.session = ort.InferenceSession(os.path.join(folder, "model.onnx"), opts,
-                                            providers=["CPUExecutionProvider"])
+                                            providers=providers)
 
     def run(self, x):
         return self.session.run(None, {"input_ids": x})[0]

@@ -94,7 +94,7 @@ def example_run(blend_path: str, tmp_path_factory: pytest.TempPathFactory) -> di
     env = {**os.environ, "PYTHONPATH": root}
     sets = [f"stages.read_jsonl.paths={docs}", f"stages.train.blend={blend_path}",
             "stages.train.train_iters=20", "stages.train.eval_interval=0",
-            "stages.train.num_threads=2", "stages.export_triton.max_batch_size=4"]
+            "stages.train.num_threads=1", "stages.export_triton.max_batch_size=4"]
     cmd = [sys.executable, "-m", "curator", "run",
            os.path.join(root, "pipelines", "train-example.yaml"), "--work-dir", str(work)]
     for s in sets:

@@ -17,7 +17,7 @@ from curator.train.config import TrainConfig
 from curator.train.layout import validate_layout
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-torch.set_num_threads(2)
+torch.set_num_threads(1)
 
 GOOD = dict(world_size=16, tensor_parallel=2, pipeline_parallel=2, micro_batch_size=2,
             global_batch_size=32, num_attention_heads=8, num_layers=4, seq_length=1024,
@@ -66,7 +66,7 @@ def _json(path) -> dict:
 
 
 def _cfg(blend: str, save: str, **kw) -> TrainConfig:
-    base = dict(blend=blend, save=save, train_iters=30, num_threads=2, log_interval=10)
+    base = dict(blend=blend, save=save, train_iters=30, num_threads=1, log_interval=10)
     return TrainConfig(**{**base, **kw})
 
 

@@ -49,7 +49,7 @@ def main() -> None:
     ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--vocab", type=int, default=512)
     ap.add_argument("--steps", type=int, default=40)
-    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--device", default="cpu")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)

@@ -71,7 +71,7 @@ def _cfg(blend: str, save: str, **kw) -> TrainConfig:
 
 
 def test_empty_split_is_refused_not_looped(tmp_path) -> None:
-    from conftest import write_corpus
+    from train_corpus import write_corpus
 
     from curator.train.trainer import train
 

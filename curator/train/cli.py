@@ -70,7 +70,11 @@ def cmd_train(args: argparse.Namespace) -> int:
         with open(os.path.join(cfg.save, "train_summary.json")) as f:
             summary = json.load(f)
     losses = summary["losses"]
-    print(f"trained to iteration {summary['iteration']} on {summary['device']}: loss "
-          f"{losses[0]:.4f} -> {losses[-1]:.4f}" if losses else "nothing left to train",
-          f"{summary['tokens_per_second']:.0f} tokens/s; checkpoint {summary['checkpoint']}")
+    if not losses:
+        print(f"nothing left to train: {summary['checkpoint']} is at iteration "
+              f"{summary['iteration']}")
+    else:
+        print(f"trained to iteration {summary['iteration']} on {summary['device']}: loss "
+              f"{losses[0]:.4f} -> {losses[-1]:.4f}, {summary['tokens_per_second']:.0f} "
+              f"tokens/s; checkpoint {summary['checkpoint']}")
     return 0

@@ -258,3 +258,21 @@ def test_stage_parameters_mirror_train_config() -> None:
     stage_defaults = {k: v.default for k, v in params.items() if k != "nproc_per_node"}
     fields["save"] = stage_defaults["save"]  # the stage defaults under work_dir
     assert stage_defaults == fields
+
+
+def test_cli_trains_in_process_and_extends_a_run(blend_path: str, tmp_path, capsys) -> None:
+    from curator.cli import main
+
+    base = ["train", "--blend", blend_path, "--save", str(tmp_path / "ck"), "--num-threads",
+            "1", "--device", "cpu"]
+    assert main([*base, "--train-iters", "3"]) == 0
+    assert "trained to iteration 3 on cpu" in capsys.readouterr().out
+    # asking for more steps continues the same run from its checkpoint
+    assert main([*base, "--train-iters", "5"]) == 0
+    summary = _json(tmp_path / "ck" / "train_summary.json")
+    assert summary["resumed_from"] == 3 and summary["steps_run"] == 2
+    with open(tmp_path / "ck" / "metrics.jsonl") as f:
+        assert [json.loads(line)["iteration"] for line in f] == [1, 2, 3, 4, 5]
+    # nothing left to do: no step runs, the checkpoint stays
+    assert main([*base, "--train-iters", "5"]) == 0
+    assert "nothing left to train" in capsys.readouterr().out

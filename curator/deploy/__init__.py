@@ -1,3 +1,4 @@
 """Stage family 'deploy'. Keep this file light: only the name -> 'module:Class' table."""
 
-STAGES: dict[str, str] = {}
+STAGES: dict[str, str] = {"export_triton": "curator.deploy.stage:ExportTriton"}
+CLI = "curator.deploy.cli"

@@ -1,3 +1,4 @@
 """Stage family 'train'. Keep this file light: only the name -> 'module:Class' table."""
 
-STAGES: dict[str, str] = {}
+STAGES: dict[str, str] = {"train": "curator.train.stage:Train"}
+CLI = "curator.train.cli"

@@ -1,0 +1,68 @@
+"""The ``export_triton`` pipeline stage: checkpoint -> Triton model repository.
+
+Takes the upstream ``checkpoint`` (and ``tokenizer`` when an upstream stage published one,
+else the tokenizer recorded in the checkpoint's model config), passes documents through and
+publishes ``triton_repository`` (the folder to give ``tritonserver --model-repository``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from curator.core.context import GlobalContext
+from curator.core.stage import GlobalStage, Shard
+
+
+class ExportTriton(GlobalStage):
+    """Export the trained GPT as a Triton ensemble (tokenizer -> GPT greedy -> detokenizer)."""
+
+    name = "export_triton"
+
+    def __init__(
+        self,
+        output: str = "triton_repository",
+        checkpoint: str = "",
+        model_name: str = "curator_gpt",
+        max_new_tokens: int = 16,
+        max_batch_size: int = 8,
+        instance_kind: Literal["KIND_CPU", "KIND_GPU"] = "KIND_CPU",
+        instances: int = 1,
+        max_queue_delay_us: int = 1000,
+        stop_at_eod: bool = False,
+    ) -> None:
+        # ``checkpoint``: a checkpoint folder; empty takes the upstream ``checkpoint`` artifact.
+        self.output = output
+        self.checkpoint = checkpoint
+        self.model_name = model_name
+        self.max_new_tokens = max_new_tokens
+        self.max_batch_size = max_batch_size
+        self.instance_kind = instance_kind
+        self.instances = instances
+        self.max_queue_delay_us = max_queue_delay_us
+        self.stop_at_eod = stop_at_eod
+
+    def run(self, shards: list[Shard], ctx: GlobalContext) -> list[Shard]:
+        out = ctx.output_path(self.output)
+        kw = dict(tokenizer=ctx.artifact("tokenizer", None), name=self.model_name,
+                  max_new_tokens=self.max_new_tokens, max_batch_size=self.max_batch_size,
+                  instance_kind=self.instance_kind, instances=self.instances,
+                  max_queue_delay_us=self.max_queue_delay_us, stop_at_eod=self.stop_at_eod)
+        # one task on one worker under every executor (all MPI ranks get the summary)
+        summary = ctx.map(_export, [(self.checkpoint or ctx.artifact("checkpoint"), out, kw)])[0]
+        if ctx.is_root:
+            ctx.artifacts["report_tables"] = [{
+                "title": "Triton model repository",
+                "columns": ["repository", "ensemble", "models", "checkpoint iteration"],
+                "rows": [[summary["repository"], summary["ensemble"],
+                          ", ".join(summary["models"]), summary["checkpoint_iteration"]]],
+            }]
+        ctx.artifacts["triton_repository"] = out
+        ctx.artifacts["triton_model"] = self.model_name
+        return ctx.passthrough(shards)
+
+
+def _export(task: tuple[str, str, dict[str, Any]]) -> dict[str, Any]:
+    from curator.deploy.export import export_repository
+
+    checkpoint, out, kw = task
+    return export_repository(checkpoint, out, **kw)

@@ -1,0 +1,97 @@
+"""Launching: in-process for one CPU rank, ``torchrun`` (an argument list, never a shell
+string) for several, and an sbatch script for Slurm clusters.
+
+Every launch writes the resolved :class:`TrainConfig` to ``<save>/train_config.json`` and the
+ranks read it back, so all ranks, and a later resume, see the same settings.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from curator.core.errors import CuratorError
+from curator.train.config import TrainConfig
+
+
+def config_path(cfg: TrainConfig) -> str:
+    return os.path.join(os.path.abspath(cfg.save), "train_config.json")
+
+
+def torchrun_command(config_file: str, *, nproc_per_node: int, nnodes: int = 1,
+                     rdzv_endpoint: str | None = None, python: str = sys.executable,
+                     standalone: bool | None = None) -> list[str]:
+    """``python -m torch.distributed.run ... -m curator.train.worker CONFIG`` as a list."""
+    cmd = [python, "-m", "torch.distributed.run", f"--nproc-per-node={nproc_per_node}",
+           f"--nnodes={nnodes}"]
+    if standalone if standalone is not None else nnodes == 1 and not rdzv_endpoint:
+        cmd.append("--standalone")
+    else:
+        cmd += ["--rdzv-backend=c10d", f"--rdzv-endpoint={rdzv_endpoint or '$MASTER_ADDR:29500'}",
+                "--rdzv-id=$SLURM_JOB_ID"]
+    return cmd + ["-m", "curator.train.worker", config_file]
+
+
+def run_torchrun(cfg: TrainConfig, nproc_per_node: int,
+                 log: Callable[[str], None] | None = None) -> None:
+    """Run training as ``nproc_per_node`` local ranks; raise if any rank fails."""
+    path = config_path(cfg)
+    cfg.save_json(path)
+    cmd = torchrun_command(path, nproc_per_node=nproc_per_node)
+    env = dict(os.environ)
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env["PYTHONPATH"] = os.pathsep.join([root, env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    env.setdefault("OMP_NUM_THREADS", str(max(1, cfg.num_threads or 1)))
+    if log:
+        log("train: " + " ".join(shlex.quote(c) for c in cmd))
+    proc = subprocess.run(cmd, env=env)
+    if proc.returncode:
+        raise CuratorError(f"train: torchrun exited with status {proc.returncode} (see the rank "
+                           "logs above); rerun the same command to resume from the last "
+                           "checkpoint")
+
+
+def sbatch_script(cfg: TrainConfig, *, nodes: int, gpus_per_node: int,
+                  job_name: str = "curator-train",
+                  partition: str | None = None, time_limit: str = "04:00:00",
+                  python: str = "python", extra: list[str] | None = None) -> str:
+    """A Slurm batch script: one ``torchrun`` per node, rendezvous on the first node."""
+    path = config_path(cfg)
+    lines = [
+        "#!/bin/bash",
+        f"#SBATCH --job-name={job_name}",
+        f"#SBATCH --nodes={nodes}",
+        "#SBATCH --ntasks-per-node=1",
+        f"#SBATCH --gpus-per-node={gpus_per_node}",
+        f"#SBATCH --time={time_limit}",
+        "#SBATCH --exclusive",
+        f"#SBATCH --output={os.path.join(os.path.abspath(cfg.save), 'slurm-%j.out')}",
+    ]
+    if partition:
+        lines.append(f"#SBATCH --partition={partition}")
+    lines += [f"#SBATCH {x}" for x in (extra or [])]
+    cmd = torchrun_command(path, nproc_per_node=gpus_per_node, nnodes=nodes,
+                           rdzv_endpoint="$MASTER_ADDR:29500", python=python, standalone=False)
+    # $MASTER_ADDR and $SLURM_JOB_ID must expand on the node: quote everything else
+    quoted = " ".join(c if "$" in c else shlex.quote(c) for c in cmd)
+    lines += [
+        "set -euo pipefail",
+        'export MASTER_ADDR=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)',
+        "export CUDA_DEVICE_MAX_CONNECTIONS=1",
+        f"srun --kill-on-bad-exit=1 {quoted}",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def write_sbatch(cfg: TrainConfig, out: str, **kw: Any) -> str:
+    cfg.save_json(config_path(cfg))
+    text = sbatch_script(cfg, **kw)
+    with open(out, "w") as f:
+        f.write(text)
+    os.chmod(out, 0o755)
+    return out

@@ -1,0 +1,114 @@
+"""The ``train`` pipeline stage: hands the tokenized blend to a megatron-core GPT run.
+
+Documents pass through unchanged; the stage publishes ``checkpoint`` (the checkpoint folder)
+and ``model_config`` for ``export_triton``. One CPU rank trains in-process; more ranks (or a
+GPU) go through ``torchrun``. Rerunning after a crash resumes from the last checkpoint.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, Literal
+
+from curator.core.context import GlobalContext
+from curator.core.stage import GlobalStage, Shard
+
+
+class Train(GlobalStage):
+    """Train a megatron-core GPT on the tokenized blend (CPU smoke size by default)."""
+
+    name = "train"
+
+    def __init__(
+        self,
+        blend: str = "",
+        save: str = "train/checkpoints",
+        num_layers: int = 2,
+        hidden_size: int = 64,
+        num_attention_heads: int = 4,
+        ffn_hidden_size: int | None = None,
+        seq_length: int = 64,
+        max_position_embeddings: int | None = None,
+        micro_batch_size: int = 4,
+        global_batch_size: int = 8,
+        train_iters: int = 40,
+        lr: float = 3e-3,
+        min_lr: float = 3e-4,
+        lr_warmup_iters: int = 0,
+        weight_decay: float = 0.01,
+        clip_grad: float = 1.0,
+        seed: int = 1234,
+        eval_interval: int = 0,
+        eval_iters: int = 2,
+        log_interval: int = 5,
+        save_interval: int = 0,
+        tensor_model_parallel_size: int = 1,
+        pipeline_model_parallel_size: int = 1,
+        gpus_per_node: int | None = None,
+        device: Literal["auto", "cpu", "cuda"] = "auto",
+        precision: Literal["fp32", "bf16", "fp16"] = "fp32",
+        num_threads: int = 0,
+        nproc_per_node: int = 1,
+    ) -> None:
+        # ``blend``: a blend.json path; empty takes the upstream ``blend`` artifact.
+        # ``nproc_per_node``: ranks to start with torchrun (1 on CPU trains in-process).
+        self.settings = {k: v for k, v in locals().items()
+                         if k not in ("self", "nproc_per_node", "__class__")}
+        self.nproc_per_node = nproc_per_node
+
+    def config(self, ctx: GlobalContext) -> Any:
+        from curator.train.config import TrainConfig
+
+        s = dict(self.settings)
+        s["blend"] = os.path.abspath(s["blend"] or ctx.artifact("blend"))
+        s["save"] = ctx.output_path(s["save"])
+        return TrainConfig(**s)
+
+    def run(self, shards: list[Shard], ctx: GlobalContext) -> list[Shard]:
+        from curator.train.layout import layout_for
+        from curator.train.trainer import resolve_device
+
+        cfg = self.config(ctx)
+        # fail before launching anything when the layout is wrong
+        layout_for(cfg, self.nproc_per_node, resolve_device(cfg))
+        # One task on one worker, whatever the executor (under MPI every rank gets the
+        # result). Keyed on the stage fingerprint: a finished run is not repeated, an
+        # interrupted one resumes from its last checkpoint.
+        summary = ctx.map(_run_training, [(cfg.to_dict(), self.nproc_per_node)],
+                          phase="train", keys=["run"])[0]
+        if ctx.is_root:
+            self._report(summary, ctx)
+        ctx.artifacts["model_config"] = summary["model_config"]
+        ctx.artifacts["checkpoint"] = cfg.save
+        return ctx.passthrough(shards)
+
+    @staticmethod
+    def _report(summary: dict[str, Any], ctx: GlobalContext) -> None:
+        losses = summary["losses"]
+        ctx.count("train_steps", summary["steps_run"])
+        ctx.artifacts["report_tables"] = [{
+            "title": "Training run",
+            "columns": ["device", "iterations", "steps run", "first loss", "last loss",
+                        "tokens/s", "checkpoint"],
+            "rows": [[summary["device"], summary["iteration"], summary["steps_run"],
+                      round(losses[0], 4) if losses else None,
+                      round(losses[-1], 4) if losses else None,
+                      round(summary["tokens_per_second"]), summary["checkpoint"]]],
+        }]
+
+
+def _run_training(task: tuple[dict[str, Any], int]) -> dict[str, Any]:
+    """Train in this process (one CPU rank) or through torchrun; returns the summary."""
+    from curator.train.config import TrainConfig
+    from curator.train.launch import run_torchrun
+    from curator.train.trainer import resolve_device, train
+
+    cfg, nproc = TrainConfig.from_dict(task[0]), task[1]
+    if nproc == 1 and resolve_device(cfg) == "cpu":
+        summary = train(cfg, log=lambda m: print(m, flush=True))
+    else:
+        run_torchrun(cfg, nproc, log=lambda m: print(m, flush=True))
+        with open(os.path.join(cfg.save, "train_summary.json")) as f:
+            summary = json.load(f)
+    return summary

@@ -1,0 +1,185 @@
+"""Triton export and serving: the repository is served by NVIDIA's real ``tritonserver`` (from
+``nvidia-pytriton``) on 127.0.0.1 and must generate what the in-process model generates."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+
+import numpy as np
+import pytest
+import torch
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+torch.set_num_threads(1)
+
+
+@pytest.fixture(scope="module")
+def repository(example_run: dict) -> str:
+    return example_run["repository"]
+
+
+@pytest.fixture(scope="module")
+def reference(checkpoint: str):
+    from tokenizers import Tokenizer
+
+    from curator.deploy.export import load_gpt
+
+    model, mc, _ = load_gpt(checkpoint)
+    return model, mc, Tokenizer.from_file(mc["tokenizer"]["path"])
+
+
+def test_onnx_model_matches_megatron_model(repository: str, reference) -> None:
+    import onnxruntime as ort
+
+    from curator.deploy.export import LogitsWindow
+    from curator.train.gpt import single_process_group
+
+    model, mc, _ = reference
+    sess = ort.InferenceSession(os.path.join(repository, "gpt", "1", "model.onnx"),
+                                providers=["CPUExecutionProvider"])
+    x = torch.randint(0, mc["vocab_size"], (1, mc["seq_length"]),
+                      generator=torch.Generator().manual_seed(7))
+    with torch.no_grad(), single_process_group():
+        ref = LogitsWindow.build(model)(x).numpy()
+    got = sess.run(None, {"input_ids": x.numpy()})[0]
+    assert got.shape == (1, mc["seq_length"], mc["vocab_size"])
+    np.testing.assert_allclose(got, ref, atol=1e-4)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    """``curator serve`` in a subprocess; ready when Triton logs that HTTP is up."""
+
+    def __init__(self, repository: str, venv: str, runtime: str) -> None:
+        self.http = _free_port()
+        ports = [str(self.http), str(_free_port()), str(_free_port())]
+        env = {**os.environ, "PYTHONPATH": ROOT, "CURATOR_TRITON_VENV": venv}
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "curator", "serve", repository, "--http-port", ports[0],
+             "--grpc-port", ports[1], "--metrics-port", ports[2], "--runtime-dir", runtime],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+        self.ready = threading.Event()
+        self.log: list[str] = []
+        threading.Thread(target=self._drain, daemon=True).start()
+
+    def _drain(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.log.append(line)
+            if "Started HTTPService" in line:
+                self.ready.set()
+        self.ready.set()  # exited: let the waiter see it
+
+    def wait_ready(self, timeout: float = 120.0) -> None:
+        """Triton logs "Started HTTPService" just before it listens; then poll the readiness
+        endpoint (waiting on the process between tries, so an early exit is seen at once)."""
+        import time
+
+        import tritonclient.http as http
+
+        assert self.ready.wait(timeout=timeout), "".join(self.log[-30:])
+        deadline = time.monotonic() + 60
+        client = http.InferenceServerClient(f"127.0.0.1:{self.http}")
+        while True:
+            assert self.proc.poll() is None, "".join(self.log[-30:])
+            try:
+                if client.is_server_ready():
+                    return
+            except ConnectionError:
+                pass
+            assert time.monotonic() < deadline, "".join(self.log[-30:])
+            try:
+                self.proc.wait(timeout=0.1)
+            except subprocess.TimeoutExpired:
+                pass
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(timeout=60)
+
+
+def test_triton_server_generates_like_the_model(repository: str, reference, triton_venv: str,
+                                                tmp_path) -> None:
+    import tritonclient.http as http
+
+    from curator.deploy.export import torch_greedy
+
+    model, mc, tok = reference
+    server = Server(repository, triton_venv, str(tmp_path / "runtime"))
+    try:
+        server.wait_ready()
+        client = http.InferenceServerClient(f"127.0.0.1:{server.http}", concurrency=4)
+        assert client.is_server_ready(), "".join(server.log[-30:])
+        for m in ("preprocessing", "gpt", "postprocessing", "curator_gpt"):
+            assert client.is_model_ready(m), m
+        cfg = client.get_model_config("gpt")
+        assert cfg["max_batch_size"] == 4 and "dynamic_batching" in cfg
+        assert cfg["instance_group"][0]["kind"] == "KIND_CPU"
+        assert cfg["instance_group"][0]["count"] == 1
+
+        long_prompt = " ".join(["the big dog ran far"] * 20)  # longer than the window
+        prompts = [("the red cat sat on", 12), ("the old", 5), (long_prompt, 6)]
+        pending = []
+        for text, n in prompts:
+            t = http.InferInput("TEXT", [1, 1], "BYTES")
+            t.set_data_from_numpy(np.array([[text.encode()]], dtype=np.object_))
+            k = http.InferInput("MAX_NEW_TOKENS", [1, 1], "INT32")
+            k.set_data_from_numpy(np.array([[n]], dtype=np.int32))
+            pending.append(client.async_infer("curator_gpt", [t, k]))
+        for (text, n), req in zip(prompts, pending):
+            res = req.get_result()
+            prompt_ids = tok.encode(text).ids
+            expect = torch_greedy(model, prompt_ids, n, mc["seq_length"])
+            assert res.as_numpy("OUTPUT_IDS").reshape(-1).tolist() == expect
+            assert res.as_numpy("TEXT_OUTPUT").reshape(-1)[0].decode() == tok.decode(expect)
+        assert len(tok.encode(long_prompt).ids) > mc["seq_length"]
+        client.close()  # an open keep-alive connection holds Triton's shutdown for 30 s
+    finally:
+        server.stop()
+
+
+def test_export_command(checkpoint: str, tmp_path, capsys) -> None:
+    from curator.cli import main
+
+    out = tmp_path / "repo"
+    assert main(["export-triton", "--checkpoint", checkpoint, "--output", str(out),
+                 "--max-new-tokens", "4", "--instance-kind", "KIND_GPU", "--instances", "2",
+                 "--model-name", "tiny"]) == 0
+    assert f"wrote Triton repository {out}" in capsys.readouterr().out
+    gpt_cfg = (out / "gpt" / "config.pbtxt").read_text()
+    assert "kind: KIND_GPU" in gpt_cfg and "count: 2" in gpt_cfg
+    assert 'platform: "ensemble"' in (out / "tiny" / "config.pbtxt").read_text()
+    with open(out / "gpt" / "1" / "generation.json") as f:
+        gen = json.load(f)
+    assert gen["max_new_tokens"] == 4 and gen["checkpoint_iteration"] == 20
+    assert main(["export-triton", "--checkpoint", str(tmp_path), "--output",
+                 str(tmp_path / "x")]) == 1
+    assert "not a curator/Megatron checkpoint" in capsys.readouterr().err
+
+
+def test_serve_print_command(repository: str, triton_venv: str, tmp_path, capsys,
+                             monkeypatch) -> None:
+    from curator.cli import main
+
+    monkeypatch.setenv("CURATOR_TRITON_VENV", triton_venv)
+    assert main(["serve", repository, "--http-port", "18123", "--runtime-dir",
+                 str(tmp_path / "rt"), "--print-command"]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    cmd = lines[-1].split()
+    assert cmd[0].endswith("tritonserver") and os.access(cmd[0], os.X_OK)
+    assert f"--model-repository={repository}" in cmd and "--http-port=18123" in cmd
+    stub = tmp_path / "rt" / "backends" / "python" / "triton_python_backend_stub"
+    assert os.access(stub, os.X_OK)
+    assert any(x.startswith("export LD_LIBRARY_PATH=") and "nvidia_pytriton.libs" in x
+               for x in lines)
+    assert main(["serve", str(tmp_path / "nope"), "--print-command"]) == 1

@@ -1,0 +1,278 @@
+"""Training hand-off: layout checks, megatron-core data + model on CPU, resume, torchrun, sbatch,
+and the ``train`` pipeline stage."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+
+from curator.core.errors import ConfigError
+from curator.train.config import TrainConfig
+from curator.train.layout import validate_layout
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+torch.set_num_threads(1)
+
+GOOD = dict(world_size=16, tensor_parallel=2, pipeline_parallel=2, micro_batch_size=2,
+            global_batch_size=32, num_attention_heads=8, num_layers=4, seq_length=1024,
+            max_position_embeddings=2048, gpus_per_node=8)
+
+
+def test_valid_layout_derives_dp_and_accumulation() -> None:
+    lay = validate_layout(**GOOD)
+    dp = GOOD["world_size"] // (GOOD["tensor_parallel"] * GOOD["pipeline_parallel"])
+    assert lay.data_parallel == dp
+    assert lay.num_micro_batches * GOOD["micro_batch_size"] * dp == GOOD["global_batch_size"]
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"world_size": 6}, "world size 6 is not divisible by TP x PP"),
+    ({"data_parallel": 3}, "!= DP x TP x PP"),
+    ({"global_batch_size": 20}, "not a multiple of micro batch x DP"),
+    ({"num_attention_heads": 6, "tensor_parallel": 4, "pipeline_parallel": 1},
+     "6 attention heads are not divisible by TP = 4"),
+    ({"tensor_parallel": 16, "pipeline_parallel": 1, "num_attention_heads": 16},
+     "larger than the 8 GPUs per node"),
+    ({"num_layers": 3}, "3 layers cannot be split evenly"),
+    ({"seq_length": 4096}, "sequence length 4096 exceeds max_position_embeddings 2048"),
+    ({"device": "cpu"}, "CPU path supports data parallelism only"),
+])
+def test_layout_errors(change: dict, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        validate_layout(**{**GOOD, **change})
+
+
+def test_cli_rejects_bad_layout_before_launch(blend_path: str, tmp_path, capsys) -> None:
+    from curator.cli import main
+
+    rc = main(["train", "--blend", blend_path, "--save", str(tmp_path / "ck"), "--sbatch",
+               str(tmp_path / "job.sh"), "--nodes", "2", "--gpus-per-node", "4",
+               "--tensor-model-parallel-size", "4", "--num-attention-heads", "6"])
+    assert rc == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (
+        "curator: error: train: 6 attention heads are not divisible by TP = 4")
+    assert not (tmp_path / "job.sh").exists()
+
+
+def _json(path) -> dict:
+    with open(path) as f:
+        return json.load(f)
+
+
+def _cfg(blend: str, save: str, **kw) -> TrainConfig:
+    base = dict(blend=blend, save=save, train_iters=30, num_threads=1, log_interval=10)
+    return TrainConfig(**{**base, **kw})
+
+
+def test_empty_split_is_refused_not_looped(tmp_path) -> None:
+    from train_corpus import write_corpus
+
+    from curator.train.trainer import train
+
+    small = write_corpus(str(tmp_path / "c"), {"tiny": 20}, split="99,1,0")
+    # 1% of 20 documents rounds to zero validation documents: megatron would spin forever
+    with pytest.raises(ConfigError, match=r"leaves the valid split .* empty"):
+        train(_cfg(small, str(tmp_path / "ck"), eval_interval=5))
+    with pytest.raises(ConfigError, match="gives the valid split no share"):
+        train(_cfg(write_corpus(str(tmp_path / "d"), {"t": 50}, split="100,0,0"),
+                   str(tmp_path / "ck2"), eval_interval=5))
+
+
+def test_megatron_reads_blend_and_loss_falls(blend_path: str, tmp_path) -> None:
+    from curator.train.trainer import train
+
+    s = train(_cfg(blend_path, str(tmp_path / "ck"), eval_interval=10))
+    losses = s["losses"]
+    assert len(losses) == 30
+    # an untrained model is near uniform over the vocabulary: loss ~ ln(V)
+    vocab = _json(blend_path)["tokenizer"]["vocab_size"]
+    assert abs(losses[0] - np.log(vocab)) < 0.5
+    assert np.mean(losses[-5:]) < np.mean(losses[:5]) - 1.5
+    assert s["valid_losses"][-1] < s["valid_losses"][0]
+    # megatron-core's GPTDataset built its sample/shuffle indices for our blend
+    cache = os.listdir(os.path.join(tmp_path, "ck", "dataset_cache"))
+    assert any(f.endswith("document_index.npy") for f in cache)
+    assert s["train_samples"] == 30 * 8
+    # the checkpoint is in Megatron's layout with the tracker written last
+    ck = tmp_path / "ck"
+    assert (ck / "latest_checkpointed_iteration.txt").read_text() == "30"
+    state = torch.load(ck / "iter_0000030" / "mp_rank_00" / "model_optim_rng.pt",
+                       weights_only=False)
+    assert state["iteration"] == 30 and state["model_config"]["vocab_size"] == vocab
+    print(f"CPU smoke run: {s['tokens_per_second']:.0f} tokens/s")
+
+
+def test_blend_samples_follow_weights(blend_path: str, tmp_path) -> None:
+    """The blended dataset draws from each prefix in proportion to its weight."""
+    from curator.train.blend import load_blend, plan_splits
+    from curator.train.gpt import build_datasets
+
+    blend = load_blend(blend_path)
+    cfg = _cfg(blend_path, str(tmp_path / "ck"))
+    bookends, _ = plan_splits(blend, (True, False, False))
+    import torch.distributed as dist
+
+    dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
+    try:
+        ds = build_datasets(cfg, blend, bookends, [600, 0, 0], str(tmp_path / "cache"))[0]
+    finally:
+        dist.destroy_process_group()
+    ids = np.array([int(ds[i]["dataset_id"]) for i in range(len(ds))])
+    share = np.bincount(ids, minlength=2) / len(ids)
+    expect = np.array(blend.weights) / sum(blend.weights)
+    assert np.allclose(share, expect, atol=0.01)
+
+
+def test_resume_continues_exactly(blend_path: str, tmp_path, monkeypatch) -> None:
+    from curator.train import trainer
+
+    straight = trainer.train(_cfg(blend_path, str(tmp_path / "a"), train_iters=10,
+                                  save_interval=5))
+    real_step = trainer._cpu_step
+    calls = {"n": 0}
+
+    def crash_at_8(*a, **k):
+        calls["n"] += 1
+        if calls["n"] == 8:
+            raise RuntimeError("injected crash")
+        return real_step(*a, **k)
+
+    monkeypatch.setattr(trainer, "_cpu_step", crash_at_8)
+    cfg = _cfg(blend_path, str(tmp_path / "b"), train_iters=10, save_interval=5)
+    with pytest.raises(RuntimeError, match="injected crash"):
+        trainer.train(cfg)
+    assert trainer.latest_iteration(cfg.save) == 5
+    monkeypatch.setattr(trainer, "_cpu_step", real_step)
+    resumed = trainer.train(cfg)
+    assert resumed["resumed_from"] == 5 and resumed["steps_run"] == 5
+    np.testing.assert_allclose(resumed["losses"], straight["losses"][5:], rtol=1e-5)
+    # a checkpoint from a different model is not silently resumed
+    with pytest.raises(ConfigError, match="different hidden_size"):
+        trainer.train(_cfg(blend_path, cfg.save, train_iters=20, hidden_size=32))
+
+
+def test_torchrun_data_parallel_matches_one_rank(blend_path: str, tmp_path) -> None:
+    """Two gloo ranks with one micro batch each compute the same steps as one rank with two."""
+    from curator.train.trainer import train
+
+    one = train(_cfg(blend_path, str(tmp_path / "one"), train_iters=4, micro_batch_size=4))
+    env = {**os.environ, "PYTHONPATH": ROOT}
+    p = subprocess.run(
+        [sys.executable, "-m", "curator", "train", "--blend", blend_path, "--save",
+         str(tmp_path / "two"), "--train-iters", "4", "--micro-batch-size", "4",
+         "--num-threads", "1", "--nproc-per-node", "2", "--device", "cpu"],
+        capture_output=True, text=True, env=env, timeout=300)
+    assert p.returncode == 0, p.stderr[-3000:]
+    two = _json(tmp_path / "two" / "train_summary.json")
+    assert two["layout"]["data_parallel"] == 2 and two["layout"]["num_micro_batches"] == 1
+    np.testing.assert_allclose(two["losses"], one["losses"], rtol=1e-4)
+    assert "tokens/s" in p.stdout or "tokens/s" in p.stderr
+
+
+def test_sbatch_script(blend_path: str, tmp_path) -> None:
+    from curator.cli import main
+
+    job = tmp_path / "job.sh"
+    assert main(["train", "--blend", blend_path, "--save", str(tmp_path / "ck"), "--sbatch",
+                 str(job), "--nodes", "2", "--gpus-per-node", "8",
+                 "--tensor-model-parallel-size", "2", "--global-batch-size", "64",
+                 "--precision", "bf16"]) == 0
+    text = job.read_text()
+    assert subprocess.run(["bash", "-n", str(job)]).returncode == 0
+    assert "#SBATCH --nodes=2" in text and "#SBATCH --gpus-per-node=8" in text
+    srun = next(line for line in text.splitlines() if line.startswith("srun"))
+    assert "torch.distributed.run --nproc-per-node=8 --nnodes=2" in srun
+    assert "--rdzv-endpoint=$MASTER_ADDR:29500" in srun
+    cfg = TrainConfig.load_json(srun.split()[-1])
+    assert cfg.precision == "bf16" and cfg.tensor_model_parallel_size == 2
+    assert cfg.blend == blend_path
+
+
+def test_example_pipeline_trains_and_exports(example_run: dict) -> None:
+    from curator.train.trainer import latest_iteration
+
+    train = example_run["markers"]["train"]["artifacts"]
+    assert train["checkpoint"] == os.path.join(example_run["work"], "train", "checkpoints")
+    assert latest_iteration(train["checkpoint"]) == 20
+    assert train["model_config"]["num_layers"] == 2
+    table = train["report_tables"][0]
+    first, last = table["rows"][0][3], table["rows"][0][4]
+    assert last < first - 1.0
+    repo = example_run["markers"]["export_triton"]["artifacts"]["triton_repository"]
+    assert repo == os.path.join(example_run["work"], "triton_repository")
+    for m in ("preprocessing", "gpt", "postprocessing", "curator_gpt"):
+        assert os.path.exists(os.path.join(repo, m, "config.pbtxt")), m
+    # documents pass through both stages untouched
+    assert "7 documents out of 'export_triton'" in example_run["stderr"]
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda b, d: b.update(data_prefix=[1.0, d + "/missing_text_document"]), "has no .*bin"),
+    (lambda b, d: b.update(data_prefix=[-1.0, b["data_prefix"][1]]), "must be a positive"),
+    (lambda b, d: b["tokenizer"].update(type="tiktoken"), "tokenizer type 'tiktoken'"),
+    (lambda b, d: b["tokenizer"].pop("eod_id"), "tokenizer has no 'eod_id'"),
+])
+def test_bad_blend_is_one_clear_error(blend_path: str, tmp_path, edit, message) -> None:
+    from curator.core.errors import InputError
+    from curator.train.blend import load_blend
+
+    blend = _json(blend_path)
+    edit(blend, str(tmp_path))
+    path = tmp_path / "blend.json"
+    path.write_text(json.dumps(blend))
+    with pytest.raises(InputError, match=message):
+        load_blend(str(path))
+
+
+def test_stage_takes_upstream_blend_artifact(blend_path: str, tmp_path) -> None:
+    from curator.core.context import GlobalContext
+    from curator.train.stage import Train
+
+    stage = Train.from_params({"train_iters": 3})
+    ctx = GlobalContext(executor=None, fingerprint="f", stage=stage, stage_id="train",
+                        work_dir=str(tmp_path), artifacts={"blend": blend_path})
+    cfg = stage.config(ctx)
+    assert cfg.blend == blend_path and cfg.train_iters == 3
+    assert cfg.save == str(tmp_path / "train" / "checkpoints")
+    bare = GlobalContext(executor=None, fingerprint="f", stage=stage, stage_id="train",
+                         work_dir=str(tmp_path), artifacts={})
+    with pytest.raises(ConfigError, match="needs an artifact 'blend'"):
+        stage.config(bare)
+
+
+def test_stage_parameters_mirror_train_config() -> None:
+    """The YAML stage, the CLI and the torchrun worker share TrainConfig: same names, same
+    defaults."""
+    import dataclasses
+
+    from curator.train.stage import Train
+
+    fields = {f.name: f.default for f in dataclasses.fields(TrainConfig)}
+    params = Train.params_model().model_fields
+    stage_defaults = {k: v.default for k, v in params.items() if k != "nproc_per_node"}
+    fields["save"] = stage_defaults["save"]  # the stage defaults under work_dir
+    assert stage_defaults == fields
+
+
+def test_cli_trains_in_process_and_extends_a_run(blend_path: str, tmp_path, capsys) -> None:
+    from curator.cli import main
+
+    base = ["train", "--blend", blend_path, "--save", str(tmp_path / "ck"), "--num-threads",
+            "1", "--device", "cpu"]
+    assert main([*base, "--train-iters", "3"]) == 0
+    assert "trained to iteration 3 on cpu" in capsys.readouterr().out
+    # asking for more steps continues the same run from its checkpoint
+    assert main([*base, "--train-iters", "5"]) == 0
+    summary = _json(tmp_path / "ck" / "train_summary.json")
+    assert summary["resumed_from"] == 3 and summary["steps_run"] == 2
+    with open(tmp_path / "ck" / "metrics.jsonl") as f:
+        assert [json.loads(line)["iteration"] for line in f] == [1, 2, 3, 4, 5]
+    # nothing left to do: no step runs, the checkpoint stays
+    assert main([*base, "--train-iters", "5"]) == 0
+    assert "nothing left to train" in capsys.readouterr().out

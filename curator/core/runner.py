@@ -241,7 +241,7 @@ class Runner:
         else:  # pragma: no cover
             raise StageError(f"stage '{node.id}' has unknown kind '{stage.kind}'")
         progress.finish()
-        agg = aggregate(stats, inputs if stage.kind != "source" else None)
+        agg = aggregate(stats, inputs if stage.kind != "source" else None, out)
         agg["counters"] = dict(Counter(agg["counters"]) + gctx.counters)
         result = {
             "fingerprint": node.fingerprint,
@@ -289,7 +289,8 @@ class Runner:
                 "artifacts": r["artifacts"], "shards": len(r["shards"]), **r["stats"]}
 
 
-def aggregate(stats: Sequence[dict[str, Any]], inputs: list[Shard] | None) -> dict[str, Any]:
+def aggregate(stats: Sequence[dict[str, Any]], inputs: list[Shard] | None,
+              outputs: list[Shard] | None = None) -> dict[str, Any]:
     """Sum per-shard stats into per-stage stats."""
     agg: dict[str, Any] = {"docs_in": 0, "bytes_in": 0, "docs_out": 0, "bytes_out": 0,
                            "rejected": Counter(), "quarantined": Counter(), "counters": Counter(),
@@ -305,9 +306,9 @@ def aggregate(stats: Sequence[dict[str, Any]], inputs: list[Shard] | None) -> di
             agg["length_hist"][i] += c
         agg["shard_seconds"] += st.get("seconds", 0.0)
         agg["shards_resumed"] += bool(st.get("resumed"))
-    if not stats and inputs is not None:  # artifact-only global stage
-        n = sum(s.docs for s in inputs)
-        agg["docs_in"] = agg["docs_out"] = n
+    if not stats and inputs is not None:  # a global stage that passed shards through
+        agg["docs_in"] = sum(s.docs for s in inputs)
+        agg["docs_out"] = sum(s.docs for s in (outputs if outputs is not None else inputs))
     for k in ("rejected", "quarantined", "counters"):
         agg[k] = dict(sorted(agg[k].items(), key=lambda kv: (-kv[1], kv[0])))
     agg["shard_seconds"] = round(agg["shard_seconds"], 3)

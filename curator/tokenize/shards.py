@@ -1,0 +1,326 @@
+"""``megatron_shards``: tokenize documents into the mmap ``.bin/.idx`` files that Megatron-Core
+reads, with token statistics for the run report.
+
+Two phases:
+
+1. ``tokenize`` (one task per input shard, in parallel, resumable per shard): documents are
+   grouped by ``meta["source"]`` (or all together) and encoded in batches; each group becomes
+   one part ``stages/<id>/parts/<shard>/<group>.bin/.idx``, written atomically and verified.
+2. ``merge`` (one task per output prefix): the parts of a group are concatenated in shard
+   order into ``<output_dir>/<group>_text_document.bin/.idx``, or cut at document boundaries
+   into prefixes of about ``prefix_size_mb`` each (``<group>-00000_text_document``...).
+
+Documents keep their order and their ids: ``<prefix>.ids`` lists the id of every document in
+the prefix, one per line. A document with no tokens is kept as an empty document (zero
+sequences), as Megatron's ``preprocess_data.py`` does, so document counts always match.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+
+from curator.core.context import GlobalContext
+from curator.core.document import Document
+from curator.core.errors import ConfigError
+from curator.core.stage import GlobalStage, Shard
+from curator.io.atomic import atomic_open
+from curator.io.shards import read_shard
+from curator.tokenize import megatron
+from curator.tokenize.load import Encoder, load_encoder, spec_from_params
+
+#: Token-length histogram: bin i holds documents with 2**(i-1) <= tokens < 2**i (bin 0: none).
+TOKEN_BINS = 32
+_SAFE = re.compile(r"[^A-Za-z0-9_.-]+")
+
+
+def safe_name(s: str) -> str:
+    """A file-name-safe form of a source name."""
+    return _SAFE.sub("_", s).strip("._") or "source"
+
+
+def token_bins(n: np.ndarray) -> np.ndarray:
+    """Histogram bin of each token count (vectorised ``int.bit_length``, capped)."""
+    n = np.asarray(n, dtype=np.int64)
+    bits = np.zeros(len(n), dtype=np.int64)
+    pos = n > 0
+    bits[pos] = np.floor(np.log2(n[pos])).astype(np.int64) + 1
+    return np.minimum(bits, TOKEN_BINS - 1)
+
+
+def bin_labels(nbins: int) -> list[str]:
+    out = ["0"]
+    for i in range(1, nbins):
+        lo, hi = 1 << (i - 1), (1 << i) - 1
+        out.append(str(lo) if lo == hi else f"{lo}-{hi}")
+    return out
+
+
+@dataclass
+class GroupStats:
+    """Per-group (source) numbers of one shard, summed over shards by the driver."""
+
+    part: str
+    documents: int = 0
+    empty_documents: int = 0
+    sequences: int = 0
+    sentences: int = 0
+    tokens: int = 0
+    hist: list[int] = field(default_factory=lambda: [0] * TOKEN_BINS)
+
+
+def encode_documents(enc: Encoder, texts: list[str], *, split_sentences: bool, lang: str,
+                     append_eod: bool, count_sentences: bool
+                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
+    """Tokenize a batch the way Megatron's ``preprocess_data.py`` does.
+
+    Returns ``(tokens, seq_lengths, seqs_per_doc, tokens_per_doc, sentences)``: empty
+    sentences are dropped, and with ``append_eod`` the EOD id ends the last sequence of every
+    non-empty document. The only per-document Python is building the text list for the
+    tokenizer; the rest is numpy over the whole batch.
+    """
+    from curator.text import split_sentences as splitter
+
+    n_sent = 0
+    if split_sentences:
+        pieces = [splitter(t, lang) for t in texts]
+        per_doc = np.fromiter(map(len, pieces), dtype=np.int64, count=len(pieces))
+        flat = list(itertools.chain.from_iterable(pieces))
+        n_sent = len(flat)
+    else:
+        per_doc = np.ones(len(texts), dtype=np.int64)
+        flat = texts
+        if count_sentences:
+            n_sent = sum(len(splitter(t, lang)) for t in texts)
+    ids = enc.encode_batch(flat) if flat else []
+    lens = np.fromiter(map(len, ids), dtype=np.int64, count=len(ids))
+    total = int(lens.sum())
+    tokens = np.fromiter(itertools.chain.from_iterable(ids), dtype=np.int64, count=total)
+    # drop empty sequences, recount sequences per document
+    doc_of_seq = np.repeat(np.arange(len(texts)), per_doc)
+    keep = lens > 0
+    lens, doc_of_seq = lens[keep], doc_of_seq[keep]
+    seqs_per_doc = np.bincount(doc_of_seq, minlength=len(texts)).astype(np.int64)
+    tok_per_doc = np.bincount(doc_of_seq, weights=lens, minlength=len(texts)).astype(np.int64)
+    if append_eod and len(lens):
+        if enc.eod_id is None:
+            raise ConfigError("append_eod is on but the tokenizer has no EOD token; set "
+                              "eod_token to one of its tokens or append_eod: false")
+        last_seq = np.cumsum(seqs_per_doc)[seqs_per_doc > 0] - 1
+        ends = np.cumsum(lens)[last_seq]  # token position right after each doc's last seq
+        tokens = np.insert(tokens, ends, enc.eod_id)
+        lens[last_seq] += 1
+        tok_per_doc[seqs_per_doc > 0] += 1
+    return tokens, lens, seqs_per_doc, tok_per_doc, n_sent
+
+
+class _TokenizeShard:
+    """Phase 1 task: one input shard -> one part per group. Picklable (plain data only)."""
+
+    def __init__(self, stage: MegatronShards, spec: dict[str, Any], parts_dir: str) -> None:
+        self.stage = stage
+        self.spec = spec
+        self.parts_dir = parts_dir
+
+    def __call__(self, shard: tuple[str, str]) -> dict[str, Any]:
+        name, path = shard
+        st = self.stage
+        enc = load_encoder(self.spec, st.eod_token)
+        dtype = megatron.token_dtype(enc.vocab_size)
+        writers: dict[str, tuple[megatron.IndexedWriter, Any, GroupStats]] = {}
+        buffers: dict[str, list[Document]] = {}
+
+        def flush(group: str) -> None:
+            docs = buffers.pop(group, [])
+            if not docs:
+                return
+            if group not in writers:
+                prefix = os.path.join(self.parts_dir, name, safe_name(group))
+                ids_fh = atomic_open(prefix + ".ids", "wb")
+                writers[group] = (megatron.IndexedWriter(prefix, dtype),
+                                  (ids_fh, ids_fh.__enter__()), GroupStats(prefix))
+            w, (_, ids_out), gs = writers[group]
+            toks, lens, per_doc, per_doc_tok, n_sent = encode_documents(
+                enc, [d.text for d in docs], split_sentences=st.split_sentences, lang=st.lang,
+                append_eod=st.append_eod, count_sentences=st.sentence_stats)
+            w.add_batch(toks, lens, per_doc)
+            ids_out.write("".join(f"{_one_line(d.id)}\n" for d in docs).encode())
+            gs.documents += len(docs)
+            gs.empty_documents += int((per_doc == 0).sum())
+            gs.sequences += len(lens)
+            gs.sentences += n_sent
+            gs.tokens += len(toks)
+            for i, c in enumerate(np.bincount(token_bins(per_doc_tok), minlength=TOKEN_BINS)):
+                gs.hist[i] += int(c)
+
+        try:
+            for doc in read_shard(path):
+                group = doc.meta.get("source", "unknown") if st.group_by == "source" else "all"
+                group = str(group)
+                buf = buffers.setdefault(group, [])
+                buf.append(doc)
+                if len(buf) >= st.batch_size:
+                    flush(group)
+            for group in list(buffers):
+                flush(group)
+        except BaseException:
+            for w, (cm, _), _ in writers.values():
+                w.abort()
+                cm.__exit__(RuntimeError, RuntimeError("aborted"), None)
+            raise
+        out = {}
+        for group, (w, (cm, _), gs) in writers.items():
+            w.close()
+            cm.__exit__(None, None, None)
+            megatron.verify(gs.part)
+            out[group] = gs.__dict__
+        return {"shard": name, "dtype": np.dtype(dtype).name, "groups": out}
+
+
+def _one_line(s: str) -> str:
+    return s.replace("\n", " ").replace("\r", " ")
+
+
+class _MergePrefix:
+    """Phase 2 task: one output prefix from slices of parts."""
+
+    def __call__(self, job: dict[str, Any]) -> dict[str, Any]:
+        slices = [megatron.Slice(*s) for s in job["slices"]]
+        out = job["prefix"]
+        os.makedirs(os.path.dirname(out), exist_ok=True)
+        res = megatron.merge(slices, out)
+        with atomic_open(out + ".ids", "wb") as f:
+            for s in slices:
+                with open(s.prefix + ".ids", "rb") as src:
+                    for line in itertools.islice(src, s.doc_lo, s.doc_hi):
+                        f.write(line)
+        return {"prefix": out, **res}
+
+
+class MegatronShards(GlobalStage):
+    """Tokenize documents into Megatron-Core .bin/.idx datasets, one prefix per source."""
+
+    name = "megatron_shards"
+
+    def __init__(
+        self,
+        output_dir: str = "megatron",
+        tokenizer: str | None = None,
+        vocab_file: str | None = None,
+        merges_file: str | None = None,
+        eod_token: str | None = None,
+        append_eod: bool = True,
+        split_sentences: bool = False,
+        lang: str = "en",
+        group_by: Literal["source", "none"] = "source",
+        prefix_size_mb: float = 0.0,
+        batch_size: int = 1000,
+        sentence_stats: bool = True,
+    ) -> None:
+        self.output_dir = output_dir
+        self.tokenizer = tokenizer
+        self.vocab_file = vocab_file
+        self.merges_file = merges_file
+        self.eod_token = eod_token
+        self.append_eod = append_eod
+        self.split_sentences = split_sentences
+        self.lang = lang
+        self.group_by = group_by
+        self.prefix_size_mb = prefix_size_mb
+        self.batch_size = max(1, batch_size)
+        self.sentence_stats = sentence_stats
+
+    def run(self, shards: list[Shard], ctx: GlobalContext) -> list[Shard]:
+        spec = spec_from_params(self.tokenizer, self.vocab_file, self.merges_file,
+                                ctx.artifact("tokenizer", None), f"stage '{ctx.stage_id}'")
+        enc = load_encoder(spec, self.eod_token)  # fail early, on the driver, on a bad tokenizer
+        out_dir = ctx.output_path(self.output_dir)
+        parts_dir = os.path.join(ctx.stage_dir, "parts")
+        results = ctx.map(_TokenizeShard(self, spec, parts_dir),
+                          [(s.name, s.path) for s in shards], phase="tokenize",
+                          keys=[s.name for s in shards])
+
+        # group -> parts in shard order
+        groups: dict[str, list[dict[str, Any]]] = {}
+        for r in results:
+            for g, gs in r["groups"].items():
+                groups.setdefault(g, []).append(gs)
+        dtype = megatron.token_dtype(enc.vocab_size)
+        itemsize = np.dtype(dtype).itemsize
+        target = int(self.prefix_size_mb * 1e6)
+        jobs: list[dict[str, Any]] = []
+        names: dict[str, str] = {}
+        for g in sorted(groups):
+            base = safe_name(g)
+            if base in names.values():
+                base = f"{base}-{len(names)}"
+            names[g] = base
+            parts = [(p["part"], megatron.read_index(p["part"] + ".idx").doc_token_ends())
+                     for p in groups[g]]
+            plan = megatron.plan_split(parts, target, itemsize)
+            for k, slices in enumerate(plan):
+                stem = base if target <= 0 else f"{base}-{k:05d}"
+                jobs.append({"group": g, "prefix": os.path.join(out_dir, f"{stem}_text_document"),
+                             "slices": [(s.prefix, s.doc_lo, s.doc_hi) for s in slices]})
+        merged = ctx.map(_MergePrefix(), jobs, phase="merge",
+                         keys=[os.path.basename(j["prefix"]) for j in jobs])
+
+        prefixes: dict[str, list[str]] = {}
+        for j, m in zip(jobs, merged, strict=True):
+            prefixes.setdefault(j["group"], []).append(m["prefix"])
+        self._publish(ctx, enc, groups, prefixes, dtype, out_dir)
+        return ctx.passthrough(shards)
+
+    def _publish(self, ctx: GlobalContext, enc: Encoder, groups: dict[str, list[dict[str, Any]]],
+                 prefixes: dict[str, list[str]], dtype: type, out_dir: str) -> None:
+        rows, stats = [], {}
+        hist_all = np.zeros(TOKEN_BINS, dtype=np.int64)
+        for g in sorted(groups):
+            tot = {k: sum(p[k] for p in groups[g]) for k in
+                   ("documents", "empty_documents", "sequences", "sentences", "tokens")}
+            hist = np.sum([p["hist"] for p in groups[g]], axis=0)
+            hist_all += hist
+            sents = tot["sentences"] if (self.split_sentences or self.sentence_stats) else None
+            tot["avg_tokens_per_document"] = round(tot["tokens"] / max(tot["documents"], 1), 2)
+            tot["avg_tokens_per_sentence"] = (round(tot["tokens"] / sents, 2) if sents else None)
+            tot["avg_sentences_per_document"] = (round(sents / max(tot["documents"], 1), 2)
+                                                 if sents is not None else None)
+            stats[g] = tot
+            rows.append([g, tot["documents"], tot["empty_documents"], tot["sequences"],
+                         tot["tokens"], tot["avg_tokens_per_document"],
+                         tot["avg_tokens_per_sentence"], tot["avg_sentences_per_document"],
+                         len(prefixes.get(g, []))])
+            ctx.count(f"tokens:{g}", tot["tokens"])
+        ctx.count("tokens", int(sum(s["tokens"] for s in stats.values())))
+        last = int(np.max(np.nonzero(hist_all)[0])) + 1 if hist_all.any() else 1
+        ctx.artifacts.update({
+            "tokenizer": enc.describe(),
+            "prefixes": prefixes,
+            "token_counts": {g: s["tokens"] for g, s in stats.items()},
+            "document_counts": {g: s["documents"] for g, s in stats.items()},
+            "corpus_stats": stats,
+            "megatron_dir": out_dir,
+            "token_dtype": np.dtype(dtype).name,
+            "report_tables": [{
+                "title": "tokens per source",
+                "columns": ["source", "documents", "empty", "sequences", "tokens",
+                            "avg tokens/doc", "avg tokens/sentence", "avg sentences/doc",
+                            "prefixes"],
+                "rows": rows}],
+            "report_histograms": [{
+                "title": "document length in tokens",
+                "labels": bin_labels(last), "counts": [int(c) for c in hist_all[:last]]}],
+        })
+
+
+def iter_prefix_ids(prefix: str) -> Iterator[str]:
+    """The document ids of a written prefix, in order."""
+    with open(prefix + ".ids", encoding="utf-8") as f:
+        for line in f:
+            yield line.rstrip("\n")

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 import struct
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -248,10 +248,45 @@ def plan_split(parts: Sequence[tuple[str, np.ndarray]], target_bytes: int, items
     return [o for o in outputs if o]
 
 
+def slice_ranges(idx: Index, s: Slice) -> tuple[int, int, int, int]:
+    """``(seq_lo, seq_hi, tok_lo, tok_hi)`` covered by documents ``[s.doc_lo, s.doc_hi)``."""
+    n_seq, itemsize = len(idx.lengths), idx.itemsize
+    seq_lo, seq_hi = int(idx.doc_indices[s.doc_lo]), int(idx.doc_indices[s.doc_hi])
+    tok_lo = int(idx.pointers[seq_lo]) // itemsize if seq_lo < n_seq else idx.tokens
+    tok_hi = int(idx.pointers[seq_hi]) // itemsize if seq_hi < n_seq else idx.tokens
+    return seq_lo, seq_hi, tok_lo, tok_hi
+
+
+def merged_index(indices: Sequence[Index], slices: Sequence[Slice]) -> Iterator[bytes]:
+    """The ``.idx`` of the concatenation of ``slices``, as byte chunks in file order (header,
+    lengths, pointers, document indices), one slice at a time. Pointers are rebased with int64
+    arithmetic, so they stay exact past 2**31 (and 2**32) bytes."""
+    dtype = indices[0].dtype
+    itemsize = np.dtype(dtype).itemsize
+    ranges = [slice_ranges(idx, s) for idx, s in zip(indices, slices, strict=True)]
+    n_seq = sum(r[1] - r[0] for r in ranges)
+    n_docs = sum(s.doc_hi - s.doc_lo for s in slices)
+    yield index_header(dtype, n_seq, n_docs + 1)
+    for idx, (q0, q1, _, _) in zip(indices, ranges, strict=True):
+        yield np.ascontiguousarray(idx.lengths[q0:q1], dtype=np.int32).tobytes()
+    byte_base = np.int64(0)
+    for idx, (q0, q1, t0, t1) in zip(indices, ranges, strict=True):
+        ptr = np.asarray(idx.pointers[q0:q1], dtype=np.int64) - np.int64(t0) * itemsize
+        yield (ptr + byte_base).tobytes()
+        byte_base += np.int64(t1 - t0) * itemsize
+    yield np.zeros(1, dtype=np.int64).tobytes()
+    seq_base = 0
+    for s, idx, (q0, q1, _, _) in zip(slices, indices, ranges, strict=True):
+        di = np.asarray(idx.doc_indices[s.doc_lo + 1:s.doc_hi + 1], dtype=np.int64)
+        yield (di - np.int64(q0) + np.int64(seq_base)).tobytes()
+        seq_base += q1 - q0
+
+
 def merge(slices: Sequence[Slice], out_prefix: str) -> dict[str, int]:
     """Write the concatenation of ``slices`` as ``out_prefix.bin/.idx`` (atomically), streaming:
-    ``.bin`` byte ranges are copied and the index is written array by array, slice by slice,
-    with int64 pointer arithmetic. Returns documents, sequences and tokens written."""
+    ``.bin`` byte ranges are copied and the index is written slice by slice (see
+    :func:`merged_index`). Inputs and the output are verified. Returns documents, sequences
+    and tokens written."""
     if not slices:
         raise ValueError("merge: nothing to merge")
     indices = [verify(s.prefix) for s in slices]
@@ -261,37 +296,18 @@ def merge(slices: Sequence[Slice], out_prefix: str) -> dict[str, int]:
             raise InputError(f"{s.prefix}: token dtype {np.dtype(idx.dtype).name} differs from "
                              f"{np.dtype(dtype).name}")
     itemsize = np.dtype(dtype).itemsize
-    ranges = []  # (seq_lo, seq_hi, tok_lo, tok_hi) per slice
-    for s, idx in zip(slices, indices, strict=True):
-        seq_lo, seq_hi = int(idx.doc_indices[s.doc_lo]), int(idx.doc_indices[s.doc_hi])
-        tok_lo = int(idx.pointers[seq_lo]) // itemsize if seq_lo < len(idx.lengths) else idx.tokens
-        tok_hi = int(idx.pointers[seq_hi]) // itemsize if seq_hi < len(idx.lengths) else idx.tokens
-        ranges.append((seq_lo, seq_hi, tok_lo, tok_hi))
-    n_seq = sum(r[1] - r[0] for r in ranges)
-    n_docs = sum(s.doc_hi - s.doc_lo for s in slices)
-
+    ranges = [slice_ranges(idx, s) for idx, s in zip(indices, slices, strict=True)]
     with atomic_open(out_prefix + ".bin", "wb") as out:
         for s, (_, _, t0, t1) in zip(slices, ranges, strict=True):
             with open(s.prefix + ".bin", "rb") as f:
                 f.seek(t0 * itemsize)
                 _copy_range(f, out, (t1 - t0) * itemsize)
     with atomic_open(out_prefix + ".idx", "wb") as out:
-        out.write(index_header(dtype, n_seq, n_docs + 1))
-        for idx, (q0, q1, _, _) in zip(indices, ranges, strict=True):
-            out.write(np.ascontiguousarray(idx.lengths[q0:q1]).tobytes())
-        byte_base = 0
-        for idx, (q0, q1, t0, t1) in zip(indices, ranges, strict=True):
-            ptr = np.asarray(idx.pointers[q0:q1], dtype=np.int64) - np.int64(t0 * itemsize)
-            out.write((ptr + np.int64(byte_base)).tobytes())
-            byte_base += (t1 - t0) * itemsize
-        out.write(np.zeros(1, dtype=np.int64).tobytes())
-        seq_base = 0
-        for s, idx, (q0, q1, _, _) in zip(slices, indices, ranges, strict=True):
-            di = np.asarray(idx.doc_indices[s.doc_lo + 1:s.doc_hi + 1], dtype=np.int64)
-            out.write((di - np.int64(q0) + np.int64(seq_base)).tobytes())
-            seq_base += q1 - q0
+        for chunk in merged_index(indices, slices):
+            out.write(chunk)
     verify(out_prefix)
-    return {"documents": n_docs, "sequences": n_seq,
+    return {"documents": sum(s.doc_hi - s.doc_lo for s in slices),
+            "sequences": sum(r[1] - r[0] for r in ranges),
             "tokens": sum(r[3] - r[2] for r in ranges)}
 
 

@@ -120,6 +120,46 @@ def encode_documents(enc: Encoder, texts: list[str], *, split_sentences: bool, l
     return tokens, lens, seqs_per_doc, tok_per_doc, n_sent
 
 
+class PartWriter:
+    """Tokenize batches of documents of one group into one ``.bin/.idx/.ids`` part, keeping
+    the group's statistics. Used by the ``tokenize`` phase (and by ``bench/``)."""
+
+    def __init__(self, prefix: str, enc: Encoder, *, split_sentences: bool = False,
+                 lang: str = "en", append_eod: bool = True, sentence_stats: bool = True) -> None:
+        self.enc = enc
+        self.opts = {"split_sentences": split_sentences, "lang": lang, "append_eod": append_eod,
+                     "count_sentences": sentence_stats}
+        self.writer = megatron.IndexedWriter(prefix, megatron.token_dtype(enc.vocab_size))
+        self._ids_cm = atomic_open(prefix + ".ids", "wb")
+        self._ids = self._ids_cm.__enter__()
+        self.stats = GroupStats(prefix)
+
+    def add(self, docs: list[Document]) -> None:
+        toks, lens, per_doc, per_doc_tok, n_sent = encode_documents(
+            self.enc, [d.text for d in docs], **self.opts)
+        self.writer.add_batch(toks, lens, per_doc)
+        self._ids.write("".join(f"{_one_line(d.id)}\n" for d in docs).encode())
+        gs = self.stats
+        gs.documents += len(docs)
+        gs.empty_documents += int((per_doc == 0).sum())
+        gs.sequences += len(lens)
+        gs.sentences += n_sent
+        gs.tokens += len(toks)
+        for i, c in enumerate(np.bincount(token_bins(per_doc_tok), minlength=TOKEN_BINS)):
+            gs.hist[i] += int(c)
+
+    def close(self) -> dict[str, Any]:
+        """Publish the part (atomically), verify it and return its statistics."""
+        self.writer.close()
+        self._ids_cm.__exit__(None, None, None)
+        megatron.verify(self.stats.part)
+        return dict(self.stats.__dict__)
+
+    def abort(self) -> None:
+        self.writer.abort()
+        self._ids_cm.__exit__(RuntimeError, RuntimeError("aborted"), None)
+
+
 class _TokenizeShard:
     """Phase 1 task: one input shard -> one part per group. Picklable (plain data only)."""
 
@@ -132,8 +172,7 @@ class _TokenizeShard:
         name, path = shard
         st = self.stage
         enc = load_encoder(self.spec, st.eod_token)
-        dtype = megatron.token_dtype(enc.vocab_size)
-        writers: dict[str, tuple[megatron.IndexedWriter, Any, GroupStats]] = {}
+        writers: dict[str, PartWriter] = {}
         buffers: dict[str, list[Document]] = {}
 
         def flush(group: str) -> None:
@@ -141,28 +180,16 @@ class _TokenizeShard:
             if not docs:
                 return
             if group not in writers:
-                prefix = os.path.join(self.parts_dir, name, safe_name(group))
-                ids_fh = atomic_open(prefix + ".ids", "wb")
-                writers[group] = (megatron.IndexedWriter(prefix, dtype),
-                                  (ids_fh, ids_fh.__enter__()), GroupStats(prefix))
-            w, (_, ids_out), gs = writers[group]
-            toks, lens, per_doc, per_doc_tok, n_sent = encode_documents(
-                enc, [d.text for d in docs], split_sentences=st.split_sentences, lang=st.lang,
-                append_eod=st.append_eod, count_sentences=st.sentence_stats)
-            w.add_batch(toks, lens, per_doc)
-            ids_out.write("".join(f"{_one_line(d.id)}\n" for d in docs).encode())
-            gs.documents += len(docs)
-            gs.empty_documents += int((per_doc == 0).sum())
-            gs.sequences += len(lens)
-            gs.sentences += n_sent
-            gs.tokens += len(toks)
-            for i, c in enumerate(np.bincount(token_bins(per_doc_tok), minlength=TOKEN_BINS)):
-                gs.hist[i] += int(c)
+                writers[group] = PartWriter(
+                    os.path.join(self.parts_dir, name, safe_name(group)), enc,
+                    split_sentences=st.split_sentences, lang=st.lang, append_eod=st.append_eod,
+                    sentence_stats=st.sentence_stats)
+            writers[group].add(docs)
 
         try:
             for doc in read_shard(path):
-                group = doc.meta.get("source", "unknown") if st.group_by == "source" else "all"
-                group = str(group)
+                group = str(doc.meta.get("source", "unknown")) if st.group_by == "source" \
+                    else "all"
                 buf = buffers.setdefault(group, [])
                 buf.append(doc)
                 if len(buf) >= st.batch_size:
@@ -170,17 +197,11 @@ class _TokenizeShard:
             for group in list(buffers):
                 flush(group)
         except BaseException:
-            for w, (cm, _), _ in writers.values():
+            for w in writers.values():
                 w.abort()
-                cm.__exit__(RuntimeError, RuntimeError("aborted"), None)
             raise
-        out = {}
-        for group, (w, (cm, _), gs) in writers.items():
-            w.close()
-            cm.__exit__(None, None, None)
-            megatron.verify(gs.part)
-            out[group] = gs.__dict__
-        return {"shard": name, "dtype": np.dtype(dtype).name, "groups": out}
+        groups = {g: w.close() for g, w in writers.items()}
+        return {"shard": name, "groups": groups}
 
 
 def _one_line(s: str) -> str:
@@ -274,6 +295,8 @@ class MegatronShards(GlobalStage):
         prefixes: dict[str, list[str]] = {}
         for j, m in zip(jobs, merged, strict=True):
             prefixes.setdefault(j["group"], []).append(m["prefix"])
+        if ctx.is_root:
+            remove_stale(out_dir, list(names.values()), {m["prefix"] for m in merged})
         self._publish(ctx, enc, groups, prefixes, dtype, out_dir)
         return ctx.passthrough(shards)
 
@@ -317,6 +340,18 @@ class MegatronShards(GlobalStage):
                 "title": "document length in tokens",
                 "labels": bin_labels(last), "counts": [int(c) for c in hist_all[:last]]}],
         })
+
+
+def remove_stale(out_dir: str, bases: list[str], keep: set[str]) -> None:
+    """Delete outputs of an earlier run with other settings (say, another prefix_size_mb) for
+    the same groups, so the folder only holds what the artifacts list."""
+    if not bases or not os.path.isdir(out_dir):
+        return
+    alt = "|".join(re.escape(b) for b in bases)
+    pat = re.compile(rf"^({alt})(-\d{{5}})?_text_document\.(bin|idx|ids)$")
+    for f in os.listdir(out_dir):
+        if pat.match(f) and os.path.join(out_dir, f.rsplit(".", 1)[0]) not in keep:
+            os.unlink(os.path.join(out_dir, f))
 
 
 def iter_prefix_ids(prefix: str) -> Iterator[str]:

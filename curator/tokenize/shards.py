@@ -72,6 +72,7 @@ class GroupStats:
     sequences: int = 0
     sentences: int = 0
     tokens: int = 0
+    repaired_documents: int = 0
     hist: list[int] = field(default_factory=lambda: [0] * TOKEN_BINS)
 
 
@@ -135,8 +136,17 @@ class PartWriter:
         self.stats = GroupStats(prefix)
 
     def add(self, docs: list[Document]) -> None:
-        toks, lens, per_doc, per_doc_tok, n_sent = encode_documents(
-            self.enc, [d.text for d in docs], **self.opts)
+        texts = [d.text for d in docs]
+        try:
+            toks, lens, per_doc, per_doc_tok, n_sent = encode_documents(
+                self.enc, texts, **self.opts)
+        except (TypeError, UnicodeError, ValueError):
+            # Text that is not valid Unicode (lone surrogates from a lenient decoder) cannot
+            # be tokenized: replace the bad characters with U+FFFD, keep the document, count it.
+            fixed = [_valid_unicode(t) for t in texts]
+            self.stats.repaired_documents += sum(a is not b for a, b in zip(texts, fixed))
+            toks, lens, per_doc, per_doc_tok, n_sent = encode_documents(
+                self.enc, fixed, **self.opts)
         self.writer.add_batch(toks, lens, per_doc)
         self._ids.write("".join(f"{_one_line(d.id)}\n" for d in docs).encode())
         gs = self.stats
@@ -202,6 +212,14 @@ class _TokenizeShard:
             raise
         groups = {g: w.close() for g, w in writers.items()}
         return {"shard": name, "groups": groups}
+
+
+def _valid_unicode(s: str) -> str:
+    try:
+        s.encode("utf-8")
+        return s
+    except UnicodeEncodeError:
+        return s.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
 
 
 def _one_line(s: str) -> str:
@@ -306,7 +324,8 @@ class MegatronShards(GlobalStage):
         hist_all = np.zeros(TOKEN_BINS, dtype=np.int64)
         for g in sorted(groups):
             tot = {k: sum(p[k] for p in groups[g]) for k in
-                   ("documents", "empty_documents", "sequences", "sentences", "tokens")}
+                   ("documents", "empty_documents", "repaired_documents", "sequences",
+                    "sentences", "tokens")}
             hist = np.sum([p["hist"] for p in groups[g]], axis=0)
             hist_all += hist
             sents = tot["sentences"] if (self.split_sentences or self.sentence_stats) else None
@@ -320,6 +339,8 @@ class MegatronShards(GlobalStage):
                          tot["avg_tokens_per_sentence"], tot["avg_sentences_per_document"],
                          len(prefixes.get(g, []))])
             ctx.count(f"tokens:{g}", tot["tokens"])
+            if tot["repaired_documents"]:
+                ctx.count("invalid_unicode_repaired", tot["repaired_documents"])
         ctx.count("tokens", int(sum(s["tokens"] for s in stats.values())))
         last = int(np.max(np.nonzero(hist_all)[0])) + 1 if hist_all.any() else 1
         ctx.artifacts.update({

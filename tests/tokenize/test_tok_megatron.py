@@ -175,3 +175,28 @@ def test_verify_rejects_truncated_files(tmp_path):
         f.write(b"NOTANIDX" * 5)
     with pytest.raises(InputError, match="bad magic"):
         megatron.read_index(p + ".idx")
+
+
+def test_invalid_unicode_is_repaired_and_counted_not_fatal(tmp_path):
+    from tokenizers import Tokenizer, models, pre_tokenizers
+
+    from curator.core.document import Document
+    from curator.tokenize.load import Encoder
+    from curator.tokenize.shards import PartWriter
+
+    alphabet = pre_tokenizers.ByteLevel.alphabet()
+    vocab = {"<|endoftext|>": 0, **{c: i + 1 for i, c in enumerate(sorted(alphabet))}}
+    t = Tokenizer(models.BPE(vocab, []))
+    t.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    t.add_special_tokens(["<|endoftext|>"])
+    enc = Encoder("huggingface", "mem", t.get_vocab_size(), 0, t)
+    w = PartWriter(str(tmp_path / "p"), enc)
+    texts = ["fine", "bad \ud800 text", ""]
+    w.add([Document(str(i), x, {}) for i, x in enumerate(texts)])
+    stats = w.close()
+    assert stats["repaired_documents"] == 1 and stats["documents"] == 3
+    ds = IndexedDataset(str(tmp_path / "p"))
+    fixed = "bad \ud800 text".encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+    assert "\ufffd" in fixed
+    assert ds[1].tolist() == t.encode(fixed).ids + [0]
+    assert ds.document_indices.tolist() == [0, 1, 2, 2]

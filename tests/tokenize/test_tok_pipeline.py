@@ -125,6 +125,13 @@ def test_sentencepiece_split_sentences_sized_prefixes(tmp_path, corpus):
     docs, ids = read_documents(prefixes)
     recs = corpus["web"][1]
     assert ids == [r["id"] for r in recs]
+    # the ids megatron-core's own SentencePiece tokenizer produces, and its EOD
+    from megatron.core.tokenizers import MegatronTokenizer
+
+    mt = MegatronTokenizer.from_pretrained(tokenizer_path=tok["path"],
+                                           metadata_path={"library": "sentencepiece"})
+    assert mt.eod == tok["eod_id"] == 3
+    assert docs == expected_docs([r["text"] for r in recs], mt.tokenize, mt.eod, split=True)
     assert docs == expected_docs([r["text"] for r in recs], sp.encode, 3, split=True)
     assert any(len(d) > 1 for d in docs)  # several sentences -> several sequences
     n_sent = sum(len(split_sentences(r["text"])) for r in recs)
@@ -209,6 +216,15 @@ def test_cli_train_tokenizer_and_tokenize(tmp_path, corpus):
     exp = expected_docs([x["text"] for x in corpus["web"][1]], lambda s: t.encode(s).ids,
                         info["eod_id"], split=False)
     assert docs == exp and int(ntok) == sum(len(s) for d in exp for s in d)
+    # GPT-2 style vocab.json + merges.txt give the very same files
+    r = subprocess.run([sys.executable, "-m", "curator", "tokenize", corpus["web"][0],
+                        "--vocab-file", str(out / "vocab.json"), "--merges-file",
+                        str(out / "merges.txt"), "-o", str(tmp_path / "mega2"), "--single"],
+                       capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    for ext in (".bin", ".idx"):
+        assert (tmp_path / "mega2" / f"all_text_document{ext}").read_bytes() == (
+            tmp_path / "mega" / f"all_text_document{ext}").read_bytes()
     r = subprocess.run([sys.executable, "-m", "curator", "tokenize", corpus["web"][0],
                         "--tokenizer", str(tmp_path / "nope.model"), "-o", str(tmp_path / "x")],
                        capture_output=True, text=True, env=env, cwd=tmp_path)

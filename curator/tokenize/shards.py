@@ -322,12 +322,13 @@ class MegatronShards(GlobalStage):
                  prefixes: dict[str, list[str]], dtype: type, out_dir: str) -> None:
         rows, stats = [], {}
         hist_all = np.zeros(TOKEN_BINS, dtype=np.int64)
+        hists: dict[str, np.ndarray] = {}
         for g in sorted(groups):
             tot = {k: sum(p[k] for p in groups[g]) for k in
                    ("documents", "empty_documents", "repaired_documents", "sequences",
                     "sentences", "tokens")}
-            hist = np.sum([p["hist"] for p in groups[g]], axis=0)
-            hist_all += hist
+            hists[g] = np.sum([p["hist"] for p in groups[g]], axis=0)
+            hist_all += hists[g]
             sents = tot["sentences"] if (self.split_sentences or self.sentence_stats) else None
             tot["avg_tokens_per_document"] = round(tot["tokens"] / max(tot["documents"], 1), 2)
             tot["avg_tokens_per_sentence"] = (round(tot["tokens"] / sents, 2) if sents else None)
@@ -358,8 +359,9 @@ class MegatronShards(GlobalStage):
                             "prefixes"],
                 "rows": rows}],
             "report_histograms": [{
-                "title": "document length in tokens",
-                "labels": bin_labels(last), "counts": [int(c) for c in hist_all[:last]]}],
+                "title": "document length in tokens" + (f" ({g})" if g else ""),
+                "labels": bin_labels(last), "counts": [int(c) for c in h[:last]]}
+                for g, h in [("", hist_all)] + (sorted(hists.items()) if len(hists) > 1 else [])],
         })
 
 

@@ -87,6 +87,9 @@ def test_bpe_pipeline_end_to_end(tmp_path, corpus):
     exp_bins = np.bincount([int(n).bit_length() for n in lens])
     assert hist["counts"] == exp_bins.tolist()
     assert hist["labels"][:3] == ["0", "1", "2-3"]
+    per_source = {h["title"]: sum(h["counts"]) for h in mega["report_histograms"][1:]}
+    assert per_source == {f"document length in tokens ({s})": len(corpus[s][1])
+                          for s in ("web", "wiki")}
 
     # blend.json: weights 3:1, epochs against the corpus size, tokenizer carried along
     with open(stage_artifacts(summary, "blend")["blend"]) as f:

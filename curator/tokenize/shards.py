@@ -279,6 +279,15 @@ class MegatronShards(GlobalStage):
         spec = spec_from_params(self.tokenizer, self.vocab_file, self.merges_file,
                                 ctx.artifact("tokenizer", None), f"stage '{ctx.stage_id}'")
         enc = load_encoder(spec, self.eod_token)  # fail early, on the driver, on a bad tokenizer
+        if self.append_eod and enc.eod_id is None:
+            raise ConfigError(f"stage '{ctx.stage_id}': append_eod is on but the tokenizer has "
+                              "no EOD token; set eod_token to one of its tokens or append_eod: "
+                              "false")
+        desc = enc.describe()
+        if spec["type"] == "gpt2bpe":  # downstream stages expect a tokenizer.json path too
+            desc["path"] = os.path.join(ctx.artifact_dir, "tokenizer.json")
+            if ctx.is_root:
+                enc.impl.save(desc["path"])
         out_dir = ctx.output_path(self.output_dir)
         parts_dir = os.path.join(ctx.stage_dir, "parts")
         results = ctx.map(_TokenizeShard(self, spec, parts_dir),
@@ -315,11 +324,12 @@ class MegatronShards(GlobalStage):
             prefixes.setdefault(j["group"], []).append(m["prefix"])
         if ctx.is_root:
             remove_stale(out_dir, list(names.values()), {m["prefix"] for m in merged})
-        self._publish(ctx, enc, groups, prefixes, dtype, out_dir)
+        self._publish(ctx, desc, groups, prefixes, dtype, out_dir)
         return ctx.passthrough(shards)
 
-    def _publish(self, ctx: GlobalContext, enc: Encoder, groups: dict[str, list[dict[str, Any]]],
-                 prefixes: dict[str, list[str]], dtype: type, out_dir: str) -> None:
+    def _publish(self, ctx: GlobalContext, tokenizer: dict[str, Any],
+                 groups: dict[str, list[dict[str, Any]]], prefixes: dict[str, list[str]],
+                 dtype: type, out_dir: str) -> None:
         rows, stats = [], {}
         hist_all = np.zeros(TOKEN_BINS, dtype=np.int64)
         hists: dict[str, np.ndarray] = {}
@@ -345,7 +355,7 @@ class MegatronShards(GlobalStage):
         ctx.count("tokens", int(sum(s["tokens"] for s in stats.values())))
         last = int(np.max(np.nonzero(hist_all)[0])) + 1 if hist_all.any() else 1
         ctx.artifacts.update({
-            "tokenizer": enc.describe(),
+            "tokenizer": tokenizer,
             "prefixes": prefixes,
             "token_counts": {g: s["tokens"] for g, s in stats.items()},
             "document_counts": {g: s["documents"] for g, s in stats.items()},

@@ -221,6 +221,9 @@ def train_sentencepiece(stage: TrainTokenizer, texts: Iterator[str], out_dir: st
     sp = spm.SentencePieceProcessor(model_file=prefix + ".model")
     eod = stage.eod_token
     eod_id = sp.piece_to_id(eod) if eod else sp.eos_id()
+    if eod and eod_id == sp.unk_id() and eod != sp.id_to_piece(sp.unk_id()):
+        raise ConfigError(f"eod_token '{eod}' is not a piece of the trained model; add it to "
+                          "special_tokens")
     return {"type": "sentencepiece", "path": os.path.abspath(prefix + ".model"),
             "vocab_size": sp.get_piece_size(), "eod_id": eod_id if eod_id >= 0 else None}
 

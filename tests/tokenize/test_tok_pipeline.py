@@ -233,3 +233,28 @@ def test_cli_train_tokenizer_and_tokenize(tmp_path, corpus):
                        capture_output=True, text=True, env=env, cwd=tmp_path)
     assert r.returncode == 1 and "nope.model: SentencePiece model not found" in r.stderr
     assert "Traceback" not in r.stderr
+
+
+def test_vocab_merges_params_publish_a_tokenizer_json_and_eod_is_required(tmp_path, corpus):
+    base = [{"read_jsonl": {"paths": corpus["wiki"][0]}, "id": "in"},
+            {"train_tokenizer": {"vocab_size": 400}, "id": "tok"}]
+    tok = stage_artifacts(run_pipeline(base, tmp_path / "w1"), "tok")["tokenizer"]
+    stages = [base[0], {"megatron_shards": {"vocab_file": tok["vocab_file"],
+                                            "merges_file": tok["merges_file"]}, "id": "mega"}]
+    mega = stage_artifacts(run_pipeline(stages, tmp_path / "w2"), "mega")
+    used = mega["tokenizer"]
+    assert used["vocab_file"] == tok["vocab_file"] and used["eod_id"] == tok["eod_id"]
+    text = corpus["wiki"][1][5]["text"] + " <|endoftext|> tail"
+    assert Tokenizer.from_file(used["path"]).encode(text).ids == Tokenizer.from_file(
+        tok["path"]).encode(text).ids
+    # a tokenizer without an EOD token: a clear error before anything is tokenized
+    _wordlevel(str(tmp_path / "plain.json"), 100)
+    t = Tokenizer.from_file(str(tmp_path / "plain.json"))
+    vocab = {k: v for k, v in t.get_vocab().items() if k != "<|endoftext|>"}
+    t2 = Tokenizer(models.WordLevel(vocab, unk_token="[UNK]"))
+    t2.save(str(tmp_path / "noeod.json"))
+    stages = [base[0], {"megatron_shards": {"tokenizer": str(tmp_path / "noeod.json")},
+                        "id": "mega"}]
+    with pytest.raises(ConfigError, match="no EOD token"):
+        run_pipeline(stages, tmp_path / "w3")
+    assert not (tmp_path / "w3" / "stages" / "mega" / "parts").exists()

@@ -70,18 +70,21 @@ class GroupStats:
     documents: int = 0
     empty_documents: int = 0
     sequences: int = 0
-    sentences: int = 0
+    sentences: int = 0  # in the sampled documents
+    sampled_documents: int = 0
+    sampled_tokens: int = 0
     tokens: int = 0
     repaired_documents: int = 0
     hist: list[int] = field(default_factory=lambda: [0] * TOKEN_BINS)
 
 
 def encode_documents(enc: Encoder, texts: list[str], *, split_sentences: bool, lang: str,
-                     append_eod: bool, count_sentences: bool
+                     append_eod: bool
                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
     """Tokenize a batch the way Megatron's ``preprocess_data.py`` does.
 
-    Returns ``(tokens, seq_lengths, seqs_per_doc, tokens_per_doc, sentences)``: empty
+    Returns ``(tokens, seq_lengths, seqs_per_doc, tokens_per_doc, sentences)`` (sentences:
+    in split mode only, else 0): empty
     sentences are dropped, and with ``append_eod`` the EOD id ends the last sequence of every
     non-empty document. The only per-document Python is building the text list for the
     tokenizer; the rest is numpy over the whole batch.
@@ -97,8 +100,6 @@ def encode_documents(enc: Encoder, texts: list[str], *, split_sentences: bool, l
     else:
         per_doc = np.ones(len(texts), dtype=np.int64)
         flat = texts
-        if count_sentences:
-            n_sent = sum(len(splitter(t, lang)) for t in texts)
     ids = enc.encode_batch(flat) if flat else []
     lens = np.fromiter(map(len, ids), dtype=np.int64, count=len(ids))
     total = int(lens.sum())
@@ -126,10 +127,13 @@ class PartWriter:
     the group's statistics. Used by the ``tokenize`` phase (and by ``bench/``)."""
 
     def __init__(self, prefix: str, enc: Encoder, *, split_sentences: bool = False,
-                 lang: str = "en", append_eod: bool = True, sentence_stats: bool = True) -> None:
+                 lang: str = "en", append_eod: bool = True, sentence_stats: float = 0.1) -> None:
         self.enc = enc
-        self.opts = {"split_sentences": split_sentences, "lang": lang, "append_eod": append_eod,
-                     "count_sentences": sentence_stats}
+        self.opts = {"split_sentences": split_sentences, "lang": lang, "append_eod": append_eod}
+        # non-split mode: count the sentences of every k-th document only (splitting is as
+        # costly as tokenizing); split mode counts them all anyway
+        self.every = 1 if split_sentences else (
+            max(1, round(1 / sentence_stats)) if sentence_stats > 0 else 0)
         self.writer = megatron.IndexedWriter(prefix, megatron.token_dtype(enc.vocab_size))
         self._ids_cm = atomic_open(prefix + ".ids", "wb")
         self._ids = self._ids_cm.__enter__()
@@ -150,10 +154,21 @@ class PartWriter:
         self.writer.add_batch(toks, lens, per_doc)
         self._ids.write("".join(f"{_one_line(d.id)}\n" for d in docs).encode())
         gs = self.stats
-        gs.documents += len(docs)
         gs.empty_documents += int((per_doc == 0).sum())
         gs.sequences += len(lens)
-        gs.sentences += n_sent
+        if self.opts["split_sentences"]:
+            gs.sentences += n_sent
+            gs.sampled_documents += len(docs)
+            gs.sampled_tokens += len(toks)
+        elif self.every:
+            from curator.text import split_sentences as splitter
+
+            first = (-gs.documents) % self.every
+            sel = range(first, len(docs), self.every)
+            gs.sentences += sum(len(splitter(texts[i], self.opts["lang"])) for i in sel)
+            gs.sampled_documents += len(sel)
+            gs.sampled_tokens += int(per_doc_tok[first::self.every].sum())
+        gs.documents += len(docs)
         gs.tokens += len(toks)
         for i, c in enumerate(np.bincount(token_bins(per_doc_tok), minlength=TOKEN_BINS)):
             gs.hist[i] += int(c)
@@ -260,7 +275,7 @@ class MegatronShards(GlobalStage):
         group_by: Literal["source", "none"] = "source",
         prefix_size_mb: float = 0.0,
         batch_size: int = 1000,
-        sentence_stats: bool = True,
+        sentence_stats: float = 0.1,
     ) -> None:
         self.output_dir = output_dir
         self.tokenizer = tokenizer
@@ -272,6 +287,9 @@ class MegatronShards(GlobalStage):
         self.lang = lang
         self.group_by = group_by
         self.prefix_size_mb = prefix_size_mb
+        if not 0 <= sentence_stats <= 1:
+            raise ConfigError("sentence_stats is the fraction of documents whose sentences are "
+                              "counted: 0 (off) to 1 (all)")
         self.batch_size = max(1, batch_size)
         self.sentence_stats = sentence_stats
 
@@ -336,14 +354,14 @@ class MegatronShards(GlobalStage):
         for g in sorted(groups):
             tot = {k: sum(p[k] for p in groups[g]) for k in
                    ("documents", "empty_documents", "repaired_documents", "sequences",
-                    "sentences", "tokens")}
+                    "sentences", "sampled_documents", "sampled_tokens", "tokens")}
             hists[g] = np.sum([p["hist"] for p in groups[g]], axis=0)
             hist_all += hists[g]
-            sents = tot["sentences"] if (self.split_sentences or self.sentence_stats) else None
+            sents, sampled = tot["sentences"], tot["sampled_documents"]
             tot["avg_tokens_per_document"] = round(tot["tokens"] / max(tot["documents"], 1), 2)
-            tot["avg_tokens_per_sentence"] = (round(tot["tokens"] / sents, 2) if sents else None)
-            tot["avg_sentences_per_document"] = (round(sents / max(tot["documents"], 1), 2)
-                                                 if sents is not None else None)
+            tot["avg_tokens_per_sentence"] = (round(tot["sampled_tokens"] / sents, 2)
+                                              if sents else None)
+            tot["avg_sentences_per_document"] = (round(sents / sampled, 2) if sampled else None)
             stats[g] = tot
             rows.append([g, tot["documents"], tot["empty_documents"], tot["sequences"],
                          tot["tokens"], tot["avg_tokens_per_document"],

@@ -54,7 +54,7 @@ def test_bpe_pipeline_end_to_end(tmp_path, corpus):
         {"read_jsonl": {"paths": corpus["web"][0], "source": "web"}, "id": "web"},
         {"read_jsonl": {"paths": corpus["wiki"][0], "source": "wiki"}, "id": "wiki"},
         {"train_tokenizer": {"vocab_size": 800}, "inputs": ["web", "wiki"], "id": "tok"},
-        {"megatron_shards": {"batch_size": 16}, "id": "mega"},
+        {"megatron_shards": {"batch_size": 16, "sentence_stats": 0.25}, "id": "mega"},
         {"blend": {"weights": {"web": 3, "wiki": 1}}, "id": "blend"},
     ]
     summary = run_pipeline(stages, tmp_path / "work")
@@ -74,10 +74,14 @@ def test_bpe_pipeline_end_to_end(tmp_path, corpus):
         assert docs == exp
         assert any(d == [] for d in docs)  # empty documents kept as empty documents
         assert mega["token_counts"][src] == sum(len(s) for d in exp for s in d)
+        # sentence statistics from every 4th document (across batches of 16)
         st = mega["corpus_stats"][src]
-        n_sent = sum(len(split_sentences(r["text"])) for r in recs)
-        assert st["avg_sentences_per_document"] == round(n_sent / len(recs), 2)
-        assert st["avg_tokens_per_sentence"] == round(st["tokens"] / n_sent, 2)
+        sample = range(0, len(recs), 4)
+        n_sent = sum(len(split_sentences(recs[i]["text"])) for i in sample)
+        assert st["sampled_documents"] == len(sample)
+        assert st["avg_sentences_per_document"] == round(n_sent / len(sample), 2)
+        assert st["avg_tokens_per_sentence"] == round(
+            sum(len(s) for i in sample for s in exp[i]) / n_sent, 2)
         assert mega["prefixes"][src] == [str(tmp_path / "work" / "megatron" /
                                              f"{src}_text_document")]
     # histogram of document lengths in tokens, over both sources
@@ -165,7 +169,7 @@ def test_int32_existing_tokenizer_json_on_dask(tmp_path):
         paths.append(str(p))
     stages = [{"read_jsonl": {"paths": paths, "source": "all"}, "id": "in"},
               {"megatron_shards": {"tokenizer": str(tmp_path), "group_by": "none",
-                                   "sentence_stats": False}, "id": "mega"}]
+                                   "sentence_stats": 0}, "id": "mega"}]
     summary = run_pipeline(stages, tmp_path / "work", {"type": "dask", "workers": 2})
     mega = stage_artifacts(summary, "mega")
     assert mega["token_dtype"] == "int32" and mega["tokenizer"]["vocab_size"] == 70_000

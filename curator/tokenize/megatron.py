@@ -211,7 +211,7 @@ class Slice:
     doc_hi: int
 
 
-def plan_split(parts: Sequence[tuple[str, np.ndarray]], target_bytes: int, itemsize: int
+def plan_split(parts: Iterable[tuple[str, np.ndarray]], target_bytes: int, itemsize: int
                ) -> list[list[Slice]]:
     """Cut a sequence of parts into outputs of about ``target_bytes`` at document boundaries.
 

@@ -327,8 +327,8 @@ class MegatronShards(GlobalStage):
             if base in names.values():
                 base = f"{base}-{len(names)}"
             names[g] = base
-            parts = [(p["part"], megatron.read_index(p["part"] + ".idx").doc_token_ends())
-                     for p in groups[g]]
+            parts = ((p["part"], megatron.read_index(p["part"] + ".idx").doc_token_ends())
+                     for p in groups[g])  # lazily: one part's document array at a time
             plan = megatron.plan_split(parts, target, itemsize)
             for k, slices in enumerate(plan):
                 stem = base if target <= 0 else f"{base}-{k:05d}"

@@ -7,6 +7,7 @@ import os
 
 import pytest
 import sentencepiece as spm
+import xxhash
 from helpers_tokenize import run_pipeline, stage_artifacts
 from tokenizers import Tokenizer
 
@@ -58,6 +59,26 @@ def test_bpe_special_token_list_and_eod(tmp_path, corpus):
 def test_bpe_sample_is_bounded(tmp_path, corpus):
     arts = _train(tmp_path, corpus, {"vocab_size": 300, "max_docs": 25})
     assert arts["report_tables"][0]["rows"][0][3] == 25
+
+
+def test_sample_is_the_bottom_k_by_hashed_id_within_max_mb(tmp_path, corpus):
+    """Independent computation of the sample: documents sorted by xxh64(id), the longest
+    prefix within the byte budget (the input is cut into several shards)."""
+    stages = [{"read_jsonl": {"paths": [corpus["web"][0], corpus["wiki"][0]],
+                              "shard_size_mb": 0.005}, "id": "in"},
+              {"train_tokenizer": {"vocab_size": 300, "max_mb": 0.006, "seed": 7}, "id": "tok"}]
+    summary = run_pipeline(stages, tmp_path / "w")
+    assert summary["stages"][0]["shards"] > 4
+    counters = summary["stages"][1]["counters"]
+    docs = [r for s in ("web", "wiki") for r in corpus[s][1] if r["text"]]
+    docs.sort(key=lambda r: xxhash.xxh64_intdigest(r["id"].encode(), seed=7))
+    total, n = 0, 0
+    for r in docs:
+        b = len(r["text"].encode())
+        if total + b > 6000:
+            break
+        total, n = total + b, n + 1
+    assert (counters["sample_docs"], counters["sample_bytes"]) == (n, total)
 
 
 def test_bpe_extends_existing_vocab_and_merges(tmp_path, corpus):

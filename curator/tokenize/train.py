@@ -3,8 +3,9 @@ tokenizer from a bounded sample of the corpus.
 
 Phase ``sample`` (per shard, parallel, resumable): each document gets a pseudo-random key
 ``xxh64(id, seed)``; a shard keeps, in a bounded heap, the documents with the smallest keys
-up to twice its share of the budget and writes them to a sample file. The driver then picks
-the global key threshold that fits ``max_docs`` and ``max_mb``: the union is a uniform,
+up to twice its share of the budget (all its keys below a "cut") and writes them to a sample
+file. The driver then picks the global key threshold that fits ``max_docs`` and ``max_mb`` and
+stays below every shard's cut: the union is a uniform,
 deterministic sample of the whole corpus (a "bottom-k" sample), whatever its size, and no
 stage ever holds more than the budget. Phase ``train`` (one task) streams the sample files
 into the trainer and writes the tokenizer files.
@@ -41,19 +42,21 @@ class _SampleShard:
         name, path = shard
         heap: list[tuple[int, int, str]] = []  # (-key, size, text): a max-heap on key
         size = 0
+        cut = 2**64  # smallest key ever evicted: the shard keeps exactly the keys below it
         seed = self.seed
         for doc in read_shard(path):
             if not doc.text:
                 continue
             key = xxhash.xxh64_intdigest(doc.id.encode("utf-8", "surrogatepass"), seed=seed)
-            full = len(heap) >= self.max_docs or size >= self.max_bytes
-            if full and key >= -heap[0][0]:
+            if key >= cut:
                 continue
             b = len(doc.text.encode("utf-8", "surrogatepass"))
             heapq.heappush(heap, (-key, b, doc.text))
             size += b
             while len(heap) > self.max_docs or (size > self.max_bytes and len(heap) > 1):
-                size -= heapq.heappop(heap)[1]
+                k, b_out, _ = heapq.heappop(heap)
+                size -= b_out
+                cut = min(cut, -k)
         heap.sort(reverse=True)  # ascending key
         out = os.path.join(self.out_dir, f"{name}.jsonl")
         keys = np.array([-k for k, _, _ in heap], dtype=np.uint64)
@@ -61,11 +64,12 @@ class _SampleShard:
         with atomic_open(out, "wb") as f:
             for k, _, text in heap:
                 f.write(orjson.dumps([-k, text]) + b"\n")
-        return {"path": out, "keys": keys, "sizes": sizes}
+        return {"path": out, "keys": keys, "sizes": sizes, "cut": cut}
 
 
 def _threshold(samples: list[dict[str, Any]], max_docs: int, max_bytes: int) -> int:
-    """The largest key such that the documents at or below it fit both budgets."""
+    """The largest key such that the documents at or below it fit both budgets, and below
+    every shard's cut (so no shard is missing documents under the threshold)."""
     keys = np.concatenate([s["keys"] for s in samples]) if samples else np.zeros(0, np.uint64)
     if len(keys) == 0:
         return -1
@@ -74,7 +78,7 @@ def _threshold(samples: list[dict[str, Any]], max_docs: int, max_bytes: int) -> 
     keys, csize = keys[order], np.cumsum(sizes[order])
     n = min(max_docs, int(np.searchsorted(csize, max_bytes, side="right")))
     n = max(n, 1)  # at least one document, even if it alone exceeds max_bytes
-    return int(keys[min(n, len(keys)) - 1])
+    return min(int(keys[min(n, len(keys)) - 1]), min(s["cut"] for s in samples) - 1)
 
 
 def _iter_sample(paths: list[str], threshold: int) -> Iterator[str]:

@@ -139,8 +139,10 @@ def _load(spec: dict[str, Any], eod_token: str | None) -> Encoder:
         eod = int(spec["eod_id"])
     else:
         eod = next((i for t in EOD_CANDIDATES if (i := tok.token_to_id(t)) is not None), None)
-    return Encoder("huggingface", path, tok.get_vocab_size(with_added_tokens=True), eod, tok,
-                   vocab_file, merges_file)
+    # ids need not be contiguous: size the token dtype by the largest id, not the count
+    size = max(tok.get_vocab_size(with_added_tokens=True),
+               max(tok.get_vocab(with_added_tokens=True).values(), default=-1) + 1)
+    return Encoder("huggingface", path, size, eod, tok, vocab_file, merges_file)
 
 
 def gpt2_tokenizer(vocab_file: str, merges_file: str) -> Any:

@@ -163,6 +163,9 @@ class IndexedWriter:
                   seqs_per_doc: np.ndarray) -> None:
         tokens = np.asarray(tokens)
         if tokens.dtype != self.dtype:
+            info = np.iinfo(self.dtype)
+            if len(tokens) and (int(tokens.max()) > info.max or int(tokens.min()) < info.min):
+                raise ValueError(f"token id out of range for {np.dtype(self.dtype).name}")
             tokens = tokens.astype(self.dtype)
         seq_lengths = np.asarray(seq_lengths, dtype=np.int32)
         seqs_per_doc = np.asarray(seqs_per_doc, dtype=np.int64)
@@ -174,13 +177,6 @@ class IndexedWriter:
         self._doc_seqs.append(seqs_per_doc)
         self.tokens += len(tokens)
         self.documents += len(seqs_per_doc)
-
-    def add_document(self, sequences: Sequence[Iterable[int]]) -> None:
-        """Convenience for tests and small inputs: one document as a list of sequences."""
-        arrs = [np.asarray(list(s), dtype=np.int64) for s in sequences]
-        toks = np.concatenate(arrs) if arrs else np.zeros(0, np.int64)
-        self.add_batch(toks, np.array([len(a) for a in arrs], dtype=np.int32),
-                       np.array([len(arrs)], dtype=np.int64))
 
     def close(self) -> None:
         self._bin.flush()

@@ -200,3 +200,11 @@ def test_invalid_unicode_is_repaired_and_counted_not_fatal(tmp_path):
     assert "\ufffd" in fixed
     assert ds[1].tolist() == t.encode(fixed).ids + [0]
     assert ds.document_indices.tolist() == [0, 1, 2, 2]
+
+
+def test_writer_refuses_ids_that_do_not_fit_the_dtype(tmp_path):
+    w = megatron.IndexedWriter(str(tmp_path / "x"), np.uint16)
+    with pytest.raises(ValueError, match="out of range for uint16"):
+        w.add_batch(np.array([1, 70_000]), np.array([2]), np.array([1]))
+    w.abort()
+    assert not os.listdir(tmp_path)

@@ -134,3 +134,17 @@ def test_bad_parameters_are_config_errors(tmp_path, corpus):
         _train(tmp_path, corpus, {"type": "sentencepiece", "vocab_size": 300, "pad_id": 1})
     with pytest.raises(ConfigError, match="no tokenizer"):
         spec_from_params(None, None, None, None, "stage 'x'")
+
+
+def test_sparse_ids_size_the_token_dtype(tmp_path):
+    from tokenizers import models, pre_tokenizers
+
+    from curator.tokenize.megatron import token_dtype
+
+    t = Tokenizer(models.WordLevel({"[UNK]": 0, "a": 1, "<|endoftext|>": 70_000},
+                                   unk_token="[UNK]"))
+    t.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    t.save(str(tmp_path / "t.json"))
+    enc = load_encoder(spec_from_params(str(tmp_path / "t.json"), None, None, None, "t"))
+    assert enc.vocab_size == 70_001 and enc.eod_id == 70_000
+    assert token_dtype(enc.vocab_size).__name__ == "int32"

@@ -1,3 +1,10 @@
-"""Stage family 'tokenize'. Keep this file light: only the name -> 'module:Class' table."""
+"""Stage family 'tokenize': tokenizer training, Megatron .bin/.idx shards and blending.
+Keep this file light: only the name -> 'module:Class' table."""
 
-STAGES: dict[str, str] = {}
+STAGES: dict[str, str] = {
+    "train_tokenizer": "curator.tokenize.train:TrainTokenizer",
+    "megatron_shards": "curator.tokenize.shards:MegatronShards",
+    "blend": "curator.tokenize.blend:Blend",
+}
+
+CLI = "curator.tokenize.cli"

@@ -1,0 +1,126 @@
+"""``blend``: turn per-source token counts and user weights (or epochs) into what a
+Megatron-Core trainer consumes: the ``data_prefix`` list ``[w1, prefix1, w2, prefix2, ...]``
+and the train/valid/test ``split`` string, written to ``blend.json`` with a per-source table.
+
+* ``weights`` (relative, any scale): source s gets that share of the training tokens; its
+  epochs are ``share * total_tokens / tokens_s`` (``total_tokens`` defaults to the corpus).
+* ``epochs``: source s is seen that many times, so its share is proportional to
+  ``epochs_s * tokens_s``.
+* neither: natural mixture (share proportional to tokens, one epoch each).
+
+A source with several prefixes spreads its weight over them in proportion to their tokens,
+so the trainer samples every document of a source with the same probability.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any
+
+from curator.core.context import GlobalContext, write_json
+from curator.core.errors import ConfigError
+from curator.core.stage import GlobalStage, Shard
+from curator.tokenize.megatron import read_index
+
+_SPLIT = re.compile(r"^\s*\d+(\.\d+)?\s*(,\s*\d+(\.\d+)?\s*){0,2}$")
+
+
+def compute_blend(tokens: dict[str, int], prefix_tokens: dict[str, list[tuple[str, int]]],
+                  weights: dict[str, float] | None = None, epochs: dict[str, float] | None = None,
+                  total_tokens: int | None = None) -> tuple[list[Any], list[dict[str, Any]]]:
+    """The ``data_prefix`` list and one row per source (weight = normalised share)."""
+    if weights and epochs:
+        raise ConfigError("blend: give weights or epochs, not both")
+    given = weights or epochs
+    if given:
+        unknown = sorted(set(given) - set(tokens))
+        if unknown:
+            raise ConfigError(f"blend: unknown source(s) {unknown}; sources are {sorted(tokens)}")
+        bad = [s for s, v in given.items() if v < 0]
+        if bad:
+            raise ConfigError(f"blend: negative weight or epochs for {bad}")
+    if weights:
+        raw = {s: float(weights.get(s, 0.0)) for s in tokens}
+    elif epochs:
+        raw = {s: float(epochs.get(s, 0.0)) * tokens[s] for s in tokens}
+    else:
+        raw = {s: float(tokens[s]) for s in tokens}
+    raw = {s: v for s, v in raw.items() if v > 0 and tokens[s] > 0}
+    norm = sum(raw.values())
+    if norm <= 0:
+        raise ConfigError("blend: every source has zero weight or zero tokens")
+    budget = total_tokens
+    if budget is None and epochs:
+        budget = round(sum(epochs.get(s, 0.0) * tokens[s] for s in tokens))
+    if budget is None:  # train on as many tokens as the corpus holds
+        budget = sum(tokens.values())
+    data_prefix: list[Any] = []
+    rows = []
+    for s in sorted(tokens):
+        share = raw.get(s, 0.0) / norm
+        ep = share * budget / tokens[s] if tokens[s] else None
+        plist = prefix_tokens.get(s, [])
+        if share > 0:
+            ptot = sum(t for _, t in plist) or 1
+            for p, t in plist:
+                if t > 0:
+                    data_prefix += [round(share * t / ptot, 10), p]
+        rows.append({"source": s, "prefixes": [p for p, _ in plist], "tokens": tokens[s],
+                     "weight": round(share, 10),
+                     "epochs": round(ep, 6) if ep is not None else None})
+    return data_prefix, rows
+
+
+class Blend(GlobalStage):
+    """Write blend.json: Megatron data_prefix weights, split string and tokens/epochs per source."""
+
+    name = "blend"
+
+    def __init__(
+        self,
+        weights: dict[str, float] | None = None,
+        epochs: dict[str, float] | None = None,
+        total_tokens: int | None = None,
+        split: str = "949,50,1",
+        output: str = "blend.json",
+        seq_length_hint: int | None = None,
+    ) -> None:
+        if weights and epochs:
+            raise ConfigError("blend: give weights or epochs, not both")
+        if not _SPLIT.match(split):
+            raise ConfigError(f"blend: split '{split}' is not like '949,50,1'")
+        self.weights = weights
+        self.epochs = epochs
+        self.total_tokens = total_tokens
+        self.split = split.replace(" ", "")
+        self.output = output
+        self.seq_length_hint = seq_length_hint
+
+    def run(self, shards: list[Shard], ctx: GlobalContext) -> list[Shard]:
+        prefixes: dict[str, list[str]] = ctx.artifact("prefixes")
+        # token counts straight from the written indexes, so the blend matches the files
+        prefix_tokens = {s: [(p, read_index(p + ".idx").tokens) for p in ps]
+                         for s, ps in prefixes.items()}
+        docs = {s: sum(read_index(p + ".idx").documents for p in ps)
+                for s, ps in prefixes.items()}
+        tokens = {s: sum(t for _, t in pt) for s, pt in prefix_tokens.items()}
+        data_prefix, rows = compute_blend(tokens, prefix_tokens, self.weights, self.epochs,
+                                          self.total_tokens)
+        for r in rows:
+            r["documents"] = docs[r["source"]]
+        out = {"data_prefix": data_prefix, "split": self.split,
+               "tokenizer": ctx.artifact("tokenizer", None), "sources": rows,
+               "seq_length_hint": self.seq_length_hint}
+        path = ctx.output_path(self.output)
+        if ctx.is_root:
+            write_json(path, out)
+        ctx.artifacts.update({
+            "blend": os.path.abspath(path), "data_prefix": data_prefix, "split": self.split,
+            "report_tables": [{
+                "title": "blend",
+                "columns": ["source", "documents", "tokens", "weight", "epochs", "prefixes"],
+                "rows": [[r["source"], r["documents"], r["tokens"], r["weight"], r["epochs"],
+                          len(r["prefixes"])] for r in rows]}],
+        })
+        return ctx.passthrough(shards)

@@ -1,0 +1,159 @@
+"""Load an existing tokenizer (a local HF ``tokenizer.json``, GPT-2 style ``vocab.json`` +
+``merges.txt``, or a SentencePiece ``.model``) behind one small batch-encoding interface.
+
+Tokenizers are loaded lazily, once per worker process (module-level cache keyed by the
+tokenizer description), never at import time and never pickled with a stage.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from curator.core.errors import ConfigError, InputError
+
+#: Tried in order when no EOD token is named (HF tokenizers).
+EOD_CANDIDATES = ("<|endoftext|>", "[EOD]", "</s>", "<eos>", "<|end_of_text|>", "<|eot_id|>")
+
+_CACHE: dict[tuple[Any, ...], Encoder] = {}
+
+
+@dataclass
+class Encoder:
+    """A loaded tokenizer: ``encode_batch(texts) -> list[list[int]]`` without special tokens."""
+
+    type: str
+    path: str
+    vocab_size: int
+    eod_id: int | None
+    impl: Any
+    vocab_file: str | None = None
+    merges_file: str | None = None
+
+    def encode_batch(self, texts: list[str]) -> list[list[int]]:
+        if self.type == "sentencepiece":
+            return self.impl.encode(texts)
+        encs = self.impl.encode_batch_fast(texts, add_special_tokens=False)
+        return [e.ids for e in encs]
+
+    def decode(self, ids: list[int]) -> str:
+        return self.impl.decode(ids)
+
+    def describe(self) -> dict[str, Any]:
+        """The ``tokenizer`` artifact dict (see docs/tokenize.md)."""
+        out: dict[str, Any] = {"type": self.type, "path": self.path,
+                               "vocab_size": self.vocab_size, "eod_id": self.eod_id}
+        if self.vocab_file:
+            out["vocab_file"] = self.vocab_file
+            out["merges_file"] = self.merges_file
+        return out
+
+
+def spec_from_params(tokenizer: str | None, vocab_file: str | None, merges_file: str | None,
+                     artifact: dict[str, Any] | None, what: str) -> dict[str, Any]:
+    """Decide which tokenizer a stage uses: its own parameters win over the upstream
+    ``tokenizer`` artifact. Returns a JSON-able description for :func:`load_encoder`."""
+    if vocab_file or merges_file:
+        if not (vocab_file and merges_file):
+            raise ConfigError(f"{what}: give both vocab_file and merges_file")
+        return {"type": "gpt2bpe", "vocab_file": os.path.abspath(vocab_file),
+                "merges_file": os.path.abspath(merges_file)}
+    if tokenizer:
+        path = os.path.abspath(tokenizer)
+        if os.path.isdir(path):
+            for name, kind in (("tokenizer.json", "huggingface"),
+                               ("tokenizer.model", "sentencepiece")):
+                if os.path.exists(os.path.join(path, name)):
+                    return {"type": kind, "path": os.path.join(path, name)}
+            if os.path.exists(os.path.join(path, "vocab.json")) and os.path.exists(
+                    os.path.join(path, "merges.txt")):
+                return {"type": "gpt2bpe", "vocab_file": os.path.join(path, "vocab.json"),
+                        "merges_file": os.path.join(path, "merges.txt")}
+            raise ConfigError(f"{what}: folder '{tokenizer}' has no tokenizer.json, "
+                              "tokenizer.model or vocab.json + merges.txt")
+        kind = "sentencepiece" if path.endswith(".model") else "huggingface"
+        return {"type": kind, "path": path}
+    if artifact:
+        return dict(artifact)
+    raise ConfigError(f"{what}: no tokenizer: set 'tokenizer' (tokenizer.json, .model or a "
+                      "folder), or 'vocab_file' + 'merges_file', or put train_tokenizer upstream")
+
+
+def load_encoder(spec: dict[str, Any], eod_token: str | None = None) -> Encoder:
+    """Load (once per process) the tokenizer described by ``spec``."""
+    key = tuple(sorted((k, str(v)) for k, v in spec.items())) + (eod_token,)
+    enc = _CACHE.get(key)
+    if enc is None:
+        enc = _load(spec, eod_token)
+        _CACHE[key] = enc
+    return enc
+
+
+def _load(spec: dict[str, Any], eod_token: str | None) -> Encoder:
+    kind = spec.get("type")
+    if kind == "sentencepiece":
+        import sentencepiece as spm
+
+        path = spec["path"]
+        if not os.path.exists(path):
+            raise InputError(f"{path}: SentencePiece model not found")
+        sp = spm.SentencePieceProcessor(model_file=path)
+        if eod_token:
+            eod = sp.piece_to_id(eod_token)
+            if eod == sp.unk_id() and eod_token != sp.id_to_piece(sp.unk_id()):
+                raise ConfigError(f"eod_token '{eod_token}' is not a piece of {path}")
+        elif spec.get("eod_id") is not None:
+            eod = int(spec["eod_id"])
+        else:
+            eod = sp.eos_id() if sp.eos_id() >= 0 else None
+        return Encoder("sentencepiece", path, sp.get_piece_size(), eod, sp)
+
+    from tokenizers import Tokenizer
+
+    vocab_file = merges_file = None
+    if kind == "gpt2bpe" or (kind == "huggingface" and not spec.get("path")):
+        vocab_file, merges_file = spec["vocab_file"], spec["merges_file"]
+        for p in (vocab_file, merges_file):
+            if not os.path.exists(p):
+                raise InputError(f"{p}: tokenizer file not found")
+        tok = gpt2_tokenizer(vocab_file, merges_file)
+        path = vocab_file
+        kind = "huggingface"
+    elif kind == "huggingface":
+        path = spec["path"]
+        if not os.path.exists(path):
+            raise InputError(f"{path}: tokenizer.json not found (only local files are read)")
+        try:
+            tok = Tokenizer.from_file(path)
+        except Exception as e:  # the Rust error types are not importable
+            raise InputError(f"{path}: not a tokenizers JSON file: {e}") from None
+        vocab_file, merges_file = spec.get("vocab_file"), spec.get("merges_file")
+    else:
+        raise ConfigError(f"unknown tokenizer type '{kind}' (huggingface, sentencepiece)")
+    if eod_token:
+        eod = tok.token_to_id(eod_token)
+        if eod is None:
+            raise ConfigError(f"eod_token '{eod_token}' is not in the vocabulary of {path}")
+    elif spec.get("eod_id") is not None:
+        eod = int(spec["eod_id"])
+    else:
+        eod = next((i for t in EOD_CANDIDATES if (i := tok.token_to_id(t)) is not None), None)
+    # ids need not be contiguous: size the token dtype by the largest id, not the count
+    size = max(tok.get_vocab_size(with_added_tokens=True),
+               max(tok.get_vocab(with_added_tokens=True).values(), default=-1) + 1)
+    return Encoder("huggingface", path, size, eod, tok, vocab_file, merges_file)
+
+
+def gpt2_tokenizer(vocab_file: str, merges_file: str) -> Any:
+    """A byte-level BPE tokenizer from GPT-2 style files (what Megatron's GPT2BPETokenizer
+    reads); tokens that look special (``<|...|>``) are matched whole."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+
+    tok = Tokenizer(models.BPE.from_file(vocab_file, merges_file))
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    specials = [t for t in tok.get_vocab() if t.startswith("<|") and t.endswith("|>")]
+    if specials:
+        tok.add_special_tokens(specials)
+    return tok

@@ -1,0 +1,323 @@
+"""``train_tokenizer``: train a byte-level BPE (HF ``tokenizers``) or a SentencePiece BPE
+tokenizer from a bounded sample of the corpus.
+
+Phase ``sample`` (per shard, parallel, resumable): each document gets a pseudo-random key
+``xxh64(id, seed)``; a shard keeps, in a bounded heap, the documents with the smallest keys
+up to twice its share of the budget (all its keys below a "cut") and writes them to a sample
+file. The driver then picks the global key threshold that fits ``max_docs`` and ``max_mb`` and
+stays below every shard's cut: the union is a uniform,
+deterministic sample of the whole corpus (a "bottom-k" sample), whatever its size, and no
+stage ever holds more than the budget. Phase ``train`` (one task) streams the sample files
+into the trainer and writes the tokenizer files.
+"""
+
+from __future__ import annotations
+
+import heapq
+import json
+import os
+import shutil
+from collections.abc import Iterator
+from typing import Any, Literal
+
+import numpy as np
+import orjson
+import xxhash
+
+from curator.core.context import GlobalContext
+from curator.core.errors import ConfigError, InputError
+from curator.core.stage import GlobalStage, Shard
+from curator.io.atomic import atomic_open
+from curator.io.shards import read_shard
+
+#: How much more than its even share a shard keeps, so uneven shards still fill the budget.
+OVERSAMPLE = 2.0
+
+
+class _SampleShard:
+    def __init__(self, seed: int, max_docs: int, max_bytes: int, out_dir: str) -> None:
+        self.seed, self.max_docs, self.max_bytes, self.out_dir = seed, max_docs, max_bytes, out_dir
+
+    def __call__(self, shard: tuple[str, str]) -> dict[str, Any]:
+        name, path = shard
+        heap: list[tuple[int, int, str]] = []  # (-key, size, text): a max-heap on key
+        size = 0
+        cut = 2**64  # smallest key ever evicted: the shard keeps exactly the keys below it
+        seed = self.seed
+        for doc in read_shard(path):
+            if not doc.text:
+                continue
+            key = xxhash.xxh64_intdigest(doc.id.encode("utf-8", "surrogatepass"), seed=seed)
+            if key >= cut:
+                continue
+            b = len(doc.text.encode("utf-8", "surrogatepass"))
+            heapq.heappush(heap, (-key, b, doc.text))
+            size += b
+            while len(heap) > self.max_docs or (size > self.max_bytes and len(heap) > 1):
+                k, b_out, _ = heapq.heappop(heap)
+                size -= b_out
+                cut = min(cut, -k)
+        heap.sort(reverse=True)  # ascending key
+        out = os.path.join(self.out_dir, f"{name}.jsonl")
+        keys = np.array([-k for k, _, _ in heap], dtype=np.uint64)
+        sizes = np.array([b for _, b, _ in heap], dtype=np.int64)
+        with atomic_open(out, "wb") as f:
+            for k, _, text in heap:
+                f.write(orjson.dumps([-k, text]) + b"\n")
+        return {"path": out, "keys": keys, "sizes": sizes, "cut": cut}
+
+
+def _threshold(samples: list[dict[str, Any]], max_docs: int, max_bytes: int) -> int:
+    """The largest key such that the documents at or below it fit both budgets, and below
+    every shard's cut (so no shard is missing documents under the threshold)."""
+    keys = np.concatenate([s["keys"] for s in samples]) if samples else np.zeros(0, np.uint64)
+    if len(keys) == 0:
+        return -1
+    sizes = np.concatenate([s["sizes"] for s in samples])
+    order = np.argsort(keys, kind="stable")
+    keys, csize = keys[order], np.cumsum(sizes[order])
+    n = min(max_docs, int(np.searchsorted(csize, max_bytes, side="right")))
+    n = max(n, 1)  # at least one document, even if it alone exceeds max_bytes
+    return min(int(keys[min(n, len(keys)) - 1]), min(s["cut"] for s in samples) - 1)
+
+
+def _iter_sample(paths: list[str], threshold: int) -> Iterator[str]:
+    for p in paths:
+        with open(p, "rb") as f:
+            for line in f:
+                key, text = orjson.loads(line)
+                if key > threshold:
+                    break  # files are sorted by key
+                yield text
+
+
+class _Train:
+    def __init__(self, stage: TrainTokenizer, out_dir: str) -> None:
+        self.stage = stage
+        self.out_dir = out_dir
+
+    def __call__(self, job: dict[str, Any]) -> dict[str, Any]:
+        texts = _iter_sample(job["paths"], job["threshold"])
+        if self.stage.type == "bpe":
+            return train_bpe(self.stage, texts, self.out_dir)
+        return train_sentencepiece(self.stage, texts, self.out_dir)
+
+
+def _eod_token(stage: TrainTokenizer) -> str | None:
+    if stage.eod_token:
+        return stage.eod_token
+    for t in ("<|endoftext|>", "[EOD]", "</s>"):
+        if t in stage.special_tokens:
+            return t
+    return stage.special_tokens[0] if stage.special_tokens else None
+
+
+def _merges_of(tok: Any) -> list[tuple[str, str]]:
+    model = json.loads(tok.to_str())["model"]
+    return [tuple(m.split(" ", 1)) if isinstance(m, str) else tuple(m) for m in model["merges"]]
+
+
+def _read_merges(path: str) -> list[tuple[str, str]]:
+    out = []
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            line = line.rstrip("\n")
+            if not line or line.startswith("#version"):
+                continue
+            a, _, b = line.partition(" ")
+            out.append((a, b))
+    return out
+
+
+def train_bpe(stage: TrainTokenizer, texts: Iterator[str], out_dir: str) -> dict[str, Any]:
+    """Byte-level BPE like GPT-2's; writes tokenizer.json, vocab.json and merges.txt."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+    def fresh(vocab: Any = None, merges: Any = None) -> Any:
+        tok = Tokenizer(models.BPE(vocab, merges) if vocab is not None else models.BPE())
+        tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+        tok.decoder = decoders.ByteLevel()
+        return tok
+
+    tok = fresh()
+    trainer = trainers.BpeTrainer(
+        vocab_size=stage.vocab_size, min_frequency=stage.min_frequency,
+        special_tokens=list(stage.special_tokens), show_progress=False,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    tok.train_from_iterator(texts, trainer=trainer)
+
+    if stage.init_vocab:
+        # Extend an existing vocabulary: keep every old token and merge, then append the new
+        # merges in the order they were learned until vocab_size is reached. Each appended
+        # merge's parts are bytes or earlier merges, so they are always in the vocabulary.
+        with open(stage.init_vocab, encoding="utf-8") as f:
+            vocab: dict[str, int] = json.load(f)
+        merges = _read_merges(stage.init_merges or "")
+        if len(vocab) >= stage.vocab_size:
+            raise ConfigError(f"vocab_size {stage.vocab_size} is not larger than the "
+                              f"{len(vocab)} tokens of {stage.init_vocab}")
+        for b in pre_tokenizers.ByteLevel.alphabet():
+            vocab.setdefault(b, len(vocab))
+        for t in stage.special_tokens:
+            vocab.setdefault(t, len(vocab))
+        for a, b in _merges_of(tok):
+            if len(vocab) >= stage.vocab_size:
+                break
+            if a + b in vocab:
+                continue
+            vocab[a + b] = len(vocab)
+            merges.append((a, b))
+        tok = fresh(vocab, merges)
+    tok.add_special_tokens(list(stage.special_tokens))
+
+    os.makedirs(out_dir, exist_ok=True)
+    path = os.path.join(out_dir, "tokenizer.json")
+    with atomic_open(path, "wb") as f:
+        f.write(tok.to_str(pretty=True).encode())
+    files = tok.model.save(out_dir)  # vocab.json, merges.txt
+    vocab_file = next(p for p in files if p.endswith("vocab.json"))
+    merges_file = next(p for p in files if p.endswith("merges.txt"))
+    eod = _eod_token(stage)
+    eod_id = tok.token_to_id(eod) if eod else None
+    return {"type": "huggingface", "path": os.path.abspath(path),
+            "vocab_size": tok.get_vocab_size(with_added_tokens=True), "eod_id": eod_id,
+            "vocab_file": os.path.abspath(vocab_file),
+            "merges_file": os.path.abspath(merges_file)}
+
+
+def train_sentencepiece(stage: TrainTokenizer, texts: Iterator[str], out_dir: str
+                        ) -> dict[str, Any]:
+    """SentencePiece (BPE by default); writes tokenizer.model and tokenizer.vocab. Documents
+    are fed line by line because SentencePiece drops "sentences" longer than
+    ``max_sentence_length`` bytes."""
+    import sentencepiece as spm
+
+    control = {stage.pad_id: "<pad>", stage.unk_id: "<unk>", stage.bos_id: "<s>",
+               stage.eos_id: "</s>"}
+    ids = [i for i in (stage.pad_id, stage.unk_id, stage.bos_id, stage.eos_id) if i >= 0]
+    if len(set(ids)) != len(ids):
+        raise ConfigError("pad_id, unk_id, bos_id and eos_id must differ (or be -1)")
+    user = [t for t in stage.special_tokens if t not in control.values()]
+
+    def lines() -> Iterator[str]:
+        for t in texts:
+            for line in t.split("\n"):
+                line = line.strip()
+                if line:
+                    yield line
+
+    os.makedirs(out_dir, exist_ok=True)
+    prefix = os.path.join(out_dir, "tokenizer")
+    tmp = f"{prefix}.tmp-{os.getpid()}"
+    try:
+        spm.SentencePieceTrainer.train(
+            sentence_iterator=lines(), model_prefix=tmp, vocab_size=stage.vocab_size,
+            model_type=stage.sp_model_type, character_coverage=stage.character_coverage,
+            pad_id=stage.pad_id, unk_id=stage.unk_id, bos_id=stage.bos_id,
+            eos_id=stage.eos_id, user_defined_symbols=user, byte_fallback=stage.byte_fallback,
+            max_sentence_length=stage.max_sentence_length, hard_vocab_limit=False,
+            num_threads=stage.threads, input_sentence_size=stage.max_docs * 64,
+            shuffle_input_sentence=True, minloglevel=2)
+    except RuntimeError as e:
+        raise InputError(f"SentencePiece training failed: {e}") from None
+    for ext in (".model", ".vocab"):
+        os.replace(tmp + ext, prefix + ext)
+    sp = spm.SentencePieceProcessor(model_file=prefix + ".model")
+    eod = stage.eod_token
+    eod_id = sp.piece_to_id(eod) if eod else sp.eos_id()
+    if eod and eod_id == sp.unk_id() and eod != sp.id_to_piece(sp.unk_id()):
+        raise ConfigError(f"eod_token '{eod}' is not a piece of the trained model; add it to "
+                          "special_tokens")
+    return {"type": "sentencepiece", "path": os.path.abspath(prefix + ".model"),
+            "vocab_size": sp.get_piece_size(), "eod_id": eod_id if eod_id >= 0 else None}
+
+
+class TrainTokenizer(GlobalStage):
+    """Train a byte-level BPE or SentencePiece tokenizer on a bounded sample of the corpus."""
+
+    name = "train_tokenizer"
+
+    def __init__(
+        self,
+        type: Literal["bpe", "sentencepiece"] = "bpe",
+        vocab_size: int = 32000,
+        special_tokens: list[str] = ["<|endoftext|>"],  # noqa: B006 - copied, never mutated
+        eod_token: str | None = None,
+        max_docs: int = 1_000_000,
+        max_mb: float = 1024.0,
+        seed: int = 0,
+        min_frequency: int = 2,
+        init_vocab: str | None = None,
+        init_merges: str | None = None,
+        sp_model_type: Literal["bpe", "unigram"] = "bpe",
+        character_coverage: float = 0.9995,
+        pad_id: int = 0,
+        unk_id: int = 1,
+        bos_id: int = 2,
+        eos_id: int = 3,
+        byte_fallback: bool = False,
+        max_sentence_length: int = 16384,
+        threads: int = 1,
+        output_dir: str | None = None,
+    ) -> None:
+        if vocab_size < 2:
+            raise ConfigError("vocab_size must be at least 2")
+        if (init_vocab is None) != (init_merges is None):
+            raise ConfigError("init_vocab and init_merges go together")
+        if init_vocab and type != "bpe":
+            raise ConfigError("init_vocab/init_merges only apply to type: bpe")
+        if max_docs < 1 or max_mb <= 0:
+            raise ConfigError("max_docs and max_mb must be positive")
+        self.type = type
+        self.vocab_size = vocab_size
+        self.special_tokens = list(special_tokens)
+        self.eod_token = eod_token
+        self.max_docs = max_docs
+        self.max_mb = max_mb
+        self.seed = seed
+        self.min_frequency = min_frequency
+        self.init_vocab = os.path.abspath(init_vocab) if init_vocab else None
+        self.init_merges = os.path.abspath(init_merges) if init_merges else None
+        self.sp_model_type = sp_model_type
+        self.character_coverage = character_coverage
+        self.pad_id, self.unk_id, self.bos_id, self.eos_id = pad_id, unk_id, bos_id, eos_id
+        self.byte_fallback = byte_fallback
+        self.max_sentence_length = max_sentence_length
+        self.threads = threads
+        self.output_dir = output_dir
+
+    def run(self, shards: list[Shard], ctx: GlobalContext) -> list[Shard]:
+        for p in (self.init_vocab, self.init_merges):
+            if p and not os.path.exists(p):
+                raise InputError(f"{p}: file not found")
+        if self.eod_token and self.type == "bpe" and self.eod_token not in self.special_tokens:
+            raise ConfigError(f"eod_token '{self.eod_token}' must be one of special_tokens")
+        max_bytes = int(self.max_mb * 1e6)
+        n = max(len(shards), 1)
+        per_docs = max(1, int(self.max_docs * OVERSAMPLE / n) + 1)
+        per_bytes = max(1, int(max_bytes * OVERSAMPLE / n) + 1)
+        sample_dir = os.path.join(ctx.stage_dir, "sample")
+        samples = ctx.map(_SampleShard(self.seed, per_docs, per_bytes, sample_dir),
+                          [(s.name, s.path) for s in shards], phase="sample",
+                          keys=[s.name for s in shards])
+        threshold = _threshold(samples, self.max_docs, max_bytes)
+        if threshold < 0:
+            raise InputError(f"stage '{ctx.stage_id}': no text to train a tokenizer on")
+        in_sample = sum(int((s["keys"] <= np.uint64(threshold)).sum()) for s in samples)
+        sample_bytes = sum(int(s["sizes"][s["keys"] <= np.uint64(threshold)].sum())
+                           for s in samples)
+        out_dir = ctx.output_path(self.output_dir) if self.output_dir else ctx.artifact_dir
+        (tok,) = ctx.map(_Train(self, out_dir),
+                         [{"paths": [s["path"] for s in samples], "threshold": threshold}],
+                         phase="train", keys=["tokenizer"])
+        if ctx.is_root:
+            shutil.rmtree(sample_dir, ignore_errors=True)
+        ctx.count("sample_docs", in_sample)
+        ctx.count("sample_bytes", sample_bytes)
+        ctx.artifacts["tokenizer"] = tok
+        ctx.artifacts["report_tables"] = [{
+            "title": "tokenizer", "columns": ["type", "vocab size", "EOD id", "sample docs",
+                                              "sample MB", "path"],
+            "rows": [[tok["type"], tok["vocab_size"], tok["eod_id"], in_sample,
+                      round(sample_bytes / 1e6, 3), tok["path"]]]}]
+        return ctx.passthrough(shards)

@@ -88,6 +88,8 @@ class FuzzyDedup(GlobalStage):
         keep: Literal["first", "longest", "score"] = "first",
         score_field: str = "quality_score",
         verify: bool = False,
+        false_positive_weight: float | None = None,
+        false_negative_weight: float | None = None,
         backend: Literal["embedded", "redis", "cudf"] = "embedded",
         partitions: int = 0,
         partition_mb: int = 256,
@@ -101,7 +103,12 @@ class FuzzyDedup(GlobalStage):
             raise ConfigError("num_perm and ngram must be >= 1")
         self.threshold, self.num_perm = threshold, num_perm
         self.shingle, self.ngram = shingle, ngram
-        self.bands, self.rows = resolve_bands(num_perm, threshold, bands, rows)
+        # With verification false positives are cheap (checked exactly), misses are not: the
+        # derived banding then favours recall unless the weights are given.
+        fpw = false_positive_weight if false_positive_weight is not None else (
+            0.1 if verify else 0.5)
+        fnw = false_negative_weight if false_negative_weight is not None else 1.0 - fpw
+        self.bands, self.rows = resolve_bands(num_perm, threshold, bands, rows, (fpw, fnw))
         self.seed, self.normalize, self.keep, self.score_field = seed, normalize, keep, score_field
         self.verify, self.backend = verify, backend
         self.partitions, self.partition_mb = partitions, partition_mb

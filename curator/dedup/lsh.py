@@ -39,13 +39,14 @@ def optimal_param(threshold: float, num_perm: int, false_positive_weight: float 
     return opt
 
 
-def resolve_bands(num_perm: int, threshold: float, bands: int | None,
-                  rows: int | None) -> tuple[int, int]:
-    """Explicit ``bands``/``rows`` win; otherwise derive them from ``threshold``."""
+def resolve_bands(num_perm: int, threshold: float, bands: int | None, rows: int | None,
+                  weights: tuple[float, float] = (0.5, 0.5)) -> tuple[int, int]:
+    """Explicit ``bands``/``rows`` win; otherwise derive them from ``threshold`` with
+    ``weights`` = (false positive weight, false negative weight)."""
     if bands is None and rows is None:
         if not 0.0 < threshold < 1.0:
             raise ConfigError(f"threshold must be in (0, 1), got {threshold}")
-        return optimal_param(threshold, num_perm)
+        return optimal_param(threshold, num_perm, *weights)
     if bands is None or rows is None:
         raise ConfigError("give both 'bands' and 'rows', or neither (derived from 'threshold')")
     if bands < 1 or rows < 1 or bands * rows > num_perm:

@@ -8,7 +8,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from helpers_dedup import RedisCluster  # noqa: E402
+from helpers_dedup import RedisCluster
 
 
 @pytest.fixture(scope="session")

@@ -90,9 +90,8 @@ class RedisCluster:
     def wait_ok(self) -> None:
         def ok() -> bool:
             for p in self.ports:
-                info = redis.Redis(port=p, socket_timeout=1).execute_command("CLUSTER INFO")
-                text = info.decode() if isinstance(info, bytes) else str(info)
-                if "cluster_state:ok" not in text:
+                info = redis.Redis(port=p, socket_timeout=1).cluster("info")
+                if info.get("cluster_state") != "ok":
                     return False
             return True
 

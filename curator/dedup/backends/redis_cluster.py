@@ -60,11 +60,11 @@ class RedisBucketStore:
         return self._rc
 
     def _guard(self, fn: Callable[[], T]) -> T:
-        from redis.exceptions import RedisError
+        from redis.exceptions import RedisClusterException, RedisError
 
         try:
             return fn()
-        except RedisError as e:
+        except (RedisError, RedisClusterException) as e:
             raise StageError(self._diagnose(e)) from None
 
     def _diagnose(self, err: Exception) -> str:
@@ -76,7 +76,8 @@ class RedisBucketStore:
             bad = self._find_dead_node()
         where = f"redis node {bad}" if bad else "redis cluster " + ",".join(
             f"{h}:{p}" for h, p in self.nodes)
-        return (f"{where} is down or unreachable ({type(err).__name__}: {err}); "
+        msg = " ".join(str(err).split())[:300]
+        return (f"{where} is down or unreachable ({type(err).__name__}: {msg}); "
                 "nothing was marked done: rerun when it is back")
 
     def _find_dead_node(self) -> str | None:
@@ -88,14 +89,8 @@ class RedisBucketStore:
                 info = redis.Redis(h, p, socket_timeout=2).execute_command("CLUSTER NODES")
             except redis.RedisError:
                 return f"{h}:{p}"
-            text = info if isinstance(info, str) else str(info)
-            for line in text.splitlines():
-                parts = line.split()
-                if len(parts) > 1 and ":" in parts[1]:
-                    addr = parts[1].split("@")[0]
-                    host, _, port = addr.rpartition(":")
-                    if port.isdigit():
-                        known.add((host, int(port)))
+            for host, port in _ADDR.findall(str(info)):  # raw text or redis-py's parsed dict
+                known.add((host, int(port)))
         for h, p in sorted(known):
             try:
                 redis.Redis(h, p, socket_timeout=2, socket_connect_timeout=2).ping()

@@ -1,0 +1,97 @@
+"""The redis backend on a real 3-master Redis Cluster: same removals as the embedded backend,
+keys spread over the nodes and cleaned up, and a node that is down stops the stage with a
+line naming it (nothing marked done) until it is back."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import redis
+from helpers_dedup import RedisCluster, make_corpus, rejected, run_cli, write_pipeline
+
+from curator.core.errors import StageError
+from curator.dedup.backends.embedded import star_edges
+from curator.dedup.backends.redis_cluster import RedisBucketStore, redis_edges
+
+FUZZY = "{shingle: word, ngram: 5, threshold: 0.7"
+
+
+def test_bucket_store_spreads_keys_and_cleans_up(redis_cluster):
+    store = RedisBucketStore(redis_cluster.nodes, "curator:test-store:", batch=500)
+    rng = np.random.default_rng(1)
+    digests = rng.integers(0, 2**63, size=3000, dtype=np.uint64)
+    digests[1000:1500] = digests[:500]  # buckets with two members
+    refs = np.arange(3000, dtype=np.uint64) + (np.uint64(3) << np.uint64(32))
+    try:
+        assert store.insert(digests, refs) == 3000
+        per_node = [len(redis.Redis(port=p).keys("curator:test-store:*"))
+                    for p in redis_cluster.ports]
+        assert sum(per_node) == 2500 and min(per_node) > 500  # spread over all masters
+        got = store.members(digests[:3])
+        assert [sorted(g.tolist()) for g in got] == [
+            sorted([int(refs[i]), int(refs[i + 1000])]) for i in range(3)]
+        u, v = redis_edges(store, digests, refs)
+        eu, ev = star_edges(digests, refs)
+        assert np.array_equal(u, eu) and np.array_equal(v, ev) and u.shape[0] == 500
+        assert store.cleanup() == 2500
+        assert redis_cluster.keys("curator:test-store:*") == 0
+    finally:
+        store.close()
+
+
+def test_redis_and_embedded_remove_the_same_documents(tmp_path, redis_cluster):
+    make_corpus(tmp_path / "c", n_base=200, seed=3)
+    nodes = ", ".join(f"'{n}'" for n in redis_cluster.nodes)
+    ye = write_pipeline(tmp_path / "e.yaml", tmp_path / "we", f"{tmp_path}/c/part*.jsonl",
+                        f"  - fuzzy_dedup: {FUZZY}}}\n")
+    yr = write_pipeline(tmp_path / "r.yaml", tmp_path / "wr", f"{tmp_path}/c/part*.jsonl",
+                        f"  - fuzzy_dedup: {FUZZY}, backend: redis, redis_nodes: [{nodes}], "
+                        "redis_batch: 700}\n")
+    for y in (ye, yr):
+        r = run_cli(["run", str(y)])
+        assert r.returncode == 0, r.stderr
+    emb = rejected(tmp_path / "we", "fuzzy_dedup")
+    red = rejected(tmp_path / "wr", "fuzzy_dedup")
+    assert len(emb) > 50 and red == emb
+    assert redis_cluster.keys("curator:*") == 0  # the run's keys are gone
+
+
+def test_node_down_names_it_and_rerun_completes(tmp_path, tmp_path_factory):
+    cluster = RedisCluster(tmp_path_factory.mktemp("redis-down"))
+    try:
+        make_corpus(tmp_path / "c", n_base=60, seed=4)
+        nodes = ", ".join(f"'{n}'" for n in cluster.nodes)
+        y = write_pipeline(tmp_path / "r.yaml", tmp_path / "w", f"{tmp_path}/c/part*.jsonl",
+                           f"  - fuzzy_dedup: {FUZZY}, backend: redis, redis_nodes: [{nodes}]}}\n")
+        down = cluster.ports[1]
+        cluster.stop_node(down)
+        r = run_cli(["run", str(y)])
+        assert r.returncode != 0
+        last = r.stderr.strip().splitlines()[-1]
+        assert last.startswith("curator: error:") and f"127.0.0.1:{down}" in last, r.stderr
+        assert "Traceback" not in r.stderr
+        sdir = Path(tmp_path / "w" / "stages" / "fuzzy_dedup")
+        assert not (sdir / "_SUCCESS.json").exists()
+        assert not (sdir / "data").exists()  # no output shard was written
+
+        cluster.start_node(down)
+        cluster.wait_ok()
+        r = run_cli(["run", str(y)])
+        assert r.returncode == 0, r.stderr
+        assert (sdir / "_SUCCESS.json").exists()
+        ye = write_pipeline(tmp_path / "e.yaml", tmp_path / "we", f"{tmp_path}/c/part*.jsonl",
+                            f"  - fuzzy_dedup: {FUZZY}}}\n")
+        assert run_cli(["run", str(ye)]).returncode == 0
+        got = rejected(tmp_path / "w", "fuzzy_dedup")
+        assert got and got == rejected(tmp_path / "we", "fuzzy_dedup")
+        assert cluster.keys("curator:*") == 0
+    finally:
+        cluster.close()
+
+
+def test_unreachable_node_list_is_one_clear_error():
+    store = RedisBucketStore(["127.0.0.1:1"], "curator:x:", batch=10)
+    with pytest.raises(StageError, match=r"127\.0\.0\.1:1 is down or unreachable"):
+        store.check()

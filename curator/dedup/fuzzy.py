@@ -68,6 +68,7 @@ class _Cfg:
     redis_nodes: tuple[str, ...] = ()
     redis_prefix: str = ""
     redis_batch: int = 10_000
+    scheme: str = "affine32"
 
 
 class FuzzyDedup(GlobalStage):
@@ -84,6 +85,7 @@ class FuzzyDedup(GlobalStage):
         shingle: Literal["char", "word"] = "char",
         ngram: int = 24,
         seed: int = 42,
+        scheme: Literal["affine32", "legacy"] = "affine32",
         normalize: bool = True,
         keep: Literal["first", "longest", "score"] = "first",
         score_field: str = "quality_score",
@@ -109,6 +111,7 @@ class FuzzyDedup(GlobalStage):
             0.1 if verify else 0.5)
         fnw = false_negative_weight if false_negative_weight is not None else 1.0 - fpw
         self.bands, self.rows = resolve_bands(num_perm, threshold, bands, rows, (fpw, fnw))
+        self.scheme = scheme
         self.seed, self.normalize, self.keep, self.score_field = seed, normalize, keep, score_field
         self.verify, self.backend = verify, backend
         self.partitions, self.partition_mb = partitions, partition_mb
@@ -133,7 +136,8 @@ class FuzzyDedup(GlobalStage):
                   f"{ctx.fingerprint[:12]}:")
         cfg = _Cfg(ctx.stage_dir, self.num_perm, self.seed, self.ngram, self.shingle,
                    self.normalize, self.bands, self.rows, parts, self.score_field, self.verify,
-                   self.threshold, tuple(self.redis_nodes), prefix, self.redis_batch)
+                   self.threshold, tuple(self.redis_nodes), prefix, self.redis_batch,
+                   self.scheme)
 
         # 1. signatures and partitioned bucket entries (index shards are only re-partitioned)
         sig_res = ctx.map(functools.partial(_signature_task, cfg),
@@ -211,6 +215,7 @@ class FuzzyDedup(GlobalStage):
             raise ConfigError(f"fuzzy_dedup.against: '{path}' is not a saved index "
                               f"(no readable index.json): {e}") from None
         want = {"version": INDEX_VERSION, "num_perm": self.num_perm, "seed": self.seed,
+                "scheme": self.scheme,
                 "ngram": self.ngram, "shingle": self.shingle, "normalize": self.normalize,
                 "bands": self.bands, "rows": self.rows}
         diff = [f"{k}={meta.get(k)!r} (here {v!r})" for k, v in want.items() if meta.get(k) != v]
@@ -243,7 +248,8 @@ def _split_parts(cfg: _Cfg, shard_idx: int, dig: np.ndarray, name: str) -> dict[
 
 def _signature_task(cfg: _Cfg, item: tuple[int, str, str]) -> dict[str, Any]:
     shard_idx, name, path = item
-    hasher = MinHasher(cfg.num_perm, cfg.seed, cfg.ngram, cfg.shingle, cfg.normalize)  # type: ignore[arg-type]
+    hasher = MinHasher(cfg.num_perm, cfg.seed, cfg.ngram, cfg.shingle,  # type: ignore[arg-type]
+                       cfg.normalize, scheme=cfg.scheme)  # type: ignore[arg-type]
     ids: list[str] = []
     texts: list[str] = []
     scores: list[float] = []
@@ -454,6 +460,7 @@ def _save_index_task(cfg: _Cfg, dest: str, shards: list[tuple[str, str]]) -> str
         docs += int(z["digests"].shape[0])
     save_json(os.path.join(dest, "index.json"), {
         "version": INDEX_VERSION, "num_perm": cfg.num_perm, "seed": cfg.seed,
+        "scheme": cfg.scheme,
         "ngram": cfg.ngram, "shingle": cfg.shingle, "normalize": cfg.normalize,
         "bands": cfg.bands, "rows": cfg.rows, "shards": [n for n, _ in shards], "docs": docs})
     return dest

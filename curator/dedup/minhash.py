@@ -3,11 +3,16 @@
 A batch of documents is normalised, concatenated into one array of code points (character
 shingles) or of word hashes (word shingles), and every n-gram of the batch is hashed at once
 with a polynomial hash over the array (``n`` vector passes) finished by murmur3's ``fmix64``.
-The 32-bit shingle hashes then go through the same universal permutations as datasketch's
-legacy scheme, ``((a * h + b) mod (2**61 - 1)) & (2**32 - 1)`` with ``a, b`` drawn from
-``numpy.random.RandomState(seed)`` in the same order, and the per-document minimum is a single
-``np.minimum.reduceat``. Everything is integer arithmetic on fixed-width numpy types, so the
-same text gives the same signature on every process and machine.
+The 32-bit shingle hashes then go through the same permutations as datasketch's MinHash, with
+``a, b`` drawn from ``numpy.random.RandomState(seed)`` in the same order:
+
+* ``affine32`` (default, datasketch >= 2 default): ``a * fmix32(h) + b`` in uint32 arithmetic;
+  no modulo, so about 3x faster;
+* ``legacy`` (datasketch < 2, NeMo Curator, datatrove): ``((a*h + b) mod (2**61-1)) & (2**32-1)``.
+
+The per-document minimum is a single ``np.minimum.reduceat``. Everything is integer arithmetic
+on fixed-width numpy types, so the same text gives the same signature on every process and
+machine.
 
 A document shorter than one shingle is padded with NULs so that it still has exactly one
 shingle (two short documents are then compared as whole strings).
@@ -32,6 +37,7 @@ _SPACE = re.compile(r"\s+")
 _BLOCK = 1 << 22
 
 ShingleKind = Literal["char", "word"]
+Scheme = Literal["affine32", "legacy"]
 
 
 def normalize(text: str) -> str:
@@ -48,9 +54,22 @@ def fmix64(h: np.ndarray) -> np.ndarray:
     return h ^ (h >> np.uint64(33))
 
 
-def permutations(num_perm: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """The ``(a, b)`` of each permutation, drawn exactly as datasketch's legacy MinHash does."""
+def fmix32(h: np.ndarray) -> np.ndarray:
+    """murmur3's 32-bit finaliser, as datasketch pre-mixes inputs of its affine schemes."""
+    h = h ^ (h >> np.uint32(16))
+    h = h * np.uint32(0x85EBCA6B)
+    h = h ^ (h >> np.uint32(13))
+    h = h * np.uint32(0xC2B2AE35)
+    return h ^ (h >> np.uint32(16))
+
+
+def permutations(num_perm: int, seed: int, scheme: Scheme = "affine32"
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """The ``(a, b)`` of each permutation, drawn exactly as datasketch's MinHash does."""
     gen = np.random.RandomState(seed)
+    if scheme == "affine32":
+        a32 = gen.randint(0, 1 << 31, num_perm, dtype=np.uint32) * np.uint32(2) + np.uint32(1)
+        return a32, gen.randint(0, 1 << 32, num_perm, dtype=np.uint32)
     ab = np.array([(gen.randint(1, MERSENNE, dtype=np.uint64),
                     gen.randint(0, MERSENNE, dtype=np.uint64)) for _ in range(num_perm)],
                   dtype=np.uint64)
@@ -115,15 +134,25 @@ def shingle_hashes(texts: Sequence[str], *, ngram: int = 24, kind: ShingleKind =
 
 def signatures_from_hashes(hv: np.ndarray, offsets: np.ndarray, a: np.ndarray,
                            b: np.ndarray) -> np.ndarray:
-    """MinHash signatures ``(docs, perms)`` uint32 from a batch's shingle hashes."""
+    """MinHash signatures ``(docs, perms)`` uint32 from a batch's shingle hashes; the scheme
+    follows the dtype of ``a`` (uint32: affine32, uint64: legacy)."""
     num_perm, ndocs = a.shape[0], offsets.shape[0]
     out = np.empty((ndocs, num_perm), dtype=np.uint32)
     if ndocs == 0:
         return out
     step = max(1, min(num_perm, _BLOCK // max(1, hv.shape[0])))
+    if a.dtype == np.uint32:
+        h32 = fmix32(hv.astype(np.uint32))
+        for p in range(0, num_perm, step):
+            m = np.multiply(a[p:p + step, None], h32[None, :])
+            m += b[p:p + step, None]
+            out[:, p:p + step] = np.minimum.reduceat(m, offsets, axis=1).T
+        return out
     with np.errstate(over="ignore"):
         for p in range(0, num_perm, step):
-            m = (a[p:p + step, None] * hv[None, :] + b[p:p + step, None]) % MERSENNE
+            m = np.multiply(a[p:p + step, None], hv[None, :])  # in place: ~2x fewer passes
+            m += b[p:p + step, None]
+            np.remainder(m, MERSENNE, out=m)
             m &= MAX_HASH
             out[:, p:p + step] = np.minimum.reduceat(m, offsets, axis=1).T
     return out
@@ -134,11 +163,11 @@ class MinHasher:
 
     def __init__(self, num_perm: int = 128, seed: int = 42, ngram: int = 24,
                  kind: ShingleKind = "char", do_normalize: bool = True,
-                 batch_chars: int = 1 << 21) -> None:
+                 batch_chars: int = 1 << 21, scheme: Scheme = "affine32") -> None:
         self.num_perm, self.seed, self.ngram, self.kind = num_perm, seed, ngram, kind
         self.do_normalize = do_normalize
         self.batch_chars = batch_chars
-        self.a, self.b = permutations(num_perm, seed)
+        self.a, self.b = permutations(num_perm, seed, scheme)
 
     def __call__(self, texts: Sequence[str]) -> np.ndarray:
         """Signatures ``(len(texts), num_perm)`` uint32, computed in bounded-memory batches."""

@@ -59,14 +59,15 @@ TEXTS = [
 ]
 
 
+@pytest.mark.parametrize("scheme", ["affine32", "legacy"])
 @pytest.mark.parametrize("kind,n,ref", [("char", 24, ref_char_shingles),
                                         ("char", 5, ref_char_shingles),
                                         ("word", 3, ref_word_shingles)])
-def test_signatures_equal_datasketch_legacy(kind, n, ref):
-    hasher = MinHasher(num_perm=96, seed=11, ngram=n, kind=kind)
+def test_signatures_equal_datasketch(kind, n, ref, scheme):
+    hasher = MinHasher(num_perm=96, seed=11, ngram=n, kind=kind, scheme=scheme)
     sigs = hasher(TEXTS)
     for text, sig in zip(TEXTS, sigs):
-        m = MinHash(num_perm=96, seed=11, hashfunc=lambda x: x, scheme="legacy")
+        m = MinHash(num_perm=96, seed=11, hashfunc=lambda x: x, scheme=scheme)
         m.update_batch(ref(text, n))
         assert np.array_equal(m.hashvalues.astype(np.uint32), sig), text[:30]
 

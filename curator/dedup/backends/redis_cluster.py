@@ -1,4 +1,5 @@
-"""LSH buckets in a Redis Cluster, for corpora whose buckets do not fit one machine.
+"""LSH buckets in a Redis Cluster, for corpora whose buckets do not fit one machine (a single
+plain Redis server works too, when it is the only node given).
 
 Keys are ``<run prefix><8-byte band digest>`` (the digest is already salted by the band), so
 they spread over all hash slots; a bucket is a Redis set of 8-byte document references.
@@ -43,21 +44,36 @@ class RedisBucketStore:
         self.batch = batch
         self.timeout_s = timeout_s
         self._rc: Any = None
+        #: True when the single node given is a plain Redis server, not a cluster.
+        self.plain = False
 
     # -- connection and errors -------------------------------------------------------------
     @property
     def rc(self) -> Any:
         if self._rc is None:
             try:
-                from redis.cluster import ClusterNode, RedisCluster
+                import redis.cluster  # noqa: F401
             except ImportError as e:  # pragma: no cover - depends on install
                 raise CuratorError("backend 'redis' needs the redis extra: "
                                    "pip install 'curator-pipeline[redis]'") from e
-            self._rc = self._guard(lambda: RedisCluster(
-                startup_nodes=[ClusterNode(h, p) for h, p in self.nodes],
-                socket_timeout=self.timeout_s, socket_connect_timeout=self.timeout_s,
-                cluster_error_retry_attempts=1, require_full_coverage=True))
+            self._rc = self._guard(self._connect)
         return self._rc
+
+    def _connect(self) -> Any:
+        import redis
+        from redis.cluster import ClusterNode, RedisCluster
+
+        if len(self.nodes) == 1:  # one node may also be a plain (non-cluster) server
+            h, p = self.nodes[0]
+            plain = redis.Redis(h, p, socket_timeout=self.timeout_s,
+                                socket_connect_timeout=self.timeout_s)
+            if not plain.info("cluster").get("cluster_enabled"):
+                self.plain = True
+                return plain
+        return RedisCluster(
+            startup_nodes=[ClusterNode(h, p) for h, p in self.nodes],
+            socket_timeout=self.timeout_s, socket_connect_timeout=self.timeout_s,
+            cluster_error_retry_attempts=1, require_full_coverage=True)
 
     def _guard(self, fn: Callable[[], T]) -> T:
         from redis.exceptions import RedisClusterException, RedisError
@@ -103,6 +119,9 @@ class RedisBucketStore:
         rc = self.rc
 
         def probe() -> None:
+            if self.plain:
+                rc.ping()
+                return
             for node in rc.get_primaries():
                 info = rc.cluster_info(target_nodes=node)
                 state = info.get("cluster_state") if isinstance(info, dict) else None
@@ -157,8 +176,8 @@ class RedisBucketStore:
 
         def run() -> int:
             n = 0
-            for node in rc.get_primaries():
-                r = rc.get_redis_connection(node)
+            for node in [None] if self.plain else rc.get_primaries():
+                r = rc if node is None else rc.get_redis_connection(node)
                 batch: list[bytes] = []
                 for k in r.scan_iter(match=self.prefix + b"*", count=1000):
                     batch.append(k)

@@ -9,7 +9,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 import redis
-from helpers_dedup import RedisCluster, make_corpus, rejected, run_cli, write_pipeline
+from helpers_dedup import (
+    RedisCluster,
+    make_corpus,
+    rejected,
+    run_cli,
+    wait_until,
+    write_pipeline,
+)
 
 from curator.core.errors import StageError
 from curator.dedup.backends.embedded import star_edges
@@ -67,6 +74,10 @@ def test_node_down_names_it_and_rerun_completes(tmp_path, tmp_path_factory):
                            f"  - fuzzy_dedup: {FUZZY}, backend: redis, redis_nodes: [{nodes}]}}\n")
         down = cluster.ports[1]
         cluster.stop_node(down)
+        # let the survivors notice (cluster_state:fail), so the error path is always the same
+        alive = cluster.ports[0]
+        wait_until(lambda: redis.Redis(port=alive).cluster("info")["cluster_state"] == "fail",
+                   what="cluster to notice the node is down")
         r = run_cli(["run", str(y)])
         assert r.returncode != 0
         last = r.stderr.strip().splitlines()[-1]

@@ -126,8 +126,12 @@ class RedisBucketStore:
                 info = rc.cluster_info(target_nodes=node)
                 state = info.get("cluster_state") if isinstance(info, dict) else None
                 if state not in (None, "ok"):
-                    raise StageError(f"redis node {node.host}:{node.port} reports cluster_state "
-                                     f"'{state}'; rerun when the cluster is healthy")
+                    dead = self._find_dead_node()
+                    who = (f"redis node {dead} is down or unreachable" if dead else
+                           f"redis node {node.host}:{node.port} reports cluster_state "
+                           f"'{state}'")
+                    raise StageError(f"{who} (cluster_state '{state}'); nothing was marked "
+                                     "done: rerun when the cluster is healthy")
 
         self._guard(probe)
 

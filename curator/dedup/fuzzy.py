@@ -186,11 +186,13 @@ class FuzzyDedup(GlobalStage):
             ctx.map(functools.partial(_save_index_task, cfg, dest),
                     [[(s.name, r["sig_path"]) for s, r in zip(shards, sig_res)]])
             ctx.artifacts["fuzzy_dedup_index"] = dest
-        ctx.artifacts["report_histograms"] = [{
-            "title": f"{ctx.stage_id}: duplicate cluster sizes",
-            "labels": [str(x) for x in comp["size_labels"]], "counts": comp["size_counts"]}]
+        if comp["size_labels"]:  # (the core report cannot draw an empty histogram)
+            ctx.artifacts["report_histograms"] = [{
+                "title": "duplicate cluster sizes (documents per cluster)",
+                "labels": [str(x) for x in comp["size_labels"]],
+                "counts": comp["size_counts"]}]
         ctx.artifacts["report_tables"] = [{
-            "title": f"{ctx.stage_id}: fuzzy dedup", "columns": ["key", "value"],
+            "title": "fuzzy dedup", "columns": ["key", "value"],
             "rows": [["backend", self.backend], ["bands x rows", f"{self.bands} x {self.rows}"],
                      ["partitions", parts], ["candidate pairs", comp["edges"]],
                      ["clusters", comp["clusters"]], ["removed", comp["removed"]],

@@ -197,3 +197,29 @@ def test_cudf_backend_runs_or_says_it_needs_rapids(tmp_path, corpus):
         run_local(y2)
         assert rejected(tmp_path / "w", "fuzzy_dedup") == rejected(tmp_path / "e",
                                                                    "fuzzy_dedup")
+
+
+def test_example_pipeline_runs(tmp_path):
+    r = run_cli(["run", "pipelines/dedup-example.yaml", "--work-dir", str(tmp_path / "w")])
+    assert r.returncode == 0, r.stderr
+    exact = rejected(tmp_path / "w", "exact_dedup")
+    fuzzy = rejected(tmp_path / "w", "fuzzy_dedup")
+    assert len(exact) == 6 and all(v["duplicate_of"] for v in exact.values())
+    # every edited document is in a cluster with its original (one of the two goes)
+    edited = {k.replace("-edited", "") for k in fuzzy} | {v["duplicate_of"].replace(
+        "-edited", "") for v in fuzzy.values()}
+    assert len(fuzzy) == 10 and len(edited) == 10
+    assert (tmp_path / "w" / "index" / "sample" / "index.json").exists()
+
+
+def test_empty_input_and_empty_texts(tmp_path):
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "a.jsonl").write_text(
+        '{"id": "e1", "text": ""}\n{"id": "e2", "text": "   "}\n{"id": "x", "text": "hello"}\n')
+    (tmp_path / "in" / "b.jsonl").write_text("")
+    y = write_pipeline(tmp_path / "p.yaml", tmp_path / "w", f"{tmp_path}/in/*.jsonl",
+                       "  - exact_dedup: {}\n  - fuzzy_dedup: {}\n")
+    run_local(y)
+    assert rejected(tmp_path / "w", "exact_dedup") == {
+        "e2": {"stage": "exact_dedup", "reason": "exact_duplicate", "duplicate_of": "e1"}}
+    assert output_ids(tmp_path / "w", "fuzzy_dedup") == ["e1", "x"]

@@ -131,9 +131,9 @@ class FuzzyDedup(GlobalStage):
         total_docs = sum(s.docs for s in shards) + sum(ix["docs"] for ix in indexes)
         parts = self.partitions or max(
             1, math.ceil(total_docs * self.bands * _ENTRY_BYTES / (self.partition_mb << 20)))
-        prefix = (f"{self.redis_key_prefix}:"
-                  f"{hashlib.sha1(ctx.work_dir.encode()).hexdigest()[:8]}:{ctx.stage_id}:"
-                  f"{ctx.fingerprint[:12]}:")
+        # one namespace per (work_dir, stage, parameters+inputs), short to keep keys compact
+        run_id = hashlib.sha1(f"{ctx.work_dir}\0{ctx.stage_id}\0{ctx.fingerprint}".encode())
+        prefix = f"{self.redis_key_prefix}:{run_id.hexdigest()[:12]}:"
         cfg = _Cfg(ctx.stage_dir, self.num_perm, self.seed, self.ngram, self.shingle,
                    self.normalize, self.bands, self.rows, parts, self.score_field, self.verify,
                    self.threshold, tuple(self.redis_nodes), prefix, self.redis_batch,

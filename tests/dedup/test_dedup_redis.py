@@ -106,3 +106,16 @@ def test_unreachable_node_list_is_one_clear_error():
     store = RedisBucketStore(["127.0.0.1:1"], "curator:x:", batch=10)
     with pytest.raises(StageError, match=r"127\.0\.0\.1:1 is down or unreachable"):
         store.check()
+
+
+def test_redis_example_pipeline_on_dask(tmp_path, redis_cluster):
+    nodes = "[" + ",".join(redis_cluster.nodes) + "]"
+    r = run_cli(["run", "pipelines/dedup-redis-cluster.yaml", "--work-dir", str(tmp_path / "r"),
+                 "--set", f"stages.fuzzy_dedup.redis_nodes={nodes}"])
+    assert r.returncode == 0, r.stderr
+    r = run_cli(["run", "pipelines/dedup-redis-cluster.yaml", "--work-dir", str(tmp_path / "e"),
+                 "--executor", "local", "--set", "stages.fuzzy_dedup.backend=embedded"])
+    assert r.returncode == 0, r.stderr
+    got = rejected(tmp_path / "r", "fuzzy_dedup")
+    assert got and got == rejected(tmp_path / "e", "fuzzy_dedup")
+    assert redis_cluster.keys("curator:*") == 0

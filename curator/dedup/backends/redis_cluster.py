@@ -22,6 +22,21 @@ T = TypeVar("T")
 _ADDR = re.compile(r"(\d{1,3}(?:\.\d{1,3}){3}|[A-Za-z0-9.-]+):(\d{2,5})")
 
 
+def _retry(attempts: int) -> Any:
+    """A short retry for transient errors; redis-py's default spends ~4 s on a dead node."""
+    from redis.backoff import ExponentialBackoff
+    from redis.retry import Retry
+
+    return Retry(ExponentialBackoff(cap=0.5, base=0.05), attempts)
+
+
+def _probe(host: str, port: int) -> Any:
+    """A connection for diagnosis: one try, short timeouts."""
+    import redis
+
+    return redis.Redis(host, port, socket_timeout=2, socket_connect_timeout=2, retry=_retry(0))
+
+
 def parse_nodes(nodes: list[str]) -> list[tuple[str, int]]:
     out = []
     for n in nodes:
@@ -66,14 +81,14 @@ class RedisBucketStore:
         if len(self.nodes) == 1:  # one node may also be a plain (non-cluster) server
             h, p = self.nodes[0]
             plain = redis.Redis(h, p, socket_timeout=self.timeout_s,
-                                socket_connect_timeout=self.timeout_s)
+                                socket_connect_timeout=self.timeout_s, retry=_retry(2))
             if not plain.info("cluster").get("cluster_enabled"):
                 self.plain = True
                 return plain
         return RedisCluster(
             startup_nodes=[ClusterNode(h, p) for h, p in self.nodes],
             socket_timeout=self.timeout_s, socket_connect_timeout=self.timeout_s,
-            cluster_error_retry_attempts=1, require_full_coverage=True)
+            retry=_retry(2), require_full_coverage=True)
 
     def _guard(self, fn: Callable[[], T]) -> T:
         from redis.exceptions import RedisClusterException, RedisError
@@ -102,14 +117,14 @@ class RedisBucketStore:
         known = set(self.nodes)
         for h, p in self.nodes:
             try:
-                info = redis.Redis(h, p, socket_timeout=2).execute_command("CLUSTER NODES")
+                info = _probe(h, p).execute_command("CLUSTER NODES")
             except redis.RedisError:
                 return f"{h}:{p}"
             for host, port in _ADDR.findall(str(info)):  # raw text or redis-py's parsed dict
                 known.add((host, int(port)))
         for h, p in sorted(known):
             try:
-                redis.Redis(h, p, socket_timeout=2, socket_connect_timeout=2).ping()
+                _probe(h, p).ping()
             except redis.RedisError:
                 return f"{h}:{p}"
         return None

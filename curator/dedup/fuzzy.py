@@ -6,9 +6,10 @@ Phases (each a resumable ``ctx.map``; results never depend on the number of work
    (``sig/``) and split by ``digest % partitions`` into bucket entries (``parts/``).
 2. buckets -> candidate edges ``(smallest ref in bucket, ref)``:
    ``embedded``/``cudf``: per partition, a sort of that partition's entries (``buckets``);
-   ``redis``: per shard, pipelined SADD into a Redis Cluster, then per shard SMEMBERS of its own
-   buckets. Redis phases are redone on a rerun (after cleaning the run's keys): a restarted
-   node may have lost its data, so they are never marked done early.
+   ``redis``: per shard, one ``SET key ref NX GET`` per entry in a Redis Cluster (pipelined per
+   node): the reply is the bucket's owner, giving edge ``(owner, ref)``; same components as the
+   embedded edges. Redone on a rerun (after cleaning the run's keys): a restarted node may have
+   lost its data, so this step is never marked done early.
 3. ``verify`` (optional): drop candidate pairs whose exact shingle Jaccard is below threshold.
 4. ``components``: connected components over all edges; per component keep one document by
    ``keep`` (documents of an ``against`` index always win); removal lists per input shard.
@@ -201,11 +202,11 @@ class FuzzyDedup(GlobalStage):
 
     def _redis_edges(self, ctx: GlobalContext, cfg: _Cfg,
                      all_res: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """Insert all shards' entries, then query each shard's buckets. Not phase-cached."""
+        """Claim every shard's buckets in the cluster (edges to each bucket's owner). Not
+        phase-cached: a restarted node may have lost its keys, so a rerun starts clean."""
         items = [(i, r["sig_path"]) for i, r in enumerate(all_res)]
         ctx.map(functools.partial(_redis_task, cfg, "cleanup"), [None])
-        ctx.map(functools.partial(_redis_task, cfg, "insert"), items)
-        files = ctx.map(functools.partial(_redis_task, cfg, "query"), items)
+        files = ctx.map(functools.partial(_redis_task, cfg, "claim"), items)
         ctx.map(functools.partial(_redis_task, cfg, "cleanup"), [None])
         return files
 
@@ -344,8 +345,6 @@ def _redis_task(cfg: _Cfg, verb: str, item: Any) -> Any:
         dig = load_npz(sig_path, "fuzzy_dedup redis")["digests"]
         refs = np.repeat(pack_refs(shard_idx, dig.shape[0]), dig.shape[1])
         flat = dig.reshape(-1)
-        if verb == "insert":
-            return store.insert(flat, refs)
         u, v = redis_edges(store, flat, refs)
         path = os.path.join(cfg.stage_dir, "edges", f"redis-{shard_idx:06d}.npz")
         save_npz(path, u=u, v=v)

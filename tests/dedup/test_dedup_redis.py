@@ -30,19 +30,30 @@ def test_bucket_store_spreads_keys_and_cleans_up(redis_cluster):
     rng = np.random.default_rng(1)
     digests = rng.integers(0, 2**63, size=3000, dtype=np.uint64)
     digests[1000:1500] = digests[:500]  # buckets with two members
+    digests[2000:2100] = digests[:100]  # ... and some with three
     refs = np.arange(3000, dtype=np.uint64) + (np.uint64(3) << np.uint64(32))
     try:
-        assert store.insert(digests, refs) == 3000
+        owners = store.claim(digests, refs)
         per_node = [len(redis.Redis(port=p).keys("curator:test-store:*"))
                     for p in redis_cluster.ports]
-        assert sum(per_node) == 2500 and min(per_node) > 500  # spread over all masters
-        got = store.members(digests[:3])
-        assert [sorted(g.tolist()) for g in got] == [
-            sorted([int(refs[i]), int(refs[i + 1000])]) for i in range(3)]
-        u, v = redis_edges(store, digests, refs)
+        assert sum(per_node) == 2400 and min(per_node) > 500  # spread over all masters
+        want = refs.copy()
+        want[1000:1500] = refs[:500]
+        want[2000:2100] = refs[:100]
+        assert np.array_equal(owners, want)
+        # a second claim (another shard) sees the owners of the first
+        again = store.claim(digests[:10], refs[:10] + np.uint64(1 << 40))
+        assert np.array_equal(again, refs[:10])
+        # entries of a later shard are joined to the existing owners
+        later = refs + np.uint64(1 << 41)
+        u, v = redis_edges(store, digests, later)
+        assert set(zip(u.tolist(), v.tolist())) == set(zip(want.tolist(), later.tolist()))
+        # the first shard's own edges join the same documents as the embedded star edges
         eu, ev = star_edges(digests, refs)
-        assert np.array_equal(u, eu) and np.array_equal(v, ev) and u.shape[0] == 500
-        assert store.cleanup() == 2500
+        mask = want != refs
+        assert set(zip(eu.tolist(), ev.tolist())) == set(zip(want[mask].tolist(),
+                                                              refs[mask].tolist()))
+        assert store.cleanup() == 2400
         assert redis_cluster.keys("curator:test-store:*") == 0
     finally:
         store.close()

@@ -223,3 +223,30 @@ def test_empty_input_and_empty_texts(tmp_path):
     assert rejected(tmp_path / "w", "exact_dedup") == {
         "e2": {"stage": "exact_dedup", "reason": "exact_duplicate", "duplicate_of": "e1"}}
     assert output_ids(tmp_path / "w", "fuzzy_dedup") == ["e1", "x"]
+
+
+def test_crash_in_a_late_phase_resumes_without_redoing_signatures(tmp_path, corpus,
+                                                                  monkeypatch):
+    import curator.dedup.fuzzy as fz
+
+    cdir, _ = corpus
+    y = write_pipeline(tmp_path / "p.yaml", tmp_path / "w", f"{cdir}/part*.jsonl",
+                       f"  - fuzzy_dedup: {FUZZY}}}\n")
+    real_components, real_signatures = fz._components_task, fz._signature_task
+
+    def crash(*_a, **_k):  # failure injection
+        raise RuntimeError("injected crash")
+
+    monkeypatch.setattr(fz, "_components_task", crash)
+    with pytest.raises(RuntimeError, match="injected crash"):
+        run_local(y)
+    assert not (tmp_path / "w" / "stages" / "fuzzy_dedup" / "_SUCCESS.json").exists()
+    monkeypatch.setattr(fz, "_components_task", real_components)
+    monkeypatch.setattr(fz, "_signature_task", crash)  # must come from the saved phase
+    run_local(y)
+    monkeypatch.setattr(fz, "_signature_task", real_signatures)
+    y2 = write_pipeline(tmp_path / "q.yaml", tmp_path / "clean", f"{cdir}/part*.jsonl",
+                        f"  - fuzzy_dedup: {FUZZY}}}\n")
+    run_local(y2)
+    got = rejected(tmp_path / "w", "fuzzy_dedup")
+    assert got and got == rejected(tmp_path / "clean", "fuzzy_dedup")

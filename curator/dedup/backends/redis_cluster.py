@@ -2,9 +2,9 @@
 plain Redis server works too, when it is the only node given).
 
 Keys are ``<run prefix><8-byte band digest>`` (the digest is already salted by the band), so
-they spread over all hash slots; a bucket is a Redis set of 8-byte document references.
-Writes and reads go through non-transactional cluster pipelines (redis-py groups them per
-node) in batches. Every key of a run shares one prefix, which :meth:`cleanup` removes with
+they spread over all hash slots; a bucket is one 8-byte value, its owner (the first document
+that claimed it). Each entry is one ``SET key ref NX GET``: insert and query in a single
+command, batched per node as one pipelined write (no cross-slot multi-key commands). Every key of a run shares one prefix, which :meth:`cleanup` removes with
 ``SCAN`` on each primary. Any connection failure becomes one line naming the node.
 """
 
@@ -156,38 +156,79 @@ class RedisBucketStore:
         p = self.prefix
         return [p + raw[i:i + 8] for i in range(0, len(raw), 8)]
 
-    def insert(self, digests: np.ndarray, refs: np.ndarray) -> int:
-        """Add each ``refs[i]`` to the bucket ``digests[i]`` (pipelined SADD batches)."""
+    def claim(self, digests: np.ndarray, refs: np.ndarray) -> np.ndarray:
+        """For each entry, atomically make ``refs[i]`` the owner of bucket ``digests[i]`` unless
+        the bucket has one (``SET key ref NX GET``); returns each bucket's owner (``refs[i]``
+        itself where it became the owner).
+
+        One round trip per batch and node: keys are routed by hash slot here and the commands
+        are written as raw RESP, so the cost per entry is a few microseconds of Python. Which
+        entry becomes owner depends on timing, but the *components* of the edges
+        ``(owner, ref)`` do not: every member of a bucket is joined to the same owner.
+        """
         keys = self._keys(digests)
         vals = refs.astype(">u8").tobytes()
+        owners = refs.astype(np.uint64).copy()
         rc = self.rc
-
-        def run() -> int:
-            for s in range(0, len(keys), self.batch):
-                pipe = rc.pipeline(transaction=False)
-                for i in range(s, min(s + self.batch, len(keys))):
-                    pipe.sadd(keys[i], vals[8 * i:8 * i + 8])
-                pipe.execute()
-            return len(keys)
-
-        return self._guard(run)
-
-    def members(self, digests: np.ndarray) -> list[np.ndarray]:
-        """The references in each bucket (pipelined SMEMBERS batches)."""
-        keys = self._keys(digests)
-        rc = self.rc
-        out: list[np.ndarray] = []
 
         def run() -> None:
-            for s in range(0, len(keys), self.batch):
-                pipe = rc.pipeline(transaction=False)
-                for k in keys[s:s + self.batch]:
-                    pipe.smembers(k)
-                for members in pipe.execute():
-                    out.append(np.frombuffer(b"".join(members), dtype=">u8").astype(np.uint64))
+            for client, idx in self._by_node(keys):
+                for s in range(0, len(idx), self.batch):
+                    self._claim_batch(client, keys, vals, idx[s:s + self.batch], owners)
 
         self._guard(run)
-        return out
+        return owners
+
+    def _by_node(self, keys: list[bytes]) -> list[tuple[Any, list[int]]]:
+        if self.plain:
+            return [(self.rc, list(range(len(keys))))]
+        from redis.crc import key_slot
+
+        rc = self.rc
+        groups: dict[str, tuple[Any, list[int]]] = {}
+        nm = rc.nodes_manager
+        for i, k in enumerate(keys):
+            node = nm.get_node_from_slot(key_slot(k))
+            g = groups.get(node.name)
+            if g is None:
+                g = groups[node.name] = (rc.get_redis_connection(node), [])
+            g[1].append(i)
+        return [groups[n] for n in sorted(groups)]
+
+    def _claim_batch(self, client: Any, keys: list[bytes], vals: bytes, idx: list[int],
+                     owners: np.ndarray) -> None:
+        from redis.exceptions import ResponseError
+
+        parts = []
+        for i in idx:
+            k = keys[i]
+            parts.append(b"*5\r\n$3\r\nSET\r\n$%d\r\n%s\r\n$8\r\n%s\r\n$2\r\nNX\r\n$3\r\nGET\r\n"
+                         % (len(k), k, vals[8 * i:8 * i + 8]))
+        pool = client.connection_pool
+        conn = pool.get_connection()
+        replies: list[Any] = []
+        moved = False
+        try:
+            conn.send_packed_command([b"".join(parts)])
+            for _ in idx:
+                try:
+                    replies.append(conn.read_response())
+                except ResponseError:  # MOVED/ASK: the cluster is resharding
+                    replies.append(None)
+                    moved = True
+        except BaseException:
+            conn.disconnect()
+            raise
+        finally:
+            pool.release(conn)
+        if moved and not self.plain:  # redo through redis-py, which follows redirections
+            pipe = self.rc.pipeline(transaction=False)
+            for i in idx:
+                pipe.execute_command("SET", keys[i], vals[8 * i:8 * i + 8], "NX", "GET")
+            replies = pipe.execute()
+        for i, rep in zip(idx, replies):
+            if rep is not None:
+                owners[i] = int.from_bytes(rep, "big")
 
     def cleanup(self) -> int:
         """Delete every key of this run on every primary; returns how many."""
@@ -228,18 +269,14 @@ class RedisBucketStore:
 
 def redis_edges(store: RedisBucketStore, digests: np.ndarray,
                 refs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Edges ``(min ref of bucket, ref)`` for this shard's own ``refs``: the union over all
-    shards equals :func:`~curator.dedup.backends.embedded.star_edges` over all entries."""
+    """Edges ``(bucket owner, ref)`` for this shard's entries. Over all shards they connect
+    exactly the documents that :func:`~curator.dedup.backends.embedded.star_edges` connects
+    (same components), so both backends remove the same documents."""
     from curator.dedup.backends.embedded import unique_edges
 
     if digests.shape[0] == 0:
         e = np.empty(0, dtype=np.uint64)
         return e, e
-    uniq, inv = np.unique(digests, return_inverse=True)
-    buckets = store.members(uniq)
-    sizes = np.fromiter((b.shape[0] for b in buckets), dtype=np.int64, count=len(buckets))
-    mins = np.fromiter((b.min() if b.shape[0] else 0 for b in buckets), dtype=np.uint64,
-                       count=len(buckets))
-    mine_min = mins[inv]
-    keep = (sizes[inv] > 1) & (refs != mine_min)
-    return unique_edges(mine_min[keep], refs[keep])
+    owners = store.claim(digests, refs)
+    m = owners != refs
+    return unique_edges(owners[m], refs[m])

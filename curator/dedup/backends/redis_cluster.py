@@ -4,8 +4,8 @@ plain Redis server works too, when it is the only node given).
 Keys are ``<run prefix><8-byte band digest>`` (the digest is already salted by the band), so
 they spread over all hash slots; a bucket is one 8-byte value, its owner (the first document
 that claimed it). Each entry is one ``SET key ref NX GET``: insert and query in a single
-command, batched per node as one pipelined write (no cross-slot multi-key commands). Every key of a run shares one prefix, which :meth:`cleanup` removes with
-``SCAN`` on each primary. Any connection failure becomes one line naming the node.
+command, batched per node as one pipelined write (no cross-slot multi-key commands). Every key
+of a run shares one prefix, which :meth:`cleanup` removes with ``SCAN`` on each primary. Any connection failure becomes one line naming the node.
 """
 
 from __future__ import annotations
@@ -169,7 +169,6 @@ class RedisBucketStore:
         keys = self._keys(digests)
         vals = refs.astype(">u8").tobytes()
         owners = refs.astype(np.uint64).copy()
-        rc = self.rc
 
         def run() -> None:
             for client, idx in self._by_node(keys):

@@ -5,7 +5,8 @@ Keys are ``<run prefix><8-byte band digest>`` (the digest is already salted by t
 they spread over all hash slots; a bucket is one 8-byte value, its owner (the first document
 that claimed it). Each entry is one ``SET key ref NX GET``: insert and query in a single
 command, batched per node as one pipelined write (no cross-slot multi-key commands). Every key
-of a run shares one prefix, which :meth:`cleanup` removes with ``SCAN`` on each primary. Any connection failure becomes one line naming the node.
+of a run shares one prefix, which :meth:`cleanup` removes with ``SCAN`` on each primary.
+Any connection failure becomes one line naming the node.
 """
 
 from __future__ import annotations

@@ -130,3 +130,49 @@ def test_redis_example_pipeline_on_dask(tmp_path, redis_cluster):
     got = rejected(tmp_path / "r", "fuzzy_dedup")
     assert got and got == rejected(tmp_path / "e", "fuzzy_dedup")
     assert redis_cluster.keys("curator:*") == 0
+
+
+def test_claim_follows_a_slot_that_moved(redis_cluster):
+    """A slot moved after the client cached the layout: the raw write gets MOVED and the
+    batch is redone through redis-py, which follows the redirection."""
+    from redis.crc import key_slot
+
+    store = RedisBucketStore(redis_cluster.nodes, "curator:test-moved:", batch=100)
+    try:
+        store.check()  # caches the slot layout
+        digest = np.array([12345], dtype=np.uint64)
+        key = store._keys(digest)[0]
+        slot = key_slot(key)
+        conns = {p: redis.Redis(port=p) for p in redis_cluster.ports}
+        ids = {p: c.execute_command("CLUSTER", "MYID") for p, c in conns.items()}
+        ids = {p: (i.decode() if isinstance(i, bytes) else i) for p, i in ids.items()}
+        src = next(p for p, c in conns.items()
+                   if c.execute_command("CLUSTER", "COUNTKEYSINSLOT", slot) == 0
+                   and any(a <= slot <= b for a, b, *_ in _slots_of(c, ids[p])))
+        dst = next(p for p in redis_cluster.ports if p != src)
+        conns[dst].execute_command("CLUSTER", "SETSLOT", slot, "IMPORTING", ids[src])
+        conns[src].execute_command("CLUSTER", "SETSLOT", slot, "MIGRATING", ids[dst])
+        for c in conns.values():
+            c.execute_command("CLUSTER", "SETSLOT", slot, "NODE", ids[dst])
+        calls = []
+        pipeline = store.rc.pipeline
+        store.rc.pipeline = lambda *a, **k: (calls.append(1), pipeline(*a, **k))[1]  # spy
+        refs = np.array([7], dtype=np.uint64)
+        assert store.claim(digest, refs).tolist() == [7]
+        assert calls  # the redirection was followed through redis-py
+        assert store.claim(digest, np.array([9], dtype=np.uint64)).tolist() == [7]
+        assert conns[dst].exists(key) == 1
+        store.cleanup()
+    finally:
+        store.close()
+
+
+def _slots_of(conn, node_id):
+    """Slot ranges served by ``node_id`` according to CLUSTER SLOTS."""
+    out = []
+    for entry in conn.execute_command("CLUSTER", "SLOTS"):
+        a, b, master = entry[0], entry[1], entry[2]
+        nid = master[2].decode() if isinstance(master[2], bytes) else master[2]
+        if nid == node_id:
+            out.append((a, b))
+    return out

@@ -176,3 +176,27 @@ def _slots_of(conn, node_id):
         if nid == node_id:
             out.append((a, b))
     return out
+
+
+def test_single_plain_redis_server(tmp_path):
+    """One non-cluster node is used as a plain server (same claims, same cleanup)."""
+    import subprocess
+
+    from helpers_dedup import REDIS_SERVER, free_ports
+
+    (port,) = free_ports(1)
+    proc = subprocess.Popen([REDIS_SERVER, "--port", str(port), "--bind", "127.0.0.1",
+                             "--dir", str(tmp_path), "--save", "", "--appendonly", "no"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_until(lambda: redis.Redis(port=port).ping(), what="redis-server")
+        store = RedisBucketStore([f"127.0.0.1:{port}"], "curator:plain:")
+        digests = np.array([1, 2, 1, 3, 2], dtype=np.uint64)
+        refs = np.arange(5, dtype=np.uint64)
+        assert store.claim(digests, refs).tolist() == [0, 1, 0, 3, 1]
+        assert store.plain
+        assert store.cleanup() == 3
+        store.close()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)

@@ -180,11 +180,11 @@ class RedisBucketStore:
         return owners
 
     def _by_node(self, keys: list[bytes]) -> list[tuple[Any, list[int]]]:
+        rc = self.rc  # connects first: that decides ``plain``
         if self.plain:
-            return [(self.rc, list(range(len(keys))))]
+            return [(rc, list(range(len(keys))))]
         from redis.crc import key_slot
 
-        rc = self.rc
         groups: dict[str, tuple[Any, list[int]]] = {}
         nm = rc.nodes_manager
         for i, k in enumerate(keys):

@@ -39,6 +39,7 @@ sys.path.insert(0, str(REPO))
 from curator.dedup.minhash import MinHasher, band_digests, normalize  # noqa: E402
 
 NUM_PERM, SEED, BANDS, ROWS = 128, 1, 16, 8
+ROUNDS = 3
 
 
 def make_docs(n: int, words: int = 120, seed: int = 0) -> list[str]:
@@ -69,16 +70,11 @@ def bench_signatures(docs: list[str]) -> None:
         w = normalize(text).split()
         return [" ".join(w[i:i + n]).encode() for i in range(max(1, len(w) - n + 1))]
 
-    t_word, _ = timed(MinHasher(NUM_PERM, SEED, 5, "word"), docs)
-    t_legacy, _ = timed(MinHasher(NUM_PERM, SEED, 5, "word", scheme="legacy"), docs)
-    t_char, _ = timed(MinHasher(NUM_PERM, SEED, 24, "char"), docs)
-
     def ds() -> None:
         for d in docs:
             m = MinHash(num_perm=NUM_PERM, seed=SEED, scheme="legacy")
             m.update_batch(ngrams(d))
 
-    t_ds, _ = timed(ds)
     class _Split:
         word_tokenize = staticmethod(str.split)
 
@@ -94,10 +90,20 @@ def bench_signatures(docs: list[str]) -> None:
         for d in docs:
             dt.get_signature(dt.get_shingles(d))
 
-    t_dt, _ = timed(dtv)
+    contenders = {
+        "word": lambda: MinHasher(NUM_PERM, SEED, 5, "word")(docs),
+        "legacy": lambda: MinHasher(NUM_PERM, SEED, 5, "word", scheme="legacy")(docs),
+        "char": lambda: MinHasher(NUM_PERM, SEED, 24, "char")(docs),
+        "ds": ds, "dt": dtv}
+    # interleaved rounds, best time each: the machine is shared, load comes and goes
+    best = dict.fromkeys(contenders, float("inf"))
+    for _ in range(ROUNDS):
+        for name, fn in contenders.items():
+            best[name] = min(best[name], timed(fn)[0])
+    t_word, t_legacy, t_char, t_ds, t_dt = (best[k] for k in contenders)
     n = len(docs)
     print(f"\n== MinHash signatures/s ({n} docs, ~{np.mean([len(d) for d in docs]):.0f} chars, "
-          f"{NUM_PERM} permutations, seed {SEED})")
+          f"{NUM_PERM} permutations, seed {SEED}; best of {ROUNDS} interleaved rounds)")
     rows = [("curator word 5-grams (affine32)", t_word),
             ("curator word 5-grams (legacy, same math as the peers)", t_legacy),
             ("curator char 24-grams (affine32)", t_char),
@@ -155,27 +161,33 @@ def bench_lsh(docs: list[str]) -> None:
             store.close()
             return int(u.shape[0])
 
-        t_ours, edges = timed(ours)
         mhs = [MinHash(num_perm=NUM_PERM, seed=SEED, hashvalues=s.astype(np.uint64),
                        scheme="legacy") for s in sigs]
+        rounds = iter(range(1000))
 
         def theirs() -> int:
             lsh = MinHashLSH(num_perm=NUM_PERM, params=(BANDS, ROWS), storage_config={
-                "type": "redis", "basename": b"dsbench", "redis": {"host": "127.0.0.1",
-                                                                   "port": port}})
+                "type": "redis", "basename": b"dsbench%d" % next(rounds),  # fresh per round
+                "redis": {"host": "127.0.0.1", "port": port}})
             with lsh.insertion_session() as s:
                 for i, m in enumerate(mhs):
                     s.insert(i, m)
             hits = sum(len(lsh.query(m)) - 1 for m in mhs)
             return hits
 
-        t_ds, hits = timed(theirs)
+        t_ours = t_ds = float("inf")
+        for _ in range(ROUNDS):  # interleaved, best of each
+            t, edges = timed(ours)
+            t_ours = min(t_ours, t)
+            t, hits = timed(theirs)
+            t_ds = min(t_ds, t)
     finally:
         proc.terminate()
         proc.wait()
         shutil.rmtree(tmp, ignore_errors=True)
     n = len(docs)
-    print(f"\n== LSH insert+query on one redis-server ({n} docs, {BANDS} bands x {ROWS} rows)")
+    print(f"\n== LSH insert+query on one redis-server ({n} docs, {BANDS} bands x {ROWS} rows; "
+          f"best of {ROUNDS} interleaved rounds)")
     print(f"  {'curator RedisBucketStore':58s} {n / t_ours:10.0f} docs/s  ({edges} edges)")
     print(f"  {'datasketch MinHashLSH(redis storage)':58s} {n / t_ds:10.0f} docs/s  "
           f"({hits} neighbour hits)")

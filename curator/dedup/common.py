@@ -1,0 +1,99 @@
+"""Plumbing shared by the dedup stages: document references, atomic array files, the removal
+lists written per input shard, and the final pass that rejects removed documents.
+
+A document is referenced by ``(shard index << 32) | row`` (uint64): the shard index is the
+position of its shard in the stage's input list, the row its position in that shard, so a
+reference never depends on how many workers ran the stage.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import orjson
+
+from curator.core.context import ShardContext
+from curator.core.document import Document
+from curator.core.errors import StageError
+from curator.io.atomic import atomic_open
+
+ROW_BITS = np.uint64(32)
+ROW_MASK = np.uint64(0xFFFFFFFF)
+
+
+def pack_refs(shard_idx: int, n: int) -> np.ndarray:
+    """References of rows ``0..n-1`` of shard ``shard_idx``."""
+    return (np.uint64(shard_idx) << ROW_BITS) | np.arange(n, dtype=np.uint64)
+
+
+def ref_shard(refs: np.ndarray) -> np.ndarray:
+    return (refs >> ROW_BITS).astype(np.int64)
+
+
+def ref_row(refs: np.ndarray) -> np.ndarray:
+    return (refs & ROW_MASK).astype(np.int64)
+
+
+def save_npz(path: str, **arrays: np.ndarray) -> None:
+    """Write arrays atomically (the file exists only when complete)."""
+    buf = io.BytesIO()
+    np.savez(buf, **arrays)
+    with atomic_open(path, "wb") as f:
+        f.write(buf.getvalue())
+
+
+def load_npz(path: str, what: str) -> dict[str, np.ndarray]:
+    """Read arrays written by :func:`save_npz`; a missing/corrupt file is a clear error."""
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            return {k: z[k] for k in z.files}
+    except (OSError, ValueError, EOFError) as e:
+        raise StageError(f"{what}: intermediate file '{path}' is missing or corrupt ({e}); "
+                         "delete the stage folder and rerun") from e
+
+
+def save_json(path: str, obj: Any) -> None:
+    with atomic_open(path, "wb") as f:
+        f.write(orjson.dumps(obj))
+
+
+def load_json(path: str) -> Any:
+    with open(path, "rb") as f:
+        return orjson.loads(f.read())
+
+
+def removals_path(stage_dir: str, shard: str) -> str:
+    return os.path.join(stage_dir, "removals", f"{shard}.json")
+
+
+def write_removals(stage_dir: str, shard: str, rows: list[int], dup_of: list[str]) -> None:
+    """The removal list of one input shard: rows to drop and the id each one duplicates."""
+    save_json(removals_path(stage_dir, shard), {"rows": rows, "duplicate_of": dup_of})
+
+
+class Remover:
+    """Final phase of a dedup stage: passes one shard through, rejecting the listed rows with
+    ``duplicate_of`` = the user id of the kept copy. Picklable (only paths inside)."""
+
+    def __init__(self, stage_dir: str, reason: str) -> None:
+        self.stage_dir, self.reason = stage_dir, reason
+
+    def __call__(self, docs: Iterator[Document], ctx: ShardContext) -> Iterator[Document]:
+        path = removals_path(self.stage_dir, ctx.shard)
+        try:
+            rem = load_json(path)
+        except (OSError, orjson.JSONDecodeError) as e:
+            raise StageError(f"removal list '{path}' is missing or corrupt; delete the stage "
+                             "folder and rerun") from e
+        drop = dict(zip(rem["rows"], rem["duplicate_of"]))
+        reject, reason = ctx.reject, self.reason
+        for row, doc in enumerate(docs):
+            kept = drop.get(row)
+            if kept is None:
+                yield doc
+            else:
+                reject(doc, reason, duplicate_of=kept)

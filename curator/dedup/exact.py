@@ -1,0 +1,158 @@
+"""``exact_dedup``: remove documents whose (normalised) text is identical to an earlier one.
+
+Phases (resumable ``ctx.map``; the result does not depend on the number of workers):
+
+1. ``hash`` (per input shard): 128-bit xxh3 of each text, split by hash into partitions.
+2. ``groups`` (per partition): sort by (hash, ref); the first occurrence in input order (the
+   smallest reference: shard order, then row) is kept, the others point at it.
+3. ``removals`` (per input shard): collect that shard's removed rows (a contiguous slice of
+   each partition's sorted result) and the user id of the kept copy.
+4. final pass: rejects removed documents with reason ``exact_duplicate`` and ``duplicate_of``.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import os
+from typing import Any
+
+import numpy as np
+import xxhash
+
+from curator.core.context import GlobalContext
+from curator.core.errors import StageError
+from curator.core.stage import GlobalStage, Shard
+from curator.dedup.common import (
+    Remover,
+    load_json,
+    load_npz,
+    pack_refs,
+    ref_row,
+    ref_shard,
+    save_json,
+    save_npz,
+    write_removals,
+)
+from curator.dedup.minhash import normalize as _normalize
+from curator.io.shards import read_shard
+
+#: Memory of one entry while its partition is grouped: 24 bytes stored plus sort temporaries.
+_ENTRY_BYTES = 96
+
+
+class ExactDedup(GlobalStage):
+    """Remove exact duplicates (hash of normalised text); keeps the first copy in input order."""
+
+    name = "exact_dedup"
+
+    def __init__(self, normalize: bool = True, partitions: int = 0,
+                 partition_mb: int = 256) -> None:
+        self.normalize = normalize
+        self.partitions = partitions
+        self.partition_mb = partition_mb
+
+    def run(self, shards: list[Shard], ctx: GlobalContext) -> list[Shard]:
+        total = sum(s.docs for s in shards)
+        parts = self.partitions or max(
+            1, math.ceil(total * _ENTRY_BYTES / (self.partition_mb << 20)))
+        sdir = ctx.stage_dir
+        hashed = ctx.map(functools.partial(_hash_task, sdir, parts, self.normalize),
+                         [(i, s.name, s.path) for i, s in enumerate(shards)],
+                         phase="hash", keys=[s.name for s in shards])
+        expected = np.sum([h["parts"] for h in hashed], axis=0) if hashed else []
+        groups = ctx.map(functools.partial(_group_task, sdir),
+                         [(p, [h["path"] for h in hashed], int(expected[p]))
+                          for p in range(parts)],
+                         phase="groups", keys=[str(p) for p in range(parts)])
+        ids_paths = [h["ids"] for h in hashed]
+        group_paths = [g["path"] for g in groups]
+        removed = ctx.map(functools.partial(_removals_task, sdir, group_paths, ids_paths),
+                          [(i, s.name) for i, s in enumerate(shards)],
+                          phase="removals", keys=[s.name for s in shards])
+        ctx.count("documents", sum(h["docs"] for h in hashed))
+        ctx.count("duplicates", sum(removed))
+        ctx.count("duplicate_groups", sum(g["groups"] for g in groups))
+        return ctx.write_shards(Remover(sdir, "exact_duplicate"), shards)
+
+
+def _hash_task(sdir: str, parts: int, normalize: bool, item: tuple[int, str, str]
+               ) -> dict[str, Any]:
+    shard_idx, name, path = item
+    ids: list[str] = []
+    his: list[int] = []
+    los: list[int] = []
+    h128 = xxhash.xxh3_128_intdigest
+    for doc in read_shard(path):
+        text = _normalize(doc.text) if normalize else doc.text
+        h = h128(text.encode("utf-8", "surrogatepass"))
+        ids.append(doc.id)
+        his.append(h >> 64)
+        los.append(h & 0xFFFFFFFFFFFFFFFF)
+    hi = np.asarray(his, dtype=np.uint64)
+    lo = np.asarray(los, dtype=np.uint64)
+    refs = pack_refs(shard_idx, len(ids))
+    part = (lo % np.uint64(parts)).astype(np.int64)
+    arrays: dict[str, np.ndarray] = {}
+    for p in range(parts):
+        m = part == p
+        arrays[f"h{p}"], arrays[f"l{p}"], arrays[f"r{p}"] = hi[m], lo[m], refs[m]
+    out = os.path.join(sdir, "hash", f"{shard_idx:06d}-{name}.npz")
+    save_npz(out, **arrays)
+    ids_path = os.path.join(sdir, "hash", f"{shard_idx:06d}-{name}.ids.json")
+    save_json(ids_path, ids)
+    return {"path": out, "ids": ids_path, "docs": len(ids),
+            "parts": np.bincount(part, minlength=parts).tolist()}
+
+
+def _group_task(sdir: str, item: tuple[int, list[str], int]) -> dict[str, Any]:
+    p, paths, expected = item
+    hs, ls, rs = [], [], []
+    for path in paths:
+        z = load_npz(path, "exact_dedup groups")
+        hs.append(z[f"h{p}"])
+        ls.append(z[f"l{p}"])
+        rs.append(z[f"r{p}"])
+    hi = np.concatenate(hs) if hs else np.empty(0, np.uint64)
+    lo = np.concatenate(ls) if ls else np.empty(0, np.uint64)
+    r = np.concatenate(rs) if rs else np.empty(0, np.uint64)
+    if r.shape[0] != expected:
+        raise StageError(f"exact_dedup: partition {p} has {r.shape[0]} entries, expected "
+                         f"{expected}; delete the stage folder and rerun")
+    order = np.lexsort((r, lo, hi))
+    hi, lo, r = hi[order], lo[order], r[order]
+    first = np.r_[True, (hi[1:] != hi[:-1]) | (lo[1:] != lo[:-1])] if r.shape[0] else \
+        np.empty(0, dtype=bool)
+    kept = r[first][np.cumsum(first) - 1] if r.shape[0] else r
+    dup = ~first
+    removed, kept = r[dup], kept[dup]
+    o = np.argsort(removed, kind="stable")
+    out = os.path.join(sdir, "groups", f"p{p:05d}.npz")
+    save_npz(out, removed=removed[o], kept=kept[o])
+    groups = int(np.unique(kept).shape[0]) if kept.shape[0] else 0
+    return {"path": out, "removed": int(removed.shape[0]), "groups": groups}
+
+
+def _removals_task(sdir: str, group_paths: list[str], ids_paths: list[str],
+                   item: tuple[int, str]) -> int:
+    shard_idx, name = item
+    lo_ref = np.uint64(shard_idx) << np.uint64(32)
+    hi_ref = np.uint64(shard_idx + 1) << np.uint64(32)
+    rem, kept = [], []
+    for path in group_paths:
+        z = load_npz(path, "exact_dedup removals")
+        a, b = np.searchsorted(z["removed"], [lo_ref, hi_ref])
+        rem.append(z["removed"][a:b])
+        kept.append(z["kept"][a:b])
+    removed = np.concatenate(rem) if rem else np.empty(0, np.uint64)
+    keep = np.concatenate(kept) if kept else np.empty(0, np.uint64)
+    order = np.argsort(removed, kind="stable")
+    removed, keep = removed[order], keep[order]
+    ids_cache: dict[int, list[str]] = {}
+    dup_of: list[str] = []
+    for s, row in zip(ref_shard(keep).tolist(), ref_row(keep).tolist()):
+        if s not in ids_cache:
+            ids_cache[s] = load_json(ids_paths[s])
+        dup_of.append(ids_cache[s][row])
+    write_removals(sdir, name, ref_row(removed).tolist(), dup_of)
+    return int(removed.shape[0])

@@ -1,0 +1,202 @@
+"""Vectorised MinHash signatures: no Python call per shingle.
+
+A batch of documents is normalised, concatenated into one array of code points (character
+shingles) or of word hashes (word shingles), and every n-gram of the batch is hashed at once
+with a polynomial hash over the array (``n`` vector passes) finished by murmur3's ``fmix64``.
+The 32-bit shingle hashes then go through the same permutations as datasketch's MinHash, with
+``a, b`` drawn from ``numpy.random.RandomState(seed)`` in the same order:
+
+* ``affine32`` (default, datasketch >= 2 default): ``a * fmix32(h) + b`` in uint32 arithmetic;
+  no modulo, so about 3x faster;
+* ``legacy`` (datasketch < 2, NeMo Curator, datatrove): ``((a*h + b) mod (2**61-1)) & (2**32-1)``.
+
+The per-document minimum is a single ``np.minimum.reduceat``. Everything is integer arithmetic
+on fixed-width numpy types, so the same text gives the same signature on every process and
+machine.
+
+A document shorter than one shingle is padded with NULs so that it still has exactly one
+shingle (two short documents are then compared as whole strings).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Literal
+
+import numpy as np
+
+MERSENNE = np.uint64((1 << 61) - 1)
+MAX_HASH = np.uint64((1 << 32) - 1)
+#: Multiplier of the polynomial n-gram hash (the 64-bit FNV prime).
+POLY = np.uint64(0x100000001B3)
+_K1 = np.uint64(0x9E3779B97F4A7C15)
+_K2 = np.uint64(0xC2B2AE3D27D4EB4F)
+_SPACE = re.compile(r"\s+")
+#: Upper bound on the temporary (perms x shingles) matrix, in elements.
+_BLOCK = 1 << 22
+
+ShingleKind = Literal["char", "word"]
+Scheme = Literal["affine32", "legacy"]
+
+
+def normalize(text: str) -> str:
+    """Lower case and single spaces: near-duplicates differ in more than formatting."""
+    return _SPACE.sub(" ", text).strip().lower()
+
+
+def fmix64(h: np.ndarray) -> np.ndarray:
+    """murmur3's 64-bit finaliser (avalanches every input bit); wraps like C."""
+    h = h ^ (h >> np.uint64(33))
+    h = h * np.uint64(0xFF51AFD7ED558CCD)
+    h = h ^ (h >> np.uint64(33))
+    h = h * np.uint64(0xC4CEB9FE1A85EC53)
+    return h ^ (h >> np.uint64(33))
+
+
+def fmix32(h: np.ndarray) -> np.ndarray:
+    """murmur3's 32-bit finaliser, as datasketch pre-mixes inputs of its affine schemes."""
+    h = h ^ (h >> np.uint32(16))
+    h = h * np.uint32(0x85EBCA6B)
+    h = h ^ (h >> np.uint32(13))
+    h = h * np.uint32(0xC2B2AE35)
+    return h ^ (h >> np.uint32(16))
+
+
+def permutations(num_perm: int, seed: int, scheme: Scheme = "affine32"
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """The ``(a, b)`` of each permutation, drawn exactly as datasketch's MinHash does."""
+    gen = np.random.RandomState(seed)
+    if scheme == "affine32":
+        a32 = gen.randint(0, 1 << 31, num_perm, dtype=np.uint32) * np.uint32(2) + np.uint32(1)
+        return a32, gen.randint(0, 1 << 32, num_perm, dtype=np.uint32)
+    ab = np.array([(gen.randint(1, MERSENNE, dtype=np.uint64),
+                    gen.randint(0, MERSENNE, dtype=np.uint64)) for _ in range(num_perm)],
+                  dtype=np.uint64)
+    return ab[:, 0].copy(), ab[:, 1].copy()
+
+
+def _codepoints(s: str) -> np.ndarray:
+    return np.frombuffer(s.encode("utf-32-le", "surrogatepass"), dtype=np.uint32).astype(
+        np.uint64)
+
+
+def _window_hashes(tokens: np.ndarray, lengths: np.ndarray, n: int) -> tuple[np.ndarray,
+                                                                             np.ndarray]:
+    """32-bit hashes of every n-gram that lies inside one document.
+
+    ``tokens`` is the concatenation of the documents' tokens, ``lengths`` their counts (each
+    >= n). Returns the hashes (documents in order) and each document's first index in them.
+    """
+    total = tokens.shape[0]
+    span = total - n + 1
+    h = np.zeros(span, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        for j in range(n):
+            h *= POLY
+            h += tokens[j:j + span]
+        h = fmix64(h) >> np.uint64(32)
+    counts = lengths - n + 1
+    starts = np.cumsum(lengths) - lengths
+    out_off = np.cumsum(counts) - counts
+    idx = np.arange(int(counts.sum()), dtype=np.int64) + np.repeat(starts - out_off, counts)
+    return h[idx], out_off
+
+
+def shingle_hashes(texts: Sequence[str], *, ngram: int = 24, kind: ShingleKind = "char",
+                   do_normalize: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """The 32-bit shingle hashes of a batch (as uint64) and each document's offset in them.
+
+    A shingle repeated within a document is hashed repeatedly; that does not change a MinHash.
+    """
+    norm = [normalize(t) for t in texts] if do_normalize else list(texts)
+    if kind == "char":
+        padded = [t if len(t) >= ngram else t + "\0" * (ngram - len(t)) for t in norm]
+        lengths = np.fromiter((len(t) for t in padded), dtype=np.int64, count=len(padded))
+        return _window_hashes(_codepoints("".join(padded)), lengths, ngram)
+    # word shingles: hash each word (position-salted sum over its characters), then n-grams
+    words = [t.split() for t in norm]
+    padded_w = [w if len(w) >= ngram else w + ["\0"] * (ngram - len(w)) for w in words]
+    nwords = np.fromiter((len(w) for w in padded_w), dtype=np.int64, count=len(padded_w))
+    flat = " ".join(" ".join(w) for w in padded_w)
+    c = _codepoints(flat)
+    is_sp = c == 32
+    word_starts = np.concatenate(([0], np.flatnonzero(is_sp) + 1)).astype(np.int64)
+    seg = np.diff(np.append(word_starts, c.shape[0]))
+    pos = np.arange(c.shape[0], dtype=np.int64) - np.repeat(word_starts, seg)
+    with np.errstate(over="ignore"):
+        v = fmix64(c * _K1 + pos.astype(np.uint64) * _K2 + np.uint64(1))
+    v[is_sp] = 0
+    with np.errstate(over="ignore"):
+        wh = np.add.reduceat(v, word_starts)
+    return _window_hashes(wh, nwords, ngram)
+
+
+def signatures_from_hashes(hv: np.ndarray, offsets: np.ndarray, a: np.ndarray,
+                           b: np.ndarray) -> np.ndarray:
+    """MinHash signatures ``(docs, perms)`` uint32 from a batch's shingle hashes; the scheme
+    follows the dtype of ``a`` (uint32: affine32, uint64: legacy)."""
+    num_perm, ndocs = a.shape[0], offsets.shape[0]
+    out = np.empty((ndocs, num_perm), dtype=np.uint32)
+    if ndocs == 0:
+        return out
+    step = max(1, min(num_perm, _BLOCK // max(1, hv.shape[0])))
+    if a.dtype == np.uint32:
+        h32 = fmix32(hv.astype(np.uint32))
+        for p in range(0, num_perm, step):
+            m = np.multiply(a[p:p + step, None], h32[None, :])
+            m += b[p:p + step, None]
+            out[:, p:p + step] = np.minimum.reduceat(m, offsets, axis=1).T
+        return out
+    with np.errstate(over="ignore"):
+        for p in range(0, num_perm, step):
+            m = np.multiply(a[p:p + step, None], hv[None, :])  # in place: ~2x fewer passes
+            m += b[p:p + step, None]
+            np.remainder(m, MERSENNE, out=m)
+            m &= MAX_HASH
+            out[:, p:p + step] = np.minimum.reduceat(m, offsets, axis=1).T
+    return out
+
+
+class MinHasher:
+    """Signature function for one configuration (shingles, permutations, seed)."""
+
+    def __init__(self, num_perm: int = 128, seed: int = 42, ngram: int = 24,
+                 kind: ShingleKind = "char", do_normalize: bool = True,
+                 batch_chars: int = 1 << 21, scheme: Scheme = "affine32") -> None:
+        self.num_perm, self.seed, self.ngram, self.kind = num_perm, seed, ngram, kind
+        self.do_normalize = do_normalize
+        self.batch_chars = batch_chars
+        self.a, self.b = permutations(num_perm, seed, scheme)
+
+    def __call__(self, texts: Sequence[str]) -> np.ndarray:
+        """Signatures ``(len(texts), num_perm)`` uint32, computed in bounded-memory batches."""
+        out = np.empty((len(texts), self.num_perm), dtype=np.uint32)
+        i = 0
+        while i < len(texts):
+            j, size = i, 0
+            while j < len(texts) and (j == i or size + len(texts[j]) <= self.batch_chars):
+                size += len(texts[j])
+                j += 1
+            hv, off = shingle_hashes(texts[i:j], ngram=self.ngram, kind=self.kind,
+                                     do_normalize=self.do_normalize)
+            out[i:j] = signatures_from_hashes(hv, off, self.a, self.b)
+            i = j
+        return out
+
+
+def band_digests(sig: np.ndarray, bands: int, rows: int) -> np.ndarray:
+    """64-bit digest of each band of each signature: ``(docs, bands)`` uint64.
+
+    Salted by the band index, so equal rows in different bands never share a bucket.
+    """
+    n = sig.shape[0]
+    out = np.empty((n, bands), dtype=np.uint64)
+    s = sig.astype(np.uint64)
+    with np.errstate(over="ignore"):
+        for band in range(bands):
+            h = np.full(n, fmix64(np.array([band + 1], dtype=np.uint64))[0], dtype=np.uint64)
+            for j in range(band * rows, (band + 1) * rows):
+                h = h * POLY + s[:, j]
+            out[:, band] = fmix64(h)
+    return out

@@ -1,0 +1,19 @@
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from helpers_dedup import RedisCluster
+
+
+@pytest.fixture(scope="session")
+def redis_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisCluster]:
+    """A real 3-master Redis Cluster for the whole session."""
+    c = RedisCluster(tmp_path_factory.mktemp("redis-cluster"))
+    yield c
+    c.close()

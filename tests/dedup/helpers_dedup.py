@@ -1,0 +1,200 @@
+"""Helpers of the dedup tests: a real Redis Cluster from ``redis-server``, a generated corpus
+with planted near-duplicates, and pipeline runners."""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import orjson
+import redis
+
+REPO = Path(__file__).resolve().parents[2]
+REDIS_SERVER = shutil.which("redis-server") or "/usr/bin/redis-server"
+REDIS_CLI = shutil.which("redis-cli") or "/usr/bin/redis-cli"
+
+
+def _port_free(port: int) -> bool:
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def free_ports(n: int) -> list[int]:
+    """``n`` free ports whose cluster bus ports (+10000) are free too."""
+    rng = random.Random(os.getpid() ^ time.monotonic_ns())
+    out: list[int] = []
+    while len(out) < n:
+        p = rng.randrange(20000, 55000)
+        if p not in out and _port_free(p) and _port_free(p + 10000):
+            out.append(p)
+    return out
+
+
+def wait_until(cond, timeout: float = 30.0, what: str = "condition") -> None:
+    """Poll ``cond`` until true (a readiness check, not a fixed sleep)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if cond():
+                return
+        except (redis.RedisError, OSError):
+            pass
+        time.sleep(0.05)
+    raise TimeoutError(f"timed out waiting for {what}")
+
+
+class RedisCluster:
+    """A real Redis Cluster of ``n`` masters on 127.0.0.1, in a temp folder."""
+
+    def __init__(self, root: Path, n: int = 3) -> None:
+        self.root = root
+        self.ports = free_ports(n)
+        self.procs: dict[int, subprocess.Popen] = {}
+        for p in self.ports:
+            self.start_node(p)
+        subprocess.run(
+            [REDIS_CLI, "--cluster", "create", *[f"127.0.0.1:{p}" for p in self.ports],
+             "--cluster-replicas", "0", "--cluster-yes"],
+            check=True, capture_output=True, timeout=60)
+        self.wait_ok()
+
+    @property
+    def nodes(self) -> list[str]:
+        return [f"127.0.0.1:{p}" for p in self.ports]
+
+    def start_node(self, port: int) -> None:
+        d = self.root / str(port)
+        d.mkdir(parents=True, exist_ok=True)
+        self.procs[port] = subprocess.Popen(
+            [REDIS_SERVER, "--port", str(port), "--bind", "127.0.0.1", "--cluster-enabled", "yes",
+             "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "1000",
+             "--dir", str(d), "--save", "", "--appendonly", "no", "--protected-mode", "no"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        wait_until(lambda: redis.Redis(port=port, socket_timeout=1).ping(), what=f"redis {port}")
+
+    def stop_node(self, port: int) -> None:
+        proc = self.procs.pop(port)
+        proc.terminate()
+        proc.wait(timeout=10)
+
+    def wait_ok(self) -> None:
+        def ok() -> bool:
+            for p in self.ports:
+                info = redis.Redis(port=p, socket_timeout=1).cluster("info")
+                if info.get("cluster_state") != "ok":
+                    return False
+            return True
+
+        wait_until(ok, timeout=60, what="cluster_state:ok")
+
+    def keys(self, pattern: str = "*") -> int:
+        return sum(len(redis.Redis(port=p).keys(pattern)) for p in self.ports
+                   if p in self.procs)
+
+    def close(self) -> None:
+        for port in list(self.procs):
+            self.stop_node(port)
+
+
+# -- corpora ----------------------------------------------------------------------------------
+
+VOCAB = [f"w{i}" for i in range(5000)]
+
+
+def mutate_to_jaccard(words: list[str], target: float, n: int, rng: random.Random) -> list[str]:
+    """Replace a run of words so that roughly ``target`` of the word n-gram sets is shared."""
+    total = len(words) - n + 1
+    # replacing k contiguous words changes k + n - 1 shingles on each side:
+    # J = (total - changed) / (total + changed)
+    changed = total * (1 - target) / (1 + target)
+    k = max(1, round(changed - n + 1))
+    start = rng.randrange(0, len(words) - k)
+    out = list(words)
+    for i in range(start, start + k):
+        out[i] = f"new{rng.randrange(10**9)}"
+    return out
+
+
+def make_corpus(path: Path, n_base: int = 300, sims: tuple[float, ...] = (0.95, 0.9, 0.85,
+                0.6, 0.4), seed: int = 0, shards: int = 4, words: int = 200,
+                ngram: int = 5, id_prefix: str = "") -> list[dict]:
+    """Random base documents plus, for some, a near-duplicate at each similarity in ``sims``;
+    written as ``shards`` JSONL files. Returns the records in file order."""
+    rng = random.Random(seed)
+    docs = []
+    for i in range(n_base):
+        base = [rng.choice(VOCAB) for _ in range(words)]
+        docs.append({"id": f"{id_prefix}b{i}", "text": " ".join(base),
+                     "quality_score": rng.random()})
+        if i % 3 == 0:
+            for s in sims:
+                near = mutate_to_jaccard(base, s, ngram, rng)
+                docs.append({"id": f"{id_prefix}b{i}-s{s}", "text": " ".join(near),
+                             "quality_score": rng.random()})
+        if i % 25 == 0:  # an exact copy with different case and spacing
+            docs.append({"id": f"{id_prefix}b{i}-copy", "text": "  " + " ".join(base).upper(),
+                         "quality_score": rng.random()})
+    rng.shuffle(docs)
+    path.mkdir(parents=True, exist_ok=True)
+    for k in range(shards):
+        with open(path / f"part{k}.jsonl", "wb") as f:
+            for d in docs[k::shards]:
+                f.write(orjson.dumps(d) + b"\n")
+    return [d for k in range(shards) for d in docs[k::shards]]
+
+
+# -- running pipelines ------------------------------------------------------------------------
+
+
+def write_pipeline(path: Path, work_dir: Path, inputs: str, stages: str,
+                   executor: str = "{type: local}") -> Path:
+    path.write_text(f"name: dedup-test\nwork_dir: {work_dir}\nexecutor: {executor}\n"
+                    f"progress: 'off'\nreport: false\nstages:\n"
+                    f"  - read_jsonl: {{paths: '{inputs}'}}\n{stages}")
+    return path
+
+
+def run_cli(args: list[str], mpi_ranks: int = 0, timeout: int = 300
+            ) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    cmd = [sys.executable, "-m", "curator", *args]
+    if mpi_ranks:
+        cmd = [str(Path(sys.executable).parent / "mpiexec"), "-n", str(mpi_ranks), *cmd]
+    return subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def rejected(work_dir: Path, stage: str) -> dict[str, dict]:
+    """id -> rejection record of every document a stage removed."""
+    import zstandard
+
+    out = {}
+    d = work_dir / "rejected" / stage
+    if not d.exists():
+        return out
+    for f in sorted(d.glob("*.jsonl.zst")):
+        with open(f, "rb") as fh:
+            data = zstandard.ZstdDecompressor().stream_reader(fh, read_across_frames=True).read()
+        for line in data.splitlines():
+            rec = orjson.loads(line)
+            out[rec["id"]] = rec["rejected"]
+    return out
+
+
+def output_ids(work_dir: Path, stage: str) -> list[str]:
+    from curator.io.shards import read_records
+
+    ids = []
+    for f in sorted((work_dir / "stages" / stage / "data").glob("*.jsonl.zst")):
+        ids.extend(r["id"] for r in read_records(str(f)))
+    return ids

@@ -1,0 +1,202 @@
+"""The redis backend on a real 3-master Redis Cluster: same removals as the embedded backend,
+keys spread over the nodes and cleaned up, and a node that is down stops the stage with a
+line naming it (nothing marked done) until it is back."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import redis
+from helpers_dedup import (
+    RedisCluster,
+    make_corpus,
+    rejected,
+    run_cli,
+    wait_until,
+    write_pipeline,
+)
+
+from curator.core.errors import StageError
+from curator.dedup.backends.embedded import star_edges
+from curator.dedup.backends.redis_cluster import RedisBucketStore, redis_edges
+
+FUZZY = "{shingle: word, ngram: 5, threshold: 0.7"
+
+
+def test_bucket_store_spreads_keys_and_cleans_up(redis_cluster):
+    store = RedisBucketStore(redis_cluster.nodes, "curator:test-store:", batch=500)
+    rng = np.random.default_rng(1)
+    digests = rng.integers(0, 2**63, size=3000, dtype=np.uint64)
+    digests[1000:1500] = digests[:500]  # buckets with two members
+    digests[2000:2100] = digests[:100]  # ... and some with three
+    refs = np.arange(3000, dtype=np.uint64) + (np.uint64(3) << np.uint64(32))
+    try:
+        owners = store.claim(digests, refs)
+        per_node = [len(redis.Redis(port=p).keys("curator:test-store:*"))
+                    for p in redis_cluster.ports]
+        assert sum(per_node) == 2400 and min(per_node) > 500  # spread over all masters
+        want = refs.copy()
+        want[1000:1500] = refs[:500]
+        want[2000:2100] = refs[:100]
+        assert np.array_equal(owners, want)
+        # a second claim (another shard) sees the owners of the first
+        again = store.claim(digests[:10], refs[:10] + np.uint64(1 << 40))
+        assert np.array_equal(again, refs[:10])
+        # entries of a later shard are joined to the existing owners
+        later = refs + np.uint64(1 << 41)
+        u, v = redis_edges(store, digests, later)
+        assert set(zip(u.tolist(), v.tolist())) == set(zip(want.tolist(), later.tolist()))
+        # the first shard's own edges join the same documents as the embedded star edges
+        eu, ev = star_edges(digests, refs)
+        mask = want != refs
+        assert set(zip(eu.tolist(), ev.tolist())) == set(zip(want[mask].tolist(),
+                                                              refs[mask].tolist()))
+        assert store.cleanup() == 2400
+        assert redis_cluster.keys("curator:test-store:*") == 0
+    finally:
+        store.close()
+
+
+def test_redis_and_embedded_remove_the_same_documents(tmp_path, redis_cluster):
+    make_corpus(tmp_path / "c", n_base=200, seed=3)
+    nodes = ", ".join(f"'{n}'" for n in redis_cluster.nodes)
+    ye = write_pipeline(tmp_path / "e.yaml", tmp_path / "we", f"{tmp_path}/c/part*.jsonl",
+                        f"  - fuzzy_dedup: {FUZZY}}}\n")
+    yr = write_pipeline(tmp_path / "r.yaml", tmp_path / "wr", f"{tmp_path}/c/part*.jsonl",
+                        f"  - fuzzy_dedup: {FUZZY}, backend: redis, redis_nodes: [{nodes}], "
+                        "redis_batch: 700}\n")
+    for y in (ye, yr):
+        r = run_cli(["run", str(y)])
+        assert r.returncode == 0, r.stderr
+    emb = rejected(tmp_path / "we", "fuzzy_dedup")
+    red = rejected(tmp_path / "wr", "fuzzy_dedup")
+    assert len(emb) > 50 and red == emb
+    assert redis_cluster.keys("curator:*") == 0  # the run's keys are gone
+
+
+def test_node_down_names_it_and_rerun_completes(tmp_path, tmp_path_factory):
+    cluster = RedisCluster(tmp_path_factory.mktemp("redis-down"))
+    try:
+        make_corpus(tmp_path / "c", n_base=60, seed=4)
+        nodes = ", ".join(f"'{n}'" for n in cluster.nodes)
+        y = write_pipeline(tmp_path / "r.yaml", tmp_path / "w", f"{tmp_path}/c/part*.jsonl",
+                           f"  - fuzzy_dedup: {FUZZY}, backend: redis, redis_nodes: [{nodes}]}}\n")
+        down = cluster.ports[1]
+        cluster.stop_node(down)
+        # let the survivors notice (cluster_state:fail), so the error path is always the same
+        alive = cluster.ports[0]
+        wait_until(lambda: redis.Redis(port=alive).cluster("info")["cluster_state"] == "fail",
+                   what="cluster to notice the node is down")
+        r = run_cli(["run", str(y)])
+        assert r.returncode != 0
+        last = r.stderr.strip().splitlines()[-1]
+        assert last.startswith("curator: error:") and f"127.0.0.1:{down}" in last, r.stderr
+        assert "Traceback" not in r.stderr
+        sdir = Path(tmp_path / "w" / "stages" / "fuzzy_dedup")
+        assert not (sdir / "_SUCCESS.json").exists()
+        assert not (sdir / "data").exists()  # no output shard was written
+
+        cluster.start_node(down)
+        cluster.wait_ok()
+        r = run_cli(["run", str(y)])
+        assert r.returncode == 0, r.stderr
+        assert (sdir / "_SUCCESS.json").exists()
+        ye = write_pipeline(tmp_path / "e.yaml", tmp_path / "we", f"{tmp_path}/c/part*.jsonl",
+                            f"  - fuzzy_dedup: {FUZZY}}}\n")
+        assert run_cli(["run", str(ye)]).returncode == 0
+        got = rejected(tmp_path / "w", "fuzzy_dedup")
+        assert got and got == rejected(tmp_path / "we", "fuzzy_dedup")
+        assert cluster.keys("curator:*") == 0
+    finally:
+        cluster.close()
+
+
+def test_unreachable_node_list_is_one_clear_error():
+    store = RedisBucketStore(["127.0.0.1:1"], "curator:x:", batch=10)
+    with pytest.raises(StageError, match=r"127\.0\.0\.1:1 is down or unreachable"):
+        store.check()
+
+
+def test_redis_example_pipeline_on_dask(tmp_path, redis_cluster):
+    nodes = "[" + ",".join(redis_cluster.nodes) + "]"
+    r = run_cli(["run", "pipelines/dedup-redis-cluster.yaml", "--work-dir", str(tmp_path / "r"),
+                 "--set", f"stages.fuzzy_dedup.redis_nodes={nodes}"])
+    assert r.returncode == 0, r.stderr
+    r = run_cli(["run", "pipelines/dedup-redis-cluster.yaml", "--work-dir", str(tmp_path / "e"),
+                 "--executor", "local", "--set", "stages.fuzzy_dedup.backend=embedded"])
+    assert r.returncode == 0, r.stderr
+    got = rejected(tmp_path / "r", "fuzzy_dedup")
+    assert got and got == rejected(tmp_path / "e", "fuzzy_dedup")
+    assert redis_cluster.keys("curator:*") == 0
+
+
+def test_claim_follows_a_slot_that_moved(redis_cluster):
+    """A slot moved after the client cached the layout: the raw write gets MOVED and the
+    batch is redone through redis-py, which follows the redirection."""
+    from redis.crc import key_slot
+
+    store = RedisBucketStore(redis_cluster.nodes, "curator:test-moved:", batch=100)
+    try:
+        store.check()  # caches the slot layout
+        digest = np.array([12345], dtype=np.uint64)
+        key = store._keys(digest)[0]
+        slot = key_slot(key)
+        conns = {p: redis.Redis(port=p) for p in redis_cluster.ports}
+        ids = {p: c.execute_command("CLUSTER", "MYID") for p, c in conns.items()}
+        ids = {p: (i.decode() if isinstance(i, bytes) else i) for p, i in ids.items()}
+        src = next(p for p, c in conns.items()
+                   if c.execute_command("CLUSTER", "COUNTKEYSINSLOT", slot) == 0
+                   and any(a <= slot <= b for a, b, *_ in _slots_of(c, ids[p])))
+        dst = next(p for p in redis_cluster.ports if p != src)
+        conns[dst].execute_command("CLUSTER", "SETSLOT", slot, "IMPORTING", ids[src])
+        conns[src].execute_command("CLUSTER", "SETSLOT", slot, "MIGRATING", ids[dst])
+        for c in conns.values():
+            c.execute_command("CLUSTER", "SETSLOT", slot, "NODE", ids[dst])
+        calls = []
+        pipeline = store.rc.pipeline
+        store.rc.pipeline = lambda *a, **k: (calls.append(1), pipeline(*a, **k))[1]  # spy
+        refs = np.array([7], dtype=np.uint64)
+        assert store.claim(digest, refs).tolist() == [7]
+        assert calls  # the redirection was followed through redis-py
+        assert store.claim(digest, np.array([9], dtype=np.uint64)).tolist() == [7]
+        assert conns[dst].exists(key) == 1
+        store.cleanup()
+    finally:
+        store.close()
+
+
+def _slots_of(conn, node_id):
+    """Slot ranges served by ``node_id`` according to CLUSTER SLOTS."""
+    out = []
+    for entry in conn.execute_command("CLUSTER", "SLOTS"):
+        a, b, master = entry[0], entry[1], entry[2]
+        nid = master[2].decode() if isinstance(master[2], bytes) else master[2]
+        if nid == node_id:
+            out.append((a, b))
+    return out
+
+
+def test_single_plain_redis_server(tmp_path):
+    """One non-cluster node is used as a plain server (same claims, same cleanup)."""
+    import subprocess
+
+    from helpers_dedup import REDIS_SERVER, free_ports
+
+    (port,) = free_ports(1)
+    proc = subprocess.Popen([REDIS_SERVER, "--port", str(port), "--bind", "127.0.0.1",
+                             "--dir", str(tmp_path), "--save", "", "--appendonly", "no"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_until(lambda: redis.Redis(port=port).ping(), what="redis-server")
+        store = RedisBucketStore([f"127.0.0.1:{port}"], "curator:plain:")
+        digests = np.array([1, 2, 1, 3, 2], dtype=np.uint64)
+        refs = np.arange(5, dtype=np.uint64)
+        assert store.claim(digests, refs).tolist() == [0, 1, 0, 3, 1]
+        assert store.plain
+        assert store.cleanup() == 3
+        store.close()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)

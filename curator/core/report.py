@@ -83,7 +83,7 @@ def histogram_svg(series: list[tuple[str, list[int]]], labels: list[str], title:
              f'<text x="{pad_l - 6}" y="{pad_t + 4}" font-size="10" text-anchor="end">'
              f'{top:,}</text>']
     step = max(1, n // 10)
-    for i in range(0, n, step):
+    for i in range(0, len(labels), step):
         parts.append(f'<text x="{xs[i]:.1f}" y="{h - pad_b + 14}" font-size="10" '
                      f'text-anchor="middle">{_e(labels[i])}</text>')
     for k, (name, counts) in enumerate(series):

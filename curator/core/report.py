@@ -132,7 +132,9 @@ def render_html(summary: dict[str, Any]) -> str:
     nb = max((len(s["length_hist"]) for s in stages), default=0)
     last_nz = max((i for s in stages for i, c in enumerate(s["length_hist"]) if c), default=1)
     labels = _length_labels(nb)[: last_nz + 1]
-    series = [(s["id"], s["length_hist"][: last_nz + 1]) for s in stages if s["docs_out"]]
+    # stages that passed shards through without reading them have no histogram of their own
+    series = [(s["id"], s["length_hist"][: last_nz + 1]) for s in stages
+              if s["docs_out"] and any(s["length_hist"])]
     extra: list[str] = []
     for s in stages:
         arts = s.get("artifacts") or {}

@@ -150,7 +150,7 @@ def run_shard_tasks(gctx: GlobalContext, shards: list[Shard], process: Processor
         for s in shards
     ]
     stats = gctx.executor.map(run_shard, tasks, progress=gctx.progress)
-    out = [Shard(st["shard"], st["path"], st["docs_out"]) for st in stats]
+    out = [Shard(st["shard"], st["path"], st["docs_out"], st["bytes_out"]) for st in stats]
     return out, stats
 
 
@@ -201,7 +201,7 @@ class Runner:
         self.ex.barrier()
 
         artifacts = self._upstream_artifacts(node)
-        inputs = [Shard(s["name"], s["path"], s["docs"])
+        inputs = [Shard(s["name"], s["path"], s["docs"], s.get("bytes", 0))
                   for i in node.inputs for s in self.results[i]["shards"]]
         names = [s.name for s in inputs]
         if len(set(names)) != len(names):
@@ -227,7 +227,8 @@ class Runner:
             tasks = [ShardTask(stage, node.id, node.fingerprint, self.work_dir, sp.name, sp, None,
                                self.pipe.config.save_rejected, artifacts) for sp in specs]
             stats = self.ex.map(run_shard, tasks, progress=progress)
-            out = [Shard(st["shard"], st["path"], st["docs_out"]) for st in stats]
+            out = [Shard(st["shard"], st["path"], st["docs_out"], st["bytes_out"])
+                   for st in stats]
         elif stage.kind == "shard":
             progress.start(len(inputs))
             out, stats = run_shard_tasks(gctx, inputs)
@@ -249,7 +250,8 @@ class Runner:
             "kind": stage.kind,
             "params": stage.params,
             "inputs": node.inputs,
-            "shards": [{"name": s.name, "path": s.path, "docs": s.docs} for s in out],
+            "shards": [{"name": s.name, "path": s.path, "docs": s.docs, "bytes": s.bytes}
+                       for s in out],
             "artifacts": gctx.artifacts,
             "stats": agg,
             "seconds": round(time.perf_counter() - t0, 3),
@@ -307,8 +309,11 @@ def aggregate(stats: Sequence[dict[str, Any]], inputs: list[Shard] | None,
         agg["shard_seconds"] += st.get("seconds", 0.0)
         agg["shards_resumed"] += bool(st.get("resumed"))
     if not stats and inputs is not None:  # a global stage that passed shards through
+        passed = outputs if outputs is not None else inputs
         agg["docs_in"] = sum(s.docs for s in inputs)
-        agg["docs_out"] = sum(s.docs for s in (outputs if outputs is not None else inputs))
+        agg["bytes_in"] = sum(s.bytes for s in inputs)
+        agg["docs_out"] = sum(s.docs for s in passed)
+        agg["bytes_out"] = sum(s.bytes for s in passed)
     for k in ("rejected", "quarantined", "counters"):
         agg[k] = dict(sorted(agg[k].items(), key=lambda kv: (-kv[1], kv[0])))
     agg["shard_seconds"] = round(agg["shard_seconds"], 3)

@@ -63,6 +63,7 @@ class Shard:
     name: str
     path: str
     docs: int = 0
+    bytes: int = 0
 
 
 class Stage:

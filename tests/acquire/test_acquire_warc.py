@@ -278,7 +278,7 @@ def test_real_slow_page_times_out_under_dask_threads_and_mpi_ranks(tmp_path, exe
     yml = tmp_path / "p.yaml"
     yml.write_text(
         f"name: t\nwork_dir: {tmp_path / 'w'}\nexecutor: {{type: {executor}, workers: 2}}\n"
-        f"stages:\n  - read_warc: {{paths: '{tmp_path}/in/*.warc.gz', timeout_s: 1.5}}\n"
+        f"stages:\n  - read_warc: {{paths: '{tmp_path}/in/*.warc.gz', timeout_s: 0.5}}\n"
         "    id: warc\n")
     repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     cmd = [sys.executable, "-m", "curator", "run", str(yml)]
@@ -293,9 +293,9 @@ def test_real_slow_page_times_out_under_dask_threads_and_mpi_ranks(tmp_path, exe
         st = json.load(f)["stages"][0]
     assert st["docs_out"] == 3, st
     assert st["counters"]["extract_timeouts"] == 1
-    assert st["quarantined"] == {"extraction timed out after 1.5s": 1}
+    assert st["quarantined"] == {"extraction timed out after 0.5s": 1}
     local = run_pipeline(str(tmp_path / "local"), [{"read_warc": {
-        "paths": f"{tmp_path}/in/*.warc.gz", "timeout_s": 1.5}, "id": "warc"}])
+        "paths": f"{tmp_path}/in/*.warc.gz", "timeout_s": 0.5}, "id": "warc"}])
     with open(tmp_path / "w" / "stages" / "warc" / "_SUCCESS.json") as f:
         shards = json.load(f)["shards"]
     distributed = [(d.id, d.text, d.meta) for s in shards for d in read_shard(s["path"])]
@@ -338,17 +338,21 @@ def test_gzip_bomb_member_is_quarantined_in_bounded_memory(tmp_path) -> None:
 
 
 def test_first_page_of_a_fresh_worker_is_not_charged_the_import() -> None:
-    """Importing trafilatura takes about a second; it must happen outside the time limit."""
-    code = ("import time\n"
-            "t = time.perf_counter()\n"
-            "from curator.extract.html import extract_text\n"
+    """Importing trafilatura takes a while; it must happen outside the time limit. The limit
+    is set to half the import time measured in a fresh interpreter, so the first page of a
+    fresh process would time out if the import were charged to it."""
+    env = dict(os.environ, PYTHONPATH=os.getcwd())
+    probe = ("import time\nt = time.perf_counter()\nimport trafilatura  # noqa\n"
+             "print(time.perf_counter() - t)\n")
+    r = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr
+    limit = float(r.stdout) / 2
+    code = ("from curator.extract.html import extract_text\n"
             "html = '<html><body><article><p>' + 'A sentence about rivers. ' * 40 + "
             "'</p></article></body></html>'\n"
-            "print(len(extract_text(html, 'trafilatura', timeout_s=0.3)) > 0,"
-            " round(time.perf_counter() - t, 2))\n")
-    env = dict(os.environ, PYTHONPATH=os.getcwd())
+            f"print(len(extract_text(html, 'trafilatura', timeout_s={limit!r})) > 0)\n")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
                        timeout=120)
     assert r.returncode == 0, r.stderr
-    ok, secs = r.stdout.split()
-    assert ok == "True" and float(secs) > 0.3  # the import alone is longer than the limit
+    assert r.stdout.split() == ["True"]

@@ -8,6 +8,7 @@ headers (gzip mtime 0) so the same documents always give the same bytes.
 from __future__ import annotations
 
 import contextlib
+import glob
 import gzip
 import io
 import os
@@ -62,6 +63,7 @@ def atomic_open(path: str, mode: str = "wb") -> Iterator[IO[Any]]:
             with contextlib.suppress(OSError):
                 os.unlink(ltmp)
             raise
+        _remove_stale_temps(lp)
     else:
         fs, _, (rpath,) = fsspec.get_fs_token_paths(path)
         rtmp = f"{rpath}.tmp-{uuid.uuid4().hex[:8]}"
@@ -75,6 +77,15 @@ def atomic_open(path: str, mode: str = "wb") -> Iterator[IO[Any]]:
                 f.close()
                 fs.rm(rtmp)
             raise
+
+
+def _remove_stale_temps(lp: str) -> None:
+    """Drop temporaries of ``lp`` left by writers that were SIGKILLed mid-write (a shard is
+    written by one task at a time, so once the final file is published they are obsolete)."""
+    for stale in glob.glob(f"{glob.escape(lp)}.tmp-*"):
+        if len(stale) == len(lp) + 13:  # ".tmp-" + 8 hex digits
+            with contextlib.suppress(OSError):
+                os.unlink(stale)
 
 
 @contextlib.contextmanager

@@ -124,8 +124,7 @@ def open_compressed_read(path: str) -> Iterator[IO[bytes]]:
         elif comp == "zstd":
             import zstandard
 
-            with zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True) as zr:
-                yield io.BufferedReader(zr)  # type: ignore[arg-type]
+            yield io.BufferedReader(_ZstdReader(raw, zstandard), 1 << 20)
         elif comp == "bz2":
             import bz2
 
@@ -133,3 +132,44 @@ def open_compressed_read(path: str) -> Iterator[IO[bytes]]:
                 yield bz  # type: ignore[misc]
         else:
             yield raw
+
+
+class _ZstdReader(io.RawIOBase):
+    """Frame-by-frame zstd decoding that raises ``ZstdError`` when the file ends inside a
+    frame: zstandard's ``stream_reader`` just stops there, silently dropping the rest of a
+    truncated file (readers quarantine the error and keep what came before)."""
+
+    def __init__(self, raw: IO[bytes], zstandard: Any) -> None:
+        self._raw, self._zstd = raw, zstandard
+        self._dctx = zstandard.ZstdDecompressor()
+        self._d = self._dctx.decompressobj()
+        self._started = False  # bytes of the current frame were fed
+        self._buf = memoryview(b"")
+        self._done = False
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b: Any) -> int:
+        while not self._buf and not self._done:
+            chunk = self._raw.read(1 << 20)
+            if not chunk:
+                self._done = True
+                if self._started:
+                    raise self._zstd.ZstdError("truncated zstd stream: the file ends inside a "
+                                               "frame")
+                break
+            out = []
+            while chunk:
+                self._started = True
+                out.append(self._d.decompress(chunk))
+                if not self._d.eof:
+                    break
+                chunk = self._d.unused_data
+                self._d = self._dctx.decompressobj()
+                self._started = False
+            self._buf = memoryview(b"".join(out))
+        n = min(len(b), len(self._buf))
+        b[:n] = self._buf[:n]
+        self._buf = self._buf[n:]
+        return n

@@ -1,19 +1,21 @@
 """The whole quickstart run SIGKILLed at several points, then rerun.
 
-One work_dir is killed five times in a row (mid source stage, inside fuzzy dedup's signature
-phase, between two curated output shards, during tokenizer training, inside the Megatron
-tokenize phase), each restart resuming the
-previous one, and a final rerun finishes. The test process only watches the work_dir for a
-marker file and kills the whole process group: no hook in product code.
+First test: one work_dir is killed five times in a row (mid source stage, inside fuzzy dedup's
+signature phase, between two curated output shards, during tokenizer training, inside the
+Megatron tokenize phase), each restart resuming the previous one, and a final rerun finishes.
+The test process only watches the work_dir for a marker file and kills the whole process group:
+no hook in product code.
 
 Checked against an uninterrupted run of the same pipeline:
 - final outputs (curated JSONL, Megatron .bin/.idx/.ids, blend.json) are byte-identical and the
   output folders hold no half-written file left by a killed writer;
 - the curated document ids are the same multiset, with no id twice (nothing lost or duplicated);
 - per-stage document counts and rejection reasons are the same;
-- every completion marker or phase result present on disk after a kill is still the very same
-  file (inode and mtime) at the end, so finished work was not redone, and the report says the
-  stages finished before the last kill were skipped and how many shards were resumed.
+- every completion marker, phase result or published shard on disk after a kill is still the
+  very same file (inode and mtime) at the end, so finished work was not redone, and the report
+  marks the stages finished before the last kill as skipped.
+
+Second test: the quickstart on a Dask LocalCluster with every worker SIGKILLed mid-stage.
 """
 
 from __future__ import annotations
@@ -158,3 +160,51 @@ def test_quickstart_killed_at_five_points_then_rerun_is_identical(baseline, tmp_
     assert len(ids) == len(set(ids)) and sorted(ids) == sorted(base_ids)
     assert _stage_counts(wd) == _stage_counts(baseline)
 
+
+
+def _dask_workers(pid: int) -> list[int]:
+    """The LocalCluster's worker processes: children of the run spawned by multiprocessing."""
+    out = []
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        with contextlib.suppress(OSError):
+            ppid = int((d / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            if ppid == pid and b"spawn_main" in (d / "cmdline").read_bytes():
+                out.append(int(d.name))
+    return out
+
+
+def test_quickstart_on_dask_survives_its_workers_being_killed(baseline, tmp_path):
+    """Every Dask worker SIGKILLed while the Wikipedia source shard (about 4 s) runs: the
+    nannies restart them, the scheduler reruns the lost task, and the run finishes with the
+    uninterrupted run's outputs."""
+    wd = tmp_path / "w"
+    log = tmp_path / "dask.txt"
+    with open(log, "w") as f:
+        p = subprocess.Popen([*_cmd(wd), "--executor", "dask", "--workers", "2"], cwd=ROOT,
+                             env=cli_env(), stdout=f, stderr=subprocess.STDOUT,
+                             start_new_session=True)
+    try:
+        target = wd / "stages" / "wiki" / "_FINGERPRINT"
+        deadline = time.monotonic() + 240
+        while not target.exists():
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                p.wait(timeout=0.005)
+            assert p.returncode is None, log.read_text()[-3000:]
+            assert time.monotonic() < deadline
+        victims = _dask_workers(p.pid)
+        assert len(victims) == 2
+        for v in victims:
+            os.kill(v, signal.SIGKILL)
+        assert not (wd / "stages" / "wiki" / "_SUCCESS.json").exists()  # killed mid-stage
+        assert p.wait(timeout=300) == 0, log.read_text()[-3000:]
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+    assert log.read_text().count("Restarting worker") >= 2  # both nannies saw their death
+    assert _outputs(wd) == _outputs(baseline)
+    ids = _curated_ids(wd)
+    assert len(ids) == len(set(ids)) and sorted(ids) == sorted(_curated_ids(baseline))
+    assert _stage_counts(wd) == _stage_counts(baseline)

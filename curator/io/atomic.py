@@ -8,10 +8,10 @@ headers (gzip mtime 0) so the same documents always give the same bytes.
 from __future__ import annotations
 
 import contextlib
-import glob
 import gzip
 import io
 import os
+import re
 import uuid
 from collections.abc import Iterator
 from typing import IO, Any
@@ -79,13 +79,31 @@ def atomic_open(path: str, mode: str = "wb") -> Iterator[IO[Any]]:
             raise
 
 
+_TMP_NAME = re.compile(r"(.+)\.tmp-[0-9a-f]{8}")
+# Per process: folder -> final file name -> temporaries of it found when the folder was first
+# written to. One listing per folder, not one per file (folders may hold 100k shards).
+_STALE: dict[str, dict[str, list[str]]] = {}
+
+
 def _remove_stale_temps(lp: str) -> None:
-    """Drop temporaries of ``lp`` left by writers that were SIGKILLed mid-write (a shard is
-    written by one task at a time, so once the final file is published they are obsolete)."""
-    for stale in glob.glob(f"{glob.escape(lp)}.tmp-*"):
-        if len(stale) == len(lp) + 13:  # ".tmp-" + 8 hex digits
-            with contextlib.suppress(OSError):
-                os.unlink(stale)
+    """Drop temporaries of ``lp`` left by writers that were SIGKILLed mid-write (a file is
+    written by one task at a time, so once it is published they are obsolete). Only temporaries
+    of this very file are touched, never those of files other writers are busy with."""
+    d, name = os.path.split(lp)
+    d = d or "."
+    stale = _STALE.get(d)
+    if stale is None:
+        if len(_STALE) > 4096:
+            _STALE.clear()
+        stale = _STALE[d] = {}
+        with contextlib.suppress(OSError), os.scandir(d) as it:
+            for e in it:
+                m = _TMP_NAME.fullmatch(e.name)
+                if m:
+                    stale.setdefault(m.group(1), []).append(e.name)
+    for t in stale.pop(name, ()):
+        with contextlib.suppress(OSError):
+            os.unlink(os.path.join(d, t))
 
 
 @contextlib.contextmanager

@@ -125,7 +125,13 @@ def iter_members(path: str, ctx: ShardContext, max_bytes: int = MAX_MEMBER_BYTES
                 ctx.quarantine(b"", "truncated gzip member (file ends inside a record)",
                                file=path, offset=start)
                 ctx.count("warc_truncated_files")
-                return
+                # A damaged member header (e.g. FEXTRA/FNAME flags flipped on) swallows the
+                # members after it as if they were its own: look for the next gzip header.
+                buf, base = _resync(f, buf, base, start)
+                if not buf:
+                    return
+                eof = False
+                continue
             buf, base = buf[pos:], base + pos
             if size > max_bytes:
                 ctx.quarantine(b"", f"record inflates to more than {max_bytes} bytes",
@@ -146,6 +152,8 @@ def _resync(f: Any, buf: bytes, base: int, bad_start: int) -> tuple[bytes, int]:
         if i >= 0:
             f.seek(base + len(chunk))
             return memoryview(chunk)[i:], base + i
+        if len(chunk) < _READ:  # end of file, no further member (a 1-2 byte tail looped here)
+            return b"", base + len(chunk)
         base += len(chunk) - 2
         f.seek(base)
 

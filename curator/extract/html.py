@@ -94,6 +94,7 @@ def _resiliparse(html: str) -> str:
 
 
 _JUSTEXT_STOPLISTS: dict[str, frozenset[str]] = {}
+_XML_ILLEGAL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f]")
 
 
 def _justext(html: str, language: str = "English") -> str:
@@ -102,7 +103,15 @@ def _justext(html: str, language: str = "English") -> str:
     stop = _JUSTEXT_STOPLISTS.get(language)
     if stop is None:
         stop = _JUSTEXT_STOPLISTS[language] = justext.get_stoplist(language)
-    paragraphs = justext.justext(html.encode("utf-8", "replace"), stop, encoding="utf-8")
+    from lxml.etree import ParserError
+
+    # lxml refuses XML-illegal control characters (ValueError) and tag-free or empty input
+    # (ParserError); either used to fail the whole shard from one odd page.
+    html = _XML_ILLEGAL.sub(" ", html)
+    try:
+        paragraphs = justext.justext(html.encode("utf-8", "replace"), stop, encoding="utf-8")
+    except ParserError:
+        return ""
     return "\n\n".join(p.text for p in paragraphs if not p.is_boilerplate)
 
 

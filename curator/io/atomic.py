@@ -11,6 +11,7 @@ import contextlib
 import gzip
 import io
 import os
+import re
 import uuid
 from collections.abc import Iterator
 from typing import IO, Any
@@ -62,6 +63,7 @@ def atomic_open(path: str, mode: str = "wb") -> Iterator[IO[Any]]:
             with contextlib.suppress(OSError):
                 os.unlink(ltmp)
             raise
+        _remove_stale_temps(lp)
     else:
         fs, _, (rpath,) = fsspec.get_fs_token_paths(path)
         rtmp = f"{rpath}.tmp-{uuid.uuid4().hex[:8]}"
@@ -75,6 +77,33 @@ def atomic_open(path: str, mode: str = "wb") -> Iterator[IO[Any]]:
                 f.close()
                 fs.rm(rtmp)
             raise
+
+
+_TMP_NAME = re.compile(r"(.+)\.tmp-[0-9a-f]{8}")
+# Per process: folder -> final file name -> temporaries of it found when the folder was first
+# written to. One listing per folder, not one per file (folders may hold 100k shards).
+_STALE: dict[str, dict[str, list[str]]] = {}
+
+
+def _remove_stale_temps(lp: str) -> None:
+    """Drop temporaries of ``lp`` left by writers that were SIGKILLed mid-write (a file is
+    written by one task at a time, so once it is published they are obsolete). Only temporaries
+    of this very file are touched, never those of files other writers are busy with."""
+    d, name = os.path.split(lp)
+    d = d or "."
+    stale = _STALE.get(d)
+    if stale is None:
+        if len(_STALE) > 4096:
+            _STALE.clear()
+        stale = _STALE[d] = {}
+        with contextlib.suppress(OSError), os.scandir(d) as it:
+            for e in it:
+                m = _TMP_NAME.fullmatch(e.name)
+                if m:
+                    stale.setdefault(m.group(1), []).append(e.name)
+    for t in stale.pop(name, ()):
+        with contextlib.suppress(OSError):
+            os.unlink(os.path.join(d, t))
 
 
 @contextlib.contextmanager
@@ -113,8 +142,7 @@ def open_compressed_read(path: str) -> Iterator[IO[bytes]]:
         elif comp == "zstd":
             import zstandard
 
-            with zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True) as zr:
-                yield io.BufferedReader(zr)  # type: ignore[arg-type]
+            yield io.BufferedReader(_ZstdReader(raw, zstandard), 1 << 20)
         elif comp == "bz2":
             import bz2
 
@@ -122,3 +150,44 @@ def open_compressed_read(path: str) -> Iterator[IO[bytes]]:
                 yield bz  # type: ignore[misc]
         else:
             yield raw
+
+
+class _ZstdReader(io.RawIOBase):
+    """Frame-by-frame zstd decoding that raises ``ZstdError`` when the file ends inside a
+    frame: zstandard's ``stream_reader`` just stops there, silently dropping the rest of a
+    truncated file (readers quarantine the error and keep what came before)."""
+
+    def __init__(self, raw: IO[bytes], zstandard: Any) -> None:
+        self._raw, self._zstd = raw, zstandard
+        self._dctx = zstandard.ZstdDecompressor()
+        self._d = self._dctx.decompressobj()
+        self._started = False  # bytes of the current frame were fed
+        self._buf = memoryview(b"")
+        self._done = False
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b: Any) -> int:
+        while not self._buf and not self._done:
+            chunk = self._raw.read(1 << 20)
+            if not chunk:
+                self._done = True
+                if self._started:
+                    raise self._zstd.ZstdError("truncated zstd stream: the file ends inside a "
+                                               "frame")
+                break
+            out = []
+            while chunk:
+                self._started = True
+                out.append(self._d.decompress(chunk))
+                if not self._d.eof:
+                    break
+                chunk = self._d.unused_data
+                self._d = self._dctx.decompressobj()
+                self._started = False
+            self._buf = memoryview(b"".join(out))
+        n = min(len(b), len(self._buf))
+        b[:n] = self._buf[:n]
+        self._buf = self._buf[n:]
+        return n

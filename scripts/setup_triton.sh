@@ -9,8 +9,15 @@ PY="${2:-python3.11}"
 if [ ! -x "$VENV/bin/python" ]; then
   "$PY" -m venv "$VENV"
 fi
-"$VENV/bin/pip" install --quiet --upgrade pip
-"$VENV/bin/pip" install --quiet "nvidia-pytriton==0.7.0" "numpy<2" "onnxruntime>=1.18,<1.21" \
+pip_install() {  # quiet unless it fails
+  if ! "$VENV/bin/pip" install --quiet "$@" >"$VENV/pip.log" 2>&1; then
+    grep -v "is ignored" "$VENV/pip.log" >&2
+    echo "setup_triton: pip install $* failed" >&2
+    exit 1
+  fi
+}
+pip_install --upgrade pip
+pip_install "nvidia-pytriton==0.7.0" "numpy<2" "onnxruntime>=1.18,<1.21" \
   "tokenizers>=0.19" "sentencepiece>=0.2"
 TS=$("$VENV/bin/python" -c 'import pytriton, os; print(os.path.join(os.path.dirname(pytriton.__file__), "tritonserver", "bin", "tritonserver"))')
 test -x "$TS" || { echo "setup_triton: no tritonserver binary at $TS" >&2; exit 1; }

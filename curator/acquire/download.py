@@ -258,33 +258,19 @@ def _verify(path: str, kind: Verify, checksum: tuple[str, str] | None) -> None:
 def verify_gzip(path: str) -> int:
     """Check that ``path`` is a sequence of complete gzip members (WARC files are one member
     per record); return the number of members. Raises :class:`VerifyError`."""
-    members = 0
-    d = zlib.decompressobj(wbits=31)
-    with open(path, "rb") as f:
-        buf = f.read(CHUNK)
-        if not buf:
-            raise VerifyError("empty file")
-        while buf:
-            try:
-                d.decompress(buf)
-            except zlib.error as e:
-                raise VerifyError(f"corrupt gzip data in member {members + 1}: {e}") from None
-            if d.eof:
-                members += 1
-                rest = d.unused_data
-                d = zlib.decompressobj(wbits=31)
-                buf = rest if rest else f.read(CHUNK)
-                if not buf:
-                    return members
-            else:
-                buf = f.read(CHUNK)
-    raise VerifyError(f"truncated gzip stream (member {members + 1} has no end)")
+    return _verify_streams(path, lambda: zlib.decompressobj(wbits=31), zlib.error,
+                           "gzip", "member")
 
 
 def verify_bz2(path: str) -> int:
     """Like :func:`verify_gzip` for (multi-stream) bz2 files."""
-    streams = 0
-    d = bz2.BZ2Decompressor()
+    return _verify_streams(path, bz2.BZ2Decompressor, OSError, "bz2", "stream")
+
+
+def _verify_streams(path: str, new: Any, error: type[Exception], kind: str, unit: str) -> int:
+    """Decompress concatenated streams to the end without keeping the output; count them."""
+    n = 0
+    d = new()
     with open(path, "rb") as f:
         buf = f.read(CHUNK)
         if not buf:
@@ -292,18 +278,18 @@ def verify_bz2(path: str) -> int:
         while buf:
             try:
                 d.decompress(buf)
-            except OSError as e:
-                raise VerifyError(f"corrupt bz2 data in stream {streams + 1}: {e}") from None
+            except error as e:
+                raise VerifyError(f"corrupt {kind} data in {unit} {n + 1}: {e}") from None
             if d.eof:
-                streams += 1
+                n += 1
                 rest = d.unused_data
-                d = bz2.BZ2Decompressor()
+                d = new()
                 buf = rest if rest else f.read(CHUNK)
                 if not buf:
-                    return streams
+                    return n
             else:
                 buf = f.read(CHUNK)
-    raise VerifyError(f"truncated bz2 stream (stream {streams + 1} has no end)")
+    raise VerifyError(f"truncated {kind} stream ({unit} {n + 1} has no end)")
 
 
 def verify_tar(path: str) -> int:

@@ -63,6 +63,11 @@ class ShardTask:
     process: Processor | None = None  # override (global stages' final phase)
 
 
+def utf8_len(text: str) -> int:
+    """UTF-8 size of ``text``; ASCII text (most of it) is measured without encoding a copy."""
+    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+
+
 def stage_dir(work_dir: str, stage_id: str) -> str:
     return os.path.join(work_dir, "stages", stage_id)
 
@@ -90,7 +95,7 @@ def run_shard(task: ShardTask) -> dict[str, Any]:
         try:
             for d in docs:
                 n += 1
-                b += len(d.text.encode("utf-8", "surrogatepass"))
+                b += utf8_len(d.text)
                 yield d
         finally:
             stats["docs_in"] += n
@@ -107,7 +112,7 @@ def run_shard(task: ShardTask) -> dict[str, Any]:
             n = b = 0
             for d in out_docs:
                 n += 1
-                ln = len(d.text.encode("utf-8", "surrogatepass"))
+                ln = utf8_len(d.text)
                 b += ln
                 hist[length_bin(ln)] += 1
             out_path = task.input_path
@@ -116,7 +121,7 @@ def run_shard(task: ShardTask) -> dict[str, Any]:
             with record_writer(out_path) as w:
                 for d in out_docs:
                     w.write_doc(d)
-                    ln = len(d.text.encode("utf-8", "surrogatepass"))
+                    ln = utf8_len(d.text)
                     n += 1
                     b += ln
                     hist[length_bin(ln)] += 1

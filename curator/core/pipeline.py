@@ -48,6 +48,9 @@ class ExecutorConfig(BaseModel):
     address: str | None = None
     scheduler_file: str | None = None
     dashboard_address: str | None = "127.0.0.1:0"
+    #: MPI: ``dynamic`` hands shards out from a queue on rank 0 as ranks become free;
+    #: ``static`` stripes them ``rank, rank+size, ...`` (the old behaviour).
+    schedule: Literal["dynamic", "static"] = "dynamic"
 
 
 class PipelineConfig(BaseModel):

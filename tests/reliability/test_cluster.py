@@ -106,3 +106,26 @@ def test_quickstart_mpi_hostfile_matches_dask(dask_run, tmp_path):
         cwd=ROOT, env=cli_env(), capture_output=True, text=True, timeout=400)
     assert p.returncode == 0, p.stderr[-3000:]
     assert _outputs(wd) == _outputs(dask_run)
+
+
+def test_slurm_curation_script_runs_the_pipeline_on_mpi_ranks(tmp_path):
+    """scripts/slurm-curate.sbatch as Slurm would run it (outside Slurm: SLURM_NTASKS ranks
+    started locally by the same mpiexec); every path in it is quoted."""
+    import json
+
+    from helpers_core import make_corpus
+
+    make_corpus(str(tmp_path / "a.jsonl"), 200, seed=1)
+    (tmp_path / "p.yaml").write_text(
+        "name: s\nwork_dir: w\nstages:\n"
+        "  - read_jsonl: {paths: a.jsonl, shard_size_mb: 0.005}\n"
+        "  - helpers_core:min_words: {n: 5}\n"
+        "  - write_jsonl: {path: out}\n")
+    env = cli_env() | {"SLURM_NTASKS": "2", "SLURM_SUBMIT_DIR": str(tmp_path),
+                       "CURATOR_VENV": str(BIN.parent)}
+    p = subprocess.run(["bash", str(ROOT / "scripts" / "slurm-curate.sbatch"), "p.yaml"],
+                       cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr[-3000:]
+    rep = json.loads((tmp_path / "w" / "report.json").read_text())
+    assert rep["executor"] == {"type": "mpi", "workers": 2}
+    assert rep["stages"][0]["docs_in"] == 200 and list((tmp_path / "w" / "out").glob("*"))

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
+import time
 import traceback
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -123,13 +125,23 @@ class DaskExecutor(Executor):
 
 
 class MPIExecutor(Executor):
-    """SPMD across MPI ranks: every rank runs the driver; ``map`` hands rank r the items
-    r, r+size, ... and all-gathers the results. A failure on any rank fails all ranks with the
-    same message instead of leaving the others waiting in a collective."""
+    """SPMD across MPI ranks: every rank runs the driver and ``map`` all-gathers the results.
+
+    Items are handed out from a shared queue, not striped ``r, r+size, ...``: each rank asks
+    rank 0 for the next item index whenever it is free, so one huge shard keeps one rank busy
+    while the others drain the rest (datatrove #338, stragglers). Rank 0 answers from a small
+    thread that polls every couple of milliseconds, so it computes items too and no MPI progress
+    thread has to spin a core. Outputs are keyed on shards, so which rank ran an item never
+    changes a byte. A failure on any rank stops the queue and fails all ranks with the same
+    message instead of leaving the others waiting in a collective."""
 
     kind = "mpi"
+    _TAG_REQ = 71
+    _TAG_REP = 72
+    #: seconds between rank 0's polls for requests; a shard takes seconds, so this is noise
+    poll_s = 0.002
 
-    def __init__(self) -> None:
+    def __init__(self, schedule: str = "dynamic") -> None:
         try:
             from mpi4py import MPI
         except ImportError as e:  # pragma: no cover
@@ -140,26 +152,22 @@ class MPIExecutor(Executor):
         self.comm = MPI.COMM_WORLD
         self.rank = self.comm.Get_rank()
         self.size = self.comm.Get_size()
+        # the queue talks on its own communicator so it never mixes with the collectives
+        self.qcomm = self.comm.Dup()
+        threaded = MPI.Query_thread() >= MPI.THREAD_MULTIPLE
+        self.schedule = schedule if (schedule == "static" or threaded) else "static"
+        #: item indices this rank ran in the last ``map`` (for tests and the balance report)
+        self.last_taken: list[int] = []
 
     def map(self, fn: Callable[[Any], Any], items: Sequence[Any],
             progress: Progress | None = None) -> list[Any]:
         items = list(items)
-        mine: list[tuple[int, Any]] = []
-        error: str | None = None
-        for i in range(self.rank, len(items), self.size):
-            try:
-                r = fn(items[i])
-            except CuratorError as e:
-                error = str(e)
-                break
-            except Exception as e:
-                error = f"rank {self.rank}: {type(e).__name__}: {e}"
-                if os.environ.get("CURATOR_DEBUG"):
-                    traceback.print_exc()
-                break
-            mine.append((i, r))
-            if progress:
-                progress(r)
+        if self.size > 1 and self.schedule == "dynamic" and items:
+            mine, error = self._run_dynamic(fn, items, progress)
+        else:
+            mine, error = self._run(fn, items, progress, iter(range(self.rank, len(items),
+                                                                  self.size)))
+        self.last_taken = [i for i, _ in mine]
         gathered = self.comm.allgather((error, mine))
         errors = [e for e, _ in gathered if e]
         if errors:
@@ -169,6 +177,92 @@ class MPIExecutor(Executor):
             for i, r in part:
                 results[i] = r
         return results
+
+    def _run(self, fn: Callable[[Any], Any], items: list[Any], progress: Progress | None,
+             indices: Any, on_error: Callable[[], None] | None = None,
+             ) -> tuple[list[tuple[int, Any]], str | None]:
+        mine: list[tuple[int, Any]] = []
+        for i in indices:
+            try:
+                r = fn(items[i])
+            except CuratorError as e:
+                if on_error:
+                    on_error()
+                return mine, str(e)
+            except Exception as e:
+                if os.environ.get("CURATOR_DEBUG"):
+                    traceback.print_exc()
+                if on_error:
+                    on_error()
+                return mine, f"rank {self.rank}: {type(e).__name__}: {e}"
+            mine.append((i, r))
+            if progress:
+                progress(r)
+        return mine, None
+
+    def _run_dynamic(self, fn: Callable[[Any], Any], items: list[Any],
+                     progress: Progress | None) -> tuple[list[tuple[int, Any]], str | None]:
+        n = len(items)
+        if self.rank != 0:
+            def ask() -> Any:
+                while True:
+                    self.qcomm.send(True, dest=0, tag=self._TAG_REQ)
+                    i = self.qcomm.recv(source=0, tag=self._TAG_REP)
+                    if i < 0:
+                        return
+                    yield i
+
+            def give_up() -> None:
+                # tell rank 0 to stop handing out work; it still owes this rank a final reply
+                self.qcomm.send(False, dest=0, tag=self._TAG_REQ)
+                self.qcomm.recv(source=0, tag=self._TAG_REP)
+
+            return self._run(fn, items, progress, ask(), on_error=give_up)
+
+        state = {"next": 0, "stop": False}
+        lock = threading.Lock()
+
+        def take() -> int:
+            with lock:
+                if state["stop"] or state["next"] >= n:
+                    return -1
+                i = state["next"]
+                state["next"] += 1
+                return i
+
+        def serve() -> None:
+            finished = 0  # ranks that got their final "no more items"
+            status = self.MPI.Status()
+            while finished < self.size - 1:
+                if not self.qcomm.Iprobe(source=self.MPI.ANY_SOURCE, tag=self._TAG_REQ,
+                                         status=status):
+                    time.sleep(self.poll_s)
+                    continue
+                src = status.Get_source()
+                want = self.qcomm.recv(source=src, tag=self._TAG_REQ)
+                if not want:
+                    with lock:
+                        state["stop"] = True
+                i = take()
+                self.qcomm.send(i, dest=src, tag=self._TAG_REP)
+                if i < 0:
+                    finished += 1
+
+        server = threading.Thread(target=serve, name="curator-mpi-queue", daemon=True)
+        server.start()
+
+        def own() -> Any:
+            while (i := take()) >= 0:
+                yield i
+
+        def stop() -> None:
+            with lock:
+                state["stop"] = True
+
+        try:
+            return self._run(fn, items, progress, own(), on_error=stop)
+        finally:
+            server.join()
 
     def broadcast(self, value: Any) -> Any:
         return self.comm.bcast(value, root=0)
@@ -188,7 +282,7 @@ def make_executor(cfg: Any, log: Callable[[str], None] | None = None) -> Executo
             dashboard_address=cfg.dashboard_address, log=log,
         )
     if cfg.type == "mpi":
-        ex = MPIExecutor()
+        ex = MPIExecutor(schedule=cfg.schedule)
         if ex.size == 1 and log:
             log("executor 'mpi' with one rank: start it with 'mpiexec -n N curator run ...'")
         return ex

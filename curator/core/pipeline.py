@@ -48,6 +48,9 @@ class ExecutorConfig(BaseModel):
     address: str | None = None
     scheduler_file: str | None = None
     dashboard_address: str | None = "127.0.0.1:0"
+    #: MPI: ``dynamic`` hands shards out from a queue on rank 0 as ranks become free;
+    #: ``static`` stripes them ``rank, rank+size, ...`` (the old behaviour).
+    schedule: Literal["dynamic", "static"] = "dynamic"
 
 
 class PipelineConfig(BaseModel):
@@ -69,6 +72,18 @@ class PipelineConfig(BaseModel):
     def _yaml_off(cls, v: Any) -> Any:  # YAML 1.1 reads a bare `off` as False
         return {False: "off", True: "auto"}.get(v, v) if isinstance(v, bool) else v
     stages: list[dict[str, Any]] = Field(min_length=1)
+
+    @field_validator("work_dir")
+    @classmethod
+    def _local_work_dir(cls, v: str) -> str:
+        # markers, locks and atomic renames need a POSIX filesystem; inputs and outputs may be
+        # URLs, the work_dir may not (docs/cluster.md: put it on a shared filesystem)
+        if "://" in v and not v.startswith("file://"):
+            raise ValueError(
+                f"work_dir must be a local or shared (NFS, Lustre, ...) directory, not a URL "
+                f"('{v}'): completion markers and atomic renames need a POSIX filesystem; "
+                "read inputs and write outputs to object stores instead (docs/cluster.md)")
+        return v.removeprefix("file://")
 
 
 @dataclass

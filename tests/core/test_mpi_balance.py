@@ -1,0 +1,47 @@
+"""MPI ranks take shards from a shared queue: one huge shard keeps one rank busy while the
+others drain the rest, so ranks finish within one shard's time of each other (real mpiexec)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from helpers_core import BIN, cli_env
+
+HERE = Path(__file__).resolve().parent
+
+
+def _run(tmp_path: Path, schedule: str, heavy: int, light: int, n_light: int) -> list[dict]:
+    out = tmp_path / schedule
+    cmd = [str(BIN / "mpiexec"), "-n", "2", sys.executable, str(HERE / "mpi_balance_job.py"),
+           str(out), schedule, str(heavy), str(light), str(n_light)]
+    subprocess.run(cmd, env=cli_env(), check=True, timeout=300, capture_output=True)
+    return [json.loads(Path(f"{out}.{r}.json").read_text()) for r in range(2)]
+
+
+def test_skewed_shards_balance_across_ranks(tmp_path):
+    heavy, light, n_light = 1200, 40, 40  # the heavy shard is ~30 light ones
+    ranks = _run(tmp_path, "dynamic", heavy, light, n_light)
+    # every item ran exactly once, results come back in item order on every rank
+    taken = sorted(i for r in ranks for i in r["taken"])
+    assert taken == list(range(n_light + 1))
+    assert ranks[0]["results"] == ranks[1]["results"]
+    assert [r[0] for r in ranks[0]["results"]] == list(range(n_light + 1))
+    # the rank with the heavy shard took few light ones; the other drained the queue
+    big = 0 if 0 in ranks[0]["taken"] else 1
+    assert len(ranks[big]["taken"]) < len(ranks[1 - big]["taken"])
+    # whoever finished last was busy with its last item when the other finished: the gap is
+    # at most that one item's time (plus the queue's poll latency and process noise)
+    last = max(ranks, key=lambda r: r["finished"])
+    first = min(ranks, key=lambda r: r["finished"])
+    last_item = last["taken"][-1]
+    gap = last["finished"] - first["finished"]
+    assert gap <= last["spans"][str(last_item)] + 0.25, (gap, last["spans"][str(last_item)])
+
+
+def test_static_schedule_still_available(tmp_path):
+    ranks = _run(tmp_path, "static", 4, 2, 9)
+    assert ranks[0]["taken"] == [0, 2, 4, 6, 8] and ranks[1]["taken"] == [1, 3, 5, 7, 9]
+    assert ranks[0]["results"] == ranks[1]["results"]

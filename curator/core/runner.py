@@ -44,7 +44,7 @@ from curator.core.lock import WorkDirLock
 from curator.core.pipeline import Pipeline, StageNode
 from curator.core.progress import Progress
 from curator.core.stage import Shard, ShardSpec, Stage
-from curator.io.outputs import claim_output_dir
+from curator.io.outputs import check_output_dir, claim_output_dir
 from curator.io.shards import SHARD_SUFFIX, read_shard, record_writer
 
 Processor = Callable[[Iterator[Document], ShardContext], Iterator[Document]]
@@ -255,6 +255,7 @@ class Runner:
     def _run(self) -> dict[str, Any]:
         cfg = self.pipe.config
         t_start = time.perf_counter()
+        self._check_outputs()
         for node in self.pipe.nodes:
             self.results[node.id] = self._run_node(node)
         summary = {
@@ -366,6 +367,22 @@ class Runner:
             self.log(_stage_line(node.id, agg, result["seconds"]))
         self.ex.barrier()
         return result
+
+    def _check_outputs(self) -> None:
+        """Refuse a foreign output folder of any stage before the first stage runs, not hours
+        later when that stage's turn comes."""
+        error = None
+        if self.ex.is_root:
+            try:
+                for node in self.pipe.nodes:
+                    ctx = StageContext(stage_id=node.id, work_dir=self.work_dir, artifacts={})
+                    for d in node.stage.output_dirs(ctx):
+                        check_output_dir(d, node.stage.name, work_dir=self.work_dir)
+            except CuratorError as e:
+                error = (type(e), str(e))
+        error = self.ex.broadcast(error)
+        if error:
+            raise error[0](error[1])
 
     def _claim_outputs(self, node: StageNode, artifacts: dict[str, Any]) -> None:
         """Claim the folders the stage writes (root); any refusal stops every rank."""

@@ -43,7 +43,7 @@ class StageStatus:
     def line(self, width: int) -> str:
         counts = ""
         if self.shards is not None and self.redo is not None:
-            counts = (f"{self.shards} shards" if not self.redo else
+            counts = (f"{self.shards} shard{'s' if self.shards != 1 else ''}" if not self.redo else
                       f"{self.redo} of {self.shards} shards to redo")
         detail = "; ".join(([counts] if counts else []) + self.reasons)
         return f"{self.id:{width}s}  {self.status:7s}  {detail}".rstrip()

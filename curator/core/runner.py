@@ -377,7 +377,8 @@ class Runner:
                 for node in self.pipe.nodes:
                     ctx = StageContext(stage_id=node.id, work_dir=self.work_dir, artifacts={})
                     for d in node.stage.output_dirs(ctx):
-                        check_output_dir(d, node.stage.name, work_dir=self.work_dir)
+                        check_output_dir(d, node.stage.name, work_dir=self.work_dir,
+                                         replaces=node.stage.replaces_outputs)
             except CuratorError as e:
                 error = (type(e), str(e))
         error = self.ex.broadcast(error)
@@ -391,7 +392,8 @@ class Runner:
             try:
                 ctx = StageContext(stage_id=node.id, work_dir=self.work_dir, artifacts=artifacts)
                 for d in node.stage.output_dirs(ctx):
-                    claim_output_dir(d, node.stage.name, work_dir=self.work_dir)
+                    claim_output_dir(d, node.stage.name, work_dir=self.work_dir,
+                                     replaces=node.stage.replaces_outputs)
             except CuratorError as e:
                 error = (type(e), str(e))
         error = self.ex.broadcast(error)

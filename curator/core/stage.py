@@ -81,6 +81,9 @@ class Stage:
     #: number and their YAML name only, so upgrading curator or moving a class reruns nothing
     #: whose version did not change; custom stages by their source code.
     version: ClassVar[int] = 1
+    #: The folders of :meth:`output_dirs` are replaced as a whole (not only added to), so they
+    #: may not even be a parent of the work_dir.
+    replaces_outputs: ClassVar[bool] = False
     #: A shard stage that only observes or writes elsewhere can pass its input files through
     #: instead of rewriting them (writers, stats).
     passthrough: ClassVar[bool] = False

@@ -179,7 +179,7 @@ def export_repository(checkpoint: str, out_dir: str, *, tokenizer: dict[str, Any
                           f"(got '{instance_kind}')")
     if name in ("preprocessing", "gpt", "postprocessing"):
         raise ConfigError(f"export_triton: name '{name}' clashes with a member model")
-    out_dir = check_output_dir(out_dir, OWNER, work_dir=work_dir)
+    out_dir = check_output_dir(out_dir, OWNER, work_dir=work_dir, replaces=True)
     model, mc, it = load_gpt(checkpoint)
     tok = tokenizer or mc.get("tokenizer")
     if not tok or not os.path.exists(tok.get("path", "")):
@@ -193,7 +193,7 @@ def export_repository(checkpoint: str, out_dir: str, *, tokenizer: dict[str, Any
                                     max_batch_size, instance_kind, instances,
                                     max_queue_delay_us, stop_at_eod)
         mark_output_dir(tmp, OWNER)
-        check_output_dir(out_dir, OWNER, work_dir=work_dir)  # still ours after the export?
+        check_output_dir(out_dir, OWNER, work_dir=work_dir, replaces=True)  # still ours?
         old = None
         if os.path.lexists(out_dir):
             old = tempfile.mkdtemp(prefix=os.path.basename(out_dir) + ".old-", dir=parent)

@@ -17,6 +17,7 @@ class ExportTriton(GlobalStage):
     """Export the trained GPT as a Triton ensemble (tokenizer -> GPT greedy -> detokenizer)."""
 
     name = "export_triton"
+    replaces_outputs = True
 
     def __init__(
         self,

@@ -20,16 +20,20 @@ from curator.core.errors import ConfigError
 MARKER = ".curator-output.json"
 
 
-def _protected(work_dir: str | None) -> dict[str, str]:
+def _protected(work_dir: str | None, replaces: bool) -> dict[str, str]:
+    """Folders no output may be, with why. A parent of the work_dir is allowed to a writer
+    that only adds files (``curator tokenize -o out`` keeps its work_dir in ``out/_work``),
+    never to one that replaces the folder as a whole."""
     out: dict[str, str] = {}
-    for what, p in (("the current folder", os.getcwd()), ("the work_dir", work_dir),
-                    ("your home folder", os.path.expanduser("~"))):
+    for what, p, parents in (("the current folder", os.getcwd(), True),
+                             ("the work_dir", work_dir, replaces),
+                             ("your home folder", os.path.expanduser("~"), True)):
         if not p:
             continue
         p = os.path.realpath(p)
         out.setdefault(p, what)
         parent = os.path.dirname(p)
-        while parent and parent not in out:
+        while parents and parent and parent not in out:
             out[parent] = f"a parent of {what}"
             if parent == os.path.dirname(parent):
                 break
@@ -59,14 +63,15 @@ def _registry(work_dir: str) -> dict[str, str]:
         return {}
 
 
-def check_output_dir(path: str, owner: str, *, work_dir: str | None = None) -> str:
-    """Raise :class:`ConfigError` unless ``owner`` may write (and replace) folder ``path``;
-    returns its absolute path. Remote URLs are not checked."""
+def check_output_dir(path: str, owner: str, *, work_dir: str | None = None,
+                     replaces: bool = False) -> str:
+    """Raise :class:`ConfigError` unless ``owner`` may write folder ``path`` (``replaces``:
+    replace it as a whole); returns its absolute path. Remote URLs are not checked."""
     if "://" in path and not path.startswith("file://"):
         return path
     given = os.path.abspath(path.removeprefix("file://"))
     full = os.path.realpath(given)
-    what = _protected(work_dir).get(full)
+    what = _protected(work_dir, replaces).get(full)
     if what:
         raise ConfigError(f"{owner}: refusing to write the output folder '{path}': it is {what};"
                           " give the output a folder of its own")
@@ -75,6 +80,11 @@ def check_output_dir(path: str, owner: str, *, work_dir: str | None = None) -> s
     if os.path.isdir(full):
         try:
             entries = [e for e in os.listdir(full) if e != MARKER]
+            if work_dir and not replaces:  # the work_dir inside the output is not a user file
+                inner = os.path.realpath(work_dir)
+                entries = [e for e in entries if not (
+                    inner == os.path.join(full, e) or inner.startswith(os.path.join(full, e)
+                                                                       + os.sep))]
         except OSError as e:
             raise ConfigError(f"{owner}: cannot read output folder '{path}': {e.strerror}"
                               ) from None
@@ -97,11 +107,12 @@ def mark_output_dir(path: str, owner: str) -> None:
                                   "same stage may replace this folder's content"}) + b"\n")
 
 
-def claim_output_dir(path: str, owner: str, *, work_dir: str | None = None) -> str:
+def claim_output_dir(path: str, owner: str, *, work_dir: str | None = None,
+                     replaces: bool = False) -> str:
     """:func:`check_output_dir`, then create the folder and record the claim: in the work_dir's
     registry when there is a work_dir, else with a marker file in the folder. Returns the
     absolute path."""
-    full = check_output_dir(path, owner, work_dir=work_dir)
+    full = check_output_dir(path, owner, work_dir=work_dir, replaces=replaces)
     if "://" in full:
         return full
     os.makedirs(full, exist_ok=True)

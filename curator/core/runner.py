@@ -39,7 +39,7 @@ from curator.core.context import (
 from curator.core.document import Document
 from curator.core.errors import CuratorError, StageError
 from curator.core.executors import Executor
-from curator.core.identity import digest, explain, identities
+from curator.core.identity import describe_input_change, digest, explain, identities
 from curator.core.lock import WorkDirLock
 from curator.core.pipeline import Pipeline, StageNode
 from curator.core.progress import Progress
@@ -278,7 +278,9 @@ class Runner:
         stage = node.stage
         artifacts = self._upstream_artifacts(node)
         after = global_ancestors(self.pipe, node.id, self.results)
-        eff = effective_fingerprint(node.fingerprint, after)
+        files = param_files(stage) if self.ex.is_root else None
+        files = self.ex.broadcast(files)
+        eff = effective_fingerprint(node.fingerprint, after, files)
         specs: list[ShardSpec] = []
         keys: list[str] = []
         reads: list[dict[str, Any]] = []
@@ -305,7 +307,8 @@ class Runner:
             done["skipped"] = True
             return done
         if self.ex.is_root:
-            self._reset_if_stale(node, state if stage.kind == "global" else eff, after)
+            self._reset_if_stale(node, state if stage.kind == "global" else eff, after,
+                                 files, done)
         self.ex.barrier()
 
         self._claim_outputs(node, artifacts)
@@ -348,6 +351,7 @@ class Runner:
             "state": state,
             "identity": node.identity,
             "after": after,
+            "files": files,
             "stage": stage.name,
             "kind": stage.kind,
             "params": stage.params,
@@ -400,7 +404,8 @@ class Runner:
         if error:
             raise error[0](error[1])
 
-    def _reset_if_stale(self, node: StageNode, key: str, after: dict[str, str]) -> None:
+    def _reset_if_stale(self, node: StageNode, key: str, after: dict[str, str],
+                        files: dict[str, Any], done: dict[str, Any] | None) -> None:
         """Start the stage afresh when its configuration changed (a global stage: also when
         any input changed); per-shard changes are handled by the shard markers."""
         sdir = stage_dir(self.work_dir, node.id)
@@ -408,7 +413,7 @@ class Runner:
         if old_key == key:
             return
         if old_key is not None:
-            why = explain(old_identity, node.identity) or (
+            why = explain(old_identity, node.identity) or files_changed(done, files) or (
                 ["its input shards changed"] if node.stage.kind == "global" else
                 [f"global stage(s) above it changed: {', '.join(after)}"])
             self.log(f"[{node.id}] rerunning: {'; '.join(why)}")
@@ -444,8 +449,33 @@ def global_ancestors(pipe: Pipeline, stage_id: str, results: dict[str, dict[str,
             if results[a].get("kind") == "global"}
 
 
-def effective_fingerprint(fingerprint: str, after: dict[str, str]) -> str:
-    return digest({"fp": fingerprint, "after": after}) if after else fingerprint
+def effective_fingerprint(fingerprint: str, after: dict[str, str],
+                          files: dict[str, Any] | None = None) -> str:
+    """The stage fingerprint plus what its results also depend on: the state of global stages
+    above it and the identity of the files its parameters name (``Stage.input_files``)."""
+    if not after and not files:
+        return fingerprint
+    return digest({"fp": fingerprint, "after": after, **({"files": files} if files else {})})
+
+
+def param_files(stage: Stage) -> dict[str, Any]:
+    """Identity of the files ``stage``'s parameters name (globs expanded)."""
+    import glob
+
+    paths: list[str] = []
+    for p in stage.input_files():
+        local = "://" not in p or p.startswith("file://")
+        paths.extend(sorted(glob.glob(p)) or [p] if local and any(c in p for c in "*?[")
+                     else [p])
+    return identities(paths, getattr(stage, "storage_options", None)) if paths else {}
+
+
+def files_changed(done: dict[str, Any] | None, files: dict[str, Any]) -> list[str]:
+    """``files it reads changed: <path> (size, mtime_ns)`` when a parameter-named file did."""
+    old = (done or {}).get("files")
+    if old is None or old == files:
+        return []
+    return [f"files it reads changed: {describe_input_change(old, files)}"]
 
 
 def input_shards(pipe: Pipeline, node: StageNode, results: dict[str, dict[str, Any]]

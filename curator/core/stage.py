@@ -136,6 +136,12 @@ class Stage:
         # Stages travel to Dask workers; anything cached on them (models) must not.
         return {k: v for k, v in self.__dict__.items() if not k.startswith("_cache")}
 
+    def input_files(self) -> list[str]:
+        """Files named by parameters that the stage reads besides its input documents (a
+        model, a task list, a blend). Their identity (size, mtime_ns, inode; remote: ETag...)
+        is part of the stage's key: a changed file reruns the stage. Globs are expanded."""
+        return []
+
     def output_dirs(self, ctx: StageContext) -> list[str]:
         """Folders this stage writes outside its stage folder (resolved with
         ``ctx.output_path``). The runner claims them before the stage runs: a folder that is the

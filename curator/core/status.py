@@ -20,8 +20,10 @@ from curator.core.pipeline import Pipeline, StageNode
 from curator.core.runner import (
     _read_json,
     effective_fingerprint,
+    files_changed,
     input_state,
     list_source,
+    param_files,
     read_stage_key,
     shard_key,
     stage_dir,
@@ -77,9 +79,11 @@ def _node_status(pipe: Pipeline, node: StageNode, wd: str,
                            reasons=[f"upstream '{first}' reruns first"]), None
     after = {a: known[a]["state"] for a in sorted(pipe.ancestors(node.id))  # type: ignore[index]
              if known[a]["kind"] == "global"}  # type: ignore[index]
-    eff = effective_fingerprint(node.fingerprint, after)
+    files = param_files(node.stage)
+    eff = effective_fingerprint(node.fingerprint, after, files)
     config = [] if not started else explain(old_identity, node.identity) if (
         old_identity or old_key) else []
+    config = config or files_changed(done, files)
     kind = node.stage.kind
     if kind == "source":
         specs, keys, reads = list_source(node.stage, node.id, eff, wd,

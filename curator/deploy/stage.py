@@ -7,6 +7,7 @@ publishes ``triton_repository`` (the folder to give ``tritonserver --model-repos
 
 from __future__ import annotations
 
+import os
 from typing import Any, Literal
 
 from curator.core.context import GlobalContext, StageContext
@@ -41,6 +42,11 @@ class ExportTriton(GlobalStage):
         self.instances = instances
         self.max_queue_delay_us = max_queue_delay_us
         self.stop_at_eod = stop_at_eod
+
+    def input_files(self) -> list[str]:
+        # a checkpoint folder changes when its tracker (the last complete iteration) does
+        return [os.path.join(self.checkpoint, "latest_checkpointed_iteration.txt")] if (
+            self.checkpoint) else []
 
     def output_dirs(self, ctx: StageContext) -> list[str]:
         return [ctx.output_path(self.output)]

@@ -296,6 +296,9 @@ class MegatronShards(GlobalStage):
     def output_dirs(self, ctx: StageContext) -> list[str]:
         return [ctx.output_path(self.output_dir)]
 
+    def input_files(self) -> list[str]:
+        return [p for p in (self.tokenizer, self.vocab_file, self.merges_file) if p]
+
     def run(self, shards: list[Shard], ctx: GlobalContext) -> list[Shard]:
         spec = spec_from_params(self.tokenizer, self.vocab_file, self.merges_file,
                                 ctx.artifact("tokenizer", None), f"stage '{ctx.stage_id}'")

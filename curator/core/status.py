@@ -45,8 +45,9 @@ class StageStatus:
     def line(self, width: int) -> str:
         counts = ""
         if self.shards is not None and self.redo is not None:
-            counts = (f"{self.shards} shard{'s' if self.shards != 1 else ''}" if not self.redo else
-                      f"{self.redo} of {self.shards} shards to redo")
+            counts = (f"{self.shards} shard{'s' if self.shards != 1 else ''}" if not self.redo
+                      else f"{self.redo} of {self.shards} shard{'s' if self.shards != 1 else ''}"
+                      " to redo")
         detail = "; ".join(([counts] if counts else []) + self.reasons)
         return f"{self.id:{width}s}  {self.status:7s}  {detail}".rstrip()
 
@@ -102,7 +103,13 @@ def _node_status(pipe: Pipeline, node: StageNode, wd: str,
         return (StageStatus(node.id, "done", len(done["shards"]), 0),
                 {"state": state, "kind": kind, "shards": done["shards"]})
     st = StageStatus(node.id, "stale" if done else "to run")
+    legacy = ["made by a curator from before input identities were recorded: redone once"] if (
+        (done is not None and "state" not in done) or (old_key is not None and not old_identity)
+    ) else []
     if kind == "global":
+        if legacy:
+            st.reasons = legacy
+            return st, None
         st.reasons = [r for r in config if not r.startswith("no record")] if done else []
         if done and not st.reasons:
             changed = _changed_inputs(done, node, known)
@@ -134,6 +141,8 @@ def _node_status(pipe: Pipeline, node: StageNode, wd: str,
     if removed:
         st.reasons.append(f"{len(removed)} shard(s) gone (their outputs will be removed)")
     shards = [{"name": n, "key": k, "path": "", "docs": 0} for n, k, _ in details]
+    if legacy:
+        st.reasons = legacy
     return st, {"state": state, "kind": kind, "shards": shards}
 
 

@@ -39,21 +39,51 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.work_dir:
         overrides.append(f"work_dir={args.work_dir}")
     pipe = pl.load(args.file, overrides)
+    if args.dry_run:
+        return _print_status(pipe)
     logging.getLogger("distributed").setLevel(logging.WARNING)
-    with make_executor(pipe.config.executor, log=_log) as ex:
-        log = _log if ex.is_root else None
-        if log:
-            log(f"pipeline '{pipe.config.name}': {len(pipe.nodes)} stages, executor "
-                f"{ex.kind} ({ex.size} worker{'s' if ex.size != 1 else ''}), "
-                f"work_dir {pipe.work_dir}")
-        summary = Runner(pipe, ex, log=log).run()
-        if ex.is_root:
-            last = summary["stages"][-1]
-            _log(f"done in {summary['seconds']:.1f}s: {last['docs_out']} documents out of "
-                 f"'{last['id']}'")
-            if pipe.config.report:
-                _log(f"report: {os.path.join(pipe.work_dir, 'report.html')}")
+    # One run per work_dir: taken before a cluster starts so a second run fails at once. Under
+    # MPI only rank 0 may hold it, and ranks are known once the executor exists (the runner
+    # takes it there).
+    lock = None
+    if pipe.config.executor.type != "mpi":
+        from curator.core.lock import WorkDirLock
+
+        lock = WorkDirLock(pipe.work_dir).acquire()
+    try:
+        with make_executor(pipe.config.executor, log=_log) as ex:
+            log = _log if ex.is_root else None
+            if log:
+                log(f"pipeline '{pipe.config.name}': {len(pipe.nodes)} stages, executor "
+                    f"{ex.kind} ({ex.size} worker{'s' if ex.size != 1 else ''}), "
+                    f"work_dir {pipe.work_dir}")
+            summary = Runner(pipe, ex, log=log, lock=lock).run()
+            if ex.is_root:
+                last = summary["stages"][-1]
+                _log(f"done in {summary['seconds']:.1f}s: {last['docs_out']} documents out "
+                     f"of '{last['id']}'")
+                if pipe.config.report:
+                    _log(f"report: {os.path.join(pipe.work_dir, 'report.html')}")
+    finally:
+        if lock is not None:
+            lock.release()
     return 0
+
+
+def _print_status(pipe: object) -> int:
+    from curator.core.status import pipeline_status, render
+
+    print(render(pipe, pipeline_status(pipe)))  # type: ignore[arg-type]
+    return 0
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    from curator.core import pipeline as pl
+
+    overrides = list(args.set or [])
+    if args.work_dir:
+        overrides.append(f"work_dir={args.work_dir}")
+    return _print_status(pl.load(args.file, overrides))
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
@@ -109,7 +139,15 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--executor", choices=["local", "dask", "mpi"])
     r.add_argument("--workers", type=int)
     r.add_argument("--work-dir")
+    r.add_argument("--dry-run", action="store_true",
+                   help="print what a run would reuse and redo (as `curator status`), run nothing")
     r.set_defaults(func=cmd_run)
+
+    st = sub.add_parser("status", help="per stage: done, stale or to run, and why (runs nothing)")
+    st.add_argument("file")
+    st.add_argument("--set", action="append", metavar="KEY=VALUE")
+    st.add_argument("--work-dir")
+    st.set_defaults(func=cmd_status)
 
     v = sub.add_parser("validate", help="check a pipeline YAML without running it")
     v.add_argument("file")

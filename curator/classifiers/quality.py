@@ -315,6 +315,9 @@ class QualityFilter(BatchStage):
         self.mode, self.threshold, self.alpha, self.seed = mode, threshold, alpha, seed
         self.max_chars, self.label_only, self.batch_size = max_chars, label_only, batch_size
 
+    def input_files(self) -> list[str]:
+        return [self.model_path] if self.model_path else []
+
     def keep_mask(self, scores: np.ndarray, ids: list[str]) -> np.ndarray:
         if self.mode == "threshold":
             return scores >= self.threshold

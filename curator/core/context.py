@@ -87,6 +87,8 @@ class ShardContext(StageContext):
         self.rejected: Counter[str] = Counter()
         self.quarantined: Counter[str] = Counter()
         self.counters: Counter[str] = Counter()
+        #: Files written for this shard outside the stage folder (see :meth:`wrote`).
+        self.files: list[str] = []
         self._rej: tuple[Any, RecordWriter] | None = None
         self._quar: tuple[Any, RecordWriter] | None = None
 
@@ -118,6 +120,12 @@ class ShardContext(StageContext):
     def count(self, name: str, n: int = 1) -> None:
         """Add ``n`` to a named counter; counters are summed per stage in the report."""
         self.counters[name] += n
+
+    def wrote(self, path: str) -> None:
+        """Record a file this shard wrote outside the stage folder (a writer's output): when
+        the shard is redone or disappears (its input file was removed) the file is removed
+        with it, so the output folder never keeps documents of a stale shard."""
+        self.files.append(path)
 
     # -- plumbing ---------------------------------------------------------------------------
     def _writer(self, kind: str) -> RecordWriter:

@@ -17,8 +17,6 @@ valid. Schema (see docs/pipeline-yaml.md)::
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 import re
 from dataclasses import dataclass, field
@@ -27,8 +25,8 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from curator import __version__
 from curator.core.errors import ConfigError
+from curator.core.identity import KEY_FORMAT, code_identity, digest
 from curator.core.stage import Stage
 
 RESERVED = {"id", "inputs"}
@@ -93,6 +91,8 @@ class StageNode:
     inputs: list[str]
     line: int | None = None
     fingerprint: str = ""
+    #: What the fingerprint is made of (kept in the stage's markers to explain a rerun).
+    identity: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -251,17 +251,16 @@ def _build_nodes(cfg: PipelineConfig, where: Any) -> list[StageNode]:
 
 
 def _fingerprint(pipe: Pipeline) -> None:
-    """A stage's fingerprint covers its name, code version, parameters and its inputs'
-    fingerprints: change any of them and this stage and everything downstream reruns."""
+    """A stage's fingerprint covers its YAML name, its code (``version`` of a built-in stage,
+    source of a custom one), its parameters and its inputs' fingerprints: change any of them
+    and this stage and everything downstream reruns. Neither the package version nor the
+    module a built-in stage lives in is part of it (see :mod:`curator.core.identity`)."""
     fps: dict[str, str] = {}
     for n in pipe.nodes:
-        blob = json.dumps(
-            {"stage": type(n.stage).__module__ + ":" + type(n.stage).__qualname__,
-             "version": n.stage.version, "params": n.stage.params,
-             "inputs": [fps[i] for i in n.inputs], "curator": __version__.split("+")[0]},
-            sort_keys=True, default=str,
-        )
-        n.fingerprint = fps[n.id] = hashlib.sha256(blob.encode()).hexdigest()[:16]
+        n.identity = {"stage": n.stage.name, "code": code_identity(type(n.stage)),
+                      "params": n.stage.params, "inputs": {i: fps[i] for i in n.inputs},
+                      "format": KEY_FORMAT}
+        n.fingerprint = fps[n.id] = digest(n.identity)
 
 
 def _unique(base: str, ids: set[str]) -> str:

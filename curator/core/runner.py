@@ -39,9 +39,12 @@ from curator.core.context import (
 from curator.core.document import Document
 from curator.core.errors import CuratorError, StageError
 from curator.core.executors import Executor
+from curator.core.identity import describe_input_change, digest, explain, identities
+from curator.core.lock import WorkDirLock
 from curator.core.pipeline import Pipeline, StageNode
 from curator.core.progress import Progress
 from curator.core.stage import Shard, ShardSpec, Stage
+from curator.io.outputs import check_output_dir, claim_output_dir
 from curator.io.shards import SHARD_SUFFIX, read_shard, record_writer
 
 Processor = Callable[[Iterator[Document], ShardContext], Iterator[Document]]
@@ -61,6 +64,11 @@ class ShardTask:
     save_rejected: bool
     artifacts: dict[str, Any]
     process: Processor | None = None  # override (global stages' final phase)
+    #: What this shard's result depends on (see :mod:`curator.core.identity`); a marker with
+    #: another key is stale.
+    key: str = ""
+    #: Identity of the files a source shard reads, recorded in the marker (to explain reruns).
+    read: dict[str, Any] | None = None
 
 
 def utf8_len(text: str) -> int:
@@ -77,9 +85,16 @@ def run_shard(task: ShardTask) -> dict[str, Any]:
     sdir = stage_dir(task.work_dir, task.stage_id)
     marker = os.path.join(sdir, "_done", f"{task.name}.json")
     cached = _read_json(marker)
-    if cached and cached.get("fingerprint") == task.fingerprint:
+    if cached and cached.get("key") == task.key:
         cached["stats"]["resumed"] = True
         return cached["stats"]
+    # Redone (new, changed or interrupted): what an earlier attempt set aside for this shard is
+    # obsolete even if this attempt sets nothing aside.
+    if cached:
+        _remove_files(cached.get("files") or [])
+    for kind in ("rejected", "quarantine"):
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(os.path.join(task.work_dir, kind, task.stage_id, f"{task.name}.jsonl.zst"))
 
     t0 = time.perf_counter()
     ctx = ShardContext(shard=task.name, stage_id=task.stage_id, work_dir=task.work_dir,
@@ -140,10 +155,45 @@ def run_shard(task: ShardTask) -> dict[str, Any]:
     stats.update(
         path=out_path, rejected=dict(ctx.rejected), quarantined=dict(ctx.quarantined),
         counters=dict(ctx.counters), length_hist=hist,
-        seconds=round(time.perf_counter() - t0, 4), resumed=False,
+        seconds=round(time.perf_counter() - t0, 4), resumed=False, key=task.key,
     )
-    write_json(marker, {"fingerprint": task.fingerprint, "stats": stats})
+    read = task.read if task.spec is not None else {"upstream": task.input_path}
+    write_json(marker, {"fingerprint": task.fingerprint, "key": task.key, "read": read,
+                        "files": ctx.files, "stats": stats})
     return stats
+
+
+def shard_key(fingerprint: str, name: str, upstream: str) -> str:
+    """Key of a shard computed from one upstream shard: the stage's (effective) fingerprint
+    and the upstream shard's key, so a change upstream reaches exactly the shards below it."""
+    return digest({"fp": fingerprint, "shard": name, "input": upstream})
+
+
+def source_key(fingerprint: str, spec: ShardSpec, read: dict[str, Any]) -> str:
+    """Key of a source shard: the stage fingerprint, the shard's data (URL, byte range,
+    checksum, resolved dump date...) and the identity of the files it reads."""
+    return digest({"fp": fingerprint, "shard": spec.name, "data": spec.data, "read": read})
+
+
+def list_source(stage: Stage, stage_id: str, fingerprint: str, work_dir: str,
+                artifacts: dict[str, Any]
+                ) -> tuple[list[ShardSpec], list[str], list[dict[str, Any]]]:
+    """(shard specs, their keys, the identity of what each reads) of a source (root only)."""
+    specs = stage.shards(StageContext(  # type: ignore[attr-defined]
+        stage_id=stage_id, work_dir=work_dir, artifacts=artifacts))
+    _check_specs(stage_id, specs)
+    paths = [stage.input_paths(sp) for sp in specs]  # type: ignore[attr-defined]
+    ids = identities([p for ps in paths for p in ps], getattr(stage, "storage_options", None))
+    reads = [{p: ids[p] for p in ps} for ps in paths]
+    keys = [source_key(fingerprint, sp, rd) for sp, rd in zip(specs, reads, strict=True)]
+    return specs, keys, reads
+
+
+def _remove_files(paths: Sequence[str]) -> None:
+    """Files a stage wrote for a shard outside its own folder (``ctx.wrote``), now obsolete."""
+    for p in paths:
+        with contextlib.suppress(OSError):
+            os.unlink(p)
 
 
 def run_shard_tasks(gctx: GlobalContext, shards: list[Shard], process: Processor | None = None
@@ -151,32 +201,61 @@ def run_shard_tasks(gctx: GlobalContext, shards: list[Shard], process: Processor
     """Map :func:`run_shard` over input shards (used by shard stages and global stages)."""
     tasks = [
         ShardTask(gctx.stage, gctx.stage_id, gctx.fingerprint, gctx.work_dir, s.name, None,
-                  s.path, gctx.save_rejected, gctx.upstream_artifacts, process)
+                  s.path, gctx.save_rejected, gctx.upstream_artifacts, process,
+                  key=shard_key(gctx.fingerprint, s.name, s.key or s.path))
         for s in shards
     ]
     stats = gctx.executor.map(run_shard, tasks, progress=gctx.progress)
-    out = [Shard(st["shard"], st["path"], st["docs_out"], st["bytes_out"]) for st in stats]
-    return out, stats
+    return _out_shards(stats), stats
+
+
+def _out_shards(stats: Sequence[dict[str, Any]]) -> list[Shard]:
+    return [Shard(st["shard"], st["path"], st["docs_out"], st["bytes_out"], st.get("key", ""))
+            for st in stats]
 
 
 class Runner:
-    """Executes a :class:`Pipeline` on an :class:`Executor`."""
+    """Executes a :class:`Pipeline` on an :class:`Executor`.
+
+    The root process holds the work_dir lock (:class:`~curator.core.lock.WorkDirLock`) for the
+    whole run; pass ``lock`` when the caller took it already (the CLI does, before starting a
+    cluster, so a second run fails at once).
+    """
 
     def __init__(self, pipeline: Pipeline, executor: Executor,
-                 log: Callable[[str], None] | None = None) -> None:
+                 log: Callable[[str], None] | None = None, lock: WorkDirLock | None = None
+                 ) -> None:
         self.pipe = pipeline
         self.ex = executor
         self.work_dir = pipeline.work_dir
         self.log = log if (log and executor.is_root) else (lambda _msg: None)
         self.results: dict[str, dict[str, Any]] = {}
+        self.lock = lock
 
     def run(self) -> dict[str, Any]:
         """Run every stage that is not already done; return the run summary (report data)."""
-        cfg = self.pipe.config
+        own_lock = None
+        error = None
         if self.ex.is_root:
-            _check_writable(self.work_dir)
-        self.ex.barrier()
+            try:
+                _check_writable(self.work_dir)
+                if self.lock is None or not self.lock.held:
+                    own_lock = WorkDirLock(self.work_dir).acquire()
+            except CuratorError as e:
+                error = (type(e), str(e))
+        error = self.ex.broadcast(error)
+        if error:
+            raise error[0](error[1])
+        try:
+            return self._run()
+        finally:
+            if own_lock is not None:
+                own_lock.release()
+
+    def _run(self) -> dict[str, Any]:
+        cfg = self.pipe.config
         t_start = time.perf_counter()
+        self._check_outputs()
         for node in self.pipe.nodes:
             self.results[node.id] = self._run_node(node)
         summary = {
@@ -196,44 +275,58 @@ class Runner:
     # -- one stage --------------------------------------------------------------------------
     def _run_node(self, node: StageNode) -> dict[str, Any]:
         sdir = stage_dir(self.work_dir, node.id)
+        stage = node.stage
+        artifacts = self._upstream_artifacts(node)
+        after = global_ancestors(self.pipe, node.id, self.results)
+        files = param_files(stage) if self.ex.is_root else None
+        files = self.ex.broadcast(files)
+        eff = effective_fingerprint(node.fingerprint, after, files)
+        specs: list[ShardSpec] = []
+        keys: list[str] = []
+        reads: list[dict[str, Any]] = []
+        inputs: list[Shard] = []
+        if stage.kind == "source":
+            listing: Any = None
+            if self.ex.is_root:
+                try:
+                    listing = list_source(stage, node.id, eff, self.work_dir, artifacts)
+                except CuratorError as e:
+                    listing = (type(e), str(e))
+            listing = self.ex.broadcast(listing)
+            if len(listing) == 2:  # an error on the root: every rank stops with it
+                raise listing[0](listing[1])
+            specs, keys, reads = listing
+            state = digest({"fp": eff, "shards": [[sp.name, k] for sp, k in
+                                                  zip(specs, keys, strict=True)]})
+        else:
+            inputs = input_shards(self.pipe, node, self.results)
+            state = input_state(eff, inputs)
         done = _read_json(os.path.join(sdir, "_SUCCESS.json"))
-        if done and done.get("fingerprint") == node.fingerprint:
+        if done and done.get("state") == state:
             self.log(f"[{node.id}] done earlier, skipped")
             done["skipped"] = True
             return done
         if self.ex.is_root:
-            self._reset_if_stale(node)
+            self._reset_if_stale(node, state if stage.kind == "global" else eff, after,
+                                 files, done)
         self.ex.barrier()
 
-        artifacts = self._upstream_artifacts(node)
-        inputs = [Shard(s["name"], s["path"], s["docs"], s.get("bytes", 0))
-                  for i in node.inputs for s in self.results[i]["shards"]]
-        names = [s.name for s in inputs]
-        if len(set(names)) != len(names):
-            dup = next(n for n in names if names.count(n) > 1)
-            raise StageError(f"stage '{node.id}': two inputs have a shard named '{dup}'; give "
-                             "each source stage its own id")
+        self._claim_outputs(node, artifacts)
         progress = Progress(node.id, enabled=self.ex.is_root, mode=self.pipe.config.progress)
+        fingerprint = state if stage.kind == "global" else eff
         gctx = GlobalContext(
-            executor=self.ex, fingerprint=node.fingerprint, stage=node.stage, progress=progress,
+            executor=self.ex, fingerprint=fingerprint, stage=stage, progress=progress,
             stage_id=node.id, work_dir=self.work_dir, artifacts=artifacts,
             save_rejected=self.pipe.config.save_rejected,
         )
         t0 = time.perf_counter()
-        stage = node.stage
         if stage.kind == "source":
-            specs = None
-            if self.ex.is_root:
-                specs = stage.shards(StageContext(  # type: ignore[attr-defined]
-                    stage_id=node.id, work_dir=self.work_dir, artifacts=artifacts))
-                _check_specs(node.id, specs)
-            specs = self.ex.broadcast(specs)
             progress.start(len(specs))
-            tasks = [ShardTask(stage, node.id, node.fingerprint, self.work_dir, sp.name, sp, None,
-                               self.pipe.config.save_rejected, artifacts) for sp in specs]
+            tasks = [ShardTask(stage, node.id, eff, self.work_dir, sp.name, sp, None,
+                               self.pipe.config.save_rejected, artifacts, key=k, read=rd)
+                     for sp, k, rd in zip(specs, keys, reads, strict=True)]
             stats = self.ex.map(run_shard, tasks, progress=progress)
-            out = [Shard(st["shard"], st["path"], st["docs_out"], st["bytes_out"])
-                   for st in stats]
+            out = _out_shards(stats)
         elif stage.kind == "shard":
             progress.start(len(inputs))
             out, stats = run_shard_tasks(gctx, inputs)
@@ -243,6 +336,10 @@ class Runner:
             if not isinstance(out, list):
                 raise StageError(f"stage '{node.id}': run() must return the output shards "
                                  "(use ctx.write_shards or ctx.passthrough)")
+            # shards made by the stage itself: they depend on everything the stage read
+            out = [s if s.key else Shard(s.name, s.path, s.docs, s.bytes,
+                                         digest({"fp": state, "shard": s.name, "path": s.path}))
+                   for s in out]
             stats = gctx.shard_stats
         else:  # pragma: no cover
             raise StageError(f"stage '{node.id}' has unknown kind '{stage.kind}'")
@@ -251,37 +348,82 @@ class Runner:
         agg["counters"] = dict(Counter(agg["counters"]) + gctx.counters)
         result = {
             "fingerprint": node.fingerprint,
+            "state": state,
+            "identity": node.identity,
+            "after": after,
+            "files": files,
             "stage": stage.name,
             "kind": stage.kind,
             "params": stage.params,
             "inputs": node.inputs,
-            "shards": [{"name": s.name, "path": s.path, "docs": s.docs, "bytes": s.bytes}
-                       for s in out],
+            "shards": [{"name": s.name, "path": s.path, "docs": s.docs, "bytes": s.bytes,
+                        "key": s.key} for s in out],
             "artifacts": gctx.artifacts,
             "stats": agg,
+            # what a global stage read, to say which inputs changed when it is stale
+            "input_keys": {s.name: s.key for s in inputs} if stage.kind == "global" else {},
             "seconds": round(time.perf_counter() - t0, 3),
         }
         if self.ex.is_root:
+            if stage.kind != "global":
+                _remove_obsolete(self.work_dir, node.id, {st["shard"] for st in stats})
             write_json(os.path.join(sdir, "_SUCCESS.json"), result)
             self.log(_stage_line(node.id, agg, result["seconds"]))
         self.ex.barrier()
         return result
 
-    def _reset_if_stale(self, node: StageNode) -> None:
+    def _check_outputs(self) -> None:
+        """Refuse a foreign output folder of any stage before the first stage runs, not hours
+        later when that stage's turn comes."""
+        error = None
+        if self.ex.is_root:
+            try:
+                for node in self.pipe.nodes:
+                    ctx = StageContext(stage_id=node.id, work_dir=self.work_dir, artifacts={})
+                    for d in node.stage.output_dirs(ctx):
+                        check_output_dir(d, node.stage.name, work_dir=self.work_dir,
+                                         replaces=node.stage.replaces_outputs)
+            except CuratorError as e:
+                error = (type(e), str(e))
+        error = self.ex.broadcast(error)
+        if error:
+            raise error[0](error[1])
+
+    def _claim_outputs(self, node: StageNode, artifacts: dict[str, Any]) -> None:
+        """Claim the folders the stage writes (root); any refusal stops every rank."""
+        error = None
+        if self.ex.is_root:
+            try:
+                ctx = StageContext(stage_id=node.id, work_dir=self.work_dir, artifacts=artifacts)
+                for d in node.stage.output_dirs(ctx):
+                    claim_output_dir(d, node.stage.name, work_dir=self.work_dir,
+                                     replaces=node.stage.replaces_outputs)
+            except CuratorError as e:
+                error = (type(e), str(e))
+        error = self.ex.broadcast(error)
+        if error:
+            raise error[0](error[1])
+
+    def _reset_if_stale(self, node: StageNode, key: str, after: dict[str, str],
+                        files: dict[str, Any], done: dict[str, Any] | None) -> None:
+        """Start the stage afresh when its configuration changed (a global stage: also when
+        any input changed); per-shard changes are handled by the shard markers."""
         sdir = stage_dir(self.work_dir, node.id)
-        fp_file = os.path.join(sdir, "_FINGERPRINT")
-        old = None
-        with contextlib.suppress(OSError), open(fp_file) as f:
-            old = f.read().strip()
-        if old != node.fingerprint:
-            if old is not None:
-                self.log(f"[{node.id}] parameters or inputs changed: rerunning")
-            for d in (sdir, os.path.join(self.work_dir, "rejected", node.id),
-                      os.path.join(self.work_dir, "quarantine", node.id)):
-                shutil.rmtree(d, ignore_errors=True)
-            os.makedirs(sdir, exist_ok=True)
-            with open(fp_file, "w") as f:
-                f.write(node.fingerprint)
+        old_key, old_identity = read_stage_key(sdir)
+        if old_key == key:
+            return
+        if old_key is not None:
+            why = explain(old_identity, node.identity) or files_changed(done, files) or (
+                ["its input shards changed"] if node.stage.kind == "global" else
+                [f"global stage(s) above it changed: {', '.join(after)}"])
+            self.log(f"[{node.id}] rerunning: {'; '.join(why)}")
+        for marker in _markers(sdir):
+            _remove_files(marker.get("files") or [])
+        for d in (sdir, os.path.join(self.work_dir, "rejected", node.id),
+                  os.path.join(self.work_dir, "quarantine", node.id)):
+            shutil.rmtree(d, ignore_errors=True)
+        os.makedirs(sdir, exist_ok=True)
+        write_json(os.path.join(sdir, "_FINGERPRINT"), {"key": key, "identity": node.identity})
 
     def _upstream_artifacts(self, node: StageNode) -> dict[str, Any]:
         arts: dict[str, Any] = {}
@@ -294,6 +436,102 @@ class Runner:
         return {"id": node.id, "stage": r["stage"], "kind": r["kind"], "inputs": r["inputs"],
                 "params": r["params"], "seconds": r["seconds"], "skipped": r.get("skipped", False),
                 "artifacts": r["artifacts"], "shards": len(r["shards"]), **r["stats"]}
+
+
+# -- keys shared by the runner and `curator status` ----------------------------------------------
+
+
+def global_ancestors(pipe: Pipeline, stage_id: str, results: dict[str, dict[str, Any]]
+                     ) -> dict[str, str]:
+    """State of every global stage above ``stage_id``: their artifacts (a tokenizer, a model)
+    depend on the whole dataset, so a stage below one reruns when its state changes."""
+    return {a: results[a]["state"] for a in sorted(pipe.ancestors(stage_id))
+            if results[a].get("kind") == "global"}
+
+
+def effective_fingerprint(fingerprint: str, after: dict[str, str],
+                          files: dict[str, Any] | None = None) -> str:
+    """The stage fingerprint plus what its results also depend on: the state of global stages
+    above it and the identity of the files its parameters name (``Stage.input_files``)."""
+    if not after and not files:
+        return fingerprint
+    return digest({"fp": fingerprint, "after": after, **({"files": files} if files else {})})
+
+
+def param_files(stage: Stage) -> dict[str, Any]:
+    """Identity of the files ``stage``'s parameters name (globs expanded)."""
+    import glob
+
+    paths: list[str] = []
+    for p in stage.input_files():
+        local = "://" not in p or p.startswith("file://")
+        paths.extend(sorted(glob.glob(p)) or [p] if local and any(c in p for c in "*?[")
+                     else [p])
+    return identities(paths, getattr(stage, "storage_options", None)) if paths else {}
+
+
+def files_changed(done: dict[str, Any] | None, files: dict[str, Any]) -> list[str]:
+    """``files it reads changed: <path> (size, mtime_ns)`` when a parameter-named file did."""
+    old = (done or {}).get("files")
+    if old is None or old == files:
+        return []
+    return [f"files it reads changed: {describe_input_change(old, files)}"]
+
+
+def input_shards(pipe: Pipeline, node: StageNode, results: dict[str, dict[str, Any]]
+                 ) -> list[Shard]:
+    inputs = [Shard(s["name"], s["path"], s["docs"], s.get("bytes", 0), s.get("key", ""))
+              for i in node.inputs for s in results[i]["shards"]]
+    names = [s.name for s in inputs]
+    if len(set(names)) != len(names):
+        dup = next(n for n in names if names.count(n) > 1)
+        raise StageError(f"stage '{node.id}': two inputs have a shard named '{dup}'; give "
+                         "each source stage its own id")
+    return inputs
+
+
+def input_state(fingerprint: str, inputs: Sequence[Shard]) -> str:
+    return digest({"fp": fingerprint, "inputs": [[s.name, s.key or s.path] for s in inputs]})
+
+
+def read_stage_key(sdir: str) -> tuple[str | None, dict[str, Any] | None]:
+    """(key, identity) the stage folder was started with (``_FINGERPRINT``)."""
+    try:
+        with open(os.path.join(sdir, "_FINGERPRINT"), "rb") as f:
+            raw = f.read()
+    except OSError:
+        return None, None
+    try:
+        obj = orjson.loads(raw)
+        return obj["key"], obj.get("identity")
+    except (orjson.JSONDecodeError, KeyError, TypeError):  # before identities were kept
+        return raw.decode(errors="replace").strip(), None
+
+
+def _markers(sdir: str) -> Iterator[dict[str, Any]]:
+    with contextlib.suppress(OSError), os.scandir(os.path.join(sdir, "_done")) as it:
+        for e in it:
+            if e.name.endswith(".json"):
+                m = _read_json(e.path)
+                if m:
+                    yield m
+
+
+def _remove_obsolete(work_dir: str, stage_id: str, names: set[str]) -> None:
+    """Drop what this stage made for shards that no longer exist (an input file was removed,
+    a listing shrank): their markers, output shards, set-aside records and written files."""
+    sdir = stage_dir(work_dir, stage_id)
+    with contextlib.suppress(OSError), os.scandir(os.path.join(sdir, "_done")) as it:
+        stale = [e.name[:-5] for e in it if e.name.endswith(".json") and e.name[:-5] not in names]
+    for name in stale:
+        m = _read_json(os.path.join(sdir, "_done", f"{name}.json")) or {}
+        _remove_files(m.get("files") or [])
+        for p in (os.path.join(sdir, "data", f"{name}{SHARD_SUFFIX}"),
+                  os.path.join(work_dir, "rejected", stage_id, f"{name}.jsonl.zst"),
+                  os.path.join(work_dir, "quarantine", stage_id, f"{name}.jsonl.zst"),
+                  os.path.join(sdir, "_done", f"{name}.json")):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(p)
 
 
 def aggregate(stats: Sequence[dict[str, Any]], inputs: list[Shard] | None,
@@ -329,6 +567,8 @@ def _stage_line(sid: str, agg: dict[str, Any], secs: float) -> str:
     removed = sum(agg["rejected"].values())
     q = sum(agg["quarantined"].values())
     extra = f", {q} quarantined" if q else ""
+    if agg.get("shards_resumed"):
+        extra += f", {agg['shards_resumed']} shards reused"
     return (f"[{sid}] {agg['docs_in']} -> {agg['docs_out']} docs ({removed} removed{extra}) "
             f"in {secs:.2f}s")
 

@@ -64,6 +64,8 @@ class Shard:
     path: str
     docs: int = 0
     bytes: int = 0
+    #: What the shard's content depends on (set by the runner; see curator.core.identity).
+    key: str = ""
 
 
 class Stage:
@@ -74,8 +76,14 @@ class Stage:
     name: ClassVar[str] = ""
     #: "source" | "shard" | "global"; set by the kind base classes below.
     kind: ClassVar[str] = ""
-    #: Bump when a change in the code must invalidate earlier results of this stage.
+    #: Bump when a change in the code changes this stage's output: earlier results of the stage
+    #: (and everything below it) are then redone. Built-in stages are fingerprinted by this
+    #: number and their YAML name only, so upgrading curator or moving a class reruns nothing
+    #: whose version did not change; custom stages by their source code.
     version: ClassVar[int] = 1
+    #: The folders of :meth:`output_dirs` are replaced as a whole (not only added to), so they
+    #: may not even be a parent of the work_dir.
+    replaces_outputs: ClassVar[bool] = False
     #: A shard stage that only observes or writes elsewhere can pass its input files through
     #: instead of rewriting them (writers, stats).
     passthrough: ClassVar[bool] = False
@@ -128,6 +136,20 @@ class Stage:
         # Stages travel to Dask workers; anything cached on them (models) must not.
         return {k: v for k, v in self.__dict__.items() if not k.startswith("_cache")}
 
+    def input_files(self) -> list[str]:
+        """Files named by parameters that the stage reads besides its input documents (a
+        model, a task list, a blend). Their identity (size, mtime_ns, inode; remote: ETag...)
+        is part of the stage's key: a changed file reruns the stage. Globs are expanded."""
+        return []
+
+    def output_dirs(self, ctx: StageContext) -> list[str]:
+        """Folders this stage writes outside its stage folder (resolved with
+        ``ctx.output_path``). The runner claims them before the stage runs: a folder that is the
+        work_dir or the current folder, or that holds files without this stage's marker, is
+        refused (see :mod:`curator.io.outputs`), so a stage never overwrites or clears what
+        curator did not write."""
+        return []
+
     def describe(self) -> str:
         """First line of the class docstring, for ``curator stages``."""
         return (inspect.getdoc(type(self)) or "").split("\n")[0]
@@ -144,6 +166,15 @@ class Source(Stage):
 
     def read(self, shard: ShardSpec, ctx: ShardContext) -> Iterator[Document]:
         raise NotImplementedError
+
+    def input_paths(self, shard: ShardSpec) -> list[str]:
+        """Files ``shard`` reads. Their identity (local: size, mtime_ns, inode; remote: ETag,
+        Last-Modified, size) goes into the shard's key, so a changed file reruns exactly the
+        shards that read it. Default: ``path``/``paths`` of the shard data, and ``url`` when
+        it is a local file."""
+        from curator.core.identity import spec_paths
+
+        return spec_paths(shard.data)
 
 
 class ShardStage(Stage):

@@ -19,11 +19,15 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import tempfile
 from typing import Any
 
 import numpy as np
 
 from curator.core.errors import ConfigError, InputError
+from curator.io.outputs import check_output_dir, mark_output_dir
+
+OWNER = "export_triton"
 
 MODELS_PKG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "triton_models")
 
@@ -163,20 +167,50 @@ def export_repository(checkpoint: str, out_dir: str, *, tokenizer: dict[str, Any
                       name: str = "curator_gpt", max_new_tokens: int = 16,
                       max_batch_size: int = 8, instance_kind: str = "KIND_CPU",
                       instances: int = 1, max_queue_delay_us: int = 1000,
-                      stop_at_eod: bool = False) -> dict[str, Any]:
-    """Write the repository to ``out_dir`` (replaced atomically); returns a summary."""
+                      stop_at_eod: bool = False, work_dir: str | None = None
+                      ) -> dict[str, Any]:
+    """Write the repository to ``out_dir`` (replaced atomically); returns a summary.
+
+    ``out_dir`` must be new, empty or an earlier export (it carries export_triton's marker):
+    anything else (``.``, the work_dir, a folder with the user's files) is refused before any
+    work, so replacing the repository never deletes what curator did not write."""
     if instance_kind not in ("KIND_CPU", "KIND_GPU"):
         raise ConfigError(f"export_triton: instance_kind must be KIND_CPU or KIND_GPU "
                           f"(got '{instance_kind}')")
     if name in ("preprocessing", "gpt", "postprocessing"):
         raise ConfigError(f"export_triton: name '{name}' clashes with a member model")
+    out_dir = check_output_dir(out_dir, OWNER, work_dir=work_dir, replaces=True)
     model, mc, it = load_gpt(checkpoint)
     tok = tokenizer or mc.get("tokenizer")
     if not tok or not os.path.exists(tok.get("path", "")):
         raise InputError(f"{checkpoint}: tokenizer file {tok and tok.get('path')!r} not found")
-    out_dir = os.path.abspath(out_dir)
-    tmp = out_dir + ".tmp"
-    shutil.rmtree(tmp, ignore_errors=True)
+    parent = os.path.dirname(out_dir)
+    os.makedirs(parent, exist_ok=True)
+    tmp = tempfile.mkdtemp(prefix=os.path.basename(out_dir) + ".tmp-", dir=parent)
+    try:
+        os.chmod(tmp, 0o755)  # mkdtemp's 0700 would hide the repository from a server's user
+        summary = _write_repository(tmp, model, mc, it, tok, name, max_new_tokens,
+                                    max_batch_size, instance_kind, instances,
+                                    max_queue_delay_us, stop_at_eod)
+        mark_output_dir(tmp, OWNER)
+        check_output_dir(out_dir, OWNER, work_dir=work_dir, replaces=True)  # still ours?
+        old = None
+        if os.path.lexists(out_dir):
+            old = tempfile.mkdtemp(prefix=os.path.basename(out_dir) + ".old-", dir=parent)
+            os.replace(out_dir, os.path.join(old, "repo"))
+        os.replace(tmp, out_dir)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)  # made above by this call
+        raise
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)  # an earlier export (it carried the marker)
+    return {"repository": out_dir, **summary}
+
+
+def _write_repository(tmp: str, model: Any, mc: dict[str, Any], it: int, tok: dict[str, Any],
+                      name: str, max_new_tokens: int, max_batch_size: int, instance_kind: str,
+                      instances: int, max_queue_delay_us: int, stop_at_eod: bool
+                      ) -> dict[str, Any]:
     seq = int(mc["seq_length"])
 
     tok_file = os.path.basename(tok["path"])
@@ -218,9 +252,5 @@ def export_repository(checkpoint: str, out_dir: str, *, tokenizer: dict[str, Any
     os.makedirs(os.path.join(tmp, name, "1"))
     with open(os.path.join(tmp, name, "config.pbtxt"), "w") as f:
         f.write(_ensemble_config(name, max_batch_size))
-    if os.path.exists(out_dir):
-        shutil.rmtree(out_dir)
-    os.replace(tmp, out_dir)
-    return {"repository": out_dir, "ensemble": name, "models": ["preprocessing", "gpt",
-                                                                "postprocessing", name],
+    return {"ensemble": name, "models": ["preprocessing", "gpt", "postprocessing", name],
             "checkpoint_iteration": it, "seq_length": seq}

@@ -7,9 +7,10 @@ publishes ``triton_repository`` (the folder to give ``tritonserver --model-repos
 
 from __future__ import annotations
 
+import os
 from typing import Any, Literal
 
-from curator.core.context import GlobalContext
+from curator.core.context import GlobalContext, StageContext
 from curator.core.stage import GlobalStage, Shard
 
 
@@ -17,6 +18,7 @@ class ExportTriton(GlobalStage):
     """Export the trained GPT as a Triton ensemble (tokenizer -> GPT greedy -> detokenizer)."""
 
     name = "export_triton"
+    replaces_outputs = True
 
     def __init__(
         self,
@@ -41,12 +43,21 @@ class ExportTriton(GlobalStage):
         self.max_queue_delay_us = max_queue_delay_us
         self.stop_at_eod = stop_at_eod
 
+    def input_files(self) -> list[str]:
+        # a checkpoint folder changes when its tracker (the last complete iteration) does
+        return [os.path.join(self.checkpoint, "latest_checkpointed_iteration.txt")] if (
+            self.checkpoint) else []
+
+    def output_dirs(self, ctx: StageContext) -> list[str]:
+        return [ctx.output_path(self.output)]
+
     def run(self, shards: list[Shard], ctx: GlobalContext) -> list[Shard]:
         out = ctx.output_path(self.output)
         kw = dict(tokenizer=ctx.artifact("tokenizer", None), name=self.model_name,
                   max_new_tokens=self.max_new_tokens, max_batch_size=self.max_batch_size,
                   instance_kind=self.instance_kind, instances=self.instances,
-                  max_queue_delay_us=self.max_queue_delay_us, stop_at_eod=self.stop_at_eod)
+                  max_queue_delay_us=self.max_queue_delay_us, stop_at_eod=self.stop_at_eod,
+                  work_dir=ctx.work_dir)
         # one task on one worker under every executor (all MPI ranks get the summary)
         summary = ctx.map(_export, [(self.checkpoint or ctx.artifact("checkpoint"), out, kw)])[0]
         if ctx.is_root:
@@ -65,4 +76,4 @@ def _export(task: tuple[str, str, dict[str, Any]]) -> dict[str, Any]:
     from curator.deploy.export import export_repository
 
     checkpoint, out, kw = task
-    return export_repository(checkpoint, out, **kw)
+    return export_repository(checkpoint, out, **kw)  # claimed by the runner already

@@ -314,6 +314,9 @@ class Decontaminate(GlobalStage):
         self.cut_chars, self.min_fragment_chars = cut_chars, min_fragment_chars
         self.max_splits, self.split_documents = max_splits, split_documents
 
+    def input_files(self) -> list[str]:
+        return [p for paths in self.tasks.values() for p in paths]
+
     def run(self, shards: list[Shard], ctx: GlobalContext) -> list[Shard]:
         from curator.io.jsonl import expand_paths
 

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import contextlib
 import gzip
+import hashlib
 import io
 import os
 import re
+import socket
 import uuid
 from collections.abc import Iterator
 from typing import IO, Any
@@ -46,7 +48,7 @@ def atomic_open(path: str, mode: str = "wb") -> Iterator[IO[Any]]:
     """Open ``path`` for writing; the file is only published when the block exits cleanly."""
     if "w" not in mode:
         raise ValueError("atomic_open is for writing")
-    tmp = f"{path}.tmp-{uuid.uuid4().hex[:8]}"
+    tmp = f"{path}{_tmp_suffix()}"
     if is_local(path):
         lp, ltmp = local_path(path), local_path(tmp)
         os.makedirs(os.path.dirname(lp) or ".", exist_ok=True)
@@ -66,7 +68,7 @@ def atomic_open(path: str, mode: str = "wb") -> Iterator[IO[Any]]:
         _remove_stale_temps(lp)
     else:
         fs, _, (rpath,) = fsspec.get_fs_token_paths(path)
-        rtmp = f"{rpath}.tmp-{uuid.uuid4().hex[:8]}"
+        rtmp = f"{rpath}{_tmp_suffix()}"
         f = fs.open(rtmp, mode)
         try:
             yield f
@@ -79,16 +81,41 @@ def atomic_open(path: str, mode: str = "wb") -> Iterator[IO[Any]]:
             raise
 
 
-_TMP_NAME = re.compile(r"(.+)\.tmp-[0-9a-f]{8}")
+def _host_tag() -> str:
+    return hashlib.sha1(socket.gethostname().encode()).hexdigest()[:8]
+
+
+_HOST = _host_tag()
+
+
+def _tmp_suffix() -> str:
+    """``.tmp-<host>-<pid>-<random>``: the writer's host and PID are in the name, so cleanup can
+    tell a dead writer's leftover from a live writer's file in progress."""
+    return f".tmp-{_HOST}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+
+
+_TMP_NAME = re.compile(r"(.+)\.tmp-([0-9a-f]{8})-(\d+)-[0-9a-f]{8}")
 # Per process: folder -> final file name -> temporaries of it found when the folder was first
 # written to. One listing per folder, not one per file (folders may hold 100k shards).
-_STALE: dict[str, dict[str, list[str]]] = {}
+_STALE: dict[str, dict[str, list[tuple[str, int]]]] = {}
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether a process ``pid`` exists on this host (a zombie counts as alive)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # exists, owned by someone else
+        return True
+    return True
 
 
 def _remove_stale_temps(lp: str) -> None:
-    """Drop temporaries of ``lp`` left by writers that were SIGKILLed mid-write (a file is
-    written by one task at a time, so once it is published they are obsolete). Only temporaries
-    of this very file are touched, never those of files other writers are busy with."""
+    """Drop temporaries of ``lp`` left by writers that died mid-write (SIGKILL, a node lost).
+    Only temporaries of this very file written on this host by a process that no longer
+    exists are touched: never a live writer's file in progress (two runs, or two attempts of
+    one task), never one from another host whose liveness cannot be checked from here."""
     d, name = os.path.split(lp)
     d = d or "."
     stale = _STALE.get(d)
@@ -99,11 +126,12 @@ def _remove_stale_temps(lp: str) -> None:
         with contextlib.suppress(OSError), os.scandir(d) as it:
             for e in it:
                 m = _TMP_NAME.fullmatch(e.name)
-                if m:
-                    stale.setdefault(m.group(1), []).append(e.name)
-    for t in stale.pop(name, ()):
-        with contextlib.suppress(OSError):
-            os.unlink(os.path.join(d, t))
+                if m and m.group(2) == _HOST:
+                    stale.setdefault(m.group(1), []).append((e.name, int(m.group(3))))
+    for t, pid in stale.pop(name, ()):
+        if pid != os.getpid() and not pid_alive(pid):
+            with contextlib.suppress(OSError):
+                os.unlink(os.path.join(d, t))
 
 
 @contextlib.contextmanager

@@ -148,6 +148,9 @@ class WriteJsonl(ShardStage):
         self.compression = compression
         self.flat = flat
 
+    def output_dirs(self, ctx: StageContext) -> list[str]:
+        return [ctx.output_path(self.path)]
+
     def process(self, docs: Iterator[Document], ctx: ShardContext) -> Iterator[Document]:
         ext = {"none": "", "gzip": ".gz", "zstd": ".zst"}[self.compression]
         out = os.path.join(ctx.output_path(self.path), f"{ctx.shard}.jsonl{ext}")
@@ -156,3 +159,4 @@ class WriteJsonl(ShardStage):
                 rec = doc.to_flat() if self.flat else doc.to_record()
                 fh.write(orjson.dumps(rec) + b"\n")
                 yield doc
+        ctx.wrote(out)

@@ -81,6 +81,9 @@ class WriteParquet(ShardStage):
         self.compression = compression
         self.row_group_size = row_group_size
 
+    def output_dirs(self, ctx: StageContext) -> list[str]:
+        return [ctx.output_path(self.path)]
+
     def process(self, docs: Iterator[Document], ctx: ShardContext) -> Iterator[Document]:
         import pyarrow as pa
         import pyarrow.parquet as pq
@@ -95,3 +98,4 @@ class WriteParquet(ShardStage):
         with atomic_open(out, "wb") as fh:
             pq.write_table(table, fh, compression=self.compression,
                            row_group_size=self.row_group_size)
+        ctx.wrote(out)

@@ -26,7 +26,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from curator.core.context import GlobalContext
+from curator.core.context import GlobalContext, StageContext
 from curator.core.document import Document
 from curator.core.errors import ConfigError
 from curator.core.stage import GlobalStage, Shard
@@ -292,6 +292,12 @@ class MegatronShards(GlobalStage):
                               "counted: 0 (off) to 1 (all)")
         self.batch_size = max(1, batch_size)
         self.sentence_stats = sentence_stats
+
+    def output_dirs(self, ctx: StageContext) -> list[str]:
+        return [ctx.output_path(self.output_dir)]
+
+    def input_files(self) -> list[str]:
+        return [p for p in (self.tokenizer, self.vocab_file, self.merges_file) if p]
 
     def run(self, shards: list[Shard], ctx: GlobalContext) -> list[Shard]:
         spec = spec_from_params(self.tokenizer, self.vocab_file, self.merges_file,

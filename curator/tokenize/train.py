@@ -24,7 +24,7 @@ import numpy as np
 import orjson
 import xxhash
 
-from curator.core.context import GlobalContext
+from curator.core.context import GlobalContext, StageContext
 from curator.core.errors import ConfigError, InputError
 from curator.core.stage import GlobalStage, Shard
 from curator.io.atomic import atomic_open
@@ -285,6 +285,9 @@ class TrainTokenizer(GlobalStage):
         self.max_sentence_length = max_sentence_length
         self.threads = threads
         self.output_dir = output_dir
+
+    def output_dirs(self, ctx: StageContext) -> list[str]:
+        return [ctx.output_path(self.output_dir)] if self.output_dir else []
 
     def run(self, shards: list[Shard], ctx: GlobalContext) -> list[Shard]:
         for p in (self.init_vocab, self.init_merges):

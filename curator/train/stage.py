@@ -11,7 +11,8 @@ import json
 import os
 from typing import Any, Literal
 
-from curator.core.context import GlobalContext
+from curator.core.context import GlobalContext, write_json
+from curator.core.errors import InputError
 from curator.core.stage import GlobalStage, Shard
 
 
@@ -65,6 +66,9 @@ class Train(GlobalStage):
         s["save"] = ctx.output_path(s["save"])
         return TrainConfig(**s)
 
+    def input_files(self) -> list[str]:
+        return _blend_files(self.settings["blend"]) if self.settings["blend"] else []
+
     def run(self, shards: list[Shard], ctx: GlobalContext) -> list[Shard]:
         from curator.train.layout import layout_for
         from curator.train.trainer import resolve_device
@@ -72,6 +76,10 @@ class Train(GlobalStage):
         cfg = self.config(ctx)
         # fail before launching anything when the layout is wrong
         layout_for(cfg, self.nproc_per_node, resolve_device(cfg))
+        error = _check_data(cfg.save, cfg.blend) if ctx.is_root else None
+        error = ctx.executor.broadcast(error)
+        if error:
+            raise InputError(error)
         # One task on one worker, whatever the executor (under MPI every rank gets the
         # result). Keyed on the stage fingerprint: a finished run is not repeated, an
         # interrupted one resumes from its last checkpoint.
@@ -96,6 +104,48 @@ class Train(GlobalStage):
                       round(losses[-1], 4) if losses else None,
                       round(summary["tokens_per_second"]), summary["checkpoint"]]],
         }]
+
+
+DATA_STAMP = "curator_data.json"
+
+
+def _blend_files(blend: str) -> list[str]:
+    """blend.json and the .bin/.idx of every prefix it names (just the blend when it cannot be
+    read: the run then stops with the blend's own error)."""
+    from curator.core.errors import CuratorError
+    from curator.train.blend import load_blend
+
+    try:
+        prefixes = load_blend(blend).prefixes
+    except CuratorError:
+        return [blend]
+    return [blend] + [p + ext for p in prefixes for ext in (".bin", ".idx")]
+
+
+def _check_data(save: str, blend: str) -> str | None:
+    """The stage reruns when its inputs change, but training resumes from the checkpoints in
+    ``save``: checkpoints trained on other data would silently stand for the new data. The data
+    a run started on (blend.json and its .bin/.idx, by size, mtime_ns and inode) is recorded
+    beside the checkpoints; other data with checkpoints present is an error naming what
+    changed (deleting days of training is the user's call, not ours)."""
+    from curator.core.identity import describe_input_change, identities
+    from curator.train.trainer import latest_iteration
+
+    now = identities(_blend_files(blend))
+    stamp = os.path.join(save, DATA_STAMP)
+    try:
+        with open(stamp) as f:
+            old = json.load(f)
+    except (OSError, ValueError):
+        old = None
+    if latest_iteration(save) is not None and old is not None and old != now:
+        return (f"train: the checkpoints in {save} were trained on other data "
+                f"({describe_input_change(old, now)}); remove them or set another 'save' "
+                "folder to train on the new data")
+    if old != now:
+        os.makedirs(save, exist_ok=True)
+        write_json(stamp, now)
+    return None
 
 
 def _run_training(task: tuple[dict[str, Any], int]) -> dict[str, Any]:

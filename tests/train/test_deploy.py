@@ -162,6 +162,12 @@ def test_export_command(checkpoint: str, tmp_path, capsys) -> None:
     with open(out / "gpt" / "1" / "generation.json") as f:
         gen = json.load(f)
     assert gen["max_new_tokens"] == 4 and gen["checkpoint_iteration"] == 20
+    # an earlier export (it carries export_triton's marker) is replaced as a whole
+    assert main(["export-triton", "--checkpoint", checkpoint, "--output", str(out),
+                 "--model-name", "tiny2"]) == 0
+    assert (out / "tiny2").is_dir() and not (out / "tiny").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["repo"]  # no .tmp-/.old- left
+    capsys.readouterr()
     assert main(["export-triton", "--checkpoint", str(tmp_path), "--output",
                  str(tmp_path / "x")]) == 1
     assert "not a curator/Megatron checkpoint" in capsys.readouterr().err

@@ -276,3 +276,40 @@ def test_cli_trains_in_process_and_extends_a_run(blend_path: str, tmp_path, caps
     # nothing left to do: no step runs, the checkpoint stays
     assert main([*base, "--train-iters", "5"]) == 0
     assert "nothing left to train" in capsys.readouterr().out
+
+
+def test_changed_training_data_with_checkpoints_present_is_an_error(tmp_path) -> None:
+    """A changed blend reruns the train stage, which would resume from checkpoints made on the
+    old data (at their last iteration: nothing trained, old model published). It stops with
+    one line naming the changed file instead, and deletes nothing."""
+    import subprocess
+    import sys
+
+    from train_corpus import write_corpus
+
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    blend = write_corpus(str(tmp_path / "corpus"), {"web": 60})
+    (tmp_path / "docs.jsonl").write_text('{"id": "a", "text": "x"}\n')
+    (tmp_path / "p.yaml").write_text(
+        f"name: tr\nwork_dir: {tmp_path / 'w'}\nprogress: off\nstages:\n"
+        f"  - read_jsonl: {{paths: '{tmp_path / 'docs.jsonl'}'}}\n"
+        f"  - train: {{blend: '{blend}', train_iters: 3, num_threads: 1, eval_interval: 0,"
+        " seq_length: 32, global_batch_size: 4}\n")
+    env = {**os.environ, "PYTHONPATH": root}
+
+    def cli(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "curator", *args], cwd=tmp_path, env=env,
+                              capture_output=True, text=True, timeout=300)
+
+    assert cli("run", "p.yaml").returncode == 0
+    ckpt = tmp_path / "w" / "train" / "checkpoints"
+    before = sorted(p.name for p in ckpt.rglob("*"))
+    write_corpus(str(tmp_path / "corpus"), {"web": 90})  # same paths, other data
+    st = cli("status", "p.yaml").stdout
+    assert "train" in st and "files it reads changed: " in st and "web_text_document.bin" in st
+    res = cli("run", "p.yaml")
+    assert res.returncode == 1
+    [line] = [ln for ln in res.stderr.splitlines() if ln.startswith("curator:")]
+    assert line.startswith(f"curator: error: train: the checkpoints in {ckpt} were trained on "
+                           "other data") and "web_text_document.bin" in line
+    assert sorted(p.name for p in ckpt.rglob("*")) == before

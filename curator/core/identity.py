@@ -1,0 +1,194 @@
+"""What a result depends on, so that a rerun redoes exactly what changed.
+
+Three things decide whether a finished shard is still valid:
+
+* the stage's **configuration**: its YAML name, its explicit ``version`` (built-in stages) or
+  its source code (custom stages), its parameters and its upstream stages' configuration;
+  the package version and the Python location of a built-in stage are *not* part of it, so an
+  upgrade or a file reorganisation reruns nothing that did not change;
+* the **identity of what it read**: for a source shard the files behind it (local: size,
+  ``mtime_ns`` and inode; remote: ETag / Last-Modified / size as the filesystem reports them)
+  plus the shard's own data (URL, checksum, resolved ``latest`` date); for any other shard the
+  key of the upstream shard it was computed from;
+* for stages below a global stage, that global stage's state (its artifacts, e.g. a tokenizer,
+  depend on the whole dataset).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import os
+import sys
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import orjson
+
+#: Bump when the way keys are computed changes (every earlier result then reruns once).
+KEY_FORMAT = 2
+
+
+def digest(obj: Any) -> str:
+    """A short, stable hash of a JSON-able value (dict keys sorted)."""
+    blob = orjson.dumps(obj, option=orjson.OPT_SORT_KEYS, default=str)
+    return hashlib.sha256(blob).hexdigest()[:16]
+
+
+# -- identity of the code ---------------------------------------------------------------------
+
+
+def is_builtin(cls: type) -> bool:
+    """True when ``cls`` is the class registered under its YAML name by a curator family."""
+    from curator.registry import builtin_stages
+
+    target = builtin_stages().get(getattr(cls, "name", ""))
+    if not target:
+        return False
+    if ":" in target:
+        mod, attr = target.split(":", 1)
+    else:
+        mod, _, attr = target.rpartition(".")
+    return cls.__module__ == mod and cls.__qualname__ == attr
+
+
+def code_identity(cls: type) -> dict[str, Any]:
+    """Built-in stage: its ``version``. Custom stage (dotted path, ``@filter``...): a hash of the
+    source of every module that defines a class in its MRO outside curator, so editing the
+    function, the class or a helper beside it reruns the stage."""
+    version = int(getattr(cls, "version", 1))
+    if is_builtin(cls):
+        return {"version": version}
+    sources: dict[str, str] = {}
+    objs: list[Any] = [c for c in cls.__mro__ if not c.__module__.startswith("curator.")
+                       and c.__module__ not in ("builtins", "curator")]
+    fn = cls.__dict__.get("function")
+    if fn is not None:
+        objs.append(getattr(fn, "__func__", fn))
+    for obj in objs:
+        mod = sys.modules.get(obj.__module__)
+        key = obj.__module__
+        try:
+            text = inspect.getsource(mod) if mod is not None else inspect.getsource(obj)
+        except (OSError, TypeError):
+            try:
+                text = inspect.getsource(obj)
+                key = f"{obj.__module__}:{obj.__qualname__}"
+            except (OSError, TypeError):  # defined interactively: only its name is known
+                text = f"<no source: {obj.__module__}:{obj.__qualname__}>"
+        sources[key] = hashlib.sha256(text.encode()).hexdigest()[:16]
+    return {"version": version, "source": sources}
+
+
+# -- identity of what was read ----------------------------------------------------------------
+
+#: fsspec ``info()`` keys that identify a remote object's content, lowercased.
+_REMOTE_KEYS = ("etag", "lastmodified", "last_modified", "last-modified", "mtime", "size",
+                "content-length", "content_length", "version_id", "versionid", "generation",
+                "md5hash", "crc32c")
+
+
+def file_identity(path: str, storage_options: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Local file: size, mtime_ns, inode. Remote object: what ``fs.info`` gives of ETag,
+    Last-Modified, size (and version/generation/hash where the store has them)."""
+    if "://" not in path or path.startswith("file://"):
+        p = path.removeprefix("file://")
+        try:
+            st = os.stat(p)
+        except OSError:
+            return {"missing": True}
+        return {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "inode": st.st_ino}
+    import fsspec
+
+    try:
+        fs, rpath = fsspec.core.url_to_fs(path, **(storage_options or {}))
+        info = fs.info(rpath)
+    except (OSError, ValueError):
+        return {"missing": True}
+    out: dict[str, Any] = {}
+    for k, v in info.items():
+        if k.lower() in _REMOTE_KEYS and v is not None:
+            out[k] = v if isinstance(v, int | float | str | bool) else str(v)
+    return out or {"unknown": True}
+
+
+def spec_paths(data: dict[str, Any]) -> list[str]:
+    """Files a source shard reads, from its data: ``path``/``paths``, and ``url`` when it is a
+    local file (remote downloads are identified by their URL and listed checksum instead: a
+    HEAD request per file at every rerun would cost more than it is worth on immutable
+    mirrors)."""
+    out: list[str] = []
+    for key in ("path", "paths"):
+        v = data.get(key)
+        out.extend([v] if isinstance(v, str) else [x for x in v or [] if isinstance(x, str)])
+    url = data.get("url")
+    if isinstance(url, str) and ("://" not in url or url.startswith("file://")):
+        out.append(url)
+    return out
+
+
+def identities(paths: Iterable[str], storage_options: dict[str, Any] | None = None
+               ) -> dict[str, dict[str, Any]]:
+    """:func:`file_identity` of each distinct path (remote ones looked up in parallel)."""
+    uniq = list(dict.fromkeys(paths))
+    local = [p for p in uniq if "://" not in p or p.startswith("file://")]
+    remote = [p for p in uniq if p not in set(local)]
+    out = {p: file_identity(p) for p in local}
+    if remote:
+        with ThreadPoolExecutor(min(16, len(remote))) as pool:
+            for p, ident in zip(remote, pool.map(
+                    lambda x: file_identity(x, storage_options), remote), strict=True):
+                out[p] = ident
+    return out
+
+
+def describe_input_change(old: dict[str, Any] | None, new: dict[str, Any]) -> str:
+    """``data/a.jsonl (size, mtime_ns)``: which files of a shard changed and how."""
+    if not old:
+        return "no record of its inputs"
+    parts = []
+    for path, ident in new.items():
+        was = old.get(path)
+        if was is None:
+            parts.append(f"{path} (new)")
+        elif was != ident:
+            what = sorted(k for k in set(was) | set(ident) if was.get(k) != ident.get(k))
+            parts.append(f"{path} ({', '.join(what)})")
+    parts += [f"{p} (gone)" for p in old if p not in new]
+    return "; ".join(parts) or "shard data changed"
+
+
+def explain(old: dict[str, Any] | None, new: dict[str, Any]) -> list[str]:
+    """Why a stage's configuration fingerprint changed, in words: which parameter, which code,
+    which upstream stage. Empty when the configuration is the same."""
+    if not old:
+        return ["no record of an earlier configuration"]
+    out: list[str] = []
+    if old.get("format") != new.get("format"):
+        return ["results of an older curator (key format changed)"]
+    if old.get("stage") != new.get("stage"):
+        out.append(f"stage changed ({old.get('stage')} -> {new.get('stage')})")
+    oc, nc = old.get("code") or {}, new.get("code") or {}
+    if oc.get("version") != nc.get("version"):
+        out.append(f"code version {oc.get('version')} -> {nc.get('version')}")
+    if (oc.get("source") or {}) != (nc.get("source") or {}):
+        mods = sorted(m for m in set(oc.get("source") or {}) | set(nc.get("source") or {})
+                      if (oc.get("source") or {}).get(m) != (nc.get("source") or {}).get(m))
+        out.append(f"code of {', '.join(mods)} changed")
+    op, np_ = old.get("params") or {}, new.get("params") or {}
+    for k in sorted(set(op) | set(np_)):
+        if op.get(k) != np_.get(k):
+            out.append(f"parameter '{k}' changed ({_short(op.get(k))} -> {_short(np_.get(k))})")
+    oi, ni = old.get("inputs") or {}, new.get("inputs") or {}
+    if sorted(oi) != sorted(ni):
+        out.append(f"inputs changed ({', '.join(sorted(oi)) or '-'} -> "
+                   f"{', '.join(sorted(ni)) or '-'})")
+    else:
+        out += [f"upstream stage '{i}' changed" for i in sorted(ni) if oi[i] != ni[i]]
+    return out
+
+
+def _short(v: Any) -> str:
+    s = orjson.dumps(v, default=str).decode()
+    return s if len(s) <= 40 else s[:37] + "..."

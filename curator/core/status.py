@@ -1,0 +1,204 @@
+"""``curator status FILE``: what a rerun would reuse and what it would redo, and why, without
+running any stage.
+
+It computes the same keys the runner does (:mod:`curator.core.identity`): sources are listed
+(cheap by contract; a ``latest`` selector is resolved again) and their files' identities read;
+shard keys below them follow from the markers. A global stage that must rerun makes the keys of
+its outputs unknown until it has run, so everything below it is reported as "to run" with that
+stage named as the reason.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+from curator.core.identity import describe_input_change, digest, explain
+from curator.core.lock import LOCK_NAME
+from curator.core.pipeline import Pipeline, StageNode
+from curator.core.runner import (
+    _read_json,
+    effective_fingerprint,
+    files_changed,
+    input_state,
+    list_source,
+    param_files,
+    read_stage_key,
+    shard_key,
+    stage_dir,
+)
+from curator.core.stage import Shard
+
+
+@dataclass
+class StageStatus:
+    """One stage's line: ``done``, ``stale`` (results exist but something changed) or
+    ``to run`` (never run, or interrupted), with the reasons."""
+
+    id: str
+    status: str
+    shards: int | None = None
+    redo: int | None = None
+    reasons: list[str] = field(default_factory=list)
+
+    def line(self, width: int) -> str:
+        counts = ""
+        if self.shards is not None and self.redo is not None:
+            counts = (f"{self.shards} shard{'s' if self.shards != 1 else ''}" if not self.redo
+                      else f"{self.redo} of {self.shards} shard{'s' if self.shards != 1 else ''}"
+                      " to redo")
+        detail = "; ".join(([counts] if counts else []) + self.reasons)
+        return f"{self.id:{width}s}  {self.status:7s}  {detail}".rstrip()
+
+
+def pipeline_status(pipe: Pipeline) -> list[StageStatus]:
+    """Status of every stage, in pipeline order. Lists sources; writes nothing but what a
+    source's listing caches (e.g. a dump's status file)."""
+    wd = pipe.work_dir
+    known: dict[str, dict[str, Any] | None] = {}  # id -> {"state", "kind", "shards"} or None
+    out: list[StageStatus] = []
+    for node in pipe.nodes:
+        st, res = _node_status(pipe, node, wd, known)
+        known[node.id] = res
+        out.append(st)
+    return out
+
+
+def _node_status(pipe: Pipeline, node: StageNode, wd: str,
+                 known: dict[str, dict[str, Any] | None]
+                 ) -> tuple[StageStatus, dict[str, Any] | None]:
+    sdir = stage_dir(wd, node.id)
+    done = _read_json(os.path.join(sdir, "_SUCCESS.json"))
+    old_key, old_identity = read_stage_key(sdir)
+    started = old_key is not None or done is not None
+    unknown = [a for a in node.inputs if known[a] is None]
+    glob_unknown = [a for a in pipe.ancestors(node.id) if known[a] is None]
+    if unknown or glob_unknown:
+        first = (unknown or glob_unknown)[0]
+        return StageStatus(node.id, "stale" if started else "to run",
+                           reasons=[f"upstream '{first}' reruns first"]), None
+    after = {a: known[a]["state"] for a in sorted(pipe.ancestors(node.id))  # type: ignore[index]
+             if known[a]["kind"] == "global"}  # type: ignore[index]
+    files = param_files(node.stage)
+    eff = effective_fingerprint(node.fingerprint, after, files)
+    config = [] if not started else explain(old_identity, node.identity) if (
+        old_identity or old_key) else []
+    config = config or files_changed(done, files)
+    kind = node.stage.kind
+    if kind == "source":
+        specs, keys, reads = list_source(node.stage, node.id, eff, wd,
+                                         _artifacts(pipe, node, known))
+        state = digest({"fp": eff, "shards": [[sp.name, k] for sp, k in
+                                              zip(specs, keys, strict=True)]})
+        names = [sp.name for sp in specs]
+        details = [(sp.name, k, rd) for sp, k, rd in zip(specs, keys, reads, strict=True)]
+    else:
+        inputs = [Shard(s["name"], s["path"], s["docs"], s.get("bytes", 0), s["key"])
+                  for i in node.inputs for s in known[i]["shards"]]  # type: ignore[index]
+        state = input_state(eff, inputs)
+        names = [s.name for s in inputs]
+        details = [(s.name, shard_key(eff, s.name, s.key or s.path), None) for s in inputs]
+    if done and done.get("state") == state:
+        return (StageStatus(node.id, "done", len(done["shards"]), 0),
+                {"state": state, "kind": kind, "shards": done["shards"]})
+    st = StageStatus(node.id, "stale" if done else "to run")
+    legacy = ["made by a curator from before input identities were recorded: redone once"] if (
+        (done is not None and "state" not in done) or (old_key is not None and not old_identity)
+    ) else []
+    if kind == "global":
+        if legacy:
+            st.reasons = legacy
+            return st, None
+        st.reasons = [r for r in config if not r.startswith("no record")] if done else []
+        if done and not st.reasons:
+            changed = _changed_inputs(done, node, known)
+            st.reasons = [f"input shards changed ({changed})" if changed else "inputs changed"]
+        if not done:
+            st.reasons = ["interrupted earlier" if started else "never run"]
+        return st, None  # its outputs are known once it has run
+    # source and shard stages: per shard, from the markers
+    config_changed = old_key is not None and old_key != eff
+    redo, why = 0, []
+    for name, key, read in details:
+        marker = None if config_changed else _read_json(
+            os.path.join(sdir, "_done", f"{name}.json"))
+        if marker and marker.get("key") == key:
+            continue
+        redo += 1
+        if marker and len(why) < 3:
+            why.append(f"{name}: " + (describe_input_change(marker.get("read"), read)
+                                      if read is not None else "its upstream shard changed"))
+    st.shards, st.redo = len(names), redo
+    if config_changed:
+        st.reasons = [r for r in config if not r.startswith("no record")] or [
+            "stages above it changed" if after else "configuration changed"]
+    elif why:
+        st.reasons = why + ([f"... ({redo - len(why)} more)"] if redo > len(why) else [])
+    if not done and not config_changed:
+        st.reasons.insert(0, "interrupted earlier" if started else "never run")
+    removed = set(_previous_names(done)) - set(names) if done else set()
+    if removed:
+        st.reasons.append(f"{len(removed)} shard(s) gone (their outputs will be removed)")
+    shards = [{"name": n, "key": k, "path": "", "docs": 0} for n, k, _ in details]
+    if legacy:
+        st.reasons = legacy
+    return st, {"state": state, "kind": kind, "shards": shards}
+
+
+def _artifacts(pipe: Pipeline, node: StageNode, known: dict[str, Any]) -> dict[str, Any]:
+    arts: dict[str, Any] = {}
+    for anc in reversed(pipe.ancestors(node.id)):
+        done = _read_json(os.path.join(stage_dir(pipe.work_dir, anc), "_SUCCESS.json")) or {}
+        arts.update(done.get("artifacts") or {})
+    return arts
+
+
+def _previous_names(done: dict[str, Any]) -> list[str]:
+    return [s["name"] for s in done.get("shards", [])]
+
+
+def _changed_inputs(done: dict[str, Any], node: StageNode, known: dict[str, Any]) -> str:
+    """For a global stage: how many of its input shards are new or changed since its run."""
+    before = done.get("input_keys") or {}
+    now = {s["name"]: s["key"] for i in node.inputs for s in known[i]["shards"]}
+    changed = sum(before.get(n) != k for n, k in now.items())
+    gone = sum(n not in now for n in before)
+    parts = ([f"{changed} of {len(now)} changed or new"] if changed else []) + (
+        [f"{gone} gone"] if gone else [])
+    return ", ".join(parts)
+
+
+def render(pipe: Pipeline, rows: list[StageStatus]) -> str:
+    """The table ``curator status`` prints, plus who holds the work_dir if a run is going."""
+    width = max(len(r.id) for r in rows)
+    lines = [f"{pipe.source_file}: work_dir {pipe.work_dir}"]
+    holder = _holder(pipe.work_dir)
+    if holder:
+        lines.append(f"a run is in progress ({holder}): results may change while you look")
+    lines += [r.line(width) for r in rows]
+    todo = [r for r in rows if r.status != "done"]
+    lines.append("nothing to do: a rerun reuses every stage" if not todo else
+                 f"a rerun redoes {len(todo)} of {len(rows)} stages")
+    return "\n".join(lines)
+
+
+def _holder(work_dir: str) -> str:
+    import fcntl
+
+    path = os.path.join(work_dir, LOCK_NAME)
+    try:
+        fh = open(path, "rb")  # noqa: SIM115
+    except OSError:
+        return ""
+    with fh:
+        try:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            from curator.core.lock import _describe
+
+            return _describe(fh.read())
+        except OSError:
+            return ""
+        fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+    return ""

@@ -275,5 +275,14 @@ def test_tls_only_cluster(tmp_path, tmp_path_factory):
         assert r.returncode != 0 and len(errs) == 1, r.stderr
         assert "TLS connection failed" in errs[0] and "down or unreachable" not in errs[0]
         assert SECRET not in r.stderr
+
+        # no TLS against TLS-only servers: they just drop the connection; the line says so
+        os.environ[ENV] = SECRET
+        try:
+            store = RedisBucketStore(cluster.nodes, "curator:x:", auth=RedisAuth(password_env=ENV))
+            with pytest.raises(StageError, match=r"\(or it accepts TLS only: set redis_tls\)"):
+                store.check()
+        finally:
+            del os.environ[ENV]
     finally:
         cluster.close()

@@ -220,7 +220,14 @@ class RedisBucketStore:
             bad = self._find_dead_node()
         where = f"redis node {bad}" if bad else cluster
         msg = " ".join(str(err).split())[:300]
-        return (f"{where} is down or unreachable ({type(err).__name__}: {msg}); "
+        # a TLS client talking to a plain port (or the reverse) sees a timeout or a reset
+        if self.auth.tls:
+            hint = " (or it does not speak TLS: redis_tls is on)"
+        elif "reset by peer" in msg or "closed by server" in msg:
+            hint = " (or it accepts TLS only: set redis_tls)"
+        else:
+            hint = ""
+        return (f"{where} is down or unreachable{hint} ({type(err).__name__}: {msg}); "
                 "nothing was marked done: rerun when it is back")
 
     def _find_dead_node(self) -> str | None:

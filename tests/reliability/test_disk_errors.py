@@ -228,3 +228,29 @@ def test_export_triton_to_a_read_only_folder_is_one_line(tmp_path, trained):
     line = one_error_line(res)
     assert line.startswith(f"curator: error: curator export-triton: {ro}/repo"), line
     assert "Read-only file system [EROFS]" in line
+
+
+def test_native_writer_that_writes_short_is_not_published(tmp_path):
+    import errno
+
+    from curator.io.native import as_os_error, save_checked
+
+    target = tmp_path / "model.bin"
+
+    def short_writer(p: str) -> None:  # what fastText does when its writes fail: no error
+        with open(p, "wb") as f:
+            f.write(b"x" * 10)
+
+    with pytest.raises(OSError) as e:
+        save_checked(short_writer, str(target), 20)
+    assert e.value.errno == errno.EIO and e.value.filename == str(target)
+    assert "only 10 of 20 bytes" in str(e.value)
+    assert list(tmp_path.iterdir()) == []  # nothing published, no temporary left
+    save_checked(short_writer, str(target), 10)
+    assert target.read_bytes() == b"x" * 10
+
+    rust = as_os_error(Exception("No space left on device (os error 28)"), "/x/vocab.json")
+    assert isinstance(rust, OSError) and rust.errno == errno.ENOSPC
+    assert rust.filename == "/x/vocab.json"
+    other = ValueError("not an OS error")
+    assert as_os_error(other, "/x") is other

@@ -22,7 +22,8 @@ def test_sbatch_script_quotes_every_argument(blend_path: str, tmp_path, capsys) 
     partition = "gpu$(touch pwned4)"
     limit = "04:00:00;touch pwned5"
     assert main(["train", "--blend", blend_path, "--save", str(save), "--sbatch", str(job),
-                 "--nodes", "2", "--gpus-per-node", "2", "--global-batch-size", "16", "--partition", partition,
+                 "--nodes", "2", "--gpus-per-node", "2", "--global-batch-size", "16",
+                 "--partition", partition,
                  "--time", limit]) == 0
     text = job.read_text()
     assert subprocess.run(["bash", "-n", str(job)]).returncode == 0
@@ -55,7 +56,8 @@ def test_sbatch_script_quotes_every_argument(blend_path: str, tmp_path, capsys) 
 def test_sbatch_refuses_a_line_break_in_an_option(blend_path: str, tmp_path, capsys) -> None:
     job = tmp_path / "job.sh"
     rc = main(["train", "--blend", blend_path, "--save", str(tmp_path / "ck"), "--sbatch",
-               str(job), "--gpus-per-node", "2", "--global-batch-size", "16", "--partition", "gpu\ntouch pwned"])
+               str(job), "--gpus-per-node", "2", "--global-batch-size", "16",
+               "--partition", "gpu\ntouch pwned"])
     err = capsys.readouterr().err.strip().splitlines()
     assert rc == 2 and len(err) == 1
     assert err[0].startswith("curator: error: train --sbatch: partition contains a line break")

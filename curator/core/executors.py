@@ -10,7 +10,7 @@ import traceback
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from curator.core.errors import CuratorError, StageError, fs_error_line
+from curator.core.errors import CuratorError, StageError
 
 Progress = Callable[[Any], None]
 
@@ -153,7 +153,7 @@ class MPIExecutor(Executor):
                 error = str(e)
                 break
             except Exception as e:
-                error = f"rank {self.rank}: {fs_error_line(e) or f'{type(e).__name__}: {e}'}"
+                error = f"rank {self.rank}: {type(e).__name__}: {e}"
                 if os.environ.get("CURATOR_DEBUG"):
                     traceback.print_exc()
                 break

@@ -90,18 +90,22 @@ class RedisCluster:
         self.tls = tls
         self.ports = free_ports(n)
         self.procs: dict[int, subprocess.Popen] = {}
-        for p in self.ports:
-            self.start_node(p)
         cli = [REDIS_CLI]
         if password:
             cli += ["-a", password, "--no-auth-warning"]
         if tls:
             cli += ["--tls", "--cacert", str(tls.ca)]
-        subprocess.run(
-            [*cli, "--cluster", "create", *[f"127.0.0.1:{p}" for p in self.ports],
-             "--cluster-replicas", "0", "--cluster-yes"],
-            check=True, capture_output=True, timeout=60)
-        self.wait_ok()
+        try:
+            for p in self.ports:
+                self.start_node(p)
+            subprocess.run(
+                [*cli, "--cluster", "create", *[f"127.0.0.1:{p}" for p in self.ports],
+                 "--cluster-replicas", "0", "--cluster-yes"],
+                check=True, capture_output=True, timeout=60)
+            self.wait_ok()
+        except BaseException:
+            self.close()  # no server outlives a cluster that failed to start
+            raise
 
     def client(self, port: int, **kw: object) -> redis.Redis:
         """A plain connection to one node, with the cluster's password and TLS."""

@@ -19,7 +19,7 @@ import time
 from collections.abc import Sequence
 
 from curator import __version__
-from curator.core.errors import CuratorError
+from curator.core.errors import CuratorError, fs_error_line
 
 
 def _log(msg: str) -> None:
@@ -183,6 +183,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stderr.write(f"curator: error: {e}\n")
         sys.stderr.flush()
         return e.exit_code
+    except OSError as e:  # disk full, no permission, read-only: one line, any command
+        line = fs_error_line(e)
+        if line is None or os.environ.get("CURATOR_DEBUG"):
+            raise
+        sys.stderr.write(f"curator: error: curator {args.command}: {line}\n")
+        sys.stderr.flush()
+        return 1
     except KeyboardInterrupt:
         print("curator: interrupted; rerun the same command to resume", file=sys.stderr)
         return 130

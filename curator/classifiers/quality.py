@@ -69,9 +69,11 @@ def train_fasttext(train_file: str, model_path: str, *, epoch: int = 5, lr: floa
     model = fasttext.train_supervised(
         input=train_file, epoch=epoch, lr=lr, dim=dim, wordNgrams=word_ngrams,
         minCount=min_count, thread=1, seed=seed, verbose=0, loss="softmax")
-    tmp = model_path + ".tmp"
-    model.save_model(tmp)
-    os.replace(tmp, model_path)
+    # fastText does not check its writes (a model cut short by a full disk "saves" and even
+    # loads): the file must have the size the model implies before it is published
+    from curator.io.native import fasttext_model_size, save_checked
+
+    save_checked(model.save_model, model_path, fasttext_model_size(model))
 
 
 def hq_scores(model: Any, texts: list[str]) -> np.ndarray:

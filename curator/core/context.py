@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from curator.core.document import Document
-from curator.core.errors import ConfigError
+from curator.core.errors import ConfigError, StageError, fs_error_line
 from curator.io.atomic import atomic_open
 from curator.io.shards import RecordWriter, dumps
 
@@ -226,9 +226,17 @@ def _run_phase_task(task: _PhaseTask) -> Any:
             fp, result = pickle.load(f)
         if fp == task.fp:
             return result
-    result = task.fn(task.item)
-    with atomic_open(task.path, "wb") as f:
-        pickle.dump((task.fp, result), f, protocol=pickle.HIGHEST_PROTOCOL)
+    try:
+        result = task.fn(task.item)
+        with atomic_open(task.path, "wb") as f:
+            pickle.dump((task.fp, result), f, protocol=pickle.HIGHEST_PROTOCOL)
+    except OSError as e:  # disk full, no permission, read-only: one line naming stage and phase
+        line = fs_error_line(e)
+        if line is None or os.environ.get("CURATOR_DEBUG"):
+            raise
+        pdir = os.path.dirname(task.path)  # <work_dir>/stages/<id>/_phases/<phase>
+        stage = os.path.basename(os.path.dirname(os.path.dirname(pdir)))
+        raise StageError(f"stage '{stage}', phase '{os.path.basename(pdir)}': {line}") from None
     return result
 
 

@@ -37,7 +37,7 @@ from curator.core.context import (
     write_json,
 )
 from curator.core.document import Document
-from curator.core.errors import CuratorError, StageError
+from curator.core.errors import CuratorError, StageError, fs_error_line
 from curator.core.executors import Executor
 from curator.core.identity import describe_input_change, digest, explain, identities
 from curator.core.lock import WorkDirLock
@@ -149,9 +149,8 @@ def run_shard(task: ShardTask) -> dict[str, Any]:
         ctx.close(ok=False)
         if os.environ.get("CURATOR_DEBUG"):
             raise
-        raise StageError(
-            f"stage '{task.stage_id}' failed on shard '{task.name}': {type(e).__name__}: {e}"
-        ) from e
+        why = fs_error_line(e) or f"{type(e).__name__}: {e}"
+        raise StageError(f"stage '{task.stage_id}' failed on shard '{task.name}': {why}") from e
     stats.update(
         path=out_path, rejected=dict(ctx.rejected), quarantined=dict(ctx.quarantined),
         counters=dict(ctx.counters), length_hist=hist,
@@ -257,7 +256,13 @@ class Runner:
         t_start = time.perf_counter()
         self._check_outputs()
         for node in self.pipe.nodes:
-            self.results[node.id] = self._run_node(node)
+            try:
+                self.results[node.id] = self._run_node(node)
+            except OSError as e:  # disk full, no permission, read-only: one line, any phase
+                line = fs_error_line(e)
+                if line is None or os.environ.get("CURATOR_DEBUG"):
+                    raise
+                raise StageError(f"stage '{node.id}': {line}") from None
         summary = {
             "name": cfg.name,
             "work_dir": self.work_dir,

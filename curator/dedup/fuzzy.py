@@ -8,8 +8,9 @@ Phases (each a resumable ``ctx.map``; results never depend on the number of work
    ``embedded``/``cudf``: per partition, a sort of that partition's entries (``buckets``);
    ``redis``: per shard, one ``SET key ref NX GET`` per entry in a Redis Cluster (pipelined per
    node): the reply is the bucket's owner, giving edge ``(owner, ref)``; same components as the
-   embedded edges. Redone on a rerun (after cleaning the run's keys): a restarted node may have
-   lost its data, so this step is never marked done early.
+   embedded edges. Redone on a rerun (after removing every key of the stage, whatever the
+   parameters of the run that left them): a restarted node may have lost its data, so this step
+   is never marked done early. Keys carry a TTL (``redis_key_ttl_s``).
 3. ``verify`` (optional): drop candidate pairs whose exact shingle Jaccard is below threshold.
 4. ``components``: connected components over all edges; per component keep one document by
    ``keep`` (documents of an ``against`` index always win); removal lists per input shard.
@@ -72,6 +73,9 @@ class _Cfg:
     redis_prefix: str = ""
     redis_batch: int = 10_000
     scheme: str = "affine32"
+    redis_stage_prefix: str = ""
+    redis_ttl_s: int = 0
+    redis_auth: Any = None  # RedisAuth (no secret inside: the password is read from the env)
 
 
 class FuzzyDedup(GlobalStage):
@@ -101,6 +105,13 @@ class FuzzyDedup(GlobalStage):
         redis_nodes: list[str] = ["127.0.0.1:7000"],  # noqa: B006 - validated copy per stage
         redis_key_prefix: str = "curator",
         redis_batch: int = 10_000,
+        redis_key_ttl_s: int = 7 * 24 * 3600,
+        redis_username: str | None = None,
+        redis_password_env: str | None = None,
+        redis_tls: bool = False,
+        redis_tls_ca_file: str | None = None,
+        redis_tls_cert_file: str | None = None,
+        redis_tls_key_file: str | None = None,
         save_index: str | None = None,
         against: list[str] = [],  # noqa: B006
     ) -> None:
@@ -120,6 +131,22 @@ class FuzzyDedup(GlobalStage):
         self.partitions, self.partition_mb = partitions, partition_mb
         self.redis_nodes, self.redis_key_prefix = list(redis_nodes), redis_key_prefix
         self.redis_batch = redis_batch
+        if redis_key_ttl_s < 0:
+            raise ConfigError("redis_key_ttl_s must be >= 0 (0: keys never expire)")
+        if redis_password_env is not None and not redis_password_env.strip():
+            raise ConfigError("redis_password_env names an environment variable (e.g. "
+                              "CURATOR_REDIS_PASSWORD), not the password")
+        self.redis_key_ttl_s = redis_key_ttl_s
+        tls_files = {k: os.path.abspath(v) if v else None for k, v in (
+            ("ca", redis_tls_ca_file), ("cert", redis_tls_cert_file),
+            ("key", redis_tls_key_file))}
+        if not redis_tls and any(tls_files.values()):
+            raise ConfigError("redis_tls_ca_file / redis_tls_cert_file / redis_tls_key_file "
+                              "need redis_tls: true")
+        from curator.dedup.backends.redis_cluster import RedisAuth
+
+        self.redis_auth = RedisAuth(redis_username, redis_password_env, redis_tls,
+                                    tls_files["ca"], tls_files["cert"], tls_files["key"])
         self.save_index, self.against = save_index, list(against)
 
     # -- driver ----------------------------------------------------------------------------
@@ -134,13 +161,22 @@ class FuzzyDedup(GlobalStage):
         total_docs = sum(s.docs for s in shards) + sum(ix["docs"] for ix in indexes)
         parts = self.partitions or max(
             1, math.ceil(total_docs * self.bands * _ENTRY_BYTES / (self.partition_mb << 20)))
-        # one namespace per (work_dir, stage, parameters+inputs), short to keep keys compact
-        run_id = hashlib.sha1(f"{ctx.work_dir}\0{ctx.stage_id}\0{ctx.fingerprint}".encode())
-        prefix = f"{self.redis_key_prefix}:{run_id.hexdigest()[:12]}:"
+        # Keys: <redis_key_prefix>:<stage tag>:<fingerprint tag>:<digest>. The stage tag names
+        # (work_dir, stage id), so cleaning it also removes keys that a killed run with other
+        # parameters (another fingerprint tag) left; short tags keep keys compact.
+        stage_tag = hashlib.sha1(f"{os.path.abspath(ctx.work_dir)}\0{ctx.stage_id}".encode())
+        stage_prefix = f"{self.redis_key_prefix}:{stage_tag.hexdigest()[:12]}:"
+        prefix = f"{stage_prefix}{hashlib.sha1(ctx.fingerprint.encode()).hexdigest()[:8]}:"
         cfg = _Cfg(ctx.stage_dir, self.num_perm, self.seed, self.ngram, self.shingle,
                    self.normalize, self.bands, self.rows, parts, self.score_field, self.verify,
                    self.threshold, tuple(self.redis_nodes), prefix, self.redis_batch,
-                   self.scheme)
+                   self.scheme, stage_prefix, self.redis_key_ttl_s, self.redis_auth)
+        if self.backend == "redis":
+            self.redis_auth.password()  # fail before any work when the variable is not set
+            for f in (self.redis_auth.tls_ca_file, self.redis_auth.tls_cert_file,
+                      self.redis_auth.tls_key_file):
+                if f and not os.path.isfile(f):
+                    raise ConfigError(f"fuzzy_dedup: TLS file '{f}' not found")
 
         # 1. signatures and partitioned bucket entries (index shards are only re-partitioned)
         sig_res = ctx.map(functools.partial(_signature_task, cfg),
@@ -338,7 +374,9 @@ def _bucket_task(cfg: _Cfg, backend: str, item: tuple[int, list[str], int]) -> d
 def _redis_task(cfg: _Cfg, verb: str, item: Any) -> Any:
     from curator.dedup.backends.redis_cluster import RedisBucketStore, redis_edges
 
-    store = RedisBucketStore(list(cfg.redis_nodes), cfg.redis_prefix, cfg.redis_batch)
+    store = RedisBucketStore(list(cfg.redis_nodes), cfg.redis_prefix, cfg.redis_batch,
+                             stage_prefix=cfg.redis_stage_prefix, ttl_s=cfg.redis_ttl_s,
+                             auth=cfg.redis_auth)
     try:
         store.check()
         if verb == "cleanup":

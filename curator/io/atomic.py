@@ -59,11 +59,13 @@ def atomic_open(path: str, mode: str = "wb") -> Iterator[IO[Any]]:
             os.fsync(f.fileno())
             f.close()
             os.replace(ltmp, lp)
-        except BaseException:
+        except BaseException as e:
             with contextlib.suppress(OSError):  # closing flushes, which fails again on ENOSPC
                 f.close()
             with contextlib.suppress(OSError):
                 os.unlink(ltmp)
+            if isinstance(e, OSError) and e.errno is not None and e.filename is None:
+                e.filename = lp  # write()/fsync() errors name no file: say which one
             raise
         _remove_stale_temps(lp)
     else:

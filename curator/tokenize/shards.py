@@ -311,7 +311,12 @@ class MegatronShards(GlobalStage):
         if spec["type"] == "gpt2bpe":  # downstream stages expect a tokenizer.json path too
             desc["path"] = os.path.join(ctx.artifact_dir, "tokenizer.json")
             if ctx.is_root:
-                enc.impl.save(desc["path"])
+                try:
+                    enc.impl.save(desc["path"])
+                except Exception as e:  # Rust reports a full disk as "... (os error 28)"
+                    from curator.io.native import as_os_error
+
+                    raise as_os_error(e, desc["path"]) from None
         out_dir = ctx.output_path(self.output_dir)
         parts_dir = os.path.join(ctx.stage_dir, "parts")
         results = ctx.map(_TokenizeShard(self, spec, parts_dir),

@@ -13,9 +13,11 @@ into the trainer and writes the tokenizer files.
 
 from __future__ import annotations
 
+import contextlib
 import heapq
 import json
 import os
+import re
 import shutil
 from collections.abc import Iterator
 from typing import Any, Literal
@@ -174,7 +176,12 @@ def train_bpe(stage: TrainTokenizer, texts: Iterator[str], out_dir: str) -> dict
     path = os.path.join(out_dir, "tokenizer.json")
     with atomic_open(path, "wb") as f:
         f.write(tok.to_str(pretty=True).encode())
-    files = tok.model.save(out_dir)  # vocab.json, merges.txt
+    try:
+        files = tok.model.save(out_dir)  # vocab.json, merges.txt
+    except Exception as e:  # Rust reports a full disk as "... (os error 28)"
+        from curator.io.native import as_os_error
+
+        raise as_os_error(e, out_dir) from None
     vocab_file = next(p for p in files if p.endswith("vocab.json"))
     merges_file = next(p for p in files if p.endswith("merges.txt"))
     eod = _eod_token(stage)
@@ -208,6 +215,7 @@ def train_sentencepiece(stage: TrainTokenizer, texts: Iterator[str], out_dir: st
 
     os.makedirs(out_dir, exist_ok=True)
     prefix = os.path.join(out_dir, "tokenizer")
+    _remove_dead_sp_temporaries(out_dir)
     tmp = f"{prefix}.tmp-{os.getpid()}"
     try:
         spm.SentencePieceTrainer.train(
@@ -218,7 +226,24 @@ def train_sentencepiece(stage: TrainTokenizer, texts: Iterator[str], out_dir: st
             max_sentence_length=stage.max_sentence_length, hard_vocab_limit=False,
             num_threads=stage.threads, input_sentence_size=stage.max_docs * 64,
             shuffle_input_sentence=True, minloglevel=2)
+        # SentencePiece does not always check its writes: a model cut short by a full disk
+        # "trains" fine, so both files are read back before they are published
+        sp = spm.SentencePieceProcessor(model_file=tmp + ".model")
+        with open(tmp + ".vocab", "rb") as f:
+            pieces = sum(1 for _ in f)
+        if pieces != sp.get_piece_size():
+            raise RuntimeError(f"{tmp}.vocab has {pieces} of {sp.get_piece_size()} pieces")
     except RuntimeError as e:
+        # SentencePiece says only "INTERNAL: ... WriteLine" when a write fails: a write of our
+        # own in the same folder tells a full disk / no permission / read-only mount apart
+        from curator.io.native import probe_write
+
+        try:
+            probe_write(out_dir, prefix + ".model")
+        finally:
+            for ext in (".model", ".vocab"):
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp + ext)
         raise InputError(f"SentencePiece training failed: {e}") from None
     for ext in (".model", ".vocab"):
         os.replace(tmp + ext, prefix + ext)
@@ -230,6 +255,27 @@ def train_sentencepiece(stage: TrainTokenizer, texts: Iterator[str], out_dir: st
                           "special_tokens")
     return {"type": "sentencepiece", "path": os.path.abspath(prefix + ".model"),
             "vocab_size": sp.get_piece_size(), "eod_id": eod_id if eod_id >= 0 else None}
+
+
+def _remove_dead_sp_temporaries(out_dir: str) -> None:
+    """Drop ``tokenizer.tmp-<pid>.model/.vocab`` of SentencePiece runs whose process is gone."""
+    for name in os.listdir(out_dir):
+        m = re.fullmatch(r"tokenizer\.tmp-(\d+)\.(model|vocab)", name)
+        if m and not _alive(int(m.group(1))):
+            with contextlib.suppress(OSError):
+                os.unlink(os.path.join(out_dir, name))
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():  # ours from an earlier call: about to be rewritten
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 class TrainTokenizer(GlobalStage):

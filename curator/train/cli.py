@@ -62,7 +62,9 @@ def cmd_train(args: argparse.Namespace) -> int:
     layout_for(cfg, args.nproc_per_node, device)
     if args.nproc_per_node == 1 and device == "cpu":
         summary = train(cfg, log=lambda m: print(m, file=sys.stderr, flush=True))
-        with open(os.path.join(cfg.save, "train_summary.json"), "w") as f:
+        from curator.io.atomic import atomic_open
+
+        with atomic_open(os.path.join(cfg.save, "train_summary.json"), "w") as f:
             json.dump(summary, f, indent=1)
     else:
         run_torchrun(cfg, args.nproc_per_node,

@@ -14,7 +14,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from curator.core.errors import CuratorError
+from curator.core.errors import ConfigError, CuratorError
 from curator.train.config import TrainConfig
 
 
@@ -55,29 +55,50 @@ def run_torchrun(cfg: TrainConfig, nproc_per_node: int,
                            "checkpoint")
 
 
+#: Placeholders for the two arguments that must expand on the node, written out literally.
+_RDZV = {"--rdzv-endpoint=@MASTER@:29500": '--rdzv-endpoint="$MASTER_ADDR":29500',
+         "--rdzv-id=$SLURM_JOB_ID": '--rdzv-id="$SLURM_JOB_ID"'}
+
+
+def _sbatch_value(name: str, value: str) -> str:
+    """A ``#SBATCH`` option value: quoted like a shell word (sbatch strips the quotes), and
+    never a newline, which would end the comment and start a shell command."""
+    if "\n" in value or "\r" in value:
+        raise ConfigError(f"train --sbatch: {name} contains a line break: {value!r}")
+    return shlex.quote(value)
+
+
 def sbatch_script(cfg: TrainConfig, *, nodes: int, gpus_per_node: int,
                   job_name: str = "curator-train",
                   partition: str | None = None, time_limit: str = "04:00:00",
                   python: str = "python", extra: list[str] | None = None) -> str:
-    """A Slurm batch script: one ``torchrun`` per node, rendezvous on the first node."""
+    """A Slurm batch script: one ``torchrun`` per node, rendezvous on the first node.
+
+    Every argument that comes from the user (paths, partition, time) is quoted with
+    :func:`shlex.quote`: a ``$(...)`` or backquote in a folder name stays text."""
     path = config_path(cfg)
     lines = [
         "#!/bin/bash",
-        f"#SBATCH --job-name={job_name}",
-        f"#SBATCH --nodes={nodes}",
+        f"#SBATCH --job-name={_sbatch_value('job name', job_name)}",
+        f"#SBATCH --nodes={int(nodes)}",
         "#SBATCH --ntasks-per-node=1",
-        f"#SBATCH --gpus-per-node={gpus_per_node}",
-        f"#SBATCH --time={time_limit}",
+        f"#SBATCH --gpus-per-node={int(gpus_per_node)}",
+        f"#SBATCH --time={_sbatch_value('time', time_limit)}",
         "#SBATCH --exclusive",
-        f"#SBATCH --output={os.path.join(os.path.abspath(cfg.save), 'slurm-%j.out')}",
+        "#SBATCH --output="
+        + _sbatch_value("save", os.path.join(os.path.abspath(cfg.save), "slurm-%j.out")),
     ]
     if partition:
-        lines.append(f"#SBATCH --partition={partition}")
-    lines += [f"#SBATCH {x}" for x in (extra or [])]
+        lines.append(f"#SBATCH --partition={_sbatch_value('partition', partition)}")
+    for x in extra or []:
+        if "\n" in x or "\r" in x:
+            raise ConfigError(f"train --sbatch: an #SBATCH option contains a line break: {x!r}")
+        lines.append(f"#SBATCH {x}")
     cmd = torchrun_command(path, nproc_per_node=gpus_per_node, nnodes=nodes,
-                           rdzv_endpoint="$MASTER_ADDR:29500", python=python, standalone=False)
-    # $MASTER_ADDR and $SLURM_JOB_ID must expand on the node: quote everything else
-    quoted = " ".join(c if "$" in c else shlex.quote(c) for c in cmd)
+                           rdzv_endpoint="@MASTER@:29500", python=python, standalone=False)
+    # $MASTER_ADDR and $SLURM_JOB_ID must expand on the node: those two arguments are ours and
+    # written out literally; everything else is quoted
+    quoted = " ".join(_RDZV[c] if c in _RDZV else shlex.quote(c) for c in cmd)
     lines += [
         "set -euo pipefail",
         'export MASTER_ADDR=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)',
@@ -89,9 +110,11 @@ def sbatch_script(cfg: TrainConfig, *, nodes: int, gpus_per_node: int,
 
 
 def write_sbatch(cfg: TrainConfig, out: str, **kw: Any) -> str:
+    text = sbatch_script(cfg, **kw)  # (refuses bad values before anything is written)
     cfg.save_json(config_path(cfg))
-    text = sbatch_script(cfg, **kw)
-    with open(out, "w") as f:
+    from curator.io.atomic import atomic_open
+
+    with atomic_open(out, "w") as f:
         f.write(text)
     os.chmod(out, 0o755)
     return out

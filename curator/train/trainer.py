@@ -8,7 +8,9 @@
   with a gradient scaler).
 
 Checkpoints use Megatron's legacy layout (``iter_0000040/mp_rank_00/model_optim_rng.pt`` and
-``latest_checkpointed_iteration.txt``), written atomically, the tracker last. A rerun with the
+``latest_checkpointed_iteration.txt``), written atomically (:func:`~curator.io.atomic.atomic_open`:
+a full disk leaves no temporary behind, and temporaries of a killed run are removed when the run
+restarts), the tracker last. A rerun with the
 same ``save`` folder resumes from the tracker: model, optimizer, RNG and data position, so the
 resumed run continues exactly where the uninterrupted one would be.
 """
@@ -18,6 +20,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import time
 from collections.abc import Callable
 from typing import Any
@@ -26,6 +29,7 @@ import torch
 import torch.distributed as dist
 
 from curator.core.errors import ConfigError, InputError
+from curator.io.atomic import atomic_open
 from curator.train.blend import load_blend, plan_splits
 from curator.train.config import RESUME_KEYS, TrainConfig
 from curator.train.gpt import batches, build_datasets, build_model, model_config
@@ -62,17 +66,46 @@ def checkpoint_file(save: str, iteration: int, tp_rank: int = 0, pp_rank: int = 
 
 
 def _save(path: str, state: dict[str, Any]) -> None:
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    tmp = f"{path}.tmp{os.getpid()}"
-    torch.save(state, tmp)
-    os.replace(tmp, path)
+    # through a Python file: torch.save(path) reports a full disk as an opaque RuntimeError
+    try:
+        with atomic_open(path, "wb") as f:
+            torch.save(state, f)
+    except RuntimeError as e:  # the OSError of a write, masked by the zip writer's cleanup
+        err = e.__context__
+        if not isinstance(err, OSError):
+            raise
+        if err.filename is None and err.errno is not None:
+            err.filename = path
+        raise err from None
 
 
 def _write_tracker(save: str, iteration: int) -> None:
-    tmp = os.path.join(save, f"{TRACKER}.tmp{os.getpid()}")
-    with open(tmp, "w") as f:
+    with atomic_open(os.path.join(save, TRACKER), "w") as f:
         f.write(str(iteration))
-    os.replace(tmp, os.path.join(save, TRACKER))
+
+
+#: Temporaries of checkpoint files: ``<file>.tmp-xxxxxxxx`` (atomic_open) and ``<file>.tmp<pid>``
+#: (earlier versions).
+_CKPT_TMP = re.compile(r"(model_optim_rng\.pt|" + re.escape(TRACKER) + r"|model_config\.json|"
+                       r"train_summary\.json)\.tmp(-[0-9a-f]{8}|\d+)")
+
+
+def remove_stale_temporaries(save: str) -> list[str]:
+    """Delete checkpoint temporaries a killed run left under ``save`` (called once by rank 0
+    before any rank writes, so none of them belongs to a live writer); returns their paths."""
+    gone = []
+    for root, _dirs, files in os.walk(save):
+        if os.path.relpath(root, save).startswith("dataset_cache"):
+            continue
+        for name in files:
+            if _CKPT_TMP.fullmatch(name):
+                p = os.path.join(root, name)
+                try:
+                    os.unlink(p)
+                    gone.append(p)
+                except FileNotFoundError:
+                    pass
+    return gone
 
 
 def load_model_state(checkpoint_dir: str) -> tuple[dict[str, Any], dict[str, Any], int]:
@@ -155,6 +188,8 @@ def _train(cfg: TrainConfig, blend: Any, bookends: list[Any], layout: ParallelLa
 
     save = os.path.abspath(cfg.save)
     os.makedirs(save, exist_ok=True)
+    if rank == 0:
+        remove_stale_temporaries(save)
     gb = cfg.global_batch_size
     n_evals = cfg.train_iters // cfg.eval_interval + 1 if cfg.eval_interval else 0
     sizes = [cfg.train_iters * gb, n_evals * cfg.eval_iters * gb, 0]
@@ -203,7 +238,7 @@ def _train(cfg: TrainConfig, blend: Any, bookends: list[Any], layout: ParallelLa
         if log:
             log(f"train: resumed from iteration {start} in {save}")
     if rank == 0:
-        with open(os.path.join(save, "model_config.json"), "w") as f:
+        with atomic_open(os.path.join(save, "model_config.json"), "w") as f:
             json.dump(mc, f, indent=1)
 
     dp_rank, dp_size = ps.get_data_parallel_rank(), ps.get_data_parallel_world_size()

@@ -10,6 +10,7 @@ import socket
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import orjson
@@ -53,20 +54,66 @@ def wait_until(cond, timeout: float = 30.0, what: str = "condition") -> None:
     raise TimeoutError(f"timed out waiting for {what}")
 
 
-class RedisCluster:
-    """A real Redis Cluster of ``n`` masters on 127.0.0.1, in a temp folder."""
+@dataclass(frozen=True)
+class TlsFiles:
+    ca: Path
+    cert: Path
+    key: Path
 
-    def __init__(self, root: Path, n: int = 3) -> None:
+
+def make_tls_files(d: Path) -> TlsFiles:
+    """A throw-away CA and a server certificate for 127.0.0.1 (``openssl`` command line)."""
+    d.mkdir(parents=True, exist_ok=True)
+
+    def ssl(*args: str) -> None:
+        subprocess.run(["openssl", *args], check=True, capture_output=True, timeout=60)
+
+    ssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=curator-ca",
+        "-keyout", str(d / "ca.key"), "-out", str(d / "ca.pem"))
+    ssl("req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=127.0.0.1",
+        "-keyout", str(d / "server.key"), "-out", str(d / "server.csr"))
+    (d / "san.ext").write_text("subjectAltName=IP:127.0.0.1,DNS:localhost\n")
+    ssl("x509", "-req", "-in", str(d / "server.csr"), "-CA", str(d / "ca.pem"),
+        "-CAkey", str(d / "ca.key"), "-CAcreateserial", "-days", "2",
+        "-extfile", str(d / "san.ext"), "-out", str(d / "server.pem"))
+    return TlsFiles(d / "ca.pem", d / "server.pem", d / "server.key")
+
+
+class RedisCluster:
+    """A real Redis Cluster of ``n`` masters on 127.0.0.1, in a temp folder; optionally with a
+    password (``requirepass``/``masterauth``) and TLS only (``tls-port``, no plain port)."""
+
+    def __init__(self, root: Path, n: int = 3, password: str | None = None,
+                 tls: TlsFiles | None = None) -> None:
         self.root = root
+        self.password = password
+        self.tls = tls
         self.ports = free_ports(n)
         self.procs: dict[int, subprocess.Popen] = {}
-        for p in self.ports:
-            self.start_node(p)
-        subprocess.run(
-            [REDIS_CLI, "--cluster", "create", *[f"127.0.0.1:{p}" for p in self.ports],
-             "--cluster-replicas", "0", "--cluster-yes"],
-            check=True, capture_output=True, timeout=60)
-        self.wait_ok()
+        cli = [REDIS_CLI]
+        if password:
+            cli += ["-a", password, "--no-auth-warning"]
+        if tls:
+            cli += ["--tls", "--cacert", str(tls.ca)]
+        try:
+            for p in self.ports:
+                self.start_node(p)
+            subprocess.run(
+                [*cli, "--cluster", "create", *[f"127.0.0.1:{p}" for p in self.ports],
+                 "--cluster-replicas", "0", "--cluster-yes"],
+                check=True, capture_output=True, timeout=60)
+            self.wait_ok()
+        except BaseException:
+            self.close()  # no server outlives a cluster that failed to start
+            raise
+
+    def client(self, port: int, **kw: object) -> redis.Redis:
+        """A plain connection to one node, with the cluster's password and TLS."""
+        if self.password:
+            kw.setdefault("password", self.password)
+        if self.tls:
+            kw.update(ssl=True, ssl_ca_certs=str(self.tls.ca))
+        return redis.Redis("127.0.0.1", port, **kw)  # type: ignore[arg-type]
 
     @property
     def nodes(self) -> list[str]:
@@ -75,12 +122,23 @@ class RedisCluster:
     def start_node(self, port: int) -> None:
         d = self.root / str(port)
         d.mkdir(parents=True, exist_ok=True)
+        extra: list[str] = []
+        if self.password:
+            extra += ["--requirepass", self.password, "--masterauth", self.password]
+        if self.tls:
+            extra += ["--port", "0", "--tls-port", str(port), "--tls-cluster", "yes",
+                      "--tls-replication", "yes", "--tls-cert-file", str(self.tls.cert),
+                      "--tls-key-file", str(self.tls.key), "--tls-ca-cert-file",
+                      str(self.tls.ca), "--tls-auth-clients", "no"]
+        else:
+            extra += ["--port", str(port)]
         self.procs[port] = subprocess.Popen(
-            [REDIS_SERVER, "--port", str(port), "--bind", "127.0.0.1", "--cluster-enabled", "yes",
+            [REDIS_SERVER, "--bind", "127.0.0.1", "--cluster-enabled", "yes",
              "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "1000",
-             "--dir", str(d), "--save", "", "--appendonly", "no", "--protected-mode", "no"],
+             "--dir", str(d), "--save", "", "--appendonly", "no", "--protected-mode", "no",
+             *extra],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        wait_until(lambda: redis.Redis(port=port, socket_timeout=1).ping(), what=f"redis {port}")
+        wait_until(lambda: self.client(port, socket_timeout=1).ping(), what=f"redis {port}")
 
     def stop_node(self, port: int) -> None:
         proc = self.procs.pop(port)
@@ -90,7 +148,7 @@ class RedisCluster:
     def wait_ok(self) -> None:
         def ok() -> bool:
             for p in self.ports:
-                info = redis.Redis(port=p, socket_timeout=1).cluster("info")
+                info = self.client(p, socket_timeout=1).cluster("info")
                 if info.get("cluster_state") != "ok":
                     return False
             return True
@@ -98,8 +156,7 @@ class RedisCluster:
         wait_until(ok, timeout=60, what="cluster_state:ok")
 
     def keys(self, pattern: str = "*") -> int:
-        return sum(len(redis.Redis(port=p).keys(pattern)) for p in self.ports
-                   if p in self.procs)
+        return sum(len(self.client(p).keys(pattern)) for p in self.ports if p in self.procs)
 
     def close(self) -> None:
         for port in list(self.procs):

@@ -188,7 +188,7 @@ def test_sbatch_script(blend_path: str, tmp_path) -> None:
     assert "#SBATCH --nodes=2" in text and "#SBATCH --gpus-per-node=8" in text
     srun = next(line for line in text.splitlines() if line.startswith("srun"))
     assert "torch.distributed.run --nproc-per-node=8 --nnodes=2" in srun
-    assert "--rdzv-endpoint=$MASTER_ADDR:29500" in srun
+    assert "--rdzv-endpoint=\"$MASTER_ADDR\":29500" in srun
     cfg = TrainConfig.load_json(srun.split()[-1])
     assert cfg.precision == "bf16" and cfg.tensor_model_parallel_size == 2
     assert cfg.blend == blend_path

@@ -1,23 +1,33 @@
 """LSH buckets in a Redis Cluster, for corpora whose buckets do not fit one machine (a single
 plain Redis server works too, when it is the only node given).
 
-Keys are ``<run prefix><8-byte band digest>`` (the digest is already salted by the band), so
-they spread over all hash slots; a bucket is one 8-byte value, its owner (the first document
-that claimed it). Each entry is one ``SET key ref NX GET``: insert and query in a single
-command, batched per node as one pipelined write (no cross-slot multi-key commands). Every key
-of a run shares one prefix, which :meth:`cleanup` removes with ``SCAN`` on each primary.
-Any connection failure becomes one line naming the node.
+Keys are ``<stage prefix><fingerprint tag>:<8-byte band digest>`` (the digest is already
+salted by the band), so they spread over all hash slots; a bucket is one 8-byte value, its owner
+(the first document that claimed it). Each entry is one ``SET key ref NX GET EX ttl``: insert
+and query in a single command, batched per node as one pipelined write (no cross-slot multi-key
+commands). Every key carries a TTL, so keys of a run that was killed and never rerun expire on
+their own; :meth:`cleanup` removes every key of the *stage* prefix with ``SCAN`` on each
+primary, so a rerun with other parameters (another fingerprint tag) also removes the keys an
+earlier, killed run left.
+
+Credentials and TLS come from :class:`RedisAuth`; the password is read from an environment
+variable when a connection is made, so it is never part of the pipeline file, the fingerprint,
+the pickled task or any message. A connection failure becomes one line: wrong credentials,
+a TLS failure and a node that is down each have their own.
 """
 
 from __future__ import annotations
 
+import os
 import re
+import ssl
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import numpy as np
 
-from curator.core.errors import CuratorError, StageError
+from curator.core.errors import ConfigError, CuratorError, StageError
 
 T = TypeVar("T")
 _ADDR = re.compile(r"(\d{1,3}(?:\.\d{1,3}){3}|[A-Za-z0-9.-]+):(\d{2,5})")
@@ -31,11 +41,90 @@ def _retry(attempts: int) -> Any:
     return Retry(ExponentialBackoff(cap=0.5, base=0.05), attempts)
 
 
-def _probe(host: str, port: int) -> Any:
-    """A connection for diagnosis: one try, short timeouts."""
-    import redis
+#: Default lifetime of a bucket key: longer than any one claim phase, short enough that keys
+#: of an abandoned run do not stay for good.
+DEFAULT_TTL_S = 7 * 24 * 3600
+_GLOB = re.compile(rb"([*?\[\]\\])")
 
-    return redis.Redis(host, port, socket_timeout=2, socket_connect_timeout=2, retry=_retry(0))
+
+@dataclass(frozen=True)
+class RedisAuth:
+    """How to authenticate and encrypt: picklable, and without the secret itself (only the
+    name of the environment variable that holds it, read where the connection is made)."""
+
+    username: str | None = None
+    password_env: str | None = None
+    tls: bool = False
+    tls_ca_file: str | None = None
+    tls_cert_file: str | None = None
+    tls_key_file: str | None = None
+
+    def password(self) -> str | None:
+        if not self.password_env:
+            return None
+        value = os.environ.get(self.password_env)
+        if value is None:
+            raise ConfigError(f"fuzzy_dedup.redis_password_env: environment variable "
+                              f"'{self.password_env}' is not set (it must be set wherever the "
+                              "stage's tasks run)")
+        return value
+
+    def connection_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments for redis-py's ``Redis`` / ``RedisCluster``."""
+        kw: dict[str, Any] = {}
+        password = self.password()
+        if password is not None:
+            kw["password"] = password
+        if self.username:
+            kw["username"] = self.username
+        if self.tls:
+            kw.update(ssl=True, ssl_cert_reqs="required", ssl_ca_certs=self.tls_ca_file,
+                      ssl_certfile=self.tls_cert_file, ssl_keyfile=self.tls_key_file)
+        return kw
+
+
+def _chain(err: BaseException) -> list[BaseException]:
+    out: list[BaseException] = []
+    e: BaseException | None = err
+    while e is not None and e not in out and len(out) < 8:
+        out.append(e)
+        e = e.__cause__ or e.__context__
+    return out
+
+
+def _one_line(err: BaseException) -> str:
+    return " ".join(str(err).split())[:300]
+
+
+def auth_problem(err: BaseException, auth: RedisAuth) -> str | None:
+    """The user-facing reason when ``err`` is about credentials or TLS, else None."""
+    from redis.exceptions import (
+        AuthenticationError,
+        AuthenticationWrongNumberOfArgsError,
+        AuthorizationError,
+        NoPermissionError,
+    )
+
+    secret = f"the password in ${auth.password_env}" if auth.password_env else "no password"
+    user = f"user '{auth.username}'" if auth.username else "the default user"
+    for e in _chain(err):
+        text = str(e)
+        needs = ("NOAUTH" in text or "Authentication required" in text
+                 or "must be called with the client already authenticated" in text)
+        if needs and not auth.password_env:
+            return (f"the cluster requires a password ({_one_line(e)}); name the environment "
+                    "variable that holds it in fuzzy_dedup's redis_password_env")
+        if isinstance(e, (AuthenticationError, AuthenticationWrongNumberOfArgsError)) or needs \
+                or "WRONGPASS" in text:
+            return (f"authentication failed for {user} with {secret} ({_one_line(e)}); check "
+                    "redis_username and the password")
+        if isinstance(e, (AuthorizationError, NoPermissionError)):
+            return (f"{user} is not allowed to run the commands fuzzy_dedup needs (SET, SCAN, "
+                    f"UNLINK, CLUSTER INFO): {_one_line(e)}")
+        if isinstance(e, ssl.SSLError) or "SSL" in text or "TLS" in text:
+            return (f"TLS connection failed ({_one_line(e)}); check redis_tls and "
+                    "redis_tls_ca_file / redis_tls_cert_file / redis_tls_key_file")
+    return None
 
 
 def parse_nodes(nodes: list[str]) -> list[tuple[str, int]]:
@@ -54,11 +143,22 @@ class RedisBucketStore:
     """Cluster-aware bucket store; create one per task (it holds connections)."""
 
     def __init__(self, nodes: list[str], prefix: str, batch: int = 10_000,
-                 timeout_s: float = 10.0) -> None:
+                 timeout_s: float = 10.0, *, stage_prefix: str | None = None,
+                 ttl_s: int = DEFAULT_TTL_S, auth: RedisAuth | None = None) -> None:
+        """``prefix``: this run's keys; ``stage_prefix`` (a prefix of ``prefix``, default
+        ``prefix``): what :meth:`cleanup` removes, i.e. the keys of every run of the stage."""
         self.nodes = parse_nodes(nodes)
         self.prefix = prefix.encode()
+        self.stage_prefix = (stage_prefix if stage_prefix is not None else prefix).encode()
+        if not self.prefix.startswith(self.stage_prefix):
+            raise ValueError("stage_prefix must be a prefix of prefix")
         self.batch = batch
         self.timeout_s = timeout_s
+        if ttl_s < 0:
+            raise ConfigError("fuzzy_dedup.redis_key_ttl_s must be >= 0 (0: keys never expire)")
+        self.ttl = b"" if not ttl_s else b"$2\r\nEX\r\n$%d\r\n%d\r\n" % (len(str(ttl_s)), ttl_s)
+        self.ttl_s = ttl_s
+        self.auth = auth or RedisAuth()
         self._rc: Any = None
         #: True when the single node given is a plain Redis server, not a cluster.
         self.plain = False
@@ -79,17 +179,25 @@ class RedisBucketStore:
         import redis
         from redis.cluster import ClusterNode, RedisCluster
 
+        kw = self.auth.connection_kwargs()
         if len(self.nodes) == 1:  # one node may also be a plain (non-cluster) server
             h, p = self.nodes[0]
             plain = redis.Redis(h, p, socket_timeout=self.timeout_s,
-                                socket_connect_timeout=self.timeout_s, retry=_retry(2))
+                                socket_connect_timeout=self.timeout_s, retry=_retry(2), **kw)
             if not plain.info("cluster").get("cluster_enabled"):
                 self.plain = True
                 return plain
         return RedisCluster(
             startup_nodes=[ClusterNode(h, p) for h, p in self.nodes],
             socket_timeout=self.timeout_s, socket_connect_timeout=self.timeout_s,
-            retry=_retry(2), require_full_coverage=True)
+            retry=_retry(2), require_full_coverage=True, **kw)
+
+    def _probe(self, host: str, port: int) -> Any:
+        """A connection for diagnosis: one try, short timeouts."""
+        import redis
+
+        return redis.Redis(host, port, socket_timeout=2, socket_connect_timeout=2,
+                           retry=_retry(0), **self.auth.connection_kwargs())
 
     def _guard(self, fn: Callable[[], T]) -> T:
         from redis.exceptions import RedisClusterException, RedisError
@@ -100,16 +208,26 @@ class RedisBucketStore:
             raise StageError(self._diagnose(e)) from None
 
     def _diagnose(self, err: Exception) -> str:
-        """One line naming the node that is down: from the error, else by pinging each node
-        the cluster knows about."""
+        """One line: wrong credentials or TLS trouble, else the node that is down (from the
+        error, else by pinging each node the cluster knows about)."""
+        cluster = "redis cluster " + ",".join(f"{h}:{p}" for h, p in self.nodes)
+        why = auth_problem(err, self.auth)
+        if why is not None:
+            return f"{cluster}: {why}; nothing was marked done"
         m = _ADDR.search(str(err))
         bad = f"{m.group(1)}:{m.group(2)}" if m else None
         if bad is None:
             bad = self._find_dead_node()
-        where = f"redis node {bad}" if bad else "redis cluster " + ",".join(
-            f"{h}:{p}" for h, p in self.nodes)
+        where = f"redis node {bad}" if bad else cluster
         msg = " ".join(str(err).split())[:300]
-        return (f"{where} is down or unreachable ({type(err).__name__}: {msg}); "
+        # a TLS client talking to a plain port (or the reverse) sees a timeout or a reset
+        if self.auth.tls:
+            hint = " (or it does not speak TLS: redis_tls is on)"
+        elif "reset by peer" in msg or "closed by server" in msg:
+            hint = " (or it accepts TLS only: set redis_tls)"
+        else:
+            hint = ""
+        return (f"{where} is down or unreachable{hint} ({type(err).__name__}: {msg}); "
                 "nothing was marked done: rerun when it is back")
 
     def _find_dead_node(self) -> str | None:
@@ -118,14 +236,14 @@ class RedisBucketStore:
         known = set(self.nodes)
         for h, p in self.nodes:
             try:
-                info = _probe(h, p).execute_command("CLUSTER NODES")
+                info = self._probe(h, p).execute_command("CLUSTER NODES")
             except redis.RedisError:
                 return f"{h}:{p}"
             for host, port in _ADDR.findall(str(info)):  # raw text or redis-py's parsed dict
                 known.add((host, int(port)))
         for h, p in sorted(known):
             try:
-                _probe(h, p).ping()
+                self._probe(h, p).ping()
             except redis.RedisError:
                 return f"{h}:{p}"
         return None
@@ -157,9 +275,26 @@ class RedisBucketStore:
         p = self.prefix
         return [p + raw[i:i + 8] for i in range(0, len(raw), 8)]
 
+    def keys_with_ttl(self, sample: int = 100) -> tuple[int, int]:
+        """(keys seen, keys without a TTL) over up to ``sample`` keys of this run (a check)."""
+        rc = self.rc
+
+        def run() -> tuple[int, int]:
+            seen = no_ttl = 0
+            for node in [None] if self.plain else rc.get_primaries():
+                r = rc if node is None else rc.get_redis_connection(node)
+                for k in r.scan_iter(match=_glob_escape(self.prefix) + b"*", count=1000):
+                    seen += 1
+                    no_ttl += r.ttl(k) < 0
+                    if seen >= sample:
+                        return seen, no_ttl
+            return seen, no_ttl
+
+        return self._guard(run)
+
     def claim(self, digests: np.ndarray, refs: np.ndarray) -> np.ndarray:
         """For each entry, atomically make ``refs[i]`` the owner of bucket ``digests[i]`` unless
-        the bucket has one (``SET key ref NX GET``); returns each bucket's owner (``refs[i]``
+        the bucket has one (``SET key ref NX GET EX ttl``); returns each bucket's owner (``refs[i]``
         itself where it became the owner).
 
         One round trip per batch and node: keys are routed by hash slot here and the commands
@@ -200,10 +335,12 @@ class RedisBucketStore:
         from redis.exceptions import ResponseError
 
         parts = []
+        ttl = self.ttl
+        nargs = 7 if ttl else 5
         for i in idx:
             k = keys[i]
-            parts.append(b"*5\r\n$3\r\nSET\r\n$%d\r\n%s\r\n$8\r\n%s\r\n$2\r\nNX\r\n$3\r\nGET\r\n"
-                         % (len(k), k, vals[8 * i:8 * i + 8]))
+            parts.append(b"*%d\r\n$3\r\nSET\r\n$%d\r\n%s\r\n$8\r\n%s\r\n$2\r\nNX\r\n$3\r\nGET\r\n%s"
+                         % (nargs, len(k), k, vals[8 * i:8 * i + 8], ttl))
         pool = client.connection_pool
         conn = pool.get_connection()
         replies: list[Any] = []
@@ -224,22 +361,25 @@ class RedisBucketStore:
         if moved and not self.plain:  # redo through redis-py, which follows redirections
             pipe = self.rc.pipeline(transaction=False)
             for i in idx:
-                pipe.execute_command("SET", keys[i], vals[8 * i:8 * i + 8], "NX", "GET")
+                args = ("EX", self.ttl_s) if self.ttl_s else ()
+                pipe.execute_command("SET", keys[i], vals[8 * i:8 * i + 8], "NX", "GET", *args)
             replies = pipe.execute()
         for i, rep in zip(idx, replies):
             if rep is not None:
                 owners[i] = int.from_bytes(rep, "big")
 
     def cleanup(self) -> int:
-        """Delete every key of this run on every primary; returns how many."""
+        """Delete every key under the stage prefix on every primary (this run's and those of
+        earlier runs of the stage with other parameters); returns how many."""
         rc = self.rc
+        pattern = _glob_escape(self.stage_prefix) + b"*"
 
         def run() -> int:
             n = 0
             for node in [None] if self.plain else rc.get_primaries():
                 r = rc if node is None else rc.get_redis_connection(node)
                 batch: list[bytes] = []
-                for k in r.scan_iter(match=self.prefix + b"*", count=1000):
+                for k in r.scan_iter(match=pattern, count=1000):
                     batch.append(k)
                     if len(batch) >= 1000:
                         n += self._unlink(r, batch)
@@ -265,6 +405,11 @@ class RedisBucketStore:
             except Exception:
                 pass
             self._rc = None
+
+
+def _glob_escape(prefix: bytes) -> bytes:
+    """``prefix`` as a literal in a ``SCAN MATCH`` pattern."""
+    return _GLOB.sub(rb"\\\1", prefix)
 
 
 def redis_edges(store: RedisBucketStore, digests: np.ndarray,

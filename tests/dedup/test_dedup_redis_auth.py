@@ -1,0 +1,288 @@
+"""Redis hygiene and auth on real clusters: a password-protected 3-master Redis Cluster (right
+password works, wrong or missing credentials give their own line, the secret never shows up),
+keys with a TTL, keys of a SIGKILLed run removed by a rerun with other parameters, and a
+TLS-only cluster."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import redis
+from helpers_dedup import (
+    REPO,
+    RedisCluster,
+    make_corpus,
+    make_tls_files,
+    rejected,
+    run_cli,
+    wait_until,
+    write_pipeline,
+)
+from redis.crc import key_slot
+
+from curator.core.errors import StageError
+from curator.dedup.backends.redis_cluster import RedisAuth, RedisBucketStore
+
+FUZZY = "{shingle: word, ngram: 5"
+SECRET = "pw-Qx7-never-logged"
+ENV = "CURATOR_TEST_REDIS_PASSWORD"
+
+
+@pytest.fixture(scope="module")
+def pw_cluster(tmp_path_factory: pytest.TempPathFactory):
+    c = RedisCluster(tmp_path_factory.mktemp("redis-pw"), password=SECRET)
+    yield c
+    c.close()
+
+
+def _env(**extra: str) -> dict[str, str]:
+    env = dict(os.environ, PYTHONPATH=str(REPO), **extra)
+    env.pop(ENV, None)
+    env.update(extra)
+    return env
+
+
+def _run(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "curator", *args], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=300)
+
+
+def _redis_stage(cluster: RedisCluster, extra: str = "", threshold: float = 0.7) -> str:
+    nodes = ", ".join(f"'{n}'" for n in cluster.nodes)
+    return (f"  - fuzzy_dedup: {FUZZY}, threshold: {threshold}, backend: redis, "
+            f"redis_nodes: [{nodes}]{extra}}}\n")
+
+
+def _errors(stderr: str) -> list[str]:
+    return [x for x in stderr.splitlines() if x.startswith("curator: error:")]
+
+
+def test_store_keys_have_a_ttl_and_cleanup_takes_the_whole_stage(pw_cluster, monkeypatch):
+    monkeypatch.setenv(ENV, SECRET)
+    auth = RedisAuth(password_env=ENV)
+    stage = "curator:unit-stage:"
+    old = RedisBucketStore(pw_cluster.nodes, stage + "fp-old:", batch=300, stage_prefix=stage,
+                           ttl_s=3600, auth=auth)
+    new = RedisBucketStore(pw_cluster.nodes, stage + "fp-new:", batch=300, stage_prefix=stage,
+                           ttl_s=3600, auth=auth)
+    other = RedisBucketStore(pw_cluster.nodes, "curator:other-stage:fp:", auth=auth)
+    rng = np.random.default_rng(7)
+    d = rng.integers(0, 2**63, size=1000, dtype=np.uint64)
+    refs = np.arange(1000, dtype=np.uint64)
+    try:
+        old.claim(d, refs)
+        other.claim(d[:10], refs[:10])
+        assert old.keys_with_ttl(sample=1000) == (1000, 0)  # every key expires
+        ttls = [pw_cluster.client(p).ttl(k) for p in pw_cluster.ports
+                for k in pw_cluster.client(p).keys(stage + "fp-old:*")]
+        assert len(ttls) == 1000 and all(3500 < t <= 3600 for t in ttls)
+        other_ttls = [pw_cluster.client(p).ttl(k) for p in pw_cluster.ports
+                      for k in pw_cluster.client(p).keys("curator:other-stage:*")]
+        # the default TTL (7 days) applies when none is given
+        assert len(other_ttls) == 10 and all(6 * 86400 < t <= 7 * 86400 for t in other_ttls)
+        # a run with another fingerprint removes the earlier run's keys, not another stage's
+        assert new.cleanup() == 1000
+        assert pw_cluster.keys(stage + "*") == 0
+        assert pw_cluster.keys("curator:other-stage:*") == 10
+        assert other.cleanup() == 10
+        # ttl 0: no expiry (documented as discouraged)
+        forever = RedisBucketStore(pw_cluster.nodes, stage + "x:", ttl_s=0, auth=auth)
+        forever.claim(d[:5], refs[:5])
+        assert forever.keys_with_ttl() == (5, 5)
+        assert forever.cleanup() == 5
+        forever.close()
+    finally:
+        for s in (old, new, other):
+            s.close()
+
+
+def test_prefix_with_glob_characters_cleans_only_its_own_keys(pw_cluster, monkeypatch):
+    monkeypatch.setenv(ENV, SECRET)
+    auth = RedisAuth(password_env=ENV)
+    glob = RedisBucketStore(pw_cluster.nodes, "cur*[a]:", auth=auth)
+    plain = RedisBucketStore(pw_cluster.nodes, "curXa:", auth=auth)  # matched by unescaped glob
+    try:
+        d = np.arange(1, 51, dtype=np.uint64)
+        glob.claim(d, d)
+        plain.claim(d, d)
+        assert glob.cleanup() == 50
+        assert pw_cluster.keys("curXa:*") == 50
+        assert plain.cleanup() == 50
+    finally:
+        glob.close()
+        plain.close()
+
+
+def test_wrong_or_missing_credentials_have_their_own_line(tmp_path, pw_cluster):
+    make_corpus(tmp_path / "c", n_base=30, seed=11, shards=2)
+    inputs = f"{tmp_path}/c/part*.jsonl"
+    cases = {
+        "wrong": (f", redis_password_env: {ENV}", {ENV: "not-the-password"},
+                  "authentication failed for the default user with the password in "
+                  f"${ENV}"),
+        "missing": ("", {}, "the cluster requires a password"),
+        "unset": (f", redis_password_env: {ENV}", {},
+                  f"environment variable '{ENV}' is not set"),
+        "user": (f", redis_username: nobody, redis_password_env: {ENV}", {ENV: SECRET},
+                 "authentication failed for user 'nobody'"),
+    }
+    for name, (extra, env, want) in cases.items():
+        y = write_pipeline(tmp_path / f"{name}.yaml", tmp_path / f"w-{name}", inputs,
+                           _redis_stage(pw_cluster, extra))
+        r = _run(["run", str(y)], _env(**env))
+        assert r.returncode != 0, name
+        errs = _errors(r.stderr)
+        assert len(errs) == 1 and want in errs[0], (name, r.stderr)
+        assert "down or unreachable" not in r.stderr and "Traceback" not in r.stderr
+        assert SECRET not in r.stderr + r.stdout
+        assert not (tmp_path / f"w-{name}" / "stages" / "fuzzy_dedup" / "_SUCCESS.json").exists()
+
+
+def test_acl_user_with_password_works(pw_cluster, monkeypatch):
+    for p in pw_cluster.ports:
+        pw_cluster.client(p).acl_setuser("curator", enabled=True, passwords=["+user-pw-1"],
+                                         keys=["curator:*"], commands=["+@all"])
+    monkeypatch.setenv(ENV, "user-pw-1")
+    store = RedisBucketStore(pw_cluster.nodes, "curator:acl:", auth=RedisAuth("curator", ENV))
+    try:
+        store.check()
+        d = np.arange(1, 101, dtype=np.uint64)
+        assert np.array_equal(store.claim(d, d), d)
+        assert store.cleanup() == 100
+    finally:
+        store.close()
+    monkeypatch.setenv(ENV, "wrong")
+    bad = RedisBucketStore(pw_cluster.nodes, "curator:acl:", auth=RedisAuth("curator", ENV))
+    with pytest.raises(StageError, match="authentication failed for user 'curator'"):
+        bad.check()
+
+
+def _last_node_by_name(cluster: RedisCluster) -> int:
+    """The node a claim writes to last (the store goes through nodes sorted by name)."""
+    return max(cluster.ports, key=lambda p: f"127.0.0.1:{p}")
+
+
+def test_killed_run_keys_expire_and_a_rerun_with_other_parameters_removes_them(
+        tmp_path, pw_cluster):
+    make_corpus(tmp_path / "c", n_base=120, seed=12, shards=4)
+    inputs = f"{tmp_path}/c/part*.jsonl"
+    auth = f", redis_password_env: {ENV}, redis_key_ttl_s: 3600"
+    wd = tmp_path / "w"
+    first = write_pipeline(tmp_path / "a.yaml", wd, inputs, _redis_stage(pw_cluster, auth, 0.7))
+    env = _env(**{ENV: SECRET})
+    foreign = b"curator:another-work-dir:k"  # another stage's key: must survive
+    _set_on_owner(pw_cluster, foreign)
+
+    # Writes to the node the claim reaches last are paused, so the run is inside its claim
+    # (keys on the other nodes, the final cleanup not reached) for as long as we need.
+    paused = _last_node_by_name(pw_cluster)
+    pw_cluster.client(paused).execute_command("CLIENT", "PAUSE", 60_000, "WRITE")
+    run = subprocess.Popen([sys.executable, "-m", "curator", "run", str(first)], cwd=REPO,
+                           env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           start_new_session=True)
+    try:
+        others = [p for p in pw_cluster.ports if p != paused]
+        wait_until(lambda: run.poll() is None and sum(
+            len(pw_cluster.client(p).keys("curator:*")) for p in others) > 1,
+            timeout=120, what="the run's first keys")
+        assert run.poll() is None, run.communicate()
+        os.killpg(run.pid, signal.SIGKILL)
+        _out, err = run.communicate(timeout=60)
+        assert run.returncode == -signal.SIGKILL
+    finally:
+        pw_cluster.client(paused).execute_command("CLIENT", "UNPAUSE")
+        if run.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(run.pid, signal.SIGKILL)
+            run.wait()
+    left = [(p, k) for p in pw_cluster.ports for k in pw_cluster.client(p).keys("curator:*")
+            if k != foreign]
+    assert len(left) > 1
+    ttls = [pw_cluster.client(p).ttl(k) for p, k in left]
+    assert all(0 < t <= 3600 for t in ttls)  # they expire even if nothing ever reruns
+
+    # rerun with another threshold: another fingerprint, whose run must remove those keys
+    second = write_pipeline(tmp_path / "b.yaml", wd, inputs, _redis_stage(pw_cluster, auth, 0.75))
+    r = _run(["run", str(second)], env)
+    assert r.returncode == 0, r.stderr
+    assert pw_cluster.keys("curator:*") == 1  # only the foreign key
+    assert SECRET not in r.stderr + r.stdout + err
+    for f in wd.rglob("*"):
+        if f.is_file():
+            assert SECRET.encode() not in f.read_bytes(), f
+    emb = write_pipeline(tmp_path / "e.yaml", tmp_path / "we", inputs,
+                         f"  - fuzzy_dedup: {FUZZY}, threshold: 0.75}}\n")
+    assert run_cli(["run", str(emb)]).returncode == 0
+    got = rejected(wd, "fuzzy_dedup")
+    assert len(got) > 20 and got == rejected(tmp_path / "we", "fuzzy_dedup")
+    _delete_everywhere(pw_cluster, foreign)
+
+
+def _slots(cluster: RedisCluster, port: int) -> set[int]:
+    out: set[int] = set()
+    for lo, hi, *nodes in cluster.client(port).execute_command("CLUSTER", "SLOTS"):
+        if int(nodes[0][1]) == port:
+            out.update(range(int(lo), int(hi) + 1))
+    return out
+
+
+def _set_on_owner(cluster: RedisCluster, key: bytes) -> None:
+    slot = key_slot(key)
+    port = next(p for p in cluster.ports if slot in _slots(cluster, p))
+    cluster.client(port).execute_command("SET", key, b"x")
+
+
+def _delete_everywhere(cluster: RedisCluster, key: bytes) -> None:
+    for p in cluster.ports:
+        with contextlib.suppress(redis.ResponseError):
+            cluster.client(p).delete(key)
+
+
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl command")
+def test_tls_only_cluster(tmp_path, tmp_path_factory):
+    tls = make_tls_files(tmp_path_factory.mktemp("tls"))
+    cluster = RedisCluster(tmp_path_factory.mktemp("redis-tls"), password=SECRET, tls=tls)
+    try:
+        make_corpus(tmp_path / "c", n_base=60, seed=13, shards=3)
+        inputs = f"{tmp_path}/c/part*.jsonl"
+        env = _env(**{ENV: SECRET})
+        y = write_pipeline(tmp_path / "t.yaml", tmp_path / "w", inputs, _redis_stage(
+            cluster, f", redis_password_env: {ENV}, redis_tls: true, "
+                     f"redis_tls_ca_file: '{tls.ca}'"))
+        r = _run(["run", str(y)], env)
+        assert r.returncode == 0, r.stderr
+        ye = write_pipeline(tmp_path / "e.yaml", tmp_path / "we", inputs,
+                            f"  - fuzzy_dedup: {FUZZY}, threshold: 0.7}}\n")
+        assert run_cli(["run", str(ye)]).returncode == 0
+        got = rejected(tmp_path / "w", "fuzzy_dedup")
+        assert got and got == rejected(tmp_path / "we", "fuzzy_dedup")
+        assert cluster.keys("curator:*") == 0
+
+        # a CA that did not sign the servers' certificates: its own line, not "down"
+        other = make_tls_files(tmp_path_factory.mktemp("tls-other"))
+        y2 = write_pipeline(tmp_path / "t2.yaml", tmp_path / "w2", inputs, _redis_stage(
+            cluster, f", redis_password_env: {ENV}, redis_tls: true, "
+                     f"redis_tls_ca_file: '{other.ca}'"))
+        r = _run(["run", str(y2)], env)
+        errs = _errors(r.stderr)
+        assert r.returncode != 0 and len(errs) == 1, r.stderr
+        assert "TLS connection failed" in errs[0] and "down or unreachable" not in errs[0]
+        assert SECRET not in r.stderr
+
+        # no TLS against TLS-only servers: they just drop the connection; the line says so
+        os.environ[ENV] = SECRET
+        try:
+            store = RedisBucketStore(cluster.nodes, "curator:x:", auth=RedisAuth(password_env=ENV))
+            with pytest.raises(StageError, match=r"\(or it accepts TLS only: set redis_tls\)"):
+                store.check()
+        finally:
+            del os.environ[ENV]
+    finally:
+        cluster.close()

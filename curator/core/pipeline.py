@@ -30,6 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from curator import __version__
 from curator.core.errors import ConfigError
 from curator.core.stage import Stage
+from curator.io.limits import DEFAULT_MAX_DOC_MB
 
 RESERVED = {"id", "inputs"}
 _ID_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
@@ -63,6 +64,10 @@ class PipelineConfig(BaseModel):
     progress: Literal["auto", "bar", "log", "off"] = "auto"
     #: Write report.json and report.html at the end of the run.
     report: bool = True
+    #: Largest document (or raw record: JSONL line, decompressed arXiv paper, Wikipedia page)
+    #: a reader materialises, in MiB. Bigger ones are skipped while they stream and quarantined
+    #: with reason ``too_large``; a reader's own ``max_doc_mb`` parameter overrides it.
+    max_doc_mb: float = Field(default=DEFAULT_MAX_DOC_MB, gt=0)
 
     @field_validator("progress", mode="before")
     @classmethod
@@ -90,6 +95,10 @@ class Pipeline:
     @property
     def work_dir(self) -> str:
         return os.path.abspath(self.config.work_dir)
+
+    @property
+    def max_doc_bytes(self) -> int:
+        return int(self.config.max_doc_mb * 1024 * 1024)
 
     def node(self, stage_id: str) -> StageNode:
         for n in self.nodes:
@@ -237,15 +246,17 @@ def _build_nodes(cfg: PipelineConfig, where: Any) -> list[StageNode]:
 
 def _fingerprint(pipe: Pipeline) -> None:
     """A stage's fingerprint covers its name, code version, parameters and its inputs'
-    fingerprints: change any of them and this stage and everything downstream reruns."""
+    fingerprints: change any of them and this stage and everything downstream reruns. A
+    non-default run-wide ``max_doc_mb`` is part of every source's fingerprint (it decides what
+    the source keeps)."""
     fps: dict[str, str] = {}
     for n in pipe.nodes:
-        blob = json.dumps(
-            {"stage": type(n.stage).__module__ + ":" + type(n.stage).__qualname__,
-             "version": n.stage.version, "params": n.stage.params,
-             "inputs": [fps[i] for i in n.inputs], "curator": __version__.split("+")[0]},
-            sort_keys=True, default=str,
-        )
+        fields = {"stage": type(n.stage).__module__ + ":" + type(n.stage).__qualname__,
+                  "version": n.stage.version, "params": n.stage.params,
+                  "inputs": [fps[i] for i in n.inputs], "curator": __version__.split("+")[0]}
+        if n.stage.kind == "source" and pipe.config.max_doc_mb != DEFAULT_MAX_DOC_MB:
+            fields["max_doc_mb"] = pipe.config.max_doc_mb
+        blob = json.dumps(fields, sort_keys=True, default=str)
         n.fingerprint = fps[n.id] = hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 

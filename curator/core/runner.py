@@ -18,6 +18,8 @@ never on the number of workers, so a run may resume on a different cluster size.
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import itertools
 import os
 import shutil
 import time
@@ -29,6 +31,7 @@ from typing import Any
 import orjson
 
 from curator.core.context import (
+    DEFAULT_MAX_DOC_BYTES,
     HIST_BINS,
     GlobalContext,
     ShardContext,
@@ -42,6 +45,8 @@ from curator.core.executors import Executor
 from curator.core.pipeline import Pipeline, StageNode
 from curator.core.progress import Progress
 from curator.core.stage import Shard, ShardSpec, Stage
+from curator.io.atomic import atomic_open
+from curator.io.limits import TOO_LARGE
 from curator.io.shards import SHARD_SUFFIX, read_shard, record_writer
 
 Processor = Callable[[Iterator[Document], ShardContext], Iterator[Document]]
@@ -61,6 +66,7 @@ class ShardTask:
     save_rejected: bool
     artifacts: dict[str, Any]
     process: Processor | None = None  # override (global stages' final phase)
+    max_doc_bytes: int = DEFAULT_MAX_DOC_BYTES
 
 
 def utf8_len(text: str) -> int:
@@ -70,6 +76,60 @@ def utf8_len(text: str) -> int:
 
 def stage_dir(work_dir: str, stage_id: str) -> str:
     return os.path.join(work_dir, "stages", stage_id)
+
+
+#: Distinct ``meta.source`` values listed per source stage in the report (the rest: "(other)").
+MAX_SOURCES_LISTED = 50
+#: Id hashes compared at once when counting duplicate ids (8 bytes each: 64 MB).
+ID_HASH_BATCH = 8_000_000
+
+
+def id_hash(doc_id: str) -> bytes:
+    """64-bit hash of a document id (duplicates are counted on these: a false match needs
+    ~4 billion ids to become likely)."""
+    return hashlib.blake2b(doc_id.encode("utf-8", "surrogatepass"), digest_size=8).digest()
+
+
+def id_hash_path(work_dir: str, stage_id: str, shard: str) -> str:
+    return os.path.join(stage_dir(work_dir, stage_id), "_ids", f"{shard}.u64")
+
+
+def _write_id_hashes(path: str, raw: bytearray) -> None:
+    import numpy as np
+
+    arr = np.sort(np.frombuffer(bytes(raw), dtype="<u8"))
+    with atomic_open(path, "wb") as f:
+        f.write(arr.tobytes())
+
+
+def count_duplicate_ids(paths: Sequence[str], batch: int = ID_HASH_BATCH) -> int:
+    """Documents whose id hash was already seen, over the sorted per-shard hash files, in
+    hash ranges of about ``batch`` entries so memory stays bounded whatever the corpus."""
+    import numpy as np
+
+    sizes = [os.path.getsize(p) // 8 for p in paths if os.path.exists(p)]
+    paths = [p for p in paths if os.path.exists(p)]
+    total = sum(sizes)
+    if total < 2:
+        return 0
+    parts = max(1, -(-total // batch))
+    edges = [(i << 64) // parts for i in range(parts + 1)]
+    dups = 0
+    for lo, hi in itertools.pairwise(edges):
+        pieces = []
+        for p in paths:
+            a = np.memmap(p, dtype="<u8", mode="r") if parts > 1 else np.fromfile(p, "<u8")
+            if not len(a):
+                continue
+            i = 0 if lo == 0 else int(np.searchsorted(a, np.uint64(lo)))
+            j = len(a) if hi >= 1 << 64 else int(np.searchsorted(a, np.uint64(hi)))
+            if j > i:
+                pieces.append(np.array(a[i:j]))
+            del a
+        if pieces:
+            h = np.sort(np.concatenate(pieces))
+            dups += int(np.count_nonzero(h[1:] == h[:-1]))
+    return dups
 
 
 def run_shard(task: ShardTask) -> dict[str, Any]:
@@ -83,7 +143,8 @@ def run_shard(task: ShardTask) -> dict[str, Any]:
 
     t0 = time.perf_counter()
     ctx = ShardContext(shard=task.name, stage_id=task.stage_id, work_dir=task.work_dir,
-                       artifacts=task.artifacts, save_rejected=task.save_rejected)
+                       artifacts=task.artifacts, save_rejected=task.save_rejected,
+                       max_doc_bytes=task.max_doc_bytes)
     stats: dict[str, Any] = {"shard": task.name, "docs_in": 0, "bytes_in": 0, "docs_out": 0,
                              "bytes_out": 0}
     hist = [0] * HIST_BINS
@@ -101,9 +162,32 @@ def run_shard(task: ShardTask) -> dict[str, Any]:
             stats["docs_in"] += n
             stats["bytes_in"] += b
 
+    id_hashes = bytearray()
+    sources: Counter[str] = Counter()
+
+    def checked(docs: Iterator[Document]) -> Iterator[Document]:
+        """A source's documents: the run-wide size cap (a safety net for sources that
+        materialise records before checking them), id hashes (duplicate count) and sources."""
+        cap = ctx.doc_cap(getattr(stage, "max_doc_mb", None))  # a reader's own override wins
+        for d in docs:
+            ln = utf8_len(d.text)
+            if ln > cap:
+                ctx.quarantine({"id": d.id, "meta": d.meta}, TOO_LARGE,
+                               detail=f"document of {ln} bytes > max_doc_mb "
+                                      f"({cap} bytes)")
+                continue
+            id_hashes.extend(id_hash(d.id))
+            src = d.meta.get("source")
+            key = str(src) if src is not None else "-"
+            if key in sources or len(sources) < MAX_SOURCES_LISTED:
+                sources[key] += 1
+            else:
+                sources["(other)"] += 1
+            yield d
+
     try:
         if task.spec is not None:
-            out_docs = counted(stage.read(task.spec, ctx))  # type: ignore[attr-defined]
+            out_docs = counted(checked(stage.read(task.spec, ctx)))  # type: ignore[attr-defined]
         else:
             assert task.input_path is not None
             process = task.process or stage.process  # type: ignore[attr-defined]
@@ -126,6 +210,11 @@ def run_shard(task: ShardTask) -> dict[str, Any]:
                     b += ln
                     hist[length_bin(ln)] += 1
         stats["docs_out"], stats["bytes_out"] = n, b
+        if task.spec is not None:
+            # A source's "in" is every record it produced: kept, removed or set aside.
+            stats["docs_in"] = n + sum(ctx.rejected.values()) + sum(ctx.quarantined.values())
+            stats["sources"] = dict(sources)
+            _write_id_hashes(id_hash_path(task.work_dir, task.stage_id, task.name), id_hashes)
         ctx.close(ok=True)
     except CuratorError:
         ctx.close(ok=False)
@@ -151,7 +240,8 @@ def run_shard_tasks(gctx: GlobalContext, shards: list[Shard], process: Processor
     """Map :func:`run_shard` over input shards (used by shard stages and global stages)."""
     tasks = [
         ShardTask(gctx.stage, gctx.stage_id, gctx.fingerprint, gctx.work_dir, s.name, None,
-                  s.path, gctx.save_rejected, gctx.upstream_artifacts, process)
+                  s.path, gctx.save_rejected, gctx.upstream_artifacts, process,
+                  gctx.max_doc_bytes)
         for s in shards
     ]
     stats = gctx.executor.map(run_shard, tasks, progress=gctx.progress)
@@ -217,7 +307,7 @@ class Runner:
         gctx = GlobalContext(
             executor=self.ex, fingerprint=node.fingerprint, stage=node.stage, progress=progress,
             stage_id=node.id, work_dir=self.work_dir, artifacts=artifacts,
-            save_rejected=self.pipe.config.save_rejected,
+            save_rejected=self.pipe.config.save_rejected, max_doc_bytes=self.pipe.max_doc_bytes,
         )
         t0 = time.perf_counter()
         stage = node.stage
@@ -225,12 +315,14 @@ class Runner:
             specs = None
             if self.ex.is_root:
                 specs = stage.shards(StageContext(  # type: ignore[attr-defined]
-                    stage_id=node.id, work_dir=self.work_dir, artifacts=artifacts))
+                    stage_id=node.id, work_dir=self.work_dir, artifacts=artifacts,
+                    max_doc_bytes=self.pipe.max_doc_bytes))
                 _check_specs(node.id, specs)
             specs = self.ex.broadcast(specs)
             progress.start(len(specs))
             tasks = [ShardTask(stage, node.id, node.fingerprint, self.work_dir, sp.name, sp, None,
-                               self.pipe.config.save_rejected, artifacts) for sp in specs]
+                               self.pipe.config.save_rejected, artifacts,
+                               max_doc_bytes=self.pipe.max_doc_bytes) for sp in specs]
             stats = self.ex.map(run_shard, tasks, progress=progress)
             out = [Shard(st["shard"], st["path"], st["docs_out"], st["bytes_out"])
                    for st in stats]
@@ -249,6 +341,12 @@ class Runner:
         progress.finish()
         agg = aggregate(stats, inputs if stage.kind != "source" else None, out)
         agg["counters"] = dict(Counter(agg["counters"]) + gctx.counters)
+        id_files: list[str] = []
+        if stage.kind == "source":
+            id_files = [id_hash_path(self.work_dir, node.id, sp.name) for sp in specs]
+            dups = count_duplicate_ids(id_files) if self.ex.is_root else 0
+            if dups:
+                agg["counters"]["duplicate_ids"] = dups
         result = {
             "fingerprint": node.fingerprint,
             "stage": stage.name,
@@ -264,6 +362,11 @@ class Runner:
         if self.ex.is_root:
             write_json(os.path.join(sdir, "_SUCCESS.json"), result)
             self.log(_stage_line(node.id, agg, result["seconds"]))
+            if agg["counters"].get("duplicate_ids"):
+                self.log(f"[{node.id}] warning: {agg['counters']['duplicate_ids']} documents "
+                         "have an id seen before in this source (counter duplicate_ids; "
+                         "read_jsonl/read_parquet 'ids: rewrite' makes them unique)")
+            shutil.rmtree(os.path.join(sdir, "_ids"), ignore_errors=True)
         self.ex.barrier()
         return result
 
@@ -303,12 +406,14 @@ def aggregate(stats: Sequence[dict[str, Any]], inputs: list[Shard] | None,
                            "rejected": Counter(), "quarantined": Counter(), "counters": Counter(),
                            "length_hist": [0] * HIST_BINS, "shard_seconds": 0.0,
                            "shards_resumed": 0}
+    sources: Counter[str] = Counter()
     for st in stats:
         for k in ("docs_in", "bytes_in", "docs_out", "bytes_out"):
             agg[k] += st.get(k, 0)
         agg["rejected"].update(st.get("rejected", {}))
         agg["quarantined"].update(st.get("quarantined", {}))
         agg["counters"].update(st.get("counters", {}))
+        sources.update(st.get("sources", {}))
         for i, c in enumerate(st.get("length_hist", [])):
             agg["length_hist"][i] += c
         agg["shard_seconds"] += st.get("seconds", 0.0)
@@ -322,6 +427,8 @@ def aggregate(stats: Sequence[dict[str, Any]], inputs: list[Shard] | None,
     for k in ("rejected", "quarantined", "counters"):
         agg[k] = dict(sorted(agg[k].items(), key=lambda kv: (-kv[1], kv[0])))
     agg["shard_seconds"] = round(agg["shard_seconds"], 3)
+    if sources:  # source stages: output documents per meta.source
+        agg["sources"] = dict(sorted(sources.items(), key=lambda kv: (-kv[1], kv[0])))
     return agg
 
 

@@ -174,18 +174,18 @@ def iter_lines(path: str, ctx: ShardContext, start: int | None = None, end: int 
     if start is not None:
         with fsspec.open(path, "rb", **(storage_options or {})) as raw:
             fh = line_reader(raw)
-            pos = start
-            if start > 0:
+            # the line holding byte start-1 belongs to the previous shard: read past it
+            first = start > 0
+            if first:
                 fh.seek(start - 1)
-                # skip the rest of the line the previous shard owns, in bounded chunks
-                for _, _, n in iter_capped_lines(fh, cap, start - 1):
-                    pos = start - 1 + n
-                    break
-            for off, line, _n in iter_capped_lines(fh, cap, pos, end or 0):
+            for off, line, n in iter_capped_lines(fh, cap, start - 1 if first else 0, end or 0):
+                if first:
+                    first = False
+                    continue
                 if off == 0 and line is not None and line.startswith(_BOM):
                     line = line[len(_BOM):]
                 if line is None:
-                    _too_large(ctx, path, None, off, _n, cap)
+                    _too_large(ctx, path, None, off, n, cap)
                 yield None, off, line
         return
     lineno, pos = 0, 0

@@ -363,7 +363,7 @@ class Runner:
             write_json(os.path.join(sdir, "_SUCCESS.json"), result)
             self.log(_stage_line(node.id, agg, result["seconds"]))
             if agg["counters"].get("duplicate_ids"):
-                self.log(f"[{node.id}] warning: {agg['counters']['duplicate_ids']} documents "
+                self.log(f"[{node.id}] warning: {agg['counters']['duplicate_ids']} document(s) "
                          "have an id seen before in this source (counter duplicate_ids; "
                          "read_jsonl/read_parquet 'ids: rewrite' makes them unique)")
             shutil.rmtree(os.path.join(sdir, "_ids"), ignore_errors=True)

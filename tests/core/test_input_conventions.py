@@ -78,7 +78,7 @@ def test_id_rule_numbers_null_and_duplicates_are_counted(tmp_path):
     assert sorted(r["reason"] for r in side(tmp_path, "quarantine", "read_jsonl")) == [
         "field 'id' is a bool, not a string or a number",
         "field 'id' is a dict, not a string or a number"]
-    assert any("2 documents have an id seen before" in m for m in logs)
+    assert any("2 document(s) have an id seen before" in m for m in logs)
     html = render_html(s)
     assert '<table class="input-checks">' in html and "<td>2</td>" in html
 

@@ -59,12 +59,16 @@ class Document:
         if not isinstance(text, str):
             raise ValueError(f"field '{text_field}' is missing or not a string")
         raw_id = rec.get(id_field)
-        if raw_id is None:
-            raw_id = default_id
+        kind = type(raw_id)
+        if kind is not str:
             if raw_id is None:
-                raise ValueError(f"field '{id_field}' is missing")
-        elif isinstance(raw_id, bool) or not isinstance(raw_id, str | int | float):
-            raise ValueError(f"field '{id_field}' is a {type(raw_id).__name__}, not a string "
-                             "or a number")
+                raw_id = default_id
+                if raw_id is None:
+                    raise ValueError(f"field '{id_field}' is missing")
+            elif kind is int or kind is float:  # not bool: type(True) is bool
+                raw_id = str(raw_id)
+            else:
+                raise ValueError(f"field '{id_field}' is a {kind.__name__}, not a string "
+                                 "or a number")
         meta = {k: v for k, v in rec.items() if k not in (id_field, text_field)}
-        return cls(raw_id if isinstance(raw_id, str) else str(raw_id), text, meta)
+        return cls(raw_id, text, meta)

@@ -18,7 +18,6 @@ never on the number of workers, so a run may resume on a different cluster size.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import itertools
 import os
 import shutil
@@ -29,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import orjson
+import xxhash
 
 from curator.core.context import (
     DEFAULT_MAX_DOC_BYTES,
@@ -84,22 +84,37 @@ MAX_SOURCES_LISTED = 50
 ID_HASH_BATCH = 8_000_000
 
 
-def id_hash(doc_id: str) -> bytes:
-    """64-bit hash of a document id (duplicates are counted on these: a false match needs
-    ~4 billion ids to become likely)."""
-    return hashlib.blake2b(doc_id.encode("utf-8", "surrogatepass"), digest_size=8).digest()
+def id_hashes(doc_ids: Sequence[str]) -> Any:
+    """64-bit hashes (xxh3) of document ids, as a numpy array; duplicates are counted on
+    these (a false match needs ~4 billion distinct ids to become likely)."""
+    import numpy as np
+
+    h = xxhash.xxh3_64_intdigest
+    return np.fromiter((h(i.encode("utf-8", "surrogatepass")) for i in doc_ids),
+                       dtype=np.uint64, count=len(doc_ids))
 
 
 def id_hash_path(work_dir: str, stage_id: str, shard: str) -> str:
     return os.path.join(stage_dir(work_dir, stage_id), "_ids", f"{shard}.u64")
 
 
-def _write_id_hashes(path: str, raw: bytearray) -> None:
+def _write_id_hashes(path: str, doc_ids: Sequence[str]) -> None:
     import numpy as np
 
-    arr = np.sort(np.frombuffer(bytes(raw), dtype="<u8"))
+    arr = np.sort(id_hashes(doc_ids)).astype("<u8", copy=False)
     with atomic_open(path, "wb") as f:
         f.write(arr.tobytes())
+
+
+_NO_SOURCE = object()
+
+
+def _tally(sources: Counter[str], src: Any, n: int) -> None:
+    key = str(src) if src is not None else "-"
+    if key in sources or len(sources) < MAX_SOURCES_LISTED:
+        sources[key] += n
+    else:
+        sources["(other)"] += n
 
 
 def count_duplicate_ids(paths: Sequence[str], batch: int = ID_HASH_BATCH) -> int:
@@ -162,32 +177,45 @@ def run_shard(task: ShardTask) -> dict[str, Any]:
             stats["docs_in"] += n
             stats["bytes_in"] += b
 
-    id_hashes = bytearray()
+    doc_ids: list[str] = []
     sources: Counter[str] = Counter()
 
-    def checked(docs: Iterator[Document]) -> Iterator[Document]:
-        """A source's documents: the run-wide size cap (a safety net for sources that
-        materialise records before checking them), id hashes (duplicate count) and sources."""
+    def source_docs(docs: Iterator[Document]) -> Iterator[Document]:
+        """A source's documents, counted, with the run-wide size cap (a safety net for sources
+        that materialise records before checking them), their ids (duplicate count) and
+        their ``meta.source`` tally. One generator: this runs once per document."""
         cap = ctx.doc_cap(getattr(stage, "max_doc_mb", None))  # a reader's own override wins
-        for d in docs:
-            ln = utf8_len(d.text)
-            if ln > cap:
-                ctx.quarantine({"id": d.id, "meta": d.meta}, TOO_LARGE,
-                               detail=f"document of {ln} bytes > max_doc_mb "
-                                      f"({cap} bytes)")
-                continue
-            id_hashes.extend(id_hash(d.id))
-            src = d.meta.get("source")
-            key = str(src) if src is not None else "-"
-            if key in sources or len(sources) < MAX_SOURCES_LISTED:
-                sources[key] += 1
-            else:
-                sources["(other)"] += 1
-            yield d
+        quarter = cap // 4  # a text of at most cap/4 characters is at most cap UTF-8 bytes
+        add_id = doc_ids.append
+        last: Any = _NO_SOURCE
+        run = n = b = 0
+        try:
+            for d in docs:
+                t = d.text
+                if len(t) > quarter and utf8_len(t) > cap:
+                    ctx.quarantine({"id": d.id, "meta": d.meta}, TOO_LARGE,
+                                   detail=f"document of {utf8_len(t)} bytes > max_doc_mb "
+                                          f"({cap} bytes)")
+                    continue
+                add_id(d.id)
+                src = d.meta.get("source")
+                if src != last:
+                    if run:
+                        _tally(sources, last, run)
+                    last, run = src, 0
+                run += 1
+                n += 1
+                b += utf8_len(t)
+                yield d
+        finally:
+            if run:
+                _tally(sources, last, run)
+            stats["docs_in"] += n
+            stats["bytes_in"] += b
 
     try:
         if task.spec is not None:
-            out_docs = counted(checked(stage.read(task.spec, ctx)))  # type: ignore[attr-defined]
+            out_docs = source_docs(stage.read(task.spec, ctx))  # type: ignore[attr-defined]
         else:
             assert task.input_path is not None
             process = task.process or stage.process  # type: ignore[attr-defined]
@@ -214,7 +242,7 @@ def run_shard(task: ShardTask) -> dict[str, Any]:
             # A source's "in" is every record it produced: kept, removed or set aside.
             stats["docs_in"] = n + sum(ctx.rejected.values()) + sum(ctx.quarantined.values())
             stats["sources"] = dict(sources)
-            _write_id_hashes(id_hash_path(task.work_dir, task.stage_id, task.name), id_hashes)
+            _write_id_hashes(id_hash_path(task.work_dir, task.stage_id, task.name), doc_ids)
         ctx.close(ok=True)
     except CuratorError:
         ctx.close(ok=False)

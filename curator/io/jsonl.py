@@ -125,7 +125,8 @@ class ReadJsonl(Source):
             if rewrite:
                 doc.meta["original_id"] = doc.id
                 doc.id = f"{source}/{rel}:{offset}"
-            set_source(doc, source, explicit, ctx)
+            if explicit or doc.meta.get("source") is None:
+                set_source(doc, source, explicit, ctx)
             yield doc
 
 

@@ -115,6 +115,10 @@ def _table(columns: list[str], rows: list[list[Any]], cls: str = "") -> str:
     return f'<table class="{cls}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
 
 
+# WARC readers' own reasons for oversized pages and inflated records (they name the sizes)
+_OLD_TOO_LARGE = ("page too large", "record inflates to more than", "paper too large")
+
+
 def input_checks(stages: list[dict[str, Any]]) -> list[list[Any]]:
     """Per stage with any: records over ``max_doc_mb`` (quarantined ``too_large``), documents
     whose id was already seen in the source (``duplicate_ids``), and records whose own
@@ -122,7 +126,9 @@ def input_checks(stages: list[dict[str, Any]]) -> list[list[Any]]:
     rows = []
     for s in stages:
         c = s.get("counters") or {}
-        row = [s["id"], (s.get("quarantined") or {}).get("too_large", 0),
+        big = sum(n for r, n in (s.get("quarantined") or {}).items()
+                  if r == "too_large" or r.startswith(_OLD_TOO_LARGE))
+        row = [s["id"], big,
                c.get("duplicate_ids", 0), c.get("source_overridden", 0)]
         if any(row[1:]):
             rows.append(row)

@@ -187,3 +187,14 @@ def test_count_duplicate_ids_in_bounded_batches(tmp_path):
     expected = 300 + 10
     assert count_duplicate_ids(paths) == expected
     assert count_duplicate_ids(paths, batch=97) == expected  # many hash ranges
+
+
+def test_report_input_checks_count_every_too_large_reason():
+    from curator.core.report import input_checks
+
+    stages = [{"id": "web", "counters": {"duplicate_ids": 4},
+               "quarantined": {"page too large: 20971520 bytes > 10485760": 1, "too_large": 2,
+                               "record inflates to more than 67108864 bytes": 1,
+                               "empty page": 5}},
+              {"id": "clean", "counters": {"tokens": 9}, "quarantined": {"empty page": 1}}]
+    assert input_checks(stages) == [["web", 4, 4, 0]]

@@ -5,7 +5,9 @@ gzip members / bz2 streams (valid files that inflate to GBs; nothing big is comm
 good records before and after it, and runs ``curator run`` in a child process whose address
 space is capped with ``RLIMIT_AS`` (1.5 GB). The run must complete, the bomb must be
 quarantined as ``too_large`` with its file and offset, the neighbours must be kept, and the
-child's peak RSS (``wait4``) must stay far below the bomb's inflated size.
+child's peak RSS must stay far below the bomb's inflated size. The peak is the child's own
+``VmHWM`` read at exit (``wait4``'s ``ru_maxrss`` would include the forked pytest process's
+pages from before ``exec``).
 """
 
 from __future__ import annotations
@@ -14,7 +16,6 @@ import bz2
 import gzip
 import io
 import json
-import os
 import resource
 import subprocess
 import sys
@@ -29,8 +30,15 @@ AS_LIMIT = 1_500_000_000
 MB = 1 << 20
 
 
+# Runs the curator CLI and, at exit, copies /proc/self/status (VmHWM: this process's peak RSS
+# since exec) to the file named in argv[1].
+_CHILD = ("import atexit, runpy, shutil, sys; out = sys.argv.pop(1); "
+          "atexit.register(lambda: shutil.copy('/proc/self/status', out)); "
+          "sys.argv[0] = 'curator'; runpy.run_module('curator', run_name='__main__')")
+
+
 def run_limited(tmp_path: Path, stages: str) -> tuple[int, str]:
-    """``curator run`` under RLIMIT_AS; returns (peak RSS in bytes, stderr)."""
+    """``curator run`` under RLIMIT_AS; returns (peak RSS in bytes, its output)."""
     (tmp_path / "p.yaml").write_text(f"name: bombs\nwork_dir: w\nprogress: log\n"
                                      f"stages:\n{stages}")
 
@@ -38,14 +46,14 @@ def run_limited(tmp_path: Path, stages: str) -> tuple[int, str]:
         resource.setrlimit(resource.RLIMIT_AS, (AS_LIMIT, AS_LIMIT))
 
     with open(tmp_path / "out.log", "wb") as out:
-        p = subprocess.Popen([sys.executable, "-m", "curator", "run", "p.yaml"], cwd=tmp_path,
-                             env=cli_env(), stdout=out, stderr=subprocess.STDOUT,
-                             preexec_fn=limit)
-        _, status, usage = os.wait4(p.pid, 0)
-        p.returncode = os.waitstatus_to_exitcode(status)
+        p = subprocess.run([sys.executable, "-c", _CHILD, str(tmp_path / "status"), "run",
+                            "p.yaml"], cwd=tmp_path, env=cli_env(), stdout=out,
+                           stderr=subprocess.STDOUT, preexec_fn=limit, timeout=300)
     log = (tmp_path / "out.log").read_text()
     assert p.returncode == 0, log
-    return usage.ru_maxrss * 1024, log
+    status = (tmp_path / "status").read_text()
+    [hwm] = [int(line.split()[1]) for line in status.splitlines() if line.startswith("VmHWM:")]
+    return hwm * 1024, log
 
 
 def side(tmp_path: Path, kind: str, sid: str) -> list[dict]:

@@ -94,7 +94,10 @@ def split_pages(fh: IO[bytes], cap: int) -> Iterator[tuple[str, int, bytes]]:
             j = buf.find(_PAGE_CLOSE, scan)
             if j >= 0:
                 end = j + len(_PAGE_CLOSE)
-                yield "page", base, bytes(buf[:end])
+                if end > cap:  # the whole page came in one read, still too big to keep
+                    yield "too_large", base, bytes(buf[: 1 << 16])
+                else:
+                    yield "page", base, bytes(buf[:end])
                 del buf[:end]
                 base += end
                 state, scan = "out", 0

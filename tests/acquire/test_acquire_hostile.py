@@ -218,3 +218,24 @@ def test_arxiv_oversized_members_are_quarantined_and_neighbours_kept(tmp_path) -
     st = stage_stats(summary, "ax")
     assert st["counters"]["arxiv_too_large"] == 3
     assert (st["docs_in"], st["docs_out"]) == (5, 2)
+
+
+def test_split_pages_enforces_the_cap_whether_a_page_spans_reads_or_not() -> None:
+    import io as _io
+
+    from curator.acquire.wikipedia import split_pages
+
+    pages = [b"<page><title>A</title>" + b"a" * n + b"</page>\n" for n in (100, 5000, 100)]
+    xml = b"<mediawiki><siteinfo/>\n" + b"".join(pages) + b"</mediawiki>"
+
+    class Small(_io.BytesIO):  # reads of 7 bytes: every page spans many reads
+        def read1(self, n: int = -1) -> bytes:
+            return super().read(min(n, 7))
+
+    for fh in (_io.BytesIO(xml), Small(xml)):  # one read holds the whole file / tiny reads
+        got = [(k, off) for k, off, _ in split_pages(fh, 1000)]
+        first = xml.index(b"<page>")
+        assert got == [("header", 0), ("page", first), ("too_large", first + len(pages[0])),
+                       ("page", first + len(pages[0]) + len(pages[1]))]
+    cut = _io.BytesIO(xml[: xml.rindex(b"</page>")])
+    assert [k for k, _, _ in split_pages(cut, 10_000)][-1] == "truncated"

@@ -16,7 +16,7 @@ import re
 import tarfile
 import zlib
 from collections.abc import Iterator
-from typing import Any, Literal
+from typing import IO, Any, Literal
 
 from curator.acquire.base import DownloadSource
 from curator.acquire.download import fetch, join_url, require_protocol
@@ -25,11 +25,14 @@ from curator.core.document import Document
 from curator.core.errors import ConfigError, InputError
 from curator.extract.latex import LatexError, submission_text
 from curator.extract.timeout import ExtractTimeout, time_limit
+from curator.io.limits import TOO_LARGE, TooLarge, read_capped
 
 ARXIV_BASE_URL = "s3://arxiv"
 _BUNDLE = re.compile(r"arXiv_src_(\d{4})_(\d{3})\.tar$")
 _OLD_ID = re.compile(r"^([a-z][a-z.\-]*?)(\d{7})$")
 MAX_PAPER_BYTES = 64 * 1024 * 1024
+#: A paper's whole source (figures included) may inflate to this many times ``max_doc_mb``.
+INFLATE_FACTOR = 8
 
 
 def parse_months(expr: str) -> list[str]:
@@ -69,22 +72,98 @@ def arxiv_id(member: str) -> str:
     return f"{m.group(1)}/{m.group(2)}" if m else stem
 
 
-def paper_files(data: bytes) -> dict[str, str]:
-    """Text files of one paper's (gunzipped) source: a tar of files or one ``.tex``."""
+def paper_files(data: bytes, cap: int | None = None, gzipped: bool = False,
+                inflate_cap: int | None = None) -> dict[str, str]:
+    """Text files of one paper's source: a tar of files or one ``.tex`` (gunzipped first when
+    ``gzipped``). Everything streams: the ``.tex`` files together may hold at most ``cap``
+    bytes and the whole inflated source (figures included) ``inflate_cap`` bytes (default
+    ``INFLATE_FACTOR * cap``), else
+    :class:`~curator.io.limits.TooLarge` is raised before more is read (a gzip bomb costs a
+    bounded amount of memory and time)."""
+    cap = len(data) * 1100 + 1024 if cap is None else cap  # zlib inflates at most ~1032x
+    inflate_cap = INFLATE_FACTOR * cap if inflate_cap is None else inflate_cap
+    raw: IO[bytes] = io.BytesIO(data)
+    if gzipped:
+        raw = gzip.GzipFile(fileobj=raw, mode="rb")
+    stream = _Capped(raw, inflate_cap)
+    head = stream.read(512)
+    while len(head) < 512:
+        more = stream.read(512 - len(head))
+        if not more:
+            break
+        head += more
     files: dict[str, str] = {}
-    bio = io.BytesIO(data)
-    if len(data) >= 512 and tarfile.is_tarfile(bio):
-        bio.seek(0)
-        with tarfile.open(fileobj=bio, mode="r:") as tf:
-            for m in tf:
+    if len(head) == 512 and _is_tar_header(head):
+        total = 0
+        whole = io.BufferedReader(_Prepend(head, stream), 1 << 16)
+        with tarfile.open(fileobj=whole, mode="r|") as tf:
+            for m in tf:  # streamed: members that are not LaTeX are read past, never held
                 if not m.isfile() or not m.name.lower().endswith((".tex", ".ltx", ".latex")):
                     continue
+                total += m.size
+                if total > cap:
+                    raise TooLarge(total, cap)
                 fh = tf.extractfile(m)
                 if fh is not None:
                     files[os.path.normpath(m.name).lstrip("./")] = _decode(fh.read())
     else:
-        files["main.tex"] = _decode(data)
+        rest = read_capped(stream, max(cap - len(head), 0)) if len(head) == 512 else b""
+        if len(head) > cap:
+            raise TooLarge(len(head), cap)
+        files["main.tex"] = _decode(head + rest)
     return files
+
+
+def _is_tar_header(block: bytes) -> bool:
+    try:
+        tarfile.TarInfo.frombuf(block, "utf-8", "surrogateescape")
+    except tarfile.HeaderError:
+        return False
+    return True
+
+
+class _Capped(io.RawIOBase):
+    """Reads through ``raw`` and raises :class:`TooLarge` once more than ``cap`` bytes came
+    out (the inflated size of a gzip bomb is found while it streams)."""
+
+    def __init__(self, raw: IO[bytes], cap: int) -> None:
+        self.raw, self.cap, self.n = raw, cap, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int = -1) -> bytes:
+        want = (1 << 20) if size is None or size < 0 else size
+        b = self.raw.read(want)
+        self.n += len(b)
+        if self.n > self.cap:
+            raise TooLarge(self.n, self.cap)
+        return b
+
+    def readinto(self, buf: Any) -> int:
+        b = self.read(len(buf))
+        buf[: len(b)] = b
+        return len(b)
+
+
+class _Prepend(io.RawIOBase):
+    """``head`` followed by the rest of ``stream``."""
+
+    def __init__(self, head: bytes, stream: IO[bytes]) -> None:
+        self.head, self.stream = memoryview(head), stream
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buf: Any) -> int:
+        if self.head:
+            n = min(len(buf), len(self.head))
+            buf[:n] = self.head[:n]
+            self.head = self.head[n:]
+            return n
+        b = self.stream.read(len(buf))
+        buf[: len(b)] = b
+        return len(b)
 
 
 def _decode(b: bytes) -> str:
@@ -106,8 +185,12 @@ class Arxiv(DownloadSource):
                  retries: int = 5, backoff_s: float = 1.0,
                  on_download_error: Literal["fail", "skip"] = "fail", http_timeout_s: float = 60.0,
                  source: str | None = None,
-                 storage_options: dict[str, Any] | None = None) -> None:
+                 storage_options: dict[str, Any] | None = None,
+                 max_doc_mb: float | None = None) -> None:
         self.months = months
+        if max_doc_mb is not None and max_doc_mb <= 0:
+            raise ConfigError("arxiv: max_doc_mb must be positive")
+        self.max_doc_mb = max_doc_mb
         try:
             self.month_list = parse_months(months)
         except ConfigError as e:
@@ -212,7 +295,8 @@ class Arxiv(DownloadSource):
                     fh = tf.extractfile(m)
                     if fh is None:
                         continue
-                    yield {"member": name, "data": fh.read()}
+                    yield {"member": name, "data": fh.read(), "file": path,
+                           "offset": m.offset}
         except (tarfile.TarError, EOFError, OSError) as e:
             ctx.quarantine(b"", f"truncated or corrupt bundle: {type(e).__name__}: {e}",
                            file=path)
@@ -222,27 +306,31 @@ class Arxiv(DownloadSource):
         name, data = record["member"], record["data"]
         aid = arxiv_id(name)
         meta = {"arxiv_id": aid, "member": name}
-        if name.endswith(".gz"):
-            try:
-                data = gzip.decompress(data)
-            except (OSError, EOFError, zlib.error) as e:
-                ctx.quarantine(meta, f"bad gzip: {e}")
-                ctx.count("arxiv_bad_sources")
-                return None
+        where = {"file": record.get("file"), "offset": record.get("offset")}
+        cap = ctx.doc_cap(self.max_doc_mb)
         try:
             with time_limit(self.timeout_s):
-                files = paper_files(data)
+                files = paper_files(data, cap, gzipped=name.endswith(".gz"))
                 main, body = submission_text(files)
+        except TooLarge as e:
+            ctx.quarantine(meta, TOO_LARGE, detail=f"paper source inflates to {e} "
+                           f"(max_doc_mb: {cap} bytes of LaTeX)", **where)
+            ctx.count("arxiv_too_large")
+            return None
+        except (OSError, EOFError, zlib.error) as e:
+            ctx.quarantine(meta, f"bad gzip: {e}", **where)
+            ctx.count("arxiv_bad_sources")
+            return None
         except LatexError as e:
-            ctx.quarantine(meta, f"no usable LaTeX: {e}")
+            ctx.quarantine(meta, f"no usable LaTeX: {e}", **where)
             ctx.count("arxiv_no_latex")
             return None
         except ExtractTimeout:
-            ctx.quarantine(meta, f"LaTeX cleaning timed out after {self.timeout_s}s")
+            ctx.quarantine(meta, f"LaTeX cleaning timed out after {self.timeout_s}s", **where)
             ctx.count("extract_timeouts")
             return None
         except tarfile.TarError as e:
-            ctx.quarantine(meta, f"bad tar: {e}")
+            ctx.quarantine(meta, f"bad tar: {e}", **where)
             ctx.count("arxiv_bad_sources")
             return None
         meta.update(main_file=main, yymm=name.split("/", 1)[0] if "/" in name else "")

@@ -1,6 +1,8 @@
 """``wikipedia``: a Wikimedia ``pages-articles`` dump -> one document per article.
 
-The dump is found the way the Wikimedia mirror lays it out::
+Dump files you already have are read directly with ``paths`` (local or remote paths or
+globs, like ``read_warc``). Without ``paths`` the dump is found the way the Wikimedia mirror
+lays it out::
 
     <base_url>/<lang>wiki/<date>/dumpstatus.json
     <base_url>/<lang>wiki/<date>/<lang>wiki-<date>-pages-articles1.xml-p1p41242.bz2 ...
@@ -8,8 +10,9 @@ The dump is found the way the Wikimedia mirror lays it out::
 ``dumpstatus.json`` lists the ``articlesdump`` job's files (the split parts, one shard each, so
 workers share a wiki) with their sha1 checksums, which are checked after download. With
 ``dump_date: latest`` the newest date folder whose articles job is ``done`` is used. The bz2
-XML is streamed (``iterparse``, elements cleared as they are read), so a 20 GB dump never sits
-in memory; main-namespace pages are kept, redirects dropped, wikitext turned into plain text.
+XML is streamed and cut into pages, each parsed on its own, so a 20 GB dump never sits in
+memory and no page is held beyond ``max_doc_mb``; main-namespace pages are kept, redirects
+dropped, wikitext turned into plain text.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ import os
 import re
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
-from typing import Any, Literal
+from typing import IO, Any, Literal
 
 from curator.acquire.base import DownloadSource
 from curator.acquire.download import fetch, join_url
@@ -27,67 +30,181 @@ from curator.core.context import ShardContext, StageContext
 from curator.core.document import Document
 from curator.core.errors import ConfigError, InputError
 from curator.extract.timeout import ExtractTimeout, time_limit
+from curator.io.limits import TOO_LARGE
 
 WIKIMEDIA_BASE_URL = "https://dumps.wikimedia.org"
 _DATE = re.compile(r"^\d{8}$")
 _LANG = re.compile(r"^[a-z][a-z0-9_-]*$")
+_FILE_LANG = re.compile(r"^([a-z][a-z0-9_]*?)wiki-")
 
 
 def _local(tag: str) -> str:
     return tag.rsplit("}", 1)[-1]
 
 
-def iter_pages(path: str, ctx: ShardContext) -> Iterator[dict[str, Any]]:
+_PAGE_OPEN, _PAGE_CLOSE = b"<page>", b"</page>"
+_HEADER_MAX = 4 << 20  # <siteinfo> is a few KB
+_CHUNK = 1 << 20
+_TITLE = re.compile(rb"<title>([^<]{0,1000})</title>")
+_PAGE_ID = re.compile(rb"<id>(\d{1,20})</id>")
+
+
+def split_pages(fh: IO[bytes], cap: int) -> Iterator[tuple[str, int, bytes]]:
+    """Cut a MediaWiki XML stream into ``("header", 0, bytes before the first page)``, then
+    ``("page", offset, <page>...</page>)`` per page. A page longer than ``cap`` bytes comes
+    back as ``("too_large", offset, its first 64 KB)`` and is read past in 1 MB chunks, never
+    held whole; a stream ending inside a page ends with ``("truncated", offset, b"")``.
+    Offsets are in the decompressed XML. ``<page>`` cannot occur inside text (XML escapes
+    ``<``), so the cut is exact."""
+    buf = bytearray()
+    base = 0  # stream offset of buf[0]
+    state, scan = "head", 0
+
+    read = getattr(fh, "read1", fh.read)  # read1: what is decoded so far comes out before a
+    # corrupt or truncated block raises, so pages before the damage are kept
+
+    def fill() -> bool:
+        b = read(_CHUNK)
+        buf.extend(b)
+        return bool(b)
+
+    while True:
+        if state in ("head", "out"):
+            i = buf.find(_PAGE_OPEN, scan)
+            if i < 0:
+                if state == "head" and len(buf) > _HEADER_MAX:
+                    yield "header", 0, b""
+                    state = "out"
+                if state == "out":
+                    drop = max(0, len(buf) - len(_PAGE_OPEN))
+                    del buf[:drop]
+                    base += drop
+                scan = max(0, len(buf) - len(_PAGE_OPEN))
+                if not fill():
+                    if state == "head":
+                        yield "header", 0, bytes(buf)
+                    return
+                continue
+            if state == "head":
+                yield "header", 0, bytes(buf[:i])
+            del buf[:i]
+            base += i
+            state, scan = "in", len(_PAGE_OPEN)
+        elif state == "in":
+            j = buf.find(_PAGE_CLOSE, scan)
+            if j >= 0:
+                end = j + len(_PAGE_CLOSE)
+                if end > cap:  # the whole page came in one read, still too big to keep
+                    yield "too_large", base, bytes(buf[: 1 << 16])
+                else:
+                    yield "page", base, bytes(buf[:end])
+                del buf[:end]
+                base += end
+                state, scan = "out", 0
+                continue
+            if len(buf) > cap:
+                yield "too_large", base, bytes(buf[: 1 << 16])
+                state = "skip"
+                continue
+            scan = max(len(_PAGE_OPEN), len(buf) - len(_PAGE_CLOSE))
+            if not fill():
+                yield "truncated", base, b""
+                return
+        else:  # skip: read past an oversized page
+            j = buf.find(_PAGE_CLOSE)
+            if j >= 0:
+                del buf[: j + len(_PAGE_CLOSE)]
+                base += j + len(_PAGE_CLOSE)
+                state, scan = "out", 0
+                continue
+            drop = max(0, len(buf) - len(_PAGE_CLOSE))
+            del buf[:drop]
+            base += drop
+            if not fill():
+                return
+
+
+def _open_dump(path: str) -> IO[bytes]:
+    p = path.lower()
+    if p.endswith(".bz2"):
+        return bz2.open(path, "rb")
+    if p.endswith(".gz"):
+        import gzip
+
+        return gzip.open(path, "rb")
+    return open(path, "rb")
+
+
+def iter_pages(path: str, ctx: ShardContext, max_page_bytes: int | None = None
+               ) -> Iterator[dict[str, Any]]:
     """Stream ``{title, ns, id, redirect, text, timestamp, revision_id}`` per page of a
-    (bz2) MediaWiki XML dump; also ``{"siteinfo": {...}}`` first. A truncated or corrupt
-    stream ends the file with one quarantine record."""
-    opener = bz2.open if path.endswith(".bz2") else open
+    (bz2) MediaWiki XML dump; also ``{"siteinfo": {...}}`` first. Each page is parsed on its
+    own, so no page is held beyond ``max_page_bytes`` (default: the run's ``max_doc_mb``): a
+    bigger one is read past and quarantined ``too_large`` with its title and offset; a page
+    that is not well-formed XML is quarantined alone. A truncated or corrupt stream ends the
+    file with one quarantine record."""
+    cap = ctx.max_doc_bytes if max_page_bytes is None else max_page_bytes
     n = 0
     try:
-        with opener(path, "rb") as fh:
-            events = ET.iterparse(fh, events=("start", "end"))
-            _, root = next(events)
-            ns_names: dict[str, str] = {}
-            page: dict[str, Any] = {}
-            in_rev = False
-            for ev, el in events:
-                tag = _local(el.tag)
-                if ev == "start":
-                    if tag == "page":
-                        page = {"redirect": False}
-                    elif tag == "revision":
-                        in_rev = True
-                    continue
-                if tag == "namespace":
-                    ns_names[el.get("key", "")] = el.text or ""
-                elif tag == "siteinfo":
-                    yield {"siteinfo": {"namespaces": ns_names,
-                                        "base": el.findtext("{*}base") or ""}}
-                    root.clear()
-                elif tag == "title":
-                    page["title"] = el.text or ""
-                elif tag == "ns":
-                    page["ns"] = int(el.text or 0)
-                elif tag == "id" and not in_rev and "id" not in page:
-                    page["id"] = el.text or ""
-                elif tag == "id" and in_rev and "revision_id" not in page:
-                    page["revision_id"] = el.text or ""
-                elif tag == "redirect":
-                    page["redirect"] = True
-                elif tag == "timestamp" and in_rev:
-                    page["timestamp"] = el.text or ""
-                elif tag == "text" and in_rev:
-                    page["text"] = el.text or ""
-                elif tag == "revision":
-                    in_rev = False
-                elif tag == "page":
+        with _open_dump(path) as fh:
+            for kind, offset, data in split_pages(fh, cap):
+                if kind == "page":
+                    try:
+                        el = ET.fromstring(data)
+                    except ET.ParseError as e:
+                        ctx.quarantine(data[:2000], f"bad page XML: {e}", file=path,
+                                       offset=offset)
+                        ctx.count("wiki_bad_pages")
+                        continue
                     n += 1
-                    yield page
-                    root.clear()  # free everything parsed so far
-    except (EOFError, OSError, ET.ParseError) as e:
+                    yield _page_record(el)
+                elif kind == "header":
+                    yield {"siteinfo": _siteinfo(data)}
+                elif kind == "too_large":
+                    t, i = _TITLE.search(data), _PAGE_ID.search(data)
+                    ctx.quarantine(
+                        {"title": t.group(1).decode("utf-8", "replace") if t else "",
+                         "page_id": i.group(1).decode() if i else ""}, TOO_LARGE,
+                        detail=f"page XML longer than max_doc_mb ({cap} bytes); read past "
+                               "without being held", file=path, offset=offset)
+                    ctx.count("wiki_too_large")
+                else:  # truncated
+                    raise EOFError(f"the file ends inside a page (at byte {offset} of the XML)")
+    except (EOFError, OSError) as e:
         ctx.quarantine(b"", f"truncated or corrupt dump after {n} pages: "
                        f"{type(e).__name__}: {e}", file=path)
         ctx.count("wiki_corrupt_files")
+
+
+def _page_record(el: ET.Element) -> dict[str, Any]:
+    revs = el.findall("revision")
+    rev = revs[-1] if revs else None
+    page: dict[str, Any] = {"redirect": el.find("redirect") is not None,
+                            "title": el.findtext("title") or "",
+                            "ns": int((el.findtext("ns") or "0").strip() or 0),
+                            "id": el.findtext("id") or ""}
+    if rev is not None:
+        page["revision_id"] = revs[0].findtext("id") or ""
+        page["timestamp"] = rev.findtext("timestamp") or ""
+        page["text"] = rev.findtext("text") or ""
+    return page
+
+
+def _siteinfo(header: bytes) -> dict[str, Any]:
+    a, b = header.find(b"<siteinfo"), header.find(b"</siteinfo>")
+    names: dict[str, str] = {}
+    base = ""
+    if a >= 0 and b > a:
+        try:
+            si = ET.fromstring(header[a: b + len(b"</siteinfo>")])
+        except ET.ParseError:
+            return {"namespaces": names, "base": base}
+        for ns in si.iter():
+            if _local(ns.tag) == "namespace":
+                names[ns.get("key", "")] = ns.text or ""
+            elif _local(ns.tag) == "base":
+                base = ns.text or ""
+    return {"namespaces": names, "base": base}
 
 
 class Wikipedia(DownloadSource):
@@ -96,17 +213,29 @@ class Wikipedia(DownloadSource):
     name = "wikipedia"
     verify = "bz2"
 
-    def __init__(self, language: str = "en", dump_date: str = "latest",
+    def __init__(self, language: str | None = None, dump_date: str = "latest",
                  base_url: str = WIKIMEDIA_BASE_URL, limit_per_file: int | None = None,
                  min_chars: int = 1, timeout_s: float = 30.0, download_dir: str = "downloads",
                  delete_after_read: bool = False, retries: int = 5, backoff_s: float = 1.0,
                  on_download_error: Literal["fail", "skip"] = "fail",
-                 http_timeout_s: float = 60.0, source: str | None = None) -> None:
-        if not _LANG.match(language):
+                 http_timeout_s: float = 60.0, source: str | None = None,
+                 paths: str | list[str] | None = None,
+                 storage_options: dict[str, Any] | None = None,
+                 max_doc_mb: float | None = None,
+                 drop_sections: list[str] | None = None) -> None:
+        if language is not None and not _LANG.match(language):
             raise ConfigError(f"wikipedia: language '{language}' is not a wiki code (en, zh_yue)")
         if dump_date != "latest" and not _DATE.match(dump_date):
             raise ConfigError(f"wikipedia: dump_date '{dump_date}' must be YYYYMMDD or 'latest'")
-        self.language = language
+        if max_doc_mb is not None and max_doc_mb <= 0:
+            raise ConfigError("wikipedia: max_doc_mb must be positive")
+        self.paths = paths
+        self.storage_options = storage_options
+        self.max_doc_mb = max_doc_mb
+        self.drop_sections = (frozenset(x.lower() for x in drop_sections)
+                              if drop_sections is not None else None)
+        self.language = language or "en"
+        self.explicit_language = language
         self.dump_date = dump_date
         self.base_url = base_url
         self.limit_per_file = limit_per_file
@@ -158,6 +287,8 @@ class Wikipedia(DownloadSource):
         return sorted((n for n in names if _DATE.match(n)), reverse=True)
 
     def specs(self, ctx: StageContext) -> list[dict[str, Any]]:
+        if self.paths is not None:
+            return self._path_specs(ctx)
         dates = [self.dump_date] if self.dump_date != "latest" else self._dates()[:10]
         for date in dates:
             status = self._status(date, ctx)
@@ -171,6 +302,25 @@ class Wikipedia(DownloadSource):
         raise InputError(
             f"{join_url(self.base_url, self.wiki)}: no finished pages-articles dump for "
             f"{'dates ' + ', '.join(dates[:3]) if dates else 'any date'}")
+
+    def _path_specs(self, ctx: StageContext) -> list[dict[str, Any]]:
+        """Dump files given directly: one shard each, the language from ``language`` or the
+        file name (``dewiki-20240101-pages-articles.xml.bz2`` is German), else English."""
+        from curator.io.jsonl import expand_paths
+
+        found = expand_paths(self.paths or [], self.storage_options, f"{ctx.stage_id}.paths")
+        bad = [p for p in found if ".xml" not in os.path.basename(p).lower()
+               or not p.lower().endswith((".xml", ".bz2", ".gz"))]
+        if bad:
+            raise ConfigError(f"{ctx.stage_id}.paths: '{bad[0]}' is not a MediaWiki XML dump "
+                              "(a .xml file, bz2 or gzip compressed or not)")
+        out = []
+        for u in found:
+            m = _FILE_LANG.match(os.path.basename(u))
+            lang = self.explicit_language or (m.group(1) if m else "en")
+            out.append({"url": u, "language": lang,
+                        "verify": "bz2" if u.lower().endswith(".bz2") else "none"})
+        return out
 
     def _file_specs(self, date: str, files: dict[str, Any]) -> list[dict[str, Any]]:
         out = []
@@ -197,13 +347,16 @@ class Wikipedia(DownloadSource):
             return
         import mwparserfromhell  # noqa: F401  (imported outside the per-article time limit)
 
-        from curator.extract.wikitext import wikitext_to_text
+        from curator.extract.wikitext import DROP_SECTIONS, wikitext_to_text
 
         drop = {"file", "image", "category", "media"}
-        host = f"https://{self.language}.wikipedia.org/wiki/"
+        sections = self.drop_sections if self.drop_sections is not None else DROP_SECTIONS
+        lang = shard.data.get("language", self.language)
+        wiki = f"{lang}wiki"
+        host = f"https://{lang}.wikipedia.org/wiki/"
         source = self.source_name(ctx)
         kept = 0
-        for page in iter_pages(res.path, ctx):
+        for page in iter_pages(res.path, ctx, ctx.doc_cap(self.max_doc_mb)):
             if "siteinfo" in page:
                 names = page["siteinfo"]["namespaces"]
                 drop |= {names.get(k, "").lower() for k in ("6", "14", "-2") if names.get(k)}
@@ -219,12 +372,12 @@ class Wikipedia(DownloadSource):
                 continue
             title = page.get("title", "")
             meta = {"title": title, "page_id": page.get("id", ""),
-                    "url": host + title.replace(" ", "_"), "language": self.language,
+                    "url": host + title.replace(" ", "_"), "language": lang,
                     "revision_id": page.get("revision_id", ""),
                     "timestamp": page.get("timestamp", "")}
             try:
                 with time_limit(self.timeout_s):
-                    text = wikitext_to_text(page.get("text", ""), frozenset(drop))
+                    text = wikitext_to_text(page.get("text", ""), frozenset(drop), sections)
             except ExtractTimeout:
                 ctx.quarantine(meta, f"wikitext conversion timed out after {self.timeout_s}s",
                                file=res.path)
@@ -235,7 +388,7 @@ class Wikipedia(DownloadSource):
                                file=res.path)
                 continue
             meta["source"] = source
-            doc = Document(f"{self.wiki}:{meta['page_id']}", text, meta)
+            doc = Document(f"{wiki}:{meta['page_id']}", text, meta)
             if len(text) < self.min_chars:
                 ctx.reject(doc, "wiki_too_short")
                 continue

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from curator.core.document import Document
 from curator.core.errors import ConfigError, StageError, fs_error_line
 from curator.io.atomic import atomic_open
+from curator.io.limits import DEFAULT_MAX_DOC_MB, mb_to_bytes
 from curator.io.shards import RecordWriter, dumps
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -20,6 +21,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 #: Length histogram bins: bin i counts documents with 2**(i-1) <= len(text) < 2**i (bin 0: empty).
 HIST_BINS = 28
+DEFAULT_MAX_DOC_BYTES = mb_to_bytes(DEFAULT_MAX_DOC_MB)
 
 
 def length_bin(n: int) -> int:
@@ -30,11 +32,17 @@ class StageContext:
     """Shared by every kind of stage: locations and upstream artifacts."""
 
     def __init__(self, *, stage_id: str, work_dir: str, artifacts: dict[str, Any],
-                 save_rejected: bool = True) -> None:
+                 save_rejected: bool = True, max_doc_bytes: int = DEFAULT_MAX_DOC_BYTES) -> None:
         self.stage_id = stage_id
         self.work_dir = work_dir
         self.upstream_artifacts = artifacts
         self.save_rejected = save_rejected
+        #: The run-wide cap on one document or raw record (pipeline ``max_doc_mb``).
+        self.max_doc_bytes = max_doc_bytes
+
+    def doc_cap(self, max_doc_mb: float | None = None) -> int:
+        """The byte cap a reader enforces: its own ``max_doc_mb`` if set, else the run's."""
+        return mb_to_bytes(max_doc_mb) if max_doc_mb is not None else self.max_doc_bytes
 
     @property
     def stage_dir(self) -> str:

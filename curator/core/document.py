@@ -48,14 +48,27 @@ class Document:
         cls, rec: dict[str, Any], *, id_field: str = ID_KEY, text_field: str = TEXT_KEY,
         default_id: str | None = None,
     ) -> Document:
-        """Build from a user record; raises ``ValueError`` with a reason if it is not usable."""
+        """Build from a user record; raises ``ValueError`` with a reason if it is not usable.
+
+        The id rule: ids are strings. A number becomes its text (``1`` and ``"1"`` are the same
+        id, ``1.5`` is ``"1.5"``); a missing or ``null`` id gets ``default_id``; any other
+        type (object, list, boolean) is not an id and the record is rejected."""
         if not isinstance(rec, dict):
             raise ValueError(f"record is a {type(rec).__name__}, not an object")
         text = rec.get(text_field)
         if not isinstance(text, str):
             raise ValueError(f"field '{text_field}' is missing or not a string")
-        raw_id = rec.get(id_field, default_id)
-        if raw_id is None:
-            raise ValueError(f"field '{id_field}' is missing")
+        raw_id = rec.get(id_field)
+        kind = type(raw_id)
+        if kind is not str:
+            if raw_id is None:
+                raw_id = default_id
+                if raw_id is None:
+                    raise ValueError(f"field '{id_field}' is missing")
+            elif kind is int or kind is float:  # not bool: type(True) is bool
+                raw_id = str(raw_id)
+            else:
+                raise ValueError(f"field '{id_field}' is a {kind.__name__}, not a string "
+                                 "or a number")
         meta = {k: v for k, v in rec.items() if k not in (id_field, text_field)}
-        return cls(str(raw_id), text, meta)
+        return cls(raw_id, text, meta)

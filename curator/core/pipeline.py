@@ -28,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from curator.core.errors import ConfigError
 from curator.core.identity import KEY_FORMAT, code_identity, digest
 from curator.core.stage import Stage
+from curator.io.limits import DEFAULT_MAX_DOC_MB
 
 RESERVED = {"id", "inputs"}
 _ID_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
@@ -64,6 +65,10 @@ class PipelineConfig(BaseModel):
     progress: Literal["auto", "bar", "log", "off"] = "auto"
     #: Write report.json and report.html at the end of the run.
     report: bool = True
+    #: Largest document (or raw record: JSONL line, decompressed arXiv paper, Wikipedia page)
+    #: a reader materialises, in MiB. Bigger ones are skipped while they stream and quarantined
+    #: with reason ``too_large``; a reader's own ``max_doc_mb`` parameter overrides it.
+    max_doc_mb: float = Field(default=DEFAULT_MAX_DOC_MB, gt=0)
 
     @field_validator("progress", mode="before")
     @classmethod
@@ -105,6 +110,10 @@ class Pipeline:
     @property
     def work_dir(self) -> str:
         return os.path.abspath(self.config.work_dir)
+
+    @property
+    def max_doc_bytes(self) -> int:
+        return int(self.config.max_doc_mb * 1024 * 1024)
 
     def node(self, stage_id: str) -> StageNode:
         for n in self.nodes:
@@ -254,12 +263,16 @@ def _fingerprint(pipe: Pipeline) -> None:
     """A stage's fingerprint covers its YAML name, its code (``version`` of a built-in stage,
     source of a custom one), its parameters and its inputs' fingerprints: change any of them
     and this stage and everything downstream reruns. Neither the package version nor the
-    module a built-in stage lives in is part of it (see :mod:`curator.core.identity`)."""
+    module a built-in stage lives in is part of it (see :mod:`curator.core.identity`). A
+    non-default run-wide ``max_doc_mb`` is part of every source's fingerprint (it decides what
+    the source keeps)."""
     fps: dict[str, str] = {}
     for n in pipe.nodes:
         n.identity = {"stage": n.stage.name, "code": code_identity(type(n.stage)),
                       "params": n.stage.params, "inputs": {i: fps[i] for i in n.inputs},
                       "format": KEY_FORMAT}
+        if n.stage.kind == "source" and pipe.config.max_doc_mb != DEFAULT_MAX_DOC_MB:
+            n.identity["max_doc_mb"] = pipe.config.max_doc_mb
         n.fingerprint = fps[n.id] = digest(n.identity)
 
 

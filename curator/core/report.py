@@ -115,6 +115,26 @@ def _table(columns: list[str], rows: list[list[Any]], cls: str = "") -> str:
     return f'<table class="{cls}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
 
 
+# WARC readers' own reasons for oversized pages and inflated records (they name the sizes)
+_OLD_TOO_LARGE = ("page too large", "record inflates to more than", "paper too large")
+
+
+def input_checks(stages: list[dict[str, Any]]) -> list[list[Any]]:
+    """Per stage with any: records over ``max_doc_mb`` (quarantined ``too_large``), documents
+    whose id was already seen in the source (``duplicate_ids``), and records whose own
+    ``source`` an explicit ``source:`` parameter replaced (``source_overridden``)."""
+    rows = []
+    for s in stages:
+        c = s.get("counters") or {}
+        big = sum(n for r, n in (s.get("quarantined") or {}).items()
+                  if r == "too_large" or r.startswith(_OLD_TOO_LARGE))
+        row = [s["id"], big,
+               c.get("duplicate_ids", 0), c.get("source_overridden", 0)]
+        if any(row[1:]):
+            rows.append(row)
+    return rows
+
+
 def render_html(summary: dict[str, Any]) -> str:
     stages = summary["stages"]
     overview = _table(
@@ -147,6 +167,8 @@ def render_html(summary: dict[str, Any]) -> str:
                 "plot-extra"))
     artifacts = [[s["id"], k, v] for s in stages for k, v in (s.get("artifacts") or {}).items()
                  if not k.startswith("report_")]
+    checks = input_checks(stages)
+    sources = [[s["id"], src, n] for s in stages for src, n in (s.get("sources") or {}).items()]
     ex = summary.get("executor", {})
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
@@ -168,6 +190,12 @@ wall time {summary['seconds']:.2f}s; work_dir <code>{_e(summary['work_dir'])}</c
 <h2>Why documents were removed</h2>
 {_table(["stage", "reason", "documents"], reasons, "reasons") if reasons else
  "<p>No document was removed.</p>"}
+<h2>Input checks</h2>
+{_table(["stage", "too large (quarantined)", "duplicate ids", "source overridden"], checks,
+        "input-checks") if checks else
+ "<p>No oversized record, no duplicate id, no overridden source.</p>"}
+{"<h2>Sources</h2>" + _table(["stage", "meta.source", "documents"], sources, "sources")
+ if sources else ""}
 <h2>Quarantined input records</h2>
 {_table(["stage", "reason", "records"], quarantine, "quarantine") if quarantine else
  "<p>No input record was quarantined.</p>"}

@@ -18,6 +18,7 @@ never on the number of workers, so a run may resume on a different cluster size.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import shutil
 import time
@@ -27,8 +28,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import orjson
+import xxhash
 
 from curator.core.context import (
+    DEFAULT_MAX_DOC_BYTES,
     HIST_BINS,
     GlobalContext,
     ShardContext,
@@ -44,6 +47,8 @@ from curator.core.lock import WorkDirLock
 from curator.core.pipeline import Pipeline, StageNode
 from curator.core.progress import Progress
 from curator.core.stage import Shard, ShardSpec, Stage
+from curator.io.atomic import atomic_open
+from curator.io.limits import TOO_LARGE
 from curator.io.outputs import check_output_dir, claim_output_dir
 from curator.io.shards import SHARD_SUFFIX, read_shard, record_writer
 
@@ -64,6 +69,7 @@ class ShardTask:
     save_rejected: bool
     artifacts: dict[str, Any]
     process: Processor | None = None  # override (global stages' final phase)
+    max_doc_bytes: int = DEFAULT_MAX_DOC_BYTES
     #: What this shard's result depends on (see :mod:`curator.core.identity`); a marker with
     #: another key is stale.
     key: str = ""
@@ -78,6 +84,75 @@ def utf8_len(text: str) -> int:
 
 def stage_dir(work_dir: str, stage_id: str) -> str:
     return os.path.join(work_dir, "stages", stage_id)
+
+
+#: Distinct ``meta.source`` values listed per source stage in the report (the rest: "(other)").
+MAX_SOURCES_LISTED = 50
+#: Id hashes compared at once when counting duplicate ids (8 bytes each: 64 MB).
+ID_HASH_BATCH = 8_000_000
+
+
+def id_hashes(doc_ids: Sequence[str]) -> Any:
+    """64-bit hashes (xxh3) of document ids, as a numpy array; duplicates are counted on
+    these (a false match needs ~4 billion distinct ids to become likely)."""
+    import numpy as np
+
+    h = xxhash.xxh3_64_intdigest
+    return np.fromiter((h(i.encode("utf-8", "surrogatepass")) for i in doc_ids),
+                       dtype=np.uint64, count=len(doc_ids))
+
+
+def id_hash_path(work_dir: str, stage_id: str, shard: str) -> str:
+    return os.path.join(stage_dir(work_dir, stage_id), "_ids", f"{shard}.u64")
+
+
+def _write_id_hashes(path: str, doc_ids: Sequence[str]) -> None:
+    import numpy as np
+
+    arr = np.sort(id_hashes(doc_ids)).astype("<u8", copy=False)
+    with atomic_open(path, "wb") as f:
+        f.write(arr.tobytes())
+
+
+_NO_SOURCE = object()
+
+
+def _tally(sources: Counter[str], src: Any, n: int) -> None:
+    key = str(src) if src is not None else "-"
+    if key in sources or len(sources) < MAX_SOURCES_LISTED:
+        sources[key] += n
+    else:
+        sources["(other)"] += n
+
+
+def count_duplicate_ids(paths: Sequence[str], batch: int = ID_HASH_BATCH) -> int:
+    """Documents whose id hash was already seen, over the sorted per-shard hash files, in
+    hash ranges of about ``batch`` entries so memory stays bounded whatever the corpus."""
+    import numpy as np
+
+    sizes = [os.path.getsize(p) // 8 for p in paths if os.path.exists(p)]
+    paths = [p for p in paths if os.path.exists(p)]
+    total = sum(sizes)
+    if total < 2:
+        return 0
+    parts = max(1, -(-total // batch))
+    edges = [(i << 64) // parts for i in range(parts + 1)]
+    dups = 0
+    for lo, hi in itertools.pairwise(edges):
+        pieces = []
+        for p in paths:
+            a = np.memmap(p, dtype="<u8", mode="r") if parts > 1 else np.fromfile(p, "<u8")
+            if not len(a):
+                continue
+            i = 0 if lo == 0 else int(np.searchsorted(a, np.uint64(lo)))
+            j = len(a) if hi >= 1 << 64 else int(np.searchsorted(a, np.uint64(hi)))
+            if j > i:
+                pieces.append(np.array(a[i:j]))
+            del a
+        if pieces:
+            h = np.sort(np.concatenate(pieces))
+            dups += int(np.count_nonzero(h[1:] == h[:-1]))
+    return dups
 
 
 def run_shard(task: ShardTask) -> dict[str, Any]:
@@ -98,7 +173,8 @@ def run_shard(task: ShardTask) -> dict[str, Any]:
 
     t0 = time.perf_counter()
     ctx = ShardContext(shard=task.name, stage_id=task.stage_id, work_dir=task.work_dir,
-                       artifacts=task.artifacts, save_rejected=task.save_rejected)
+                       artifacts=task.artifacts, save_rejected=task.save_rejected,
+                       max_doc_bytes=task.max_doc_bytes)
     stats: dict[str, Any] = {"shard": task.name, "docs_in": 0, "bytes_in": 0, "docs_out": 0,
                              "bytes_out": 0}
     hist = [0] * HIST_BINS
@@ -116,9 +192,45 @@ def run_shard(task: ShardTask) -> dict[str, Any]:
             stats["docs_in"] += n
             stats["bytes_in"] += b
 
+    doc_ids: list[str] = []
+    sources: Counter[str] = Counter()
+
+    def source_docs(docs: Iterator[Document]) -> Iterator[Document]:
+        """A source's documents, counted, with the run-wide size cap (a safety net for sources
+        that materialise records before checking them), their ids (duplicate count) and
+        their ``meta.source`` tally. One generator: this runs once per document."""
+        cap = ctx.doc_cap(getattr(stage, "max_doc_mb", None))  # a reader's own override wins
+        quarter = cap // 4  # a text of at most cap/4 characters is at most cap UTF-8 bytes
+        add_id = doc_ids.append
+        last: Any = _NO_SOURCE
+        run = n = b = 0
+        try:
+            for d in docs:
+                t = d.text
+                if len(t) > quarter and utf8_len(t) > cap:
+                    ctx.quarantine({"id": d.id, "meta": d.meta}, TOO_LARGE,
+                                   detail=f"document of {utf8_len(t)} bytes > max_doc_mb "
+                                          f"({cap} bytes)")
+                    continue
+                add_id(d.id)
+                src = d.meta.get("source")
+                if src != last:
+                    if run:
+                        _tally(sources, last, run)
+                    last, run = src, 0
+                run += 1
+                n += 1
+                b += utf8_len(t)
+                yield d
+        finally:
+            if run:
+                _tally(sources, last, run)
+            stats["docs_in"] += n
+            stats["bytes_in"] += b
+
     try:
         if task.spec is not None:
-            out_docs = counted(stage.read(task.spec, ctx))  # type: ignore[attr-defined]
+            out_docs = source_docs(stage.read(task.spec, ctx))  # type: ignore[attr-defined]
         else:
             assert task.input_path is not None
             process = task.process or stage.process  # type: ignore[attr-defined]
@@ -141,6 +253,11 @@ def run_shard(task: ShardTask) -> dict[str, Any]:
                     b += ln
                     hist[length_bin(ln)] += 1
         stats["docs_out"], stats["bytes_out"] = n, b
+        if task.spec is not None:
+            # A source's "in" is every record it produced: kept, removed or set aside.
+            stats["docs_in"] = n + sum(ctx.rejected.values()) + sum(ctx.quarantined.values())
+            stats["sources"] = dict(sources)
+            _write_id_hashes(id_hash_path(task.work_dir, task.stage_id, task.name), doc_ids)
         ctx.close(ok=True)
     except CuratorError:
         ctx.close(ok=False)
@@ -175,11 +292,11 @@ def source_key(fingerprint: str, spec: ShardSpec, read: dict[str, Any]) -> str:
 
 
 def list_source(stage: Stage, stage_id: str, fingerprint: str, work_dir: str,
-                artifacts: dict[str, Any]
+                artifacts: dict[str, Any], max_doc_bytes: int = DEFAULT_MAX_DOC_BYTES,
                 ) -> tuple[list[ShardSpec], list[str], list[dict[str, Any]]]:
     """(shard specs, their keys, the identity of what each reads) of a source (root only)."""
     specs = stage.shards(StageContext(  # type: ignore[attr-defined]
-        stage_id=stage_id, work_dir=work_dir, artifacts=artifacts))
+        stage_id=stage_id, work_dir=work_dir, artifacts=artifacts, max_doc_bytes=max_doc_bytes))
     _check_specs(stage_id, specs)
     paths = [stage.input_paths(sp) for sp in specs]  # type: ignore[attr-defined]
     ids = identities([p for ps in paths for p in ps], getattr(stage, "storage_options", None))
@@ -201,7 +318,7 @@ def run_shard_tasks(gctx: GlobalContext, shards: list[Shard], process: Processor
     tasks = [
         ShardTask(gctx.stage, gctx.stage_id, gctx.fingerprint, gctx.work_dir, s.name, None,
                   s.path, gctx.save_rejected, gctx.upstream_artifacts, process,
-                  key=shard_key(gctx.fingerprint, s.name, s.key or s.path))
+                  gctx.max_doc_bytes, key=shard_key(gctx.fingerprint, s.name, s.key or s.path))
         for s in shards
     ]
     stats = gctx.executor.map(run_shard, tasks, progress=gctx.progress)
@@ -294,7 +411,8 @@ class Runner:
             listing: Any = None
             if self.ex.is_root:
                 try:
-                    listing = list_source(stage, node.id, eff, self.work_dir, artifacts)
+                    listing = list_source(stage, node.id, eff, self.work_dir, artifacts,
+                                          self.pipe.max_doc_bytes)
                 except CuratorError as e:
                     listing = (type(e), str(e))
             listing = self.ex.broadcast(listing)
@@ -322,13 +440,14 @@ class Runner:
         gctx = GlobalContext(
             executor=self.ex, fingerprint=fingerprint, stage=stage, progress=progress,
             stage_id=node.id, work_dir=self.work_dir, artifacts=artifacts,
-            save_rejected=self.pipe.config.save_rejected,
+            save_rejected=self.pipe.config.save_rejected, max_doc_bytes=self.pipe.max_doc_bytes,
         )
         t0 = time.perf_counter()
         if stage.kind == "source":
             progress.start(len(specs))
             tasks = [ShardTask(stage, node.id, eff, self.work_dir, sp.name, sp, None,
-                               self.pipe.config.save_rejected, artifacts, key=k, read=rd)
+                               self.pipe.config.save_rejected, artifacts,
+                               max_doc_bytes=self.pipe.max_doc_bytes, key=k, read=rd)
                      for sp, k, rd in zip(specs, keys, reads, strict=True)]
             stats = self.ex.map(run_shard, tasks, progress=progress)
             out = _out_shards(stats)
@@ -351,6 +470,12 @@ class Runner:
         progress.finish()
         agg = aggregate(stats, inputs if stage.kind != "source" else None, out)
         agg["counters"] = dict(Counter(agg["counters"]) + gctx.counters)
+        id_files: list[str] = []
+        if stage.kind == "source":
+            id_files = [id_hash_path(self.work_dir, node.id, sp.name) for sp in specs]
+            dups = count_duplicate_ids(id_files) if self.ex.is_root else 0
+            if dups:
+                agg["counters"]["duplicate_ids"] = dups
         result = {
             "fingerprint": node.fingerprint,
             "state": state,
@@ -374,6 +499,11 @@ class Runner:
                 _remove_obsolete(self.work_dir, node.id, {st["shard"] for st in stats})
             write_json(os.path.join(sdir, "_SUCCESS.json"), result)
             self.log(_stage_line(node.id, agg, result["seconds"]))
+            if agg["counters"].get("duplicate_ids"):
+                self.log(f"[{node.id}] warning: {agg['counters']['duplicate_ids']} document(s) "
+                         "have an id seen before in this source (counter duplicate_ids; "
+                         "read_jsonl/read_parquet 'ids: rewrite' makes them unique)")
+            shutil.rmtree(os.path.join(sdir, "_ids"), ignore_errors=True)
         self.ex.barrier()
         return result
 
@@ -546,12 +676,14 @@ def aggregate(stats: Sequence[dict[str, Any]], inputs: list[Shard] | None,
                            "rejected": Counter(), "quarantined": Counter(), "counters": Counter(),
                            "length_hist": [0] * HIST_BINS, "shard_seconds": 0.0,
                            "shards_resumed": 0}
+    sources: Counter[str] = Counter()
     for st in stats:
         for k in ("docs_in", "bytes_in", "docs_out", "bytes_out"):
             agg[k] += st.get(k, 0)
         agg["rejected"].update(st.get("rejected", {}))
         agg["quarantined"].update(st.get("quarantined", {}))
         agg["counters"].update(st.get("counters", {}))
+        sources.update(st.get("sources", {}))
         for i, c in enumerate(st.get("length_hist", [])):
             agg["length_hist"][i] += c
         agg["shard_seconds"] += st.get("seconds", 0.0)
@@ -565,6 +697,8 @@ def aggregate(stats: Sequence[dict[str, Any]], inputs: list[Shard] | None,
     for k in ("rejected", "quarantined", "counters"):
         agg[k] = dict(sorted(agg[k].items(), key=lambda kv: (-kv[1], kv[0])))
     agg["shard_seconds"] = round(agg["shard_seconds"], 3)
+    if sources:  # source stages: output documents per meta.source
+        agg["sources"] = dict(sorted(sources.items(), key=lambda kv: (-kv[1], kv[0])))
     return agg
 
 

@@ -88,7 +88,7 @@ def _node_status(pipe: Pipeline, node: StageNode, wd: str,
     kind = node.stage.kind
     if kind == "source":
         specs, keys, reads = list_source(node.stage, node.id, eff, wd,
-                                         _artifacts(pipe, node, known))
+                                         _artifacts(pipe, node, known), pipe.max_doc_bytes)
         state = digest({"fp": eff, "shards": [[sp.name, k] for sp, k in
                                               zip(specs, keys, strict=True)]})
         names = [sp.name for sp in specs]

@@ -7,6 +7,12 @@
 4. keep the body from the first ``\\section`` (or ``\\chapter``) up to the bibliography, the
    appendix or ``\\end{document}``.
 
+Verbatim material (``\\verb|...|``, ``\\lstinline``, and the ``verbatim``, ``lstlisting``,
+``Verbatim`` and ``minted`` environments) is opaque to every rule: it is swapped for a
+placeholder before the rules run and put back at the end, so ``\\verb|\\bibliography{x}|``
+does not end the body, a ``%`` in a listing is not a comment and a macro name in an example is
+not expanded.
+
 The result is still LaTeX markup (math stays math) without preamble, comments or references.
 """
 
@@ -14,6 +20,7 @@ from __future__ import annotations
 
 import posixpath
 import re
+import secrets
 
 _COMMENT = re.compile(r"(?<!\\)%.*")
 _COMMENT_ENV = re.compile(r"\\begin\{comment\}.*?\\end\{comment\}", re.DOTALL)
@@ -28,6 +35,46 @@ _END = re.compile(
     r"|\\appendices\b"
     r"|\\begin\{appendix|\\begin\{appendices\}|\\end\{document\}")
 _BLANKS = re.compile(r"\n\s*\n(\s*\n)+")
+_VERB_ENVS = r"verbatim\*?|Verbatim\*?|BVerbatim|LVerbatim|lstlisting|minted"
+# Scanned left to right, so whichever starts first wins: a comment hides a \verb in it, and a
+# verbatim block hides a % in it.
+_VERBATIM = re.compile(
+    r"(?P<c>(?<!\\)%[^\n]*)"
+    r"|(?P<v>\\(?:verb|lstinline)\*?(?P<d>[^A-Za-z\s*{\[])[^\n]*?(?P=d))"
+    r"|(?P<e>\\begin\s*\{(?P<n>" + _VERB_ENVS + r")\}.*?\\end\s*\{(?P=n)\})",
+    re.DOTALL)
+
+
+class Verbatim:
+    """Placeholders for verbatim material, private to one conversion (a random tag, so text
+    that happens to contain a placeholder of another conversion is left alone)."""
+
+    def __init__(self) -> None:
+        self.tag = secrets.token_hex(4)
+        self.items: list[str] = []
+        self._back = re.compile("\ue000" + self.tag + r"(\d+)\ue001")
+
+    def protect(self, tex: str) -> str:
+        if "verb" not in tex and "\\begin" not in tex and "lstinline" not in tex:
+            return tex
+
+        def repl(m: re.Match[str]) -> str:
+            if m.group("c") is not None:
+                return m.group(0)
+            self.items.append(m.group(0))
+            return f"\ue000{self.tag}{len(self.items) - 1}\ue001"
+
+        return _VERBATIM.sub(repl, tex)
+
+    def restore(self, tex: str) -> str:
+        if not self.items:
+            return tex
+        for _ in range(3):  # a placeholder may sit inside restored text only if nested
+            new = self._back.sub(lambda m: self.items[int(m.group(1))], tex)
+            if new == tex:
+                break
+            tex = new
+        return tex
 
 
 class LatexError(ValueError):
@@ -35,6 +82,12 @@ class LatexError(ValueError):
 
 
 def strip_comments(tex: str) -> str:
+    """Drop ``%`` comments and ``comment`` environments (verbatim material is kept as is)."""
+    vb = Verbatim()
+    return vb.restore(_strip_comments(vb.protect(tex)))
+
+
+def _strip_comments(tex: str) -> str:
     tex = _COMMENT_ENV.sub("", tex)
     out = []
     for line in tex.split("\n"):
@@ -64,19 +117,24 @@ def expand_macros(tex: str, max_passes: int = 3) -> str:
     return tex
 
 
-def inline_inputs(tex: str, files: dict[str, str], base_dir: str = "", depth: int = 0) -> str:
+def inline_inputs(tex: str, files: dict[str, str], base_dir: str = "", depth: int = 0,
+                  verbatim: Verbatim | None = None) -> str:
     """Replace ``\\input{x}``/``\\include{x}`` by the content of ``x`` (or ``x.tex``)."""
     if depth > 5:
         return tex
+    vb = verbatim or Verbatim()
 
     def repl(m: re.Match[str]) -> str:
         name = m.group(1).strip()
         for cand in (name, name + ".tex"):
             key = posixpath.normpath(posixpath.join(base_dir, cand))
             if key in files:
-                return inline_inputs(strip_comments(files[key]), files, base_dir, depth + 1)
+                sub = _strip_comments(vb.protect(files[key]))
+                return inline_inputs(sub, files, base_dir, depth + 1, vb)
         return ""
 
+    if verbatim is None:
+        return vb.restore(_INPUT.sub(repl, vb.protect(tex)))
     return _INPUT.sub(repl, tex)
 
 
@@ -92,9 +150,10 @@ def pick_main(files: dict[str, str]) -> str:
     return max(best, key=lambda n: (len(files[n]), n))
 
 
-def latex_body(tex: str) -> str:
+def latex_body(tex: str, verbatim: Verbatim | None = None) -> str:
     """Comment-free, macro-expanded body from the first section to the references."""
-    tex = expand_macros(strip_comments(tex))
+    vb = verbatim or Verbatim()
+    tex = expand_macros(_strip_comments(vb.protect(tex)))
     m = _START.search(tex)
     if not m:
         raise LatexError("no \\section or \\chapter")
@@ -102,12 +161,13 @@ def latex_body(tex: str) -> str:
     e = _END.search(body)
     if e:
         body = body[: e.start()]
-    return _BLANKS.sub("\n\n", body).strip()
+    return vb.restore(_BLANKS.sub("\n\n", body).strip())
 
 
 def submission_text(files: dict[str, str]) -> tuple[str, str]:
     """``(main file name, body)`` of a submission given as ``{name: source}``."""
     main = pick_main(files)
     base = posixpath.dirname(main)
-    tex = inline_inputs(strip_comments(files[main]), files, base)
-    return main, latex_body(tex)
+    vb = Verbatim()
+    tex = inline_inputs(_strip_comments(vb.protect(files[main])), files, base, verbatim=vb)
+    return main, latex_body(tex, vb)

@@ -20,6 +20,7 @@ from curator.core.document import Document
 from curator.core.errors import InputError
 from curator.core.stage import ShardSpec, ShardStage, Source
 from curator.io.atomic import compression_of, open_compressed_read, open_compressed_write
+from curator.io.limits import TOO_LARGE, iter_capped_lines, line_reader
 
 CORRUPT_STREAM_ERRORS: tuple[type[BaseException], ...] = (EOFError, OSError, ValueError)
 try:  # zstandard raises its own error type for corrupt frames
@@ -48,42 +49,65 @@ def expand_paths(paths: str | list[str], storage_options: dict[str, Any] | None 
 
 
 class ReadJsonl(Source):
-    """Read documents from JSONL files (.jsonl, .jsonl.gz, .jsonl.zst, .jsonl.bz2) via fsspec."""
+    """Read documents from JSONL files (.jsonl, .jsonl.gz, .jsonl.zst, .jsonl.bz2) via fsspec.
+
+    Conventions (see docs/io.md): a UTF-8 byte order mark at the start of a file is ignored;
+    ids are strings (a number becomes its decimal text, so ``1`` and ``"1"`` are the same id);
+    a missing or ``null`` id gets the default ``<file name>:<byte offset>``; ids seen twice in
+    one source are counted (``duplicate_ids``) and kept unless ``ids: rewrite``; an explicit
+    ``source`` overrides a record's own ``source`` field. A line longer than ``max_doc_mb`` is
+    skipped while it streams and quarantined as ``too_large``.
+    """
 
     name = "read_jsonl"
 
     def __init__(self, paths: str | list[str], text_field: str = "text", id_field: str = "id",
                  source: str | None = None, shard_size_mb: float = 64.0,
-                 storage_options: dict[str, Any] | None = None) -> None:
+                 storage_options: dict[str, Any] | None = None,
+                 ids: Literal["keep", "rewrite"] = "keep",
+                 max_doc_mb: float | None = None) -> None:
         self.paths = paths
         self.text_field = text_field
         self.id_field = id_field
         self.source = source
         self.shard_size = int(shard_size_mb * 1024 * 1024)
         self.storage_options = storage_options or {}
+        self.ids = ids
+        if max_doc_mb is not None and max_doc_mb <= 0:
+            raise ValueError("max_doc_mb must be positive")
+        self.max_doc_mb = max_doc_mb
 
     def shards(self, ctx: StageContext) -> list[ShardSpec]:
         files = expand_paths(self.paths, self.storage_options, f"{ctx.stage_id}.paths")
+        rels = relative_names(files)
         specs: list[ShardSpec] = []
-        for path in files:
+        for path, rel in zip(files, rels, strict=True):
             size = None
             if compression_of(path) is None and self.shard_size > 0:
                 fs, _, (p,) = fsspec.get_fs_token_paths(path, storage_options=self.storage_options)
                 size = fs.size(p)
             if size is None or size <= self.shard_size:
-                specs.append(ShardSpec(ctx.shard_name(len(specs)), {"path": path}))
+                specs.append(ShardSpec(ctx.shard_name(len(specs)), {"path": path, "rel": rel}))
                 continue
             for start in range(0, size, self.shard_size):
                 specs.append(ShardSpec(ctx.shard_name(len(specs)), {
-                    "path": path, "start": start, "end": min(start + self.shard_size, size)}))
+                    "path": path, "rel": rel, "start": start,
+                    "end": min(start + self.shard_size, size)}))
         return specs
 
     def read(self, shard: ShardSpec, ctx: ShardContext) -> Iterator[Document]:
         path = shard.data["path"]
         base = os.path.basename(path)
+        rel = shard.data.get("rel", base)
         source = self.source or ctx.stage_id
+        explicit = self.source is not None
+        rewrite = self.ids == "rewrite"
+        cap = ctx.doc_cap(self.max_doc_mb)
         for lineno, offset, line in iter_lines(path, ctx, shard.data.get("start"),
-                                               shard.data.get("end"), self.storage_options):
+                                               shard.data.get("end"), self.storage_options,
+                                               cap=cap):
+            if line is None:
+                continue  # over the cap: iter_lines quarantined it
             if not line.strip():
                 continue
             try:
@@ -98,42 +122,99 @@ class ReadJsonl(Source):
             except ValueError as e:
                 ctx.quarantine(line, str(e), file=path, line=lineno, offset=offset)
                 continue
-            doc.meta.setdefault("source", source)
+            if rewrite:
+                doc.meta["original_id"] = doc.id
+                doc.id = f"{source}/{rel}:{offset}"
+            if explicit or doc.meta.get("source") is None:
+                set_source(doc, source, explicit, ctx)
             yield doc
 
 
+def set_source(doc: Document, source: str, explicit: bool, ctx: ShardContext) -> None:
+    """The source rule of the file readers: an explicit ``source`` parameter wins over a
+    record's own ``source`` field (counted as ``source_overridden``, the record's value kept
+    in ``meta.original_source``); without one, the record's field is kept and the stage id
+    fills in when there is none."""
+    own = doc.meta.get("source")
+    if explicit:
+        if own is not None and own != source:
+            doc.meta["original_source"] = own
+            ctx.count("source_overridden")
+        doc.meta["source"] = source
+    elif own is None:
+        doc.meta["source"] = source
+
+
+def relative_names(files: list[str]) -> list[str]:
+    """Each file's path relative to the deepest folder shared by all of them (what rewritten
+    ids use: unique within the source, short, stable when the data moves)."""
+    if not files:
+        return []
+    if len(files) == 1:
+        return [os.path.basename(files[0])]
+    try:
+        common = os.path.commonpath(files)
+    except ValueError:  # mixed protocols or absolute/relative
+        return list(files)
+    if common in files:  # pragma: no cover - a file cannot be a parent of another
+        common = os.path.dirname(common)
+    return [os.path.relpath(f, common) if "://" not in f else f[len(common):].lstrip("/")
+            for f in files]
+
+
 def iter_lines(path: str, ctx: ShardContext, start: int | None = None, end: int | None = None,
-               storage_options: dict[str, Any] | None = None
-               ) -> Iterator[tuple[int | None, int, bytes]]:
+               storage_options: dict[str, Any] | None = None, cap: int | None = None
+               ) -> Iterator[tuple[int | None, int, bytes | None]]:
     """Yield ``(line number or None, byte offset, line)`` of a (possibly compressed) file, or of
     the byte range ``[start, end)`` of an uncompressed one. A truncated or corrupt compressed
-    stream ends the shard early with a quarantine record instead of failing it."""
+    stream ends the shard early with a quarantine record instead of failing it. A line longer
+    than ``cap`` bytes is skipped without being held, quarantined as ``too_large`` and yielded
+    as ``None``. A UTF-8 byte order mark at the start of the file is dropped (offsets still
+    count it)."""
+    cap = ctx.max_doc_bytes if cap is None else cap
     if start is not None:
-        with fsspec.open(path, "rb", **(storage_options or {})) as fh:
-            pos = start
-            if start > 0:
+        with fsspec.open(path, "rb", **(storage_options or {})) as raw:
+            fh = line_reader(raw)
+            # the line holding byte start-1 belongs to the previous shard: read past it
+            first = start > 0
+            if first:
                 fh.seek(start - 1)
-                pos = start - 1 + len(fh.readline())
-            while pos < (end or 0):
-                line = fh.readline()
-                if not line:
-                    break
-                yield None, pos, line
-                pos += len(line)
+            for off, line, n in iter_capped_lines(fh, cap, start - 1 if first else 0, end or 0):
+                if first:
+                    first = False
+                    continue
+                if off == 0 and line is not None and line.startswith(_BOM):
+                    line = line[len(_BOM):]
+                if line is None:
+                    _too_large(ctx, path, None, off, n, cap)
+                yield None, off, line
         return
     lineno, pos = 0, 0
     try:
         with open_compressed_read(path) as fh:
-            for line in fh:
+            for off, line, n in iter_capped_lines(line_reader(fh), cap):
                 lineno += 1
-                yield lineno, pos, line
-                pos += len(line)
+                if off == 0 and line is not None and line.startswith(_BOM):
+                    line = line[len(_BOM):]
+                if line is None:
+                    _too_large(ctx, path, lineno, off, n, cap)
+                yield lineno, off, line
+                pos = off + n
     except FileNotFoundError as e:
         raise InputError(f"{path}: file not found") from e
     except CORRUPT_STREAM_ERRORS as e:
         ctx.quarantine(b"", "truncated or corrupt compressed file",
                        detail=f"after line {lineno}: {type(e).__name__}: {e}", file=path,
                        line=lineno + 1, offset=pos)
+
+
+_BOM = b"\xef\xbb\xbf"
+
+
+def _too_large(ctx: ShardContext, path: str, lineno: int | None, offset: int, n: int,
+               cap: int) -> None:
+    ctx.quarantine(b"", TOO_LARGE, detail=f"line of {n} bytes > max_doc_mb ({cap} bytes), "
+                   "skipped without being read whole", file=path, line=lineno, offset=offset)
 
 
 class WriteJsonl(ShardStage):

@@ -5,13 +5,18 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, Literal
 
 from curator.core.context import ShardContext, StageContext
 from curator.core.document import Document
 from curator.core.stage import ShardSpec, ShardStage, Source
 from curator.io.atomic import atomic_open
-from curator.io.jsonl import expand_paths
+from curator.io.jsonl import expand_paths, relative_names, set_source
+from curator.io.limits import TOO_LARGE
+
+
+def utf8_len(text: str) -> int:
+    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
 
 
 class ReadParquet(Source):
@@ -21,26 +26,33 @@ class ReadParquet(Source):
 
     def __init__(self, paths: str | list[str], text_field: str = "text", id_field: str = "id",
                  source: str | None = None, row_groups_per_shard: int = 8,
-                 storage_options: dict[str, Any] | None = None) -> None:
+                 storage_options: dict[str, Any] | None = None,
+                 ids: Literal["keep", "rewrite"] = "keep",
+                 max_doc_mb: float | None = None) -> None:
         self.paths = paths
         self.text_field = text_field
         self.id_field = id_field
         self.source = source
         self.row_groups_per_shard = max(1, row_groups_per_shard)
         self.storage_options = storage_options or {}
+        self.ids = ids
+        if max_doc_mb is not None and max_doc_mb <= 0:
+            raise ValueError("max_doc_mb must be positive")
+        self.max_doc_mb = max_doc_mb
 
     def shards(self, ctx: StageContext) -> list[ShardSpec]:
         import fsspec
         import pyarrow.parquet as pq
 
         specs: list[ShardSpec] = []
-        for path in expand_paths(self.paths, self.storage_options, f"{ctx.stage_id}.paths"):
+        files = expand_paths(self.paths, self.storage_options, f"{ctx.stage_id}.paths")
+        for path, rel in zip(files, relative_names(files), strict=True):
             with fsspec.open(path, "rb", **self.storage_options) as fh:
                 n = pq.ParquetFile(fh).metadata.num_row_groups
             for start in range(0, max(n, 1), self.row_groups_per_shard):
                 groups = list(range(start, min(start + self.row_groups_per_shard, n)))
                 specs.append(ShardSpec(ctx.shard_name(len(specs)),
-                                       {"path": path, "row_groups": groups}))
+                                       {"path": path, "rel": rel, "row_groups": groups}))
         return specs
 
     def read(self, shard: ShardSpec, ctx: ShardContext) -> Iterator[Document]:
@@ -49,11 +61,16 @@ class ReadParquet(Source):
 
         path = shard.data["path"]
         base = os.path.basename(path)
+        rel = shard.data.get("rel", base)
         source = self.source or ctx.stage_id
+        explicit = self.source is not None
+        cap = ctx.doc_cap(self.max_doc_mb)
         with fsspec.open(path, "rb", **self.storage_options) as fh:
             pf = pq.ParquetFile(fh)
             row = 0
             for g in shard.data["row_groups"]:
+                # A row group is read whole (Parquet's unit): memory is bounded by the row
+                # group sizes the writer chose; each text is then held to the cap.
                 for rec in pf.read_row_group(g).to_pylist():
                     try:
                         doc = Document.from_flat(rec, id_field=self.id_field,
@@ -65,7 +82,15 @@ class ReadParquet(Source):
                         continue
                     finally:
                         row += 1
-                    doc.meta.setdefault("source", source)
+                    if len(doc.text) > cap // 4 and utf8_len(doc.text) > cap:
+                        ctx.quarantine({"id": doc.id}, TOO_LARGE, file=path, row_group=g,
+                                       row=row - 1, detail=f"text of {utf8_len(doc.text)} "
+                                       f"bytes > max_doc_mb ({cap} bytes)")
+                        continue
+                    if self.ids == "rewrite":
+                        doc.meta["original_id"] = doc.id
+                        doc.id = f"{source}/{rel}:{g}:{row - 1}"
+                    set_source(doc, source, explicit, ctx)
                     yield doc
 
 

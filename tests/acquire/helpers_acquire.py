@@ -119,7 +119,7 @@ class Mirror:
 # -- running pipelines in-process -----------------------------------------------------------------
 
 def run_pipeline(work_dir: str, stages: list[dict[str, Any]],
-                 executor: dict[str, Any] | None = None) -> dict[str, Any]:
+                 executor: dict[str, Any] | None = None, **top: Any) -> dict[str, Any]:
     """Run a pipeline given as a stage list in this process; return the run summary."""
     import yaml
 
@@ -128,7 +128,8 @@ def run_pipeline(work_dir: str, stages: list[dict[str, Any]],
     from curator.core.runner import Runner
 
     text = yaml.safe_dump({"name": "t", "work_dir": work_dir,
-                           "executor": executor or {"type": "local"}, "stages": stages})
+                           "executor": executor or {"type": "local"}, "stages": stages,
+                           **top})
     pipe = pl.loads(text)
     with make_executor(pipe.config.executor) as ex:
         return Runner(pipe, ex).run()
@@ -300,8 +301,16 @@ class GzBooks(DownloadSource):
         return [f"{self.base_url}/{i}.txt.gz" for i in range(self.first, self.first + self.count)]
 
     def iterate(self, path: str, ctx: Any) -> Any:
-        with gzip.open(path, "rt", encoding="utf-8", errors="replace") as f:
-            yield {"book": os.path.basename(path).split(".")[0], "text": f.read()}
+        from curator.io.limits import TOO_LARGE, TooLarge, read_capped
+
+        with gzip.open(path, "rb") as f:
+            try:  # never hold more than the run's max_doc_mb of one book
+                data = read_capped(f, ctx.max_doc_bytes)
+            except TooLarge as e:
+                ctx.quarantine({"file": path}, TOO_LARGE, detail=str(e), file=path)
+                return
+        yield {"book": os.path.basename(path).split(".")[0],
+               "text": data.decode("utf-8", "replace")}
 
     def extract(self, record: dict[str, Any], ctx: Any) -> Document:
         start = record["text"].index("*** START OF")  # ValueError -> quarantined

@@ -151,19 +151,21 @@ def test_wikipedia_on_sample_matches_independent_parse(tmp_path) -> None:
 def test_custom_source_api(tmp_path, mirror) -> None:
     for i, body in [(1, "header\n*** START OF BOOK ONE ***\nIt was a dark night."),
                     (2, "no start marker here"),
-                    (3, "x\n*** START OF BOOK THREE ***\nThe end.")]:
+                    (3, "x\n*** START OF BOOK THREE ***\nThe end."),
+                    (4, "*** START OF A HUGE BOOK ***\n" + "word " * 300_000)]:
         with open(os.path.join(mirror.root, f"{i}.txt.gz"), "wb") as f:
             f.write(gzip.compress(body.encode()))
     mirror.faults["3.txt.gz"] = ["500"]
     work = str(tmp_path / "w")
     summary = run_pipeline(work, [{"helpers_acquire:GzBooks": {
-        "base_url": mirror.url, "count": 3}, "id": "books"}])
+        "base_url": mirror.url, "count": 4}, "id": "books"}], max_doc_mb=1)
     docs = read_output(summary, "books")
     assert [d.id for d in docs] == ["gutenberg:1", "gutenberg:3"]
     assert docs[0].text == "*** START OF BOOK ONE ***\nIt was a dark night."
     assert docs[0].meta["source"] == "books"
     q = read_side(work, "quarantine", "books")
-    assert len(q) == 1 and q[0]["reason"].startswith("extract failed: ValueError")
+    assert sorted(r["reason"].split(":")[0] for r in q) == ["extract failed", "too_large"]
+    assert any(r["reason"].startswith("extract failed: ValueError") for r in q)
     assert stage_stats(summary, "books")["counters"]["download_retries"] == 1
 
 

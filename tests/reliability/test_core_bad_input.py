@@ -9,8 +9,8 @@ from helpers_core import run_cli
 from curator.io.shards import read_records
 
 
-def run(tmp_path, stages: str, check=True):
-    (tmp_path / "p.yaml").write_text(f"name: bad\nwork_dir: w\nstages:\n{stages}")
+def run(tmp_path, stages: str, check=True, top: str = ""):
+    (tmp_path / "p.yaml").write_text(f"name: bad\nwork_dir: w\n{top}stages:\n{stages}")
     return run_cli("run", "p.yaml", cwd=tmp_path, check=check)
 
 
@@ -38,11 +38,18 @@ def test_empty_corpus_flows_through_global_stages(tmp_path):
 
 
 def test_fifty_megabyte_document_is_processed_whole(tmp_path):
+    """Above the default cap (32 MB) it is quarantined too_large; a raised run-wide
+    ``max_doc_mb`` keeps it whole."""
     big = "word " * (10 * 1024 * 1024)  # 50 MiB of text in one JSONL line
     with open(tmp_path / "in.jsonl", "w") as f:
         f.write(json.dumps({"id": "small", "text": "tiny doc"}) + "\n")
         f.write(json.dumps({"id": "huge", "text": big}) + "\n")
-    run(tmp_path, "  - read_jsonl: {paths: in.jsonl}\n  - helpers_core:min_words: {n: 2}\n")
+    stages = "  - read_jsonl: {paths: in.jsonl}\n  - helpers_core:min_words: {n: 2}\n"
+    run(tmp_path, stages)
+    rep = report(tmp_path)
+    assert rep["min_words"]["docs_out"] == 1
+    assert rep["read_jsonl"]["quarantined"] == {"too_large": 1}
+    run(tmp_path, stages, top="max_doc_mb: 64\n")
     rep = report(tmp_path)
     assert rep["min_words"]["docs_out"] == 2
     assert rep["min_words"]["bytes_out"] == len(big) + len("tiny doc")

@@ -329,6 +329,19 @@ def _fields_for(e: ValidationError, loc: tuple[Any, ...]) -> list[str]:
     return []
 
 
+def _load_bounded(text: str, source: str) -> Any:
+    """``yaml.safe_load`` that refuses alias bombs (:func:`_check_expanded_size`)."""
+    loader = yaml.SafeLoader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        _check_expanded_size(node, source)
+        return loader.construct_document(node)
+    finally:
+        loader.dispose()
+
+
 def _check_expanded_size(root: yaml.Node, source: str) -> None:
     """Count the nodes ``root`` stands for with aliases expanded, each shared node once
     (memoised), so the check costs the size of the file, not of the expansion. Refuses a
@@ -392,9 +405,11 @@ def _apply_override(data: dict[str, Any], ov: str, source: str) -> None:
         raise ConfigError(f"--set {ov}: expected KEY.PATH=VALUE")
     key, raw = ov.split("=", 1)
     try:
-        value = yaml.safe_load(raw) if raw else ""
+        value = _load_bounded(raw, f"--set {key}") if raw else ""
     except yaml.YAMLError:
         value = raw
+    except RecursionError:
+        raise ConfigError(f"--set {key}: value nested too deeply") from None
     parts = key.split(".")
     cur: Any = data
     if parts[0] == "stages" and len(parts) >= 3 and isinstance(data.get("stages"), list):

@@ -49,6 +49,17 @@ def test_alias_bomb_fails_in_one_line_under_a_memory_limit(tmp_path):
     assert "alias" in lines[0] and "1,000,000" in lines[0]
 
 
+def test_alias_bomb_in_an_override_is_refused():
+    expr = "&x0 [l, l, l, l, l, l, l, l, l]"
+    for i in range(1, 9):
+        expr = f"&x{i} [{expr}, " + ", ".join([f"*x{i - 1}"] * 8) + "]"
+    with pytest.raises(ConfigError) as e:
+        pl.loads("name: o\nwork_dir: w\nstages:\n  - read_jsonl: {paths: a.jsonl}\n",
+                 source="o.yaml", overrides=[f"stages.read_jsonl.paths={expr}"])
+    assert str(e.value).startswith("--set stages.read_jsonl.paths:1: invalid YAML:")
+    assert "alias" in str(e.value)
+
+
 def test_a_few_aliases_are_still_fine():
     pipe = pl.loads(textwrap.dedent("""\
         name: ok

@@ -161,13 +161,22 @@ def test_console_script_finds_modules_in_the_current_directory(tmp_path):
 
 @pytest.mark.skipif(not CURATOR_BIN.exists(), reason="console script not installed")
 def test_console_script_finds_modules_next_to_the_pipeline_file(tmp_path):
+    """From another directory, on Dask: the spawned workers import my_pkg too."""
     proj = _project(tmp_path)
     other = tmp_path / "elsewhere"
     other.mkdir()
+    (proj / "p.yaml").write_text((proj / "p.yaml").read_text().replace(
+        "paths: a.jsonl", f"paths: {proj / 'a.jsonl'}"))
     r = subprocess.run([str(CURATOR_BIN), "validate", str(proj / "p.yaml")], cwd=other,
                        env=_console_env(), capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr[-3000:]
     assert "imports: my_pkg.filters" in r.stdout
+    r = subprocess.run([str(CURATOR_BIN), "run", str(proj / "p.yaml"), "--executor", "dask",
+                        "--workers", "1"], cwd=other, env=_console_env(), capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    kept = read_jsonl_dir(other / "w" / "out")
+    assert kept and all(len(d["text"].split()) >= 20 for d in kept)
 
 
 @pytest.mark.skipif(not CURATOR_BIN.exists(), reason="console script not installed")

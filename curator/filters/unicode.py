@@ -25,6 +25,9 @@ def fix_character_width(text: str) -> str:
 
 #: ASCII characters ftfy may change: controls other than tab/newline (\r included), DEL.
 _CTRL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+#: Characters ftfy's width fixing changes: the half-width and full-width forms block, and
+#: the ideographic space.
+_WIDTH = re.compile("[\u3000\uff01-\uffef]")
 #: Han, kana, Hangul, bopomofo, CJK radicals/symbols/punctuation, compatibility ideographs
 #: and the supplementary ideograph planes. Full-width Latin (U+FF01-FF5E) is not in it.
 CJK = re.compile("[\u2e80-\u2fdf\u3000-\u30ff\u3100-\u31ff\u3400-\u4dbf\u4e00-\u9fff"
@@ -73,14 +76,14 @@ class FixUnicode(ShardStage):
         per_doc = self.width == "non_cjk"
         if per_doc:  # decided on the repaired text: mojibake of Chinese has no CJK in it yet
             config = config._replace(fix_character_width=False)
-        fix, cjk, narrow = ftfy.fix_text, CJK.search, fix_character_width
+        fix, cjk, wide, narrow = ftfy.fix_text, CJK.search, _WIDTH.search, fix_character_width
         for doc in docs:
             text = doc.text
             if text.isascii() and "&" not in text and not _CTRL.search(text):
                 yield doc  # fast path: clean ASCII has nothing ftfy would change
                 continue
             fixed = fix(text, config)
-            if per_doc:
+            if per_doc and wide(fixed):
                 if cjk(fixed):
                     ctx.count("fix_unicode:cjk_width_kept")
                 else:

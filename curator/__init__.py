@@ -4,6 +4,7 @@ The public API is deliberately small::
 
     from curator import Document, Filter, Modifier, BatchStage, ShardStage, GlobalStage, Source
     from curator import filter, modifier   # decorators for plain functions
+    from curator import run, load, RunResult   # run or validate a pipeline file from Python
 """
 
 from curator.core.document import Document
@@ -23,12 +24,15 @@ from curator.core.stage import (
 
 __version__ = "0.1.0"
 
+from curator.api import RunResult, load, run  # after __version__: core modules import it
+
 __all__ = [
     "BatchStage",
     "Document",
     "Filter",
     "GlobalStage",
     "Modifier",
+    "RunResult",
     "Shard",
     "ShardSpec",
     "ShardStage",
@@ -36,5 +40,7 @@ __all__ = [
     "Stage",
     "__version__",
     "filter",
+    "load",
     "modifier",
+    "run",
 ]

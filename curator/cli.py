@@ -57,6 +57,8 @@ def cmd_run(args: argparse.Namespace) -> int:
                 log(f"pipeline '{pipe.config.name}': {len(pipe.nodes)} stages, executor "
                     f"{ex.kind} ({ex.size} worker{'s' if ex.size != 1 else ''}), "
                     f"work_dir {pipe.work_dir}")
+                if pipe.imported_modules():
+                    log(_imports_line(pipe))
             summary = Runner(pipe, ex, log=log, lock=lock).run()
             if ex.is_root:
                 last = summary["stages"][-1]
@@ -94,7 +96,38 @@ def cmd_validate(args: argparse.Namespace) -> int:
     for n in pipe.nodes:
         arrow = f" <- {', '.join(n.inputs)}" if n.inputs else ""
         print(f"  {n.id} ({n.stage.name}, {n.stage.kind}){arrow}")
+    if pipe.imported_modules():
+        print(_imports_line(pipe))
     return 0
+
+
+def _imports_line(pipe: object) -> str:
+    """``imports: my_pkg.filters (custom stage: too_many_emojis), ...``: the code outside
+    curator that loading this pipeline ran (docs/pipeline-yaml.md, "A pipeline file is code")."""
+    by_mod: dict[str, list[str]] = {}
+    for n in pipe.nodes:  # type: ignore[attr-defined]
+        by_mod.setdefault(type(n.stage).__module__, []).append(n.id)
+    parts = [f"{m} (custom stage: {', '.join(by_mod[m])})"
+             for m in pipe.imported_modules()]  # type: ignore[attr-defined]
+    return "imports: " + ", ".join(parts)
+
+
+def add_import_paths(pipeline_file: str | None = None) -> list[str]:
+    """Let pipelines name modules in the current directory (and next to the pipeline file)
+    by dotted path, with the ``curator`` command as with ``python -m curator``. The folders
+    go at the end of ``sys.path``: they cannot shadow the standard library or installed
+    packages. Returns the folders added."""
+    added = []
+    dirs = [os.getcwd()]
+    if pipeline_file:
+        dirs.append(os.path.dirname(os.path.abspath(pipeline_file)))
+    present = {os.path.abspath(p or os.curdir) for p in sys.path}
+    for d in dirs:
+        if d not in present:
+            sys.path.append(d)
+            present.add(d)
+            added.append(d)
+    return added
 
 
 def cmd_stages(args: argparse.Namespace) -> int:
@@ -174,6 +207,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    add_import_paths(getattr(args, "file", None))
     try:
         return int(args.func(args) or 0)
     except CuratorError as e:

@@ -39,8 +39,10 @@ def cmd_train(args: argparse.Namespace) -> int:
                         continue
                     f = fho if _unit(args.seed, doc_id) < args.holdout else ftr
                     f.write(f"{label} {t}\n")
+        sizes = {k: v for k, v in (("dim", args.dim), ("bucket", args.bucket)) if v}
         result = train_from_parts([tr], [ho], work, epoch=args.epoch, lr=args.lr,
-                                  dim=args.dim, word_ngrams=args.word_ngrams, seed=args.seed,
+                                  word_ngrams=args.word_ngrams, seed=args.seed,
+                                  quantize=args.quantize, **sizes,
                                   max_docs_per_label=args.max_docs_per_label)
         os.replace(result["model"], out)
     finally:
@@ -62,7 +64,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--max-docs-per-label", type=int, default=200_000)
     p.add_argument("--epoch", type=int, default=5)
     p.add_argument("--lr", type=float, default=0.5)
-    p.add_argument("--dim", type=int, default=64)
+    p.add_argument("--dim", type=int, help="vector size (default 16)")
+    p.add_argument("--bucket", type=int,
+                   help="hash rows for word n-grams (default 100000; fastText's own default, "
+                        "2000000, makes a model of ~512 MB at dim 64)")
+    p.add_argument("--quantize", action="store_true",
+                   help="product-quantize the model (about 8x smaller, slower to train)")
     p.add_argument("--word-ngrams", type=int, default=2)
     p.add_argument("--seed", type=int, default=0)
     p.set_defaults(func=cmd_train)

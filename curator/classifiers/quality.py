@@ -16,10 +16,13 @@ appendix A: alpha = 9), which keeps mostly high scores and some low ones.
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import os
 import random
 import re
 import shutil
+import threading
 from collections.abc import Iterable, Iterator
 from typing import Any, Literal
 
@@ -57,23 +60,72 @@ def load_model(path: str) -> Any:
     return load_fasttext(path, "quality model")
 
 
+#: Defaults that keep a model a few MB: rows = words + bucket, dim floats each
+#: (bench/quality_model_size.py measures them against fastText's 2M x 64).
+DEFAULT_BUCKET = 100_000
+DEFAULT_DIM = 16
+#: fastText's own ``bucket`` default for word n-grams: 2M rows x dim 64 x 4 bytes = 512 MB
+#: whatever the amount of training data.
+FASTTEXT_BUCKET = 2_000_000
+
+
+_MALLOC_LOCK = threading.Lock()
+_M_PERTURB = -6  # glibc mallopt parameter
+
+
+@contextlib.contextmanager
+def _zeroed_allocations() -> Iterator[None]:
+    """Make malloc hand out zeroed memory while fastText builds its model.
+
+    fastText initialises only the first tenth of its input matrix when ``thread`` < 10 and
+    relies on the rest being zero; the ``fasttext-numpy2`` build allocates it uninitialised,
+    so with a matrix small enough to come from reused heap memory (``bucket`` below a few
+    hundred thousand) training read garbage: different models from the same seed, and
+    "Encountered NaN" in about half the runs. glibc's ``M_PERTURB`` fills each new allocation
+    with the complement of the given byte (0xFF -> zeros), restoring the upstream behaviour.
+    Elsewhere than glibc this does nothing.
+    """
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        mallopt = libc.mallopt
+    except (OSError, AttributeError):
+        yield
+        return
+    with _MALLOC_LOCK:
+        mallopt(_M_PERTURB, 0xFF)
+        try:
+            yield
+        finally:
+            mallopt(_M_PERTURB, 0)
+
+
 def train_fasttext(train_file: str, model_path: str, *, epoch: int = 5, lr: float = 0.5,
                    dim: int = 64, word_ngrams: int = 2, min_count: int = 1,
+                   bucket: int = FASTTEXT_BUCKET, quantize: bool = False,
                    seed: int = 0) -> None:
-    """Train a supervised fastText model on a ``__label__x text`` file; save atomically.
+    """Train a supervised fastText model on a ``__label__x text`` file; save it once,
+    atomically (quantized in memory first when ``quantize``).
 
-    ``word_ngrams >= 2`` also avoids fastText's "Encountered NaN" on small data sets.
+    ``word_ngrams >= 2`` also avoids fastText's "Encountered NaN" on small data sets. The
+    input matrix has one row per word plus ``bucket`` rows for hashed n-grams, ``dim`` floats
+    each; quantization (product quantization, 2 dimensions per byte, norms kept) divides
+    that by about 8.
     """
     import fasttext
 
-    model = fasttext.train_supervised(
-        input=train_file, epoch=epoch, lr=lr, dim=dim, wordNgrams=word_ngrams,
-        minCount=min_count, thread=1, seed=seed, verbose=0, loss="softmax")
+    with _zeroed_allocations():
+        model = fasttext.train_supervised(
+            input=train_file, epoch=epoch, lr=lr, dim=dim, wordNgrams=word_ngrams,
+            minCount=min_count, bucket=bucket if word_ngrams > 1 else 0, thread=1, seed=seed,
+            verbose=0, loss="softmax")
+    if quantize:
+        model.quantize(input=train_file, qnorm=True, retrain=False, thread=1, verbose=0)
     # fastText does not check its writes (a model cut short by a full disk "saves" and even
-    # loads): the file must have the size the model implies before it is published
+    # loads): the file must have the size the model implies before it is published (the
+    # size of a quantized model's file is not derived here; it is small and read back later)
     from curator.io.native import fasttext_model_size, save_checked
 
-    save_checked(model.save_model, model_path, fasttext_model_size(model))
+    save_checked(model.save_model, model_path, None if quantize else fasttext_model_size(model))
 
 
 def hq_scores(model: Any, texts: list[str]) -> np.ndarray:
@@ -169,13 +221,15 @@ class _Train:
         return train_from_parts([p["train"] for p in parts], [p["holdout"] for p in parts],
                                 self.out_dir, epoch=st.epoch, lr=st.lr, dim=st.dim,
                                 word_ngrams=st.word_ngrams, min_count=st.min_count,
+                                bucket=st.bucket, quantize=st.quantize,
                                 seed=st.seed, balance=st.balance,
                                 max_docs_per_label=st.max_docs_per_label)
 
 
 def train_from_parts(train_parts: list[str], holdout_parts: list[str], out_dir: str, *,
-                     epoch: int = 5, lr: float = 0.5, dim: int = 64, word_ngrams: int = 2,
-                     min_count: int = 1, seed: int = 0, balance: bool = True,
+                     epoch: int = 5, lr: float = 0.5, dim: int = DEFAULT_DIM,
+                     word_ngrams: int = 2, min_count: int = 1, bucket: int = DEFAULT_BUCKET,
+                     quantize: bool = False, seed: int = 0, balance: bool = True,
                      max_docs_per_label: int = 200_000) -> dict[str, Any]:
     """Merge labelled line files, balance classes, train and evaluate; returns model path
     and metrics. Deterministic for a given seed and input."""
@@ -220,16 +274,18 @@ def train_from_parts(train_parts: list[str], holdout_parts: list[str], out_dir: 
         for p in holdout_parts:
             with open(p, "rb") as src:
                 shutil.copyfileobj(src, f)
-    model_path = os.path.join(out_dir, "quality.bin")
+    model_path = os.path.join(out_dir, "quality.ftz" if quantize else "quality.bin")
     train_fasttext(train_file, model_path, epoch=epoch, lr=lr, dim=dim,
-                   word_ngrams=word_ngrams, min_count=min_count, seed=seed)
+                   word_ngrams=word_ngrams, min_count=min_count, bucket=bucket,
+                   quantize=quantize, seed=seed)
     _MODELS.pop(model_path, None)
     from curator.filters import langid
 
     langid._MODELS.pop(model_path, None)  # a retrained file must be reloaded
     metrics = evaluate(model_path, holdout_file)
-    metrics.update(train_hq=counts[HQ], train_lq=counts[LQ])
-    return {"model": model_path, "model_bytes": os.path.getsize(model_path), "metrics": metrics}
+    size = os.path.getsize(model_path)
+    metrics.update(train_hq=counts[HQ], train_lq=counts[LQ], model_bytes=size)
+    return {"model": model_path, "model_bytes": size, "metrics": metrics}
 
 
 class TrainQualityClassifier(GlobalStage):
@@ -241,7 +297,8 @@ class TrainQualityClassifier(GlobalStage):
     def __init__(self, positive_sources: list[str], negative_sources: list[str] | None = None,
                  holdout: float = 0.1, max_docs_per_label: int = 200_000, balance: bool = True,
                  min_words: int = 5, max_chars: int = 20_000, epoch: int = 5,
-                 lr: float = 0.5, dim: int = 64, word_ngrams: int = 2, min_count: int = 1,
+                 lr: float = 0.5, dim: int = DEFAULT_DIM, word_ngrams: int = 2,
+                 min_count: int = 1, bucket: int = DEFAULT_BUCKET, quantize: bool = False,
                  seed: int = 0, output: Literal["negatives", "all"] = "negatives") -> None:
         if not positive_sources:
             raise ConfigError("train_quality_classifier.positive_sources: name at least one "
@@ -254,6 +311,9 @@ class TrainQualityClassifier(GlobalStage):
         self.min_words, self.max_chars = min_words, max_chars
         self.epoch, self.lr, self.dim = epoch, lr, dim
         self.word_ngrams, self.min_count, self.seed = word_ngrams, min_count, seed
+        if bucket < 1 or dim < 1:
+            raise ConfigError("train_quality_classifier: bucket and dim must be positive")
+        self.bucket, self.quantize = bucket, quantize
         self.output = output
 
     def label(self, doc: Document) -> str | None:
@@ -281,10 +341,12 @@ class TrainQualityClassifier(GlobalStage):
         ctx.artifacts["report_tables"] = [{
             "title": "Quality classifier (held-out, hq label)",
             "columns": ["train hq", "train lq", "held-out docs", "precision", "recall", "f1",
-                        "accuracy"],
+                        "accuracy", "model MB"],
             "rows": [[m.get("train_hq"), m.get("train_lq"), m.get("holdout_docs"),
-                      m.get("precision"), m.get("recall"), m.get("f1"), m.get("accuracy")]],
+                      m.get("precision"), m.get("recall"), m.get("f1"), m.get("accuracy"),
+                      round(result["model_bytes"] / 1e6, 2)]],
         }]
+        ctx.count("quality_train:model_bytes", result["model_bytes"])
         labels = [f"{i / 10:.1f}-{(i + 1) / 10:.1f}" for i in range(10)]
         ctx.artifacts["report_histograms"] = [
             {"title": f"held-out P(hq) of {name} documents", "series": name, "labels": labels,

@@ -78,11 +78,16 @@ class StageContext:
             return path
         full = os.path.normpath(os.path.join(self.work_dir, path))
         root = os.path.normpath(self.work_dir)
-        if full != root and not full.startswith(root + os.sep):
-            raise ConfigError(
-                f"stage '{self.stage_id}': output path '{path}' escapes work_dir; "
-                "give an absolute path to write outside it"
-            )
+        # Both spellings are checked: '..' in the path, and symlinks inside work_dir that
+        # lead out of it (the resolved path; work_dir itself may be a symlink).
+        real, real_root = os.path.realpath(full), os.path.realpath(root)
+        for p, r in ((full, root), (real, real_root)):
+            if p != r and not p.startswith(r.rstrip(os.sep) + os.sep):
+                via = f" (through a symlink, to {real})" if p is real else ""
+                raise ConfigError(
+                    f"stage '{self.stage_id}': output path '{path}' escapes work_dir{via}; "
+                    "give an absolute path to write outside it"
+                )
         return full
 
 

@@ -121,6 +121,13 @@ class Pipeline:
                 return n
         raise KeyError(stage_id)
 
+    def imported_modules(self) -> list[str]:
+        """Modules outside curator that this pipeline imported for its stages (dotted paths
+        such as ``my_pkg.filters:too_many_emojis``): importing a module runs its code, so
+        ``curator validate`` and ``curator run`` name them."""
+        mods = {type(n.stage).__module__ for n in self.nodes}
+        return sorted(m for m in mods if m != "curator" and not m.startswith("curator."))
+
     def ancestors(self, stage_id: str) -> list[str]:
         """Upstream stage ids, nearest first (breadth-first)."""
         seen: list[str] = []
@@ -160,15 +167,29 @@ def load(path: str, overrides: list[str] | None = None) -> Pipeline:
     return loads(text, source=path, overrides=env_overrides() + list(overrides or []))
 
 
+#: Most YAML nodes a pipeline file may stand for once its aliases are expanded. Anchors and
+#: aliases share nodes, so 700 bytes can stand for billions ("billion laughs"); everything
+#: that walks the data (line lookup, validation, fingerprints) would then take that long.
+MAX_YAML_NODES = 1_000_000
+
+
 def loads(text: str, source: str = "<pipeline>", overrides: list[str] | None = None) -> Pipeline:
     try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
+        loader = yaml.SafeLoader(text)
+        try:
+            node = loader.get_single_node()
+            if node is not None:
+                _check_expanded_size(node, source)
+            data = loader.construct_document(node) if node is not None else None
+        finally:
+            loader.dispose()
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f"{source}:{mark.line + 1}" if mark else source
         problem = getattr(e, "problem", None) or str(e)
         raise ConfigError(f"{where}: invalid YAML: {problem}") from e
+    except RecursionError:
+        raise ConfigError(f"{source}: invalid YAML: nested too deeply") from None
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: a pipeline file must be a mapping with 'name', "
                           "'work_dir' and 'stages'")
@@ -335,17 +356,73 @@ def _fields_for(e: ValidationError, loc: tuple[Any, ...]) -> list[str]:
     return []
 
 
-def _collect_lines(node: yaml.Node, path: tuple[Any, ...], out: dict[tuple[Any, ...], int]
-                   ) -> None:
+def _load_bounded(text: str, source: str) -> Any:
+    """``yaml.safe_load`` that refuses alias bombs (:func:`_check_expanded_size`)."""
+    loader = yaml.SafeLoader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        _check_expanded_size(node, source)
+        return loader.construct_document(node)
+    finally:
+        loader.dispose()
+
+
+def _check_expanded_size(root: yaml.Node, source: str) -> None:
+    """Count the nodes ``root`` stands for with aliases expanded, each shared node once
+    (memoised), so the check costs the size of the file, not of the expansion. Refuses a
+    recursive alias and an expansion above :data:`MAX_YAML_NODES`."""
+    sizes: dict[int, int] = {}
+    active: set[int] = set()
+
+    def size(node: yaml.Node) -> int:
+        key = id(node)
+        if key in sizes:
+            return sizes[key]
+        if key in active:
+            raise ConfigError(f"{source}:{node.start_mark.line + 1}: invalid YAML: an alias "
+                              "refers to a node that contains it (recursive alias)")
+        active.add(key)
+        n = 1
+        if isinstance(node, yaml.MappingNode):
+            for k, v in node.value:
+                n += size(k) + size(v)
+                if n > MAX_YAML_NODES:
+                    break
+        elif isinstance(node, yaml.SequenceNode):
+            for v in node.value:
+                n += size(v)
+                if n > MAX_YAML_NODES:
+                    break
+        active.discard(key)
+        if n > MAX_YAML_NODES:
+            raise ConfigError(
+                f"{source}:{node.start_mark.line + 1}: invalid YAML: its aliases expand to "
+                f"more than {MAX_YAML_NODES:,} values (an alias bomb?); refusing to load it")
+        sizes[key] = n
+        return n
+
+    size(root)
+
+
+def _collect_lines(node: yaml.Node, path: tuple[Any, ...], out: dict[tuple[Any, ...], int],
+                   seen: set[int] | None = None) -> None:
+    """Line of each key path. A node reached again through an alias is not walked again:
+    paths under it fall back to the alias's own line."""
     out.setdefault(path, node.start_mark.line + 1)
+    seen = set() if seen is None else seen
+    if id(node) in seen:
+        return
+    seen.add(id(node))
     if isinstance(node, yaml.MappingNode):
         for k, v in node.value:
             key = k.value
             out[path + (key,)] = k.start_mark.line + 1
-            _collect_lines(v, path + (key,), out)
+            _collect_lines(v, path + (key,), out, seen)
     elif isinstance(node, yaml.SequenceNode):
         for i, v in enumerate(node.value):
-            _collect_lines(v, path + (i,), out)
+            _collect_lines(v, path + (i,), out, seen)
 
 
 def _apply_override(data: dict[str, Any], ov: str, source: str) -> None:
@@ -355,9 +432,11 @@ def _apply_override(data: dict[str, Any], ov: str, source: str) -> None:
         raise ConfigError(f"--set {ov}: expected KEY.PATH=VALUE")
     key, raw = ov.split("=", 1)
     try:
-        value = yaml.safe_load(raw) if raw else ""
+        value = _load_bounded(raw, f"--set {key}") if raw else ""
     except yaml.YAMLError:
         value = raw
+    except RecursionError:
+        raise ConfigError(f"--set {key}: value nested too deeply") from None
     parts = key.split(".")
     cur: Any = data
     if parts[0] == "stages" and len(parts) >= 3 and isinstance(data.get("stages"), list):

@@ -269,10 +269,25 @@ class GlobalStage(Stage):
 # -- decorators for the common case: a plain function -------------------------------------
 
 
+class _FunctionStageType(type):
+    """Metaclass of decorated functions: the stage class is also still the function.
+    ``my_filter(doc)`` (a positional argument, or the first parameter by name) calls the
+    function as written; keyword parameters alone build the stage, as the pipeline does."""
+
+    function: Callable[..., Any]
+    _first: str
+
+    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        if args or cls._first in kwargs:
+            return cls.function(*args, **kwargs)
+        return super().__call__(**kwargs)
+
+
 def filter(fn: Callable[..., bool] | None = None, *, name: str | None = None) -> Any:
     """Turn ``fn(doc, **params) -> bool`` (True keeps) into a :class:`Filter` stage class.
 
-    The function's keyword parameters become the stage's YAML parameters.
+    The function's keyword parameters become the stage's YAML parameters. The result can
+    still be called like the function: ``my_filter(doc, max_ratio=0.1)`` returns its bool.
     """
 
     def wrap(f: Callable[..., bool]) -> type[Filter]:
@@ -282,7 +297,8 @@ def filter(fn: Callable[..., bool] | None = None, *, name: str | None = None) ->
 
 
 def modifier(fn: Callable[..., Document | None] | None = None, *, name: str | None = None) -> Any:
-    """Turn ``fn(doc, **params) -> Document | None`` into a :class:`Modifier` stage class."""
+    """Turn ``fn(doc, **params) -> Document | None`` into a :class:`Modifier` stage class
+    (still callable like the function)."""
 
     def wrap(f: Callable[..., Document | None]) -> type[Modifier]:
         return _function_stage(f, Modifier, name, "modify")
@@ -292,6 +308,10 @@ def modifier(fn: Callable[..., Document | None] | None = None, *, name: str | No
 
 def _function_stage(f: Callable[..., Any], base: type, name: str | None, method: str) -> type:
     sig = inspect.signature(f, eval_str=True)
+    if not sig.parameters:
+        raise TypeError(f"@{'filter' if method == 'check' else 'modifier'} {f.__name__}: the "
+                        "function takes the document as its first parameter")
+    first = next(iter(sig.parameters))
     params = list(sig.parameters.values())[1:]  # drop `doc`
     stage_name = name or f.__name__
 
@@ -317,12 +337,12 @@ def _function_stage(f: Callable[..., Any], base: type, name: str | None, method:
             return f(doc, **self.kwargs)
 
         body = {"modify": modify}
-    cls = type(
+    cls = _FunctionStageType(
         f.__name__,
         (base,),
         {"__init__": __init__, "name": stage_name, "__doc__": f.__doc__,
          "__module__": f.__module__, "__qualname__": f.__qualname__, "function": staticmethod(f),
-         **body},
+         "__wrapped__": staticmethod(f), "_first": first, **body},
     )
     return cls
 

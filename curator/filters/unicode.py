@@ -1,4 +1,10 @@
-"""Unicode repair with ftfy: mojibake, HTML entities, control characters, odd widths."""
+"""Unicode repair with ftfy: mojibake, HTML entities, control characters, odd widths.
+
+ftfy's width fixing maps every full-width form to its ASCII twin with NFKC, which is right for
+``ＦＵＬＬ ｗｉｄｔｈ`` in Latin text and wrong inside Chinese, Japanese or Korean, where
+full-width punctuation (``：，（）！？``, the ideographic space) is the norm: ``首都：北京``
+would become ``首都:北京``. So by default it runs only on documents without CJK characters.
+"""
 
 from __future__ import annotations
 
@@ -10,13 +16,28 @@ from curator.core.context import ShardContext
 from curator.core.document import Document
 from curator.core.stage import ShardStage
 
+
+def fix_character_width(text: str) -> str:
+    """ftfy's width fixing alone (full-width Latin to ASCII, half-width kana to full)."""
+    from ftfy.fixes import fix_character_width as ftfy_width
+
+    return ftfy_width(text)
+
 #: ASCII characters ftfy may change: controls other than tab/newline (\r included), DEL.
 _CTRL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+#: Characters ftfy's width fixing changes: the half-width and full-width forms block, and
+#: the ideographic space.
+_WIDTH = re.compile("[\u3000\uff01-\uffef]")
+#: Han, kana, Hangul, bopomofo, CJK radicals/symbols/punctuation, compatibility ideographs
+#: and the supplementary ideograph planes. Full-width Latin (U+FF01-FF5E) is not in it.
+CJK = re.compile("[\u2e80-\u2fdf\u3000-\u30ff\u3100-\u31ff\u3400-\u4dbf\u4e00-\u9fff"
+                 "\ua960-\ua97f\uac00-\ud7ff\uf900-\ufaff\U00020000-\U0003134f]")
 
 
 class FixUnicode(ShardStage):
-    """Repair broken Unicode with ftfy (fix_text); the options are ftfy's TextFixerConfig.
-    Counts changed documents as ``fix_unicode:changed``."""
+    """Repair broken Unicode with ftfy (fix_text); the options are ftfy's TextFixerConfig,
+    except that width fixing skips CJK documents by default. Counts changed documents as
+    ``fix_unicode:changed``."""
 
     name = "fix_unicode"
 
@@ -24,17 +45,25 @@ class FixUnicode(ShardStage):
                  remove_terminal_escapes: bool = True, restore_byte_a0: bool = True,
                  replace_lossy_sequences: bool = True, decode_inconsistent_utf8: bool = True,
                  fix_c1_controls: bool = True, fix_latin_ligatures: bool = True,
-                 fix_character_width: bool = True, uncurl_quotes: bool = False,
+                 fix_character_width: bool | Literal["non_cjk"] = "non_cjk",
+                 uncurl_quotes: bool = False,
                  fix_line_breaks: bool = True, fix_surrogates: bool = True,
                  remove_control_chars: bool = True,
                  normalization: Literal["NFC", "NFKC", "NFD", "NFKD"] | None = "NFC",
                  max_decode_length: int = 1_000_000) -> None:
+        if normalization in ("NFKC", "NFKD") and fix_character_width == "non_cjk":
+            # NFKC/NFKD themselves fold full-width forms; say so rather than half-promise.
+            raise ValueError(f"normalization {normalization} folds full-width CJK punctuation "
+                             "to ASCII in every document; set fix_character_width: true to "
+                             "accept that, or use NFC")
+        self.width = fix_character_width
         self.options = dict(
             fix_encoding=fix_encoding, unescape_html=unescape_html,
             remove_terminal_escapes=remove_terminal_escapes, restore_byte_a0=restore_byte_a0,
             replace_lossy_sequences=replace_lossy_sequences,
             decode_inconsistent_utf8=decode_inconsistent_utf8, fix_c1_controls=fix_c1_controls,
-            fix_latin_ligatures=fix_latin_ligatures, fix_character_width=fix_character_width,
+            fix_latin_ligatures=fix_latin_ligatures,
+            fix_character_width=fix_character_width is not False,
             uncurl_quotes=uncurl_quotes, fix_line_breaks=fix_line_breaks,
             fix_surrogates=fix_surrogates, remove_control_chars=remove_control_chars,
             normalization=normalization, max_decode_length=max_decode_length,
@@ -44,13 +73,21 @@ class FixUnicode(ShardStage):
         import ftfy
 
         config = ftfy.TextFixerConfig(explain=False, **self.options)  # type: ignore[arg-type]
-        fix = ftfy.fix_text
+        per_doc = self.width == "non_cjk"
+        if per_doc:  # decided on the repaired text: mojibake of Chinese has no CJK in it yet
+            config = config._replace(fix_character_width=False)
+        fix, cjk, wide, narrow = ftfy.fix_text, CJK.search, _WIDTH.search, fix_character_width
         for doc in docs:
             text = doc.text
             if text.isascii() and "&" not in text and not _CTRL.search(text):
                 yield doc  # fast path: clean ASCII has nothing ftfy would change
                 continue
             fixed = fix(text, config)
+            if per_doc and wide(fixed):
+                if cjk(fixed):
+                    ctx.count("fix_unicode:cjk_width_kept")
+                else:
+                    fixed = narrow(fixed)
             if fixed != text:
                 ctx.count("fix_unicode:changed")
                 doc.text = fixed

@@ -192,11 +192,43 @@ def train_bpe(stage: TrainTokenizer, texts: Iterator[str], out_dir: str) -> dict
             "merges_file": os.path.abspath(merges_file)}
 
 
+def _chunks(texts: Iterator[str], max_bytes: int) -> Iterator[str]:
+    """Documents cut into "sentences" of at most ``max_bytes`` UTF-8 bytes at line ends,
+    newlines kept inside (so ``\n`` is learned as a piece): SentencePiece silently drops a
+    sentence longer than ``max_sentence_length``. A longer line is cut at a character
+    boundary."""
+    for t in texts:
+        if len(t) * 4 <= max_bytes or len(t.encode("utf-8", "surrogatepass")) <= max_bytes:
+            if t:
+                yield t
+            continue
+        buf: list[str] = []
+        size = 0
+        for line in t.splitlines(keepends=True):
+            b = len(line.encode("utf-8", "surrogatepass"))
+            if size + b > max_bytes and buf:
+                yield "".join(buf)
+                buf, size = [], 0
+            if b > max_bytes:
+                step = max(1, max_bytes // 4)  # 4 bytes per character at most
+                for i in range(0, len(line), step):
+                    yield line[i:i + step]
+                continue
+            buf.append(line)
+            size += b
+        if buf:
+            yield "".join(buf)
+
+
 def train_sentencepiece(stage: TrainTokenizer, texts: Iterator[str], out_dir: str
                         ) -> dict[str, Any]:
-    """SentencePiece (BPE by default); writes tokenizer.model and tokenizer.vocab. Documents
-    are fed line by line because SentencePiece drops "sentences" longer than
-    ``max_sentence_length`` bytes."""
+    """SentencePiece (BPE by default); writes tokenizer.model and tokenizer.vocab.
+
+    By default the model is lossless: no normalization (``identity``: full-width CJK
+    punctuation and compatibility characters stay as they are), whitespace and newlines kept
+    (``remove_extra_whitespaces=False``; documents are fed in newline-keeping chunks so
+    ``\n`` becomes a piece), and byte fallback for characters outside the vocabulary (a rare
+    CJK character becomes its UTF-8 bytes, not ``⁇``)."""
     import sentencepiece as spm
 
     control = {stage.pad_id: "<pad>", stage.unk_id: "<unk>", stage.bos_id: "<s>",
@@ -206,23 +238,20 @@ def train_sentencepiece(stage: TrainTokenizer, texts: Iterator[str], out_dir: st
         raise ConfigError("pad_id, unk_id, bos_id and eos_id must differ (or be -1)")
     user = [t for t in stage.special_tokens if t not in control.values()]
 
-    def lines() -> Iterator[str]:
-        for t in texts:
-            for line in t.split("\n"):
-                line = line.strip()
-                if line:
-                    yield line
-
     os.makedirs(out_dir, exist_ok=True)
     prefix = os.path.join(out_dir, "tokenizer")
     _remove_dead_sp_temporaries(out_dir)
     tmp = f"{prefix}.tmp-{os.getpid()}"
     try:
         spm.SentencePieceTrainer.train(
-            sentence_iterator=lines(), model_prefix=tmp, vocab_size=stage.vocab_size,
-            model_type=stage.sp_model_type, character_coverage=stage.character_coverage,
+            sentence_iterator=_chunks(texts, stage.max_sentence_length), model_prefix=tmp,
+            vocab_size=stage.vocab_size, model_type=stage.sp_model_type,
+            character_coverage=stage.character_coverage,
             pad_id=stage.pad_id, unk_id=stage.unk_id, bos_id=stage.bos_id,
             eos_id=stage.eos_id, user_defined_symbols=user, byte_fallback=stage.byte_fallback,
+            normalization_rule_name=stage.normalization,
+            remove_extra_whitespaces=not stage.keep_whitespace,
+            allow_whitespace_only_pieces=stage.keep_whitespace,
             max_sentence_length=stage.max_sentence_length, hard_vocab_limit=False,
             num_threads=stage.threads, input_sentence_size=stage.max_docs * 64,
             shuffle_input_sentence=True, minloglevel=2)
@@ -234,17 +263,21 @@ def train_sentencepiece(stage: TrainTokenizer, texts: Iterator[str], out_dir: st
         if pieces != sp.get_piece_size():
             raise RuntimeError(f"{tmp}.vocab has {pieces} of {sp.get_piece_size()} pieces")
     except RuntimeError as e:
+        msg = str(e).strip().splitlines()[-1] if str(e).strip() else repr(e)
+        for ext in (".model", ".vocab"):
+            with contextlib.suppress(OSError):
+                os.unlink(tmp + ext)
+        if "smaller than required_chars" in msg:
+            extra = " plus 256 byte pieces (byte_fallback)" if stage.byte_fallback else ""
+            raise ConfigError(f"train_tokenizer.vocab_size {stage.vocab_size} is too small for "
+                              f"the characters of the sample{extra}; raise vocab_size or "
+                              "lower character_coverage") from None
         # SentencePiece says only "INTERNAL: ... WriteLine" when a write fails: a write of our
         # own in the same folder tells a full disk / no permission / read-only mount apart
         from curator.io.native import probe_write
 
-        try:
-            probe_write(out_dir, prefix + ".model")
-        finally:
-            for ext in (".model", ".vocab"):
-                with contextlib.suppress(OSError):
-                    os.unlink(tmp + ext)
-        raise InputError(f"SentencePiece training failed: {e}") from None
+        probe_write(out_dir, prefix + ".model")
+        raise InputError(f"SentencePiece training failed: {msg}") from None
     for ext in (".model", ".vocab"):
         os.replace(tmp + ext, prefix + ext)
     sp = spm.SentencePieceProcessor(model_file=prefix + ".model")
@@ -301,7 +334,10 @@ class TrainTokenizer(GlobalStage):
         unk_id: int = 1,
         bos_id: int = 2,
         eos_id: int = 3,
-        byte_fallback: bool = False,
+        byte_fallback: bool = True,
+        normalization: Literal["identity", "nfkc", "nmt_nfkc", "nfkc_cf",
+                               "nmt_nfkc_cf"] = "identity",
+        keep_whitespace: bool = True,
         max_sentence_length: int = 16384,
         threads: int = 1,
         output_dir: str | None = None,
@@ -328,6 +364,7 @@ class TrainTokenizer(GlobalStage):
         self.character_coverage = character_coverage
         self.pad_id, self.unk_id, self.bos_id, self.eos_id = pad_id, unk_id, bos_id, eos_id
         self.byte_fallback = byte_fallback
+        self.normalization, self.keep_whitespace = normalization, keep_whitespace
         self.max_sentence_length = max_sentence_length
         self.threads = threads
         self.output_dir = output_dir

@@ -133,10 +133,15 @@ def test_custom_filter_by_dotted_path_in_ten_lines(tmp_path):
     [kept] = [r for p in (tmp_path / "w/stages/too_many_emojis/data").glob("*")
               for r in read_records(str(p))]
     assert kept["id"] == "calm"
-    elsewhere = tmp_path / "elsewhere"  # the current directory is on the import path; not here
+    # The current directory and the pipeline file's folder are on the import path; a copy of
+    # the pipeline in a folder without my_pkg/, run from there, cannot import it.
+    elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    res = run_cli("validate", str(tmp_path / "p.yaml"), cwd=elsewhere, check=False)
+    (elsewhere / "p.yaml").write_text((tmp_path / "p.yaml").read_text())
+    res = run_cli("validate", "p.yaml", cwd=elsewhere, check=False)
     assert res.returncode == 2 and "cannot import 'my_pkg.filters:too_many_emojis'" in res.stderr
+    res = run_cli("validate", str(tmp_path / "p.yaml"), cwd=elsewhere)
+    assert "imports: my_pkg.filters (custom stage: too_many_emojis)" in res.stdout
 
 
 class TTY(io.StringIO):

@@ -6,6 +6,7 @@ from helpers_filters import run_cli, run_pipeline, write_jsonl
 
 from curator.core.errors import ConfigError
 from curator.filters.langid import DEFAULT_MODEL, LanguageId, predict_languages
+from curator.filters.unicode import CJK
 
 SAMPLES = {
     "en": "The committee will publish its final report on the river restoration next spring.",
@@ -105,3 +106,55 @@ def test_lone_surrogates_do_not_fail_a_batch() -> None:
     assert langs == ["en", "fr"]
     assert GopherRepetition.from_params({}).check(Document("x", bad * 3)) is not None
     assert Matcher({}).matches(bad) == []
+
+
+# Real CJK text: gnupg-l10n's help.zh_CN.txt / help.ja.txt (GPL-3), a Japanese and a Korean
+# sentence with the usual full-width punctuation and digits.
+CJK_TEXTS = {
+    "zh": "要建立起信任网络，GnuPG 需要知道哪些密钥是可绝对信任的――通常\n"
+          "当您为某把密钥上某个用户标识添加签名时，您必须首先验证这把密钥确实属于\n"
+          "DSA (也叫 DSS)即“数字签名算法”(美国国家标准)，只能够用作签名。\n"
+          "注意：（仅供参考）第１版！",
+    "ja": "バーが赤い色となっている場合、GnuPGはパスフレーズが弱すぎると判断し、受\n"
+          "け付けません。東京（とうきょう）は日本の首都です！　人口は約１４００万人？",
+    "ko": "서울（首尔）은 대한민국의 수도입니다： 인구는 약 ９４０만 명！",
+}
+
+
+def test_fix_unicode_keeps_full_width_punctuation_in_cjk_text(tmp) -> None:
+    import ftfy.bad_codecs
+
+    recs = [{"id": k, "text": v} for k, v in CJK_TEXTS.items()]
+    recs += [{"id": "zh-mojibake", "text": CJK_TEXTS["zh"].encode().decode("sloppy-windows-1252")},
+             {"id": "latin", "text": "ﬁne ﬂour in ＦＵＬＬＷＩＤＴＨ letters"}]
+    assert not CJK.search(recs[-2]["text"])
+    write_jsonl(tmp / "in.jsonl", recs)
+    run = run_pipeline(tmp, [{"read_jsonl": {"paths": str(tmp / "in.jsonl")}},
+                             {"fix_unicode": {}}])
+    out = {d.id: d.text for d in run.docs()}
+    for k, v in CJK_TEXTS.items():
+        assert out[k] == v, k                               # nothing narrowed to ASCII
+    assert "：" in out["zh"] and "（" in out["ja"] and "！" in out["ko"] and "　" in out["ja"]
+    assert out["zh-mojibake"] == CJK_TEXTS["zh"]  # repaired, then recognised as Chinese
+    assert out["latin"] == "fine flour in FULLWIDTH letters"  # Latin text is still narrowed
+    assert out["latin"] == ftfy.fix_text(recs[-1]["text"])
+    assert run.stage("fix_unicode")["counters"]["fix_unicode:cjk_width_kept"] == 4
+
+
+def test_fix_unicode_width_folding_on_cjk_is_an_explicit_option(tmp) -> None:
+    write_jsonl(tmp / "in.jsonl", [{"id": "zh", "text": CJK_TEXTS["zh"]}])
+    run = run_pipeline(tmp, [{"read_jsonl": {"paths": str(tmp / "in.jsonl")}},
+                             {"fix_unicode": {"fix_character_width": True}}])
+    text = run.docs()[0].text
+    assert text == ftfy.fix_text(CJK_TEXTS["zh"], uncurl_quotes=False)
+    assert "注意:(仅供参考)第1版!" in text
+
+
+def test_fix_unicode_nfkc_needs_the_width_choice_spelled_out(tmp) -> None:
+    (tmp / "p.yaml").write_text(
+        "name: t\nwork_dir: w\nstages:\n  - read_jsonl: {paths: x.jsonl}\n"
+        "  - fix_unicode: {normalization: NFKC}\n")
+    p = run_cli("validate", "p.yaml", cwd=tmp, check=False)
+    err = p.stderr.strip().splitlines()
+    assert p.returncode == 2 and len(err) == 1
+    assert "p.yaml:5" in err[0] and "fix_character_width: true" in err[0]

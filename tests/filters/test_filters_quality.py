@@ -1,6 +1,8 @@
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 
 import numpy as np
 import pytest
@@ -114,3 +116,50 @@ def test_training_reports_score_histograms(tmp, data) -> None:
     assert "held-out P(hq)" in (tmp / "work" / "report.html").read_text()
     # output: all passes every input shard on, so the filter also sees the wiki documents
     assert any(d.id.startswith("w") for d in run.docs())
+
+
+def test_model_is_small_by_default_and_its_size_is_reported(tmp, data) -> None:
+    run = run_pipeline(tmp, _train_stages(tmp))
+    st = run.stage("train")
+    model = st["artifacts"]["quality_model"]
+    size = os.path.getsize(model)
+    assert size < 8e6  # fastText's own bucket default (2M rows) made it ~130 MB at dim 16
+    assert st["artifacts"]["quality_metrics"]["model_bytes"] == size
+    assert st["counters"]["quality_train:model_bytes"] == size
+    table = st["artifacts"]["report_tables"][0]
+    assert table["columns"][-1] == "model MB" and table["rows"][0][-1] == round(size / 1e6, 2)
+    # written once: nothing else of that size lies around the stage folder
+    big = [p for p in (tmp / "work").rglob("*") if p.is_file() and p.stat().st_size >= size / 2]
+    assert [str(p) for p in big] == [model]
+    assert _accuracy(model, data["fresh"]) >= 0.95
+
+
+def test_small_bucket_training_is_deterministic(tmp) -> None:
+    """fasttext-numpy2 leaves most of the input matrix uninitialised; with a matrix small
+    enough to reuse freed heap memory the same seed gave different models and, about half the
+    time, "Encountered NaN". Training zeroes allocations (glibc M_PERTURB) so runs agree."""
+    from curator.classifiers.quality import train_fasttext
+
+    recs = documents(300, seed=31, prose_share=0.5)
+    with open(tmp / "train.txt", "w") as f:
+        for r in recs:
+            lab = "__label__hq" if r["kind"] in PROSE_WORD_KINDS else "__label__lq"
+            f.write(f"{lab} {normalize(r['text'])}\n")
+    digests = set()
+    for i in range(4):
+        junk = [bytearray(b"\xff" * 4_000_000) for _ in range(4)]  # leave garbage behind
+        del junk
+        path = str(tmp / f"m{i}.bin")
+        train_fasttext(str(tmp / "train.txt"), path, dim=16, bucket=20_000, seed=0)
+        with open(path, "rb") as f:
+            digests.add(hashlib.sha256(f.read()).hexdigest())
+    assert len(digests) == 1
+
+
+def test_quantized_model_is_smaller_and_still_accurate(tmp, data) -> None:
+    plain = run_pipeline(tmp / "a", _train_stages(tmp, bucket=20_000))
+    quant = run_pipeline(tmp / "b", _train_stages(tmp, bucket=20_000, quantize=True))
+    pm = plain.stage("train")["artifacts"]["quality_model"]
+    qm = quant.stage("train")["artifacts"]["quality_model"]
+    assert qm.endswith(".ftz") and os.path.getsize(qm) < os.path.getsize(pm) / 3
+    assert _accuracy(qm, data["fresh"]) >= 0.95

@@ -91,3 +91,46 @@ def test_pipeline_with_escaping_output_fails_before_writing_outside(tmp_path, st
     assert stage in last and "escapes work_dir" in last and "Traceback" not in r.stderr
     assert not (tmp_path / "escaped").exists()
     assert not (tmp_path / "w" / "stages" / stage / "_SUCCESS.json").exists()
+
+
+def test_symlink_inside_work_dir_cannot_lead_out(tmp_path):
+    """A relative output path is checked once resolved: a symlink in work_dir that points
+    outside is refused (both the link itself and a path below it)."""
+    wd, outside = tmp_path / "w", tmp_path / "outside"
+    wd.mkdir()
+    outside.mkdir()
+    (wd / "out").symlink_to(outside)
+    ctx = StageContext(stage_id="my_writer", work_dir=str(wd), artifacts={})
+    for path in ("out", "out/sub/file.jsonl"):
+        with pytest.raises(ConfigError) as e:
+            ctx.output_path(path)
+        msg = str(e.value)
+        assert "my_writer" in msg and path in msg and "symlink" in msg and str(outside) in msg
+        assert "\n" not in msg
+
+
+def test_symlinks_that_stay_inside_are_allowed(tmp_path):
+    real_wd = tmp_path / "disk" / "w"
+    (real_wd / "data").mkdir(parents=True)
+    (tmp_path / "w_link").symlink_to(real_wd)           # work_dir itself is a symlink
+    (real_wd / "latest").symlink_to(real_wd / "data")   # a link that stays inside
+    ctx = StageContext(stage_id="s", work_dir=str(tmp_path / "w_link"), artifacts={})
+    assert ctx.output_path("latest/x") == str(tmp_path / "w_link" / "latest" / "x")
+    assert ctx.output_path("new/x") == str(tmp_path / "w_link" / "new" / "x")
+
+
+def test_pipeline_writing_through_a_symlink_out_fails_before_writing(tmp_path):
+    make_corpus(str(tmp_path / "a.jsonl"), 20, seed=1)
+    (tmp_path / "w").mkdir()
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "w" / "out").symlink_to(tmp_path / "elsewhere")
+    (tmp_path / "p.yaml").write_text(
+        f"name: esc\nwork_dir: {tmp_path / 'w'}\nstages:\n"
+        f"  - read_jsonl: {{paths: '{tmp_path}/a.jsonl'}}\n"
+        f"  - write_jsonl: {{path: out}}\n")
+    r = run_cli("run", "p.yaml", cwd=tmp_path, check=False)
+    assert r.returncode != 0
+    last = r.stderr.strip().splitlines()[-1]
+    assert "write_jsonl" in last and "escapes work_dir (through a symlink" in last
+    assert "Traceback" not in r.stderr
+    assert list((tmp_path / "elsewhere").iterdir()) == []

@@ -115,7 +115,7 @@ def test_bpe_pipeline_end_to_end(tmp_path, corpus):
 def test_sentencepiece_split_sentences_sized_prefixes(tmp_path, corpus):
     stages = [
         {"read_jsonl": {"paths": [corpus["web"][0]], "source": "web"}, "id": "web"},
-        {"train_tokenizer": {"type": "sentencepiece", "vocab_size": 300}, "id": "tok"},
+        {"train_tokenizer": {"type": "sentencepiece", "vocab_size": 400}, "id": "tok"},
         {"megatron_shards": {"split_sentences": True, "prefix_size_mb": 0.002,
                              "output_dir": str(tmp_path / "out")}, "id": "mega"},
     ]

@@ -15,7 +15,8 @@ from curator.core.errors import ConfigError
 from curator.tokenize.load import load_encoder, spec_from_params
 
 ROUND_TRIP = ["Hello world, this is a test.", "naïve café — Grüße aus Köln!",
-              "日本語のテキスト。 emoji 🙂", "  leading spaces and\nnew lines\tand tabs  ", ""]
+              "日本語のテキスト。 emoji 🙂", "  leading spaces and\nnew lines\tand tabs  ",
+              "罕见字：龘靐齉 𠀋（全角）\n\n第二段", ""]
 
 
 def _train(tmp_path, corpus, params, sid="tok"):
@@ -119,8 +120,51 @@ def test_sentencepiece_trains_with_ids_and_round_trips(tmp_path, corpus):
         assert sp.decode(sp.encode(text)) == text
 
 
+# Rare CJK characters (outside any small vocabulary), full-width punctuation, newlines, blank
+# lines, runs of spaces, tabs and indentation: a default SentencePiece model gives them back.
+LOSSLESS = ["第一行：你好。\n第二行（龘靐齉）！\n\n  缩进的第四行\t制表符",
+            "罕见字 𠀋𡈽 and 鿰 in a line\r\nwindows line end",
+            "def f(x):\n    return x  # four spaces\n\n\nend", "ＦＵＬＬ　ｗｉｄｔｈ ｶﾀｶﾅ"]
+
+
+def test_sentencepiece_defaults_keep_newlines_whitespace_and_rare_cjk(tmp_path, corpus):
+    tok = _train(tmp_path, corpus, {"type": "sentencepiece", "vocab_size": 400})["tokenizer"]
+    sp = spm.SentencePieceProcessor(model_file=tok["path"])
+    for text in LOSSLESS + ROUND_TRIP[:-1]:
+        ids = sp.encode(text)
+        assert sp.unk_id() not in ids, text
+        assert sp.decode(ids) == text
+    nl = sp.piece_to_id("\n")
+    assert nl != sp.unk_id() and nl in sp.encode("a\nb")  # newline is a piece, not bytes
+    assert sp.id_to_piece(sp.encode("龘")).count("<0xE9>") == 1  # byte fallback
+
+
+def test_sentencepiece_old_behaviour_is_an_explicit_choice(tmp_path, corpus):
+    tok = _train(tmp_path, corpus, {"type": "sentencepiece", "vocab_size": 300,
+                                    "byte_fallback": False, "normalization": "nmt_nfkc",
+                                    "keep_whitespace": False})["tokenizer"]
+    sp = spm.SentencePieceProcessor(model_file=tok["path"])
+    assert sp.decode(sp.encode("one\ntwo")) == "one two"
+    assert sp.unk_id() in sp.encode("龘")
+
+
+def test_sentencepiece_too_small_vocab_is_one_config_error(tmp_path, corpus):
+    with pytest.raises(ConfigError, match=r"vocab_size 280 is too small.*256 byte pieces"):
+        _train(tmp_path, corpus, {"type": "sentencepiece", "vocab_size": 280})
+
+
+def test_chunks_keep_newlines_and_respect_the_byte_limit():
+    from curator.tokenize.train import _chunks
+
+    doc = "".join(f"line {i} 数据\n" for i in range(200)) + "x" * 300 + "\nend"
+    parts = list(_chunks(iter([doc, "", "short\ntext"]), 128))
+    assert "".join(parts[:-1]) == doc and parts[-1] == "short\ntext"
+    assert all(len(p.encode()) <= 128 for p in parts)
+    assert sum(p.count("\n") for p in parts[:-1]) == doc.count("\n")
+
+
 def test_sentencepiece_custom_ids(tmp_path, corpus):
-    tok = _train(tmp_path, corpus, {"type": "sentencepiece", "vocab_size": 300, "pad_id": 3,
+    tok = _train(tmp_path, corpus, {"type": "sentencepiece", "vocab_size": 400, "pad_id": 3,
                                     "unk_id": 0, "bos_id": 1, "eos_id": 2})["tokenizer"]
     sp = spm.SentencePieceProcessor(model_file=tok["path"])
     assert (sp.pad_id(), sp.unk_id(), sp.bos_id(), sp.eos_id()) == (3, 0, 1, 2)

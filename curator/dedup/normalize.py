@@ -125,8 +125,10 @@ def normalize_batch(texts: Sequence[str], preset: str) -> list[str]:
 
 
 class _WordSplitter:
-    """Splits simplified text into words as spaCy's tokenizer for ``lang`` does; plain words
-    pass through a regex, irregular ones are asked once and cached."""
+    """Splits simplified text into words as spaCy's tokenizer for ``lang`` does. The batch is
+    split on spaces in C; each distinct word is classified once per process: plain ``[a-z]*``
+    words (not a special case such as ``dont``) stay, the others are tokenised by spaCy and
+    cached; the words are then mapped and joined in C (``map(dict.get, ...)``)."""
 
     _MAX_CACHE = 1 << 20
 
@@ -142,24 +144,21 @@ class _WordSplitter:
         except Exception as e:  # spaCy raises ImportError/ValueError/its own errors
             raise ConfigError(f"language: spaCy has no tokenizer for '{lang}' ({e})") from None
         self._tok = nlp.tokenizer
-        special = sorted(k for k, v in self._tok.rules.items()
-                         if len(v) > 1 and re.fullmatch(r"[a-z]+", k))
-        alts = "|".join(special)
-        # a whole word (between spaces/separators) that is not plain [a-z]+, or a special case
-        self._irregular = re.compile(
-            rf"(?<![^ {_SEP}])(?:[^ {_SEP}]*[^a-z {_SEP}][^ {_SEP}]*"
-            + (rf"|(?:{alts})(?![^ {_SEP}])" if alts else "") + ")")
+        self._special = frozenset(k for k, v in self._tok.rules.items()
+                                  if len(v) > 1 and re.fullmatch(r"[a-z]+", k))
+        self._plain_re = re.compile(r"[a-z]*")
+        self._plain: set[str] = {_SEP}
         self._cache: dict[str, str] = {}
 
-    def _one(self, m: re.Match[str]) -> str:
-        w = m.group()
-        got = self._cache.get(w)
-        if got is None:
-            if len(self._cache) >= self._MAX_CACHE:
-                self._cache.clear()
-            got = " ".join(x for x in (t.text.strip() for t in self._tok(w)) if x)
-            self._cache[w] = got
-        return got
+    def _learn(self, words: set[str]) -> None:
+        if len(self._cache) + len(self._plain) + len(words) > self._MAX_CACHE:
+            self._cache.clear()
+            self._plain = {_SEP}
+        for w in words.difference(self._plain, self._cache):
+            if self._plain_re.fullmatch(w) and w not in self._special:
+                self._plain.add(w)
+            else:
+                self._cache[w] = self._whole(w)
 
     def __call__(self, simplified: Sequence[str]) -> list[str]:
         if not simplified:
@@ -168,8 +167,11 @@ class _WordSplitter:
         if joined.count(_SEP) != len(simplified) - 1:  # a text holds the separator
             return [self._whole(t) if _SEP in t else self([t])[0]
                     for t in simplified]
-        out = self._irregular.sub(self._one, joined)
-        return out.split(_SEP) if len(simplified) > 1 else [out]
+        sep = f" {_SEP} "
+        words = joined.replace(_SEP, sep).split(" ")
+        self._learn(set(words))
+        out = " ".join(map(self._cache.get, words, words))
+        return out.split(sep) if len(simplified) > 1 else [out]
 
     def _whole(self, text: str) -> str:
         return " ".join(x for x in (t.text.strip() for t in self._tok(text)) if x)

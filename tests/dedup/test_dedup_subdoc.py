@@ -211,3 +211,43 @@ def test_subdoc_local_dask_mpi_identical(tmp_path):
     assert results["local"][0] and results["local"][2]
     assert results["dask"] == results["local"]
     assert results["mpi"] == results["local"]
+
+
+def _undo_after_hash(stage_dir: Path) -> None:
+    """Forget everything after the ``hash`` phase except the first partition's group result."""
+    import shutil
+
+    (stage_dir / "_SUCCESS.json").unlink()
+    for d in ("_done", "data", "_phases/removals", "removals"):
+        shutil.rmtree(stage_dir / d)
+    next(iter(sorted((stage_dir / "_phases" / "groups").glob("*.pkl")))).unlink()
+
+
+def test_line_dedup_rerun_reuses_finished_phases(tmp_path):
+    make_corpus(tmp_path / "in", n_docs=90, shards=3, seed=6)
+    y = write_pipeline(tmp_path / "p.yaml", tmp_path / "w", f"{tmp_path}/in/part*.jsonl",
+                       "  - line_dedup: {partitions: 3}\n")
+    assert run_cli(["run", str(y)]).returncode == 0
+    sd = tmp_path / "w" / "stages" / "line_dedup"
+    first = _output(tmp_path / "w", "line_dedup")
+    hashes = {p: p.stat().st_mtime_ns for p in (sd / "hash").glob("*.npy")}
+    _undo_after_hash(sd)
+    assert run_cli(["run", str(y)]).returncode == 0
+    assert _output(tmp_path / "w", "line_dedup") == first
+    assert {p: p.stat().st_mtime_ns for p in (sd / "hash").glob("*.npy")} == hashes  # reused
+
+
+def test_line_dedup_corrupt_intermediate_is_one_clear_error(tmp_path):
+    make_corpus(tmp_path / "in", n_docs=60, shards=2, seed=7)
+    y = write_pipeline(tmp_path / "p.yaml", tmp_path / "w", f"{tmp_path}/in/part*.jsonl",
+                       "  - line_dedup: {partitions: 2}\n")
+    assert run_cli(["run", str(y)]).returncode == 0
+    sd = tmp_path / "w" / "stages" / "line_dedup"
+    _undo_after_hash(sd)
+    bad = sorted((sd / "hash").glob("*.r.npy"))[0]
+    bad.write_bytes(bad.read_bytes()[:40])  # truncated by a disk fault
+    r = run_cli(["run", str(y)])
+    assert r.returncode != 0
+    last = r.stderr.strip().splitlines()[-1]
+    assert str(bad) in last and "delete the stage folder and rerun" in last
+    assert not (sd / "_SUCCESS.json").exists()

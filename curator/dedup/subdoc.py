@@ -76,16 +76,31 @@ def sentence_starts(text: str, lang: str) -> list[int]:
     return starts
 
 
-def units(cfg: SubdocCfg, text: str) -> list[str]:
-    """The texts of a document's units, in unit index order."""
+def pieces(cfg: SubdocCfg, text: str) -> list[str]:
+    """What a document is cut into: its lines, or its sentences (with trailing whitespace)."""
     if cfg.stage == "line_dedup":
         return text.split("\n")
     st = sentence_starts(text, cfg.language)
-    if len(st) < cfg.span:
-        return []
     bounds = st + [len(text)]
-    sents = [text[bounds[i]:bounds[i + 1]] for i in range(len(st))]
-    return [" ".join(sents[j:j + cfg.span]) for j in range(len(st) - cfg.span + 1)]
+    return [text[bounds[i]:bounds[i + 1]] for i in range(len(st))]
+
+
+def normalized_units(cfg: SubdocCfg, docs: list[list[str]]) -> list[list[str]]:
+    """Each document's units, normalised, in unit index order: its lines, or its windows of
+    ``span`` sentences. Sentences are normalised once and joined by one space (a sentence ends
+    with a terminator and whitespace, so nothing the presets change crosses a boundary)."""
+    flat = normalize_batch([p for ps in docs for p in ps], cfg.normalize)
+    out, i = [], 0
+    for ps in docs:
+        norm, i = flat[i:i + len(ps)], i + len(ps)
+        if cfg.stage == "line_dedup":
+            out.append(norm)
+        elif len(norm) < cfg.span:
+            out.append([])
+        else:
+            out.append([" ".join(x for x in norm[j:j + cfg.span] if x)
+                        for j in range(len(norm) - cfg.span + 1)])
+    return out
 
 
 def cut(cfg: SubdocCfg, text: str, removed: list[int]) -> tuple[str, int]:
@@ -186,14 +201,15 @@ def _hash_task(cfg: SubdocCfg, item: tuple[int, str, str]) -> dict[str, Any]:
     ndocs = 0
 
     def flush() -> None:
-        flat = [u for _, us in batch for u in us]
-        if flat:
-            norm = normalize_batch(flat, cfg.normalize)
+        units = normalized_units(cfg, [ps for _, ps in batch])
+        norm = [u for us in units for u in us]
+        if norm:
             keep = np.fromiter((len(t) >= max(cfg.min_chars, 1) for t in norm), dtype=bool,
                                count=len(norm))
             h = hash_texts([t for t, k in zip(norm, keep) if k])
-            r = np.concatenate([np.full(len(us), row, dtype=np.int64) for row, us in batch])
-            i = np.concatenate([np.arange(len(us), dtype=np.int64) for _, us in batch])
+            r = np.concatenate([np.full(len(us), row, dtype=np.int64)
+                                for (row, _), us in zip(batch, units)])
+            i = np.concatenate([np.arange(len(us), dtype=np.int64) for us in units])
             hs.append(h)
             rows.append(r[keep])
             idxs.append(i[keep])
@@ -201,7 +217,7 @@ def _hash_task(cfg: SubdocCfg, item: tuple[int, str, str]) -> dict[str, Any]:
 
     for row, doc in enumerate(read_shard(path)):
         ndocs += 1
-        batch.append((row, units(cfg, doc.text)))
+        batch.append((row, pieces(cfg, doc.text)))
         if len(batch) >= _BATCH:
             flush()
     flush()

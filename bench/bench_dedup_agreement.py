@@ -8,8 +8,9 @@ python3.11-doc``), plus planted near-duplicates: copies of random paragraphs wit
 edits that web copies show (case, punctuation, quotes, numbers, diacritics, spacing, and for
 some one word more or less), so normalisation decides whether they are found.
 
-Both tools run FineWeb's settings: word 5-grams, 14 buckets x 8 hashes, seed 1; datatrove's ``MinhashDedupSignature -> MinhashDedupBuckets
--> MinhashDedupCluster -> MinhashDedupFilter`` in process, curator's ``read_jsonl ->
+Both tools run FineWeb's settings: word 5-grams, 14 buckets x 8 hashes, seed 1; datatrove's
+``MinhashDedupSignature -> MinhashDedupBuckets -> MinhashDedupCluster -> MinhashDedupFilter``
+in process, curator's ``read_jsonl ->
 fuzzy_dedup`` through the ``curator`` command (so its time includes reading and writing the
 shards). Printed: removed documents per tool, the Jaccard of the removal sets (ids), and wall
 times; curator runs ``normalize: fineweb, scheme: datatrove`` (FineWeb's recipe: the same
@@ -184,10 +185,11 @@ def main() -> None:
         print(f"{'curator fuzzy_dedup ' + name:44s}{len(removed):9d}"
               f"{jaccard(removed, dt_removed):22.3f}{t:9.1f}")
     fw = res["fineweb, datatrove"][0]
-    print(f"\nfineweb, datatrove: both {len(fw & dt_removed)}, only curator {len(fw - dt_removed)}, "
-          f"only datatrove {len(dt_removed - fw)}; time datatrove / curator: "
-          f"{dt_time / res['fineweb, datatrove'][1]:.1f}x (machine shared; curator's time includes "
-          "process start, reading and writing the shards)")
+    ratio = dt_time / res["fineweb, datatrove"][1]
+    print(f"\nfineweb, datatrove: both {len(fw & dt_removed)}, only curator "
+          f"{len(fw - dt_removed)}, only datatrove {len(dt_removed - fw)}; time datatrove / "
+          f"curator: {ratio:.1f}x (machine shared; curator's time includes process start, "
+          "reading and writing the shards)")
 
 
 if __name__ == "__main__":

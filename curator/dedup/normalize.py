@@ -142,7 +142,8 @@ class _WordSplitter:
         try:
             nlp = spacy.blank(lang)
         except Exception as e:  # spaCy raises ImportError/ValueError/its own errors
-            raise ConfigError(f"language: spaCy has no tokenizer for '{lang}' ({e})") from None
+            raise ConfigError(f"fuzzy_dedup.language: spaCy has no tokenizer for '{lang}' "
+                              f"({e})") from None
         self._tok = nlp.tokenizer
         self._special = frozenset(k for k, v in self._tok.rules.items()
                                   if len(v) > 1 and re.fullmatch(r"[a-z]+", k))

@@ -251,3 +251,17 @@ def test_line_dedup_corrupt_intermediate_is_one_clear_error(tmp_path):
     last = r.stderr.strip().splitlines()[-1]
     assert str(bad) in last and "delete the stage folder and rerun" in last
     assert not (sd / "_SUCCESS.json").exists()
+
+
+def test_example_pipeline_on_bundled_crawl(tmp_path):
+    """pipelines/subdoc-dedup.yaml on the bundled Python-docs crawl: the repeated captures are
+    emptied by line_dedup, navigation/footer lines leave the other pages."""
+    work = tmp_path / "w"
+    r = run_cli(["run", str(Path(__file__).resolve().parents[2] / "pipelines" /
+                            "subdoc-dedup.yaml"), "--work-dir", str(work)])
+    assert r.returncode == 0, r.stderr[-2000:]
+    c = _report_counters(work, "line_dedup")
+    assert c["documents_emptied"] >= 5 and c["documents_changed"] > 20
+    assert c["lines_removed"] == c["lines_duplicate"] > 100
+    assert len(rejected(work, "line_dedup")) == c["documents_emptied"]
+    assert (work / "out").exists()

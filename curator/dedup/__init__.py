@@ -3,4 +3,6 @@
 STAGES: dict[str, str] = {
     "exact_dedup": "curator.dedup.exact:ExactDedup",
     "fuzzy_dedup": "curator.dedup.fuzzy:FuzzyDedup",
+    "line_dedup": "curator.dedup.line_dedup:LineDedup",
+    "sentence_span_dedup": "curator.dedup.sentence_span_dedup:SentenceSpanDedup",
 }

@@ -15,7 +15,7 @@ from __future__ import annotations
 import functools
 import math
 import os
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import xxhash
@@ -34,7 +34,7 @@ from curator.dedup.common import (
     save_npz,
     write_removals,
 )
-from curator.dedup.minhash import normalize as _normalize
+from curator.dedup.normalize import normalize_batch, resolve
 from curator.io.shards import read_shard
 
 #: Memory of one entry while its partition is grouped: 24 bytes stored plus sort temporaries.
@@ -46,9 +46,9 @@ class ExactDedup(GlobalStage):
 
     name = "exact_dedup"
 
-    def __init__(self, normalize: bool = True, partitions: int = 0,
-                 partition_mb: int = 256) -> None:
-        self.normalize = normalize
+    def __init__(self, normalize: bool | Literal["none", "basic", "fineweb"] = "basic",
+                 partitions: int = 0, partition_mb: int = 256) -> None:
+        self.normalize = resolve(normalize, "exact_dedup.normalize")
         self.partitions = partitions
         self.partition_mb = partition_mb
 
@@ -76,19 +76,28 @@ class ExactDedup(GlobalStage):
         return ctx.write_shards(Remover(sdir, "exact_duplicate"), shards)
 
 
-def _hash_task(sdir: str, parts: int, normalize: bool, item: tuple[int, str, str]
+def _hash_task(sdir: str, parts: int, normalize: str, item: tuple[int, str, str]
                ) -> dict[str, Any]:
     shard_idx, name, path = item
     ids: list[str] = []
     his: list[int] = []
     los: list[int] = []
     h128 = xxhash.xxh3_128_intdigest
+    texts: list[str] = []
+
+    def flush() -> None:
+        for text in normalize_batch(texts, normalize):
+            h = h128(text.encode("utf-8", "surrogatepass"))
+            his.append(h >> 64)
+            los.append(h & 0xFFFFFFFFFFFFFFFF)
+        texts.clear()
+
     for doc in read_shard(path):
-        text = _normalize(doc.text) if normalize else doc.text
-        h = h128(text.encode("utf-8", "surrogatepass"))
         ids.append(doc.id)
-        his.append(h >> 64)
-        los.append(h & 0xFFFFFFFFFFFFFFFF)
+        texts.append(doc.text)
+        if len(texts) >= 1024:
+            flush()
+    flush()
     hi = np.asarray(his, dtype=np.uint64)
     lo = np.asarray(los, dtype=np.uint64)
     refs = pack_refs(shard_idx, len(ids))

@@ -45,6 +45,7 @@ from curator.dedup.common import (
 )
 from curator.dedup.lsh import resolve_bands
 from curator.dedup.minhash import MinHasher, band_digests, shingle_hashes
+from curator.dedup.normalize import resolve, word_splitter
 from curator.io.shards import read_shard
 
 #: Memory of one bucket entry while its partition is grouped: 16 bytes stored (digest, ref)
@@ -62,7 +63,7 @@ class _Cfg:
     seed: int
     ngram: int
     shingle: str
-    normalize: bool
+    normalize: str
     bands: int
     rows: int
     partitions: int
@@ -76,6 +77,7 @@ class _Cfg:
     redis_stage_prefix: str = ""
     redis_ttl_s: int = 0
     redis_auth: Any = None  # RedisAuth (no secret inside: the password is read from the env)
+    language: str = "en"
 
 
 class FuzzyDedup(GlobalStage):
@@ -92,8 +94,9 @@ class FuzzyDedup(GlobalStage):
         shingle: Literal["char", "word"] = "char",
         ngram: int = 24,
         seed: int = 42,
-        scheme: Literal["affine32", "legacy"] = "affine32",
-        normalize: bool = True,
+        scheme: Literal["affine32", "legacy", "datatrove"] = "affine32",
+        normalize: bool | Literal["none", "basic", "fineweb"] = "basic",
+        language: str = "en",
         keep: Literal["first", "longest", "score"] = "first",
         score_field: str = "quality_score",
         verify: bool = False,
@@ -126,7 +129,14 @@ class FuzzyDedup(GlobalStage):
         fnw = false_negative_weight if false_negative_weight is not None else 1.0 - fpw
         self.bands, self.rows = resolve_bands(num_perm, threshold, bands, rows, (fpw, fnw))
         self.scheme = scheme
-        self.seed, self.normalize, self.keep, self.score_field = seed, normalize, keep, score_field
+        self.normalize = resolve(normalize, "fuzzy_dedup.normalize")
+        self.language = language
+        if scheme == "datatrove" and shingle != "word":
+            raise ConfigError("fuzzy_dedup.scheme: datatrove hashes word n-grams; set "
+                              "shingle: word")
+        if self.normalize == "fineweb" and shingle == "word":
+            word_splitter(language)  # spaCy present and knows the language: fail before running
+        self.seed, self.keep, self.score_field = seed, keep, score_field
         self.verify, self.backend = verify, backend
         self.partitions, self.partition_mb = partitions, partition_mb
         self.redis_nodes, self.redis_key_prefix = list(redis_nodes), redis_key_prefix
@@ -170,7 +180,8 @@ class FuzzyDedup(GlobalStage):
         cfg = _Cfg(ctx.stage_dir, self.num_perm, self.seed, self.ngram, self.shingle,
                    self.normalize, self.bands, self.rows, parts, self.score_field, self.verify,
                    self.threshold, tuple(self.redis_nodes), prefix, self.redis_batch,
-                   self.scheme, stage_prefix, self.redis_key_ttl_s, self.redis_auth)
+                   self.scheme, stage_prefix, self.redis_key_ttl_s, self.redis_auth,
+                   self.language)
         if self.backend == "redis":
             self.redis_auth.password()  # fail before any work when the variable is not set
             for f in (self.redis_auth.tls_ca_file, self.redis_auth.tls_cert_file,
@@ -259,7 +270,12 @@ class FuzzyDedup(GlobalStage):
                 "scheme": self.scheme,
                 "ngram": self.ngram, "shingle": self.shingle, "normalize": self.normalize,
                 "bands": self.bands, "rows": self.rows}
-        diff = [f"{k}={meta.get(k)!r} (here {v!r})" for k, v in want.items() if meta.get(k) != v]
+        got = dict(meta)
+        if isinstance(got.get("normalize"), bool):  # indexes saved before the presets
+            got["normalize"] = resolve(got["normalize"])
+        if self.normalize == "fineweb" and self.shingle == "word":
+            want["language"] = self.language
+        diff = [f"{k}={got.get(k)!r} (here {v!r})" for k, v in want.items() if got.get(k) != v]
         if diff:
             raise ConfigError(f"fuzzy_dedup.against: index '{path}' was built with different "
                               f"settings: {', '.join(diff)}")
@@ -269,9 +285,14 @@ class FuzzyDedup(GlobalStage):
 # -- mapped tasks (module level: picklable for Dask and MPI) ---------------------------------
 
 
-def _split_parts(cfg: _Cfg, shard_idx: int, dig: np.ndarray, name: str) -> dict[str, Any]:
-    """Write one shard's bucket entries split by partition; returns per-partition counts."""
-    refs = np.repeat(pack_refs(shard_idx, dig.shape[0]), dig.shape[1])
+def _split_parts(cfg: _Cfg, shard_idx: int, dig: np.ndarray, name: str,
+                 valid: np.ndarray | None = None) -> dict[str, Any]:
+    """Write one shard's bucket entries split by partition; returns per-partition counts.
+    Documents not ``valid`` (no whole shingle under ``fineweb``) get no entries."""
+    refs = pack_refs(shard_idx, dig.shape[0])
+    if valid is not None:
+        dig, refs = dig[valid], refs[valid]
+    refs = np.repeat(refs, dig.shape[1])
     flat = dig.reshape(-1)
     part = (flat % np.uint64(cfg.partitions)).astype(np.int64)
     order = np.argsort(part, kind="stable")
@@ -290,22 +311,24 @@ def _split_parts(cfg: _Cfg, shard_idx: int, dig: np.ndarray, name: str) -> dict[
 def _signature_task(cfg: _Cfg, item: tuple[int, str, str]) -> dict[str, Any]:
     shard_idx, name, path = item
     hasher = MinHasher(cfg.num_perm, cfg.seed, cfg.ngram, cfg.shingle,  # type: ignore[arg-type]
-                       cfg.normalize, scheme=cfg.scheme)  # type: ignore[arg-type]
+                       cfg.normalize, scheme=cfg.scheme, lang=cfg.language)  # type: ignore[arg-type]
     ids: list[str] = []
     texts: list[str] = []
     scores: list[float] = []
-    digs, lens = [], []
+    digs, lens, fulls = [], [], []
     shingle_h, shingle_off, base = [], [], 0
 
     def flush() -> None:
         nonlocal base
         if not texts:
             return
-        digs.append(band_digests(hasher(texts), cfg.bands, cfg.rows))
+        sig, full = hasher.signatures(texts)
+        digs.append(band_digests(sig, cfg.bands, cfg.rows))
+        fulls.append(full)
         lens.append(np.fromiter((len(t) for t in texts), dtype=np.int64, count=len(texts)))
         if cfg.verify:
             hv, off = shingle_hashes(texts, ngram=cfg.ngram, kind=cfg.shingle,  # type: ignore[arg-type]
-                                     do_normalize=cfg.normalize)
+                                     do_normalize=cfg.normalize, lang=cfg.language)
             ends = np.append(off[1:], hv.shape[0])
             for s, e in zip(off, ends):
                 u = np.unique(hv[s:e]).astype(np.uint32)
@@ -323,13 +346,17 @@ def _signature_task(cfg: _Cfg, item: tuple[int, str, str]) -> dict[str, Any]:
             flush()
     flush()
     dig = np.concatenate(digs) if digs else np.empty((0, cfg.bands), dtype=np.uint64)
+    # like datatrove, the fineweb preset gives a document without a whole shingle no signature
+    valid = (np.concatenate(fulls) if fulls else np.empty(0, dtype=bool)) \
+        if cfg.normalize == "fineweb" or cfg.scheme == "datatrove" \
+        else np.ones(dig.shape[0], dtype=bool)
     sig_path = os.path.join(cfg.stage_dir, "sig", f"{name}.npz")
-    save_npz(sig_path, digests=dig,
+    save_npz(sig_path, digests=dig, valid=valid,
              lengths=np.concatenate(lens) if lens else np.empty(0, dtype=np.int64),
              scores=np.asarray(scores, dtype=np.float64))
     save_json(sig_path[:-4] + ".ids.json", ids)
     out: dict[str, Any] = {"docs": len(ids), "sig_path": sig_path,
-                           **_split_parts(cfg, shard_idx, dig, name)}
+                           **_split_parts(cfg, shard_idx, dig, name, valid)}
     if cfg.verify:
         sh = os.path.join(cfg.stage_dir, "shingles", f"{name}.npz")
         save_npz(sh, hashes=np.concatenate(shingle_h) if shingle_h else np.empty(0, np.uint32),
@@ -341,9 +368,10 @@ def _signature_task(cfg: _Cfg, item: tuple[int, str, str]) -> dict[str, Any]:
 def _index_split_task(cfg: _Cfg, item: tuple[int, str, str]) -> dict[str, Any]:
     shard_idx, index_dir, name = item
     sig_path = os.path.join(index_dir, "sig", f"{name}.npz")
-    dig = load_npz(sig_path, "fuzzy_dedup index")["digests"]
+    z = load_npz(sig_path, "fuzzy_dedup index")
+    dig = z["digests"]
     return {"docs": int(dig.shape[0]), "sig_path": sig_path,
-            **_split_parts(cfg, shard_idx, dig, f"index-{name}")}
+            **_split_parts(cfg, shard_idx, dig, f"index-{name}", z.get("valid"))}
 
 
 def _bucket_task(cfg: _Cfg, backend: str, item: tuple[int, list[str], int]) -> dict[str, Any]:
@@ -382,8 +410,11 @@ def _redis_task(cfg: _Cfg, verb: str, item: Any) -> Any:
         if verb == "cleanup":
             return store.cleanup()
         shard_idx, sig_path = item
-        dig = load_npz(sig_path, "fuzzy_dedup redis")["digests"]
-        refs = np.repeat(pack_refs(shard_idx, dig.shape[0]), dig.shape[1])
+        z = load_npz(sig_path, "fuzzy_dedup redis")
+        dig, refs = z["digests"], pack_refs(shard_idx, z["digests"].shape[0])
+        if "valid" in z:
+            dig, refs = dig[z["valid"]], refs[z["valid"]]
+        refs = np.repeat(refs, dig.shape[1])
         flat = dig.reshape(-1)
         u, v = redis_edges(store, flat, refs)
         path = os.path.join(cfg.stage_dir, "edges", f"redis-{shard_idx:06d}.npz")
@@ -495,7 +526,8 @@ def _save_index_task(cfg: _Cfg, dest: str, shards: list[tuple[str, str]]) -> str
     docs = 0
     for name, sig_path in shards:
         z = load_npz(sig_path, "fuzzy_dedup save_index")
-        save_npz(os.path.join(dest, "sig", f"{name}.npz"), digests=z["digests"])
+        extra = {"valid": z["valid"]} if "valid" in z else {}
+        save_npz(os.path.join(dest, "sig", f"{name}.npz"), digests=z["digests"], **extra)
         shutil.copyfile(sig_path[:-4] + ".ids.json",
                         os.path.join(dest, "sig", f"{name}.ids.json"))
         docs += int(z["digests"].shape[0])
@@ -503,5 +535,6 @@ def _save_index_task(cfg: _Cfg, dest: str, shards: list[tuple[str, str]]) -> str
         "version": INDEX_VERSION, "num_perm": cfg.num_perm, "seed": cfg.seed,
         "scheme": cfg.scheme,
         "ngram": cfg.ngram, "shingle": cfg.shingle, "normalize": cfg.normalize,
+        "language": cfg.language,
         "bands": cfg.bands, "rows": cfg.rows, "shards": [n for n, _ in shards], "docs": docs})
     return dest

@@ -8,23 +8,35 @@ The 32-bit shingle hashes then go through the same permutations as datasketch's 
 
 * ``affine32`` (default, datasketch >= 2 default): ``a * fmix32(h) + b`` in uint32 arithmetic;
   no modulo, so about 3x faster;
-* ``legacy`` (datasketch < 2, NeMo Curator, datatrove): ``((a*h + b) mod (2**61-1)) & (2**32-1)``.
+* ``legacy`` (datasketch < 2, NeMo Curator, datatrove): ``((a*h + b) mod (2**61-1)) & (2**32-1)``;
+* ``datatrove`` (word shingles only): datatrove's ``MinhashDedupSignature`` bit for bit: each
+  word n-gram's UTF-8 text (words joined by one space) hashed with XXH64 (vectorised, see
+  :mod:`curator.dedup.xxh64`), ``(a*h + b) mod (2**61-1)`` kept at 64 bits, ``a, b`` drawn as
+  datatrove draws them; signatures are uint64.
 
 The per-document minimum is a single ``np.minimum.reduceat``. Everything is integer arithmetic
 on fixed-width numpy types, so the same text gives the same signature on every process and
 machine.
 
 A document shorter than one shingle is padded with NULs so that it still has exactly one
-shingle (two short documents are then compared as whole strings).
+shingle (two short documents are then compared as whole strings); :meth:`MinHasher.signatures`
+also says which documents had a real shingle (the ``fineweb`` preset, like datatrove, gives the
+others no signature).
+
+Normalisation (``do_normalize``) is a preset of :mod:`curator.dedup.normalize`: ``none``,
+``basic`` (``True``) or ``fineweb``; with ``fineweb`` word shingles are spaCy's words, as in
+datatrove.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import Literal
 
 import numpy as np
+
+from curator.dedup.normalize import basic as normalize
+from curator.dedup.normalize import fineweb_batch, fineweb_words, resolve
 
 MERSENNE = np.uint64((1 << 61) - 1)
 MAX_HASH = np.uint64((1 << 32) - 1)
@@ -32,17 +44,14 @@ MAX_HASH = np.uint64((1 << 32) - 1)
 POLY = np.uint64(0x100000001B3)
 _K1 = np.uint64(0x9E3779B97F4A7C15)
 _K2 = np.uint64(0xC2B2AE3D27D4EB4F)
-_SPACE = re.compile(r"\s+")
 #: Upper bound on the temporary (perms x shingles) matrix, in elements.
 _BLOCK = 1 << 22
 
 ShingleKind = Literal["char", "word"]
-Scheme = Literal["affine32", "legacy"]
+Scheme = Literal["affine32", "legacy", "datatrove"]
 
 
-def normalize(text: str) -> str:
-    """Lower case and single spaces: near-duplicates differ in more than formatting."""
-    return _SPACE.sub(" ", text).strip().lower()
+__all__ = ["MinHasher", "band_digests", "normalize", "shingle_hashes"]
 
 
 def fmix64(h: np.ndarray) -> np.ndarray:
@@ -67,6 +76,9 @@ def permutations(num_perm: int, seed: int, scheme: Scheme = "affine32"
                  ) -> tuple[np.ndarray, np.ndarray]:
     """The ``(a, b)`` of each permutation, drawn exactly as datasketch's MinHash does."""
     gen = np.random.RandomState(seed)
+    if scheme == "datatrove":  # MinhashDedupSignature.parameters
+        a = gen.randint(1, MERSENNE, dtype=np.uint64, size=(1, num_perm))
+        return a[0].copy(), gen.randint(0, MERSENNE, dtype=np.uint64, size=(1, num_perm))[0]
     if scheme == "affine32":
         a32 = gen.randint(0, 1 << 31, num_perm, dtype=np.uint32) * np.uint32(2) + np.uint32(1)
         return a32, gen.randint(0, 1 << 32, num_perm, dtype=np.uint32)
@@ -103,19 +115,34 @@ def _window_hashes(tokens: np.ndarray, lengths: np.ndarray, n: int) -> tuple[np.
     return h[idx], out_off
 
 
+def _normalized(texts: Sequence[str], preset: str, kind: ShingleKind, lang: str) -> list[str]:
+    if preset == "fineweb":
+        return fineweb_words(texts, lang) if kind == "word" else fineweb_batch(texts)
+    if preset == "basic":
+        return [normalize(t) for t in texts]
+    return list(texts)
+
+
 def shingle_hashes(texts: Sequence[str], *, ngram: int = 24, kind: ShingleKind = "char",
-                   do_normalize: bool = True) -> tuple[np.ndarray, np.ndarray]:
+                   do_normalize: bool | str = True, lang: str = "en",
+                   full: list[bool] | None = None) -> tuple[np.ndarray, np.ndarray]:
     """The 32-bit shingle hashes of a batch (as uint64) and each document's offset in them.
 
     A shingle repeated within a document is hashed repeatedly; that does not change a MinHash.
+    ``full``, when given, receives for each document whether it had at least one whole
+    shingle before padding.
     """
-    norm = [normalize(t) for t in texts] if do_normalize else list(texts)
+    norm = _normalized(texts, resolve(do_normalize), kind, lang)
     if kind == "char":
+        if full is not None:
+            full.extend(len(t) >= ngram for t in norm)
         padded = [t if len(t) >= ngram else t + "\0" * (ngram - len(t)) for t in norm]
         lengths = np.fromiter((len(t) for t in padded), dtype=np.int64, count=len(padded))
         return _window_hashes(_codepoints("".join(padded)), lengths, ngram)
     # word shingles: hash each word (position-salted sum over its characters), then n-grams
     words = [t.split() for t in norm]
+    if full is not None:
+        full.extend(len(w) >= ngram for w in words)
     padded_w = [w if len(w) >= ngram else w + ["\0"] * (ngram - len(w)) for w in words]
     nwords = np.fromiter((len(w) for w in padded_w), dtype=np.int64, count=len(padded_w))
     flat = " ".join(" ".join(w) for w in padded_w)
@@ -132,12 +159,46 @@ def shingle_hashes(texts: Sequence[str], *, ngram: int = 24, kind: ShingleKind =
     return _window_hashes(wh, nwords, ngram)
 
 
+def datatrove_shingles(norm: Sequence[str], ngram: int, full: list[bool] | None = None
+                       ) -> tuple[np.ndarray, np.ndarray]:
+    """XXH64 of each word n-gram's text (words joined by one space), as datatrove hashes them.
+    A document with fewer than ``ngram`` words gets one placeholder shingle (``full`` False)."""
+    toks = [" ".join(t.split()) for t in norm]
+    buf = np.frombuffer("\n".join(toks).encode("utf-8", "surrogatepass"), dtype=np.uint8)
+    ndocs = len(toks)
+    sep = (buf == 32) | (buf == 10)
+    prev = np.r_[True, sep[:-1]]
+    nxt = np.r_[sep[1:], True]
+    starts = np.flatnonzero(~sep & prev)
+    ends = np.flatnonzero(~sep & nxt) + 1
+    doc_of = np.cumsum(buf == 10)[starts] if starts.shape[0] else starts
+    ntok = np.bincount(doc_of, minlength=ndocs)
+    if full is not None:
+        full.extend((ntok >= ngram).tolist())
+    nwin = np.maximum(ntok - ngram + 1, 0)
+    eff = np.maximum(nwin, 1)
+    off = np.cumsum(eff) - eff
+    out = np.zeros(int(eff.sum()), dtype=np.uint64)
+    if starts.shape[0] >= ngram:
+        i = np.arange(starts.shape[0] - ngram + 1)
+        ok = doc_of[i] == doc_of[i + ngram - 1]
+        i = i[ok]
+        from curator.dedup.xxh64 import xxh64_ranges
+
+        h = xxh64_ranges(buf, starts[i], ends[i + ngram - 1] - starts[i])
+        tok_first = np.cumsum(ntok) - ntok  # first token of each document
+        d = doc_of[i]
+        out[off[d] + (i - tok_first[d])] = h
+    return out, off
+
+
 def signatures_from_hashes(hv: np.ndarray, offsets: np.ndarray, a: np.ndarray,
-                           b: np.ndarray) -> np.ndarray:
-    """MinHash signatures ``(docs, perms)`` uint32 from a batch's shingle hashes; the scheme
-    follows the dtype of ``a`` (uint32: affine32, uint64: legacy)."""
+                           b: np.ndarray, wide: bool = False) -> np.ndarray:
+    """MinHash signatures ``(docs, perms)`` from a batch's shingle hashes; the scheme follows
+    the dtype of ``a`` (uint32: affine32, uint64: legacy) and ``wide`` (datatrove: uint64
+    values, not cut to 32 bits)."""
     num_perm, ndocs = a.shape[0], offsets.shape[0]
-    out = np.empty((ndocs, num_perm), dtype=np.uint32)
+    out = np.empty((ndocs, num_perm), dtype=np.uint64 if wide else np.uint32)
     if ndocs == 0:
         return out
     step = max(1, min(num_perm, _BLOCK // max(1, hv.shape[0])))
@@ -153,7 +214,8 @@ def signatures_from_hashes(hv: np.ndarray, offsets: np.ndarray, a: np.ndarray,
             m = np.multiply(a[p:p + step, None], hv[None, :])  # in place: ~2x fewer passes
             m += b[p:p + step, None]
             np.remainder(m, MERSENNE, out=m)
-            m &= MAX_HASH
+            if not wide:
+                m &= MAX_HASH
             out[:, p:p + step] = np.minimum.reduceat(m, offsets, axis=1).T
     return out
 
@@ -162,27 +224,45 @@ class MinHasher:
     """Signature function for one configuration (shingles, permutations, seed)."""
 
     def __init__(self, num_perm: int = 128, seed: int = 42, ngram: int = 24,
-                 kind: ShingleKind = "char", do_normalize: bool = True,
-                 batch_chars: int = 1 << 21, scheme: Scheme = "affine32") -> None:
+                 kind: ShingleKind = "char", do_normalize: bool | str = True,
+                 batch_chars: int = 1 << 21, scheme: Scheme = "affine32",
+                 lang: str = "en") -> None:
         self.num_perm, self.seed, self.ngram, self.kind = num_perm, seed, ngram, kind
-        self.do_normalize = do_normalize
+        self.do_normalize, self.lang = resolve(do_normalize), lang
         self.batch_chars = batch_chars
+        self.wide = scheme == "datatrove"
+        if self.wide and kind != "word":
+            from curator.core.errors import ConfigError
+
+            raise ConfigError("scheme: datatrove hashes word n-grams; set shingle: word")
         self.a, self.b = permutations(num_perm, seed, scheme)
 
     def __call__(self, texts: Sequence[str]) -> np.ndarray:
-        """Signatures ``(len(texts), num_perm)`` uint32, computed in bounded-memory batches."""
-        out = np.empty((len(texts), self.num_perm), dtype=np.uint32)
+        """Signatures ``(len(texts), num_perm)`` (uint32; uint64 for the datatrove scheme),
+        computed in bounded-memory batches."""
+        return self.signatures(texts)[0]
+
+    def signatures(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        """Signatures and, per document, whether it had a whole shingle (``bool``)."""
+        out = np.empty((len(texts), self.num_perm),
+                       dtype=np.uint64 if self.wide else np.uint32)
+        full: list[bool] = []
         i = 0
         while i < len(texts):
             j, size = i, 0
             while j < len(texts) and (j == i or size + len(texts[j]) <= self.batch_chars):
                 size += len(texts[j])
                 j += 1
-            hv, off = shingle_hashes(texts[i:j], ngram=self.ngram, kind=self.kind,
-                                     do_normalize=self.do_normalize)
-            out[i:j] = signatures_from_hashes(hv, off, self.a, self.b)
+            if self.wide:
+                norm = _normalized(texts[i:j], self.do_normalize, "word", self.lang)
+                hv, off = datatrove_shingles(norm, self.ngram, full)
+            else:
+                hv, off = shingle_hashes(texts[i:j], ngram=self.ngram, kind=self.kind,
+                                         do_normalize=self.do_normalize, lang=self.lang,
+                                         full=full)
+            out[i:j] = signatures_from_hashes(hv, off, self.a, self.b, self.wide)
             i = j
-        return out
+        return out, np.asarray(full, dtype=bool)
 
 
 def band_digests(sig: np.ndarray, bands: int, rows: int) -> np.ndarray:

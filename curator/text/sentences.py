@@ -50,7 +50,6 @@ _BOUNDARY = re.compile(
     r"|(?P<cjk>[。！？]+[」』”’）)]*)"  # CJK terminators need no space
     r"|(?P<para>\n[ \t]*\n\s*)"  # blank line: paragraph break
 )
-_LAST_WORD = re.compile(r"(\S+)\s*$")
 
 
 def _abbrevs(lang: str) -> frozenset[str]:
@@ -64,10 +63,10 @@ def _abbrevs(lang: str) -> frozenset[str]:
 
 def _is_abbreviation(before: str, after: str, abbrevs: frozenset[str]) -> bool:
     """Whether the single period that ends ``before`` belongs to an abbreviation/initial."""
-    m = _LAST_WORD.search(before)
-    if not m:
+    last = before.rsplit(None, 1)  # the last word (a regex search here backtracks badly)
+    if not last:
         return False
-    word = m.group(1).lstrip("(\"'“‘[«").rstrip(".").lower()
+    word = last[-1].lstrip("(\"'“‘[«").rstrip(".").lower()
     if not word:
         return False
     nxt = after.lstrip()[:1]
@@ -90,8 +89,11 @@ def split_sentences(text: str, lang: str = "en") -> list[str]:
     for m in _BOUNDARY.finditer(text):
         if m.group("term"):
             term = m.group("term")
+            # only the last word before the period matters: look at a bounded tail, or a long
+            # run of periods that are not boundaries costs quadratic time
             if term.rstrip("\"'”’»)]") == "." and _is_abbreviation(
-                    text[start:m.start()], text[m.end():m.end() + 3], abbrevs):
+                    text[max(start, m.start() - 200):m.start()], text[m.end():m.end() + 3],
+                    abbrevs):
                 continue
             end = m.end()
         elif m.group("cjk"):

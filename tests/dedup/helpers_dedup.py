@@ -255,3 +255,47 @@ def output_ids(work_dir: Path, stage: str) -> list[str]:
     for f in sorted((work_dir / "stages" / stage / "data").glob("*.jsonl.zst")):
         ids.extend(r["id"] for r in read_records(str(f)))
     return ids
+
+
+# -- real text ----------------------------------------------------------------------------------
+
+WIKI_DUMP = (REPO / "data/sample/wikimedia/enwiki/20160501"
+             / "enwiki-20160501-pages-articles1.xml-p10p30302.bz2")
+
+
+def wiki_pages() -> list[str]:
+    """The raw wikitext of the bundled real English Wikipedia sample (206 pages)."""
+    import bz2
+    import html
+    import re
+
+    with bz2.open(WIKI_DUMP) as f:
+        raw = f.read().decode("utf-8")
+    return [html.unescape(m) for m in re.findall(r"<text[^>]*>(.*?)</text>", raw, re.S)]
+
+
+def wiki_paragraphs(min_words: int = 8) -> list[str]:
+    """Paragraphs (blank-line separated) of the bundled Wikipedia sample: ~6,000 real texts."""
+    import re
+
+    return [p.strip() for page in wiki_pages() for p in re.split(r"\n\s*\n", page)
+            if len(p.split()) >= min_words]
+
+
+_ACCENT = str.maketrans({"e": "é", "a": "à", "o": "ö", "u": "ü", "c": "ç", "i": "ï"})
+
+
+def near_copy(text: str, rng: random.Random, content_edit: bool = False) -> str:
+    """A copy with the edits scrapers and mirrors make: case, punctuation, quotes, numbers,
+    diacritics, spacing (all undone by the fineweb preset) and optionally one word more."""
+    import re
+
+    text = text.replace(", ", " - ").replace(". ", "! ").replace("'", "’")
+    text = re.sub(r"\d+", lambda m: str(rng.randrange(10 ** len(m.group()))), text)
+    words = text.split(" ")
+    for i in rng.sample(range(len(words)), max(1, len(words) // 6)):
+        words[i] = words[i].translate(_ACCENT)
+    words = [w.title() if rng.random() < 0.5 else w.upper() for w in words]
+    if content_edit:
+        words.insert(rng.randrange(len(words)), "really")
+    return re.sub(" ", lambda m: rng.choice([" ", "  ", "\n"]), " ".join(words))

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Install everything curator needs on a fresh Debian/Ubuntu machine with Python >= 3.11:
 # system packages (redis-server for the Redis Cluster backend and its tests, chromium for the
-# report test, libmagic1 for datatrove's WARC reader in the comparisons), then a virtualenv in .venv with every extra (dask, mpi, extract, filters, redis,
+# report test, libmagic1 for datatrove's WARC reader in the comparisons, python3.11-doc as real
+# text for bench/bench_minhash.py), then a virtualenv in .venv with every extra (dask, mpi, extract, filters, redis,
 # tokenize, train, deploy, test). Safe to run again: it only installs what is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-APT_PACKAGES=(redis-server chromium libmagic1)
+APT_PACKAGES=(redis-server chromium libmagic1 python3.11-doc)
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
@@ -35,6 +36,10 @@ echo "setup: installing curator with all extras into .venv"
 pip_install -e ".[all,test]"
 .venv/bin/python -c "import curator, dask, mpi4py, redis" || {
   echo "setup: the Python install failed; see the messages above" >&2; exit 1; }
+# compile the MinHash kernels once now (numba caches them beside the source) rather than in
+# the first dedup run
+.venv/bin/python -c "import curator.dedup.minhash as m; m.warm_up()" || {
+  echo "setup: compiling the MinHash kernels failed" >&2; exit 1; }
 if [ -f scripts/setup_triton.sh ]; then
   bash scripts/setup_triton.sh
 fi

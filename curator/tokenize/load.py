@@ -7,11 +7,15 @@ tokenizer description), never at import time and never pickled with a stage.
 
 from __future__ import annotations
 
+import itertools
 import os
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from curator.core.errors import ConfigError, InputError
+from curator.tokenize.pretoken import PreTokenCache, pretoken_cache
 
 #: Tried in order when no EOD token is named (HF tokenizers).
 EOD_CANDIDATES = ("<|endoftext|>", "[EOD]", "</s>", "<eos>", "<|end_of_text|>", "<|eot_id|>")
@@ -30,12 +34,40 @@ class Encoder:
     impl: Any
     vocab_file: str | None = None
     merges_file: str | None = None
+    #: GPT-2 style byte-level BPE: a pre-token cache giving the same ids faster (pretoken.py)
+    fast: PreTokenCache | None = None
 
-    def encode_batch(self, texts: list[str]) -> list[list[int]]:
+    def _encode_lists(self, texts: list[str]) -> list[list[int]]:
         if self.type == "sentencepiece":
             return self.impl.encode(texts)
         encs = self.impl.encode_batch_fast(texts, add_special_tokens=False)
         return [e.ids for e in encs]
+
+    def encode_batch(self, texts: list[str]) -> list[list[int]]:
+        if self.fast is None:
+            return self._encode_lists(texts)
+        flat, lens = self.encode_flat(texts)
+        return [a.tolist() for a in np.split(flat, np.cumsum(lens)[:-1])] if texts else []
+
+    def encode_flat(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        """The ids of all ``texts`` back to back (int64) and each text's count: what
+        ``encode_batch`` gives, without a Python list per document on the fast path."""
+        fast = self.fast
+        if fast is not None:
+            ok = [fast.eligible(t) for t in texts]
+            if all(ok):
+                return fast.encode_flat(texts)
+            if any(ok):  # mixed batch: each part its way, then back in order
+                yes = [t for t, o in zip(texts, ok) if o]
+                no = [t for t, o in zip(texts, ok) if not o]
+                f1, l1 = fast.encode_flat(yes)
+                f2, l2 = _flatten(self._encode_lists(no))
+                parts1 = iter(np.split(f1, np.cumsum(l1)[:-1]))
+                parts2 = iter(np.split(f2, np.cumsum(l2)[:-1]))
+                parts = [next(parts1) if o else next(parts2) for o in ok]
+                return (np.concatenate(parts).astype(np.int64),
+                        np.fromiter(map(len, parts), dtype=np.int64, count=len(parts)))
+        return _flatten(self._encode_lists(texts))
 
     def decode(self, ids: list[int]) -> str:
         return self.impl.decode(ids)
@@ -48,6 +80,12 @@ class Encoder:
             out["vocab_file"] = self.vocab_file
             out["merges_file"] = self.merges_file
         return out
+
+
+def _flatten(ids: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
+    lens = np.fromiter(map(len, ids), dtype=np.int64, count=len(ids))
+    return (np.fromiter(itertools.chain.from_iterable(ids), dtype=np.int64,
+                        count=int(lens.sum())), lens)
 
 
 def spec_from_params(tokenizer: str | None, vocab_file: str | None, merges_file: str | None,
@@ -142,7 +180,8 @@ def _load(spec: dict[str, Any], eod_token: str | None) -> Encoder:
     # ids need not be contiguous: size the token dtype by the largest id, not the count
     size = max(tok.get_vocab_size(with_added_tokens=True),
                max(tok.get_vocab(with_added_tokens=True).values(), default=-1) + 1)
-    return Encoder("huggingface", path, size, eod, tok, vocab_file, merges_file)
+    return Encoder("huggingface", path, size, eod, tok, vocab_file, merges_file,
+                   pretoken_cache(tok))
 
 
 def gpt2_tokenizer(vocab_file: str, merges_file: str) -> Any:

@@ -100,10 +100,10 @@ def encode_documents(enc: Encoder, texts: list[str], *, split_sentences: bool, l
     else:
         per_doc = np.ones(len(texts), dtype=np.int64)
         flat = texts
-    ids = enc.encode_batch(flat) if flat else []
-    lens = np.fromiter(map(len, ids), dtype=np.int64, count=len(ids))
-    total = int(lens.sum())
-    tokens = np.fromiter(itertools.chain.from_iterable(ids), dtype=np.int64, count=total)
+    if flat:
+        tokens, lens = enc.encode_flat(flat)
+    else:
+        tokens, lens = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
     # drop empty sequences, recount sequences per document
     doc_of_seq = np.repeat(np.arange(len(texts)), per_doc)
     keep = lens > 0

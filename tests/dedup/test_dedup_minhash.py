@@ -16,7 +16,14 @@ from helpers_dedup import REPO
 from curator.core.errors import ConfigError
 from curator.dedup.components import choose_keepers, connected_components
 from curator.dedup.lsh import optimal_param, resolve_bands
-from curator.dedup.minhash import MinHasher, band_digests, normalize
+from curator.dedup.minhash import (
+    MinHasher,
+    band_digests,
+    normalize,
+    permutations,
+    shingle_hashes,
+    signatures_from_hashes,
+)
 
 M64 = (1 << 64) - 1
 
@@ -59,12 +66,14 @@ TEXTS = [
 ]
 
 
+@pytest.mark.parametrize("compiled", [True, False], ids=["numba", "numpy"])
 @pytest.mark.parametrize("scheme", ["affine32", "legacy"])
 @pytest.mark.parametrize("kind,n,ref", [("char", 24, ref_char_shingles),
                                         ("char", 5, ref_char_shingles),
                                         ("word", 3, ref_word_shingles)])
-def test_signatures_equal_datasketch(kind, n, ref, scheme):
-    hasher = MinHasher(num_perm=96, seed=11, ngram=n, kind=kind, scheme=scheme)
+def test_signatures_equal_datasketch(kind, n, ref, scheme, compiled):
+    hasher = MinHasher(num_perm=96, seed=11, ngram=n, kind=kind, scheme=scheme,
+                       compiled=compiled)
     sigs = hasher(TEXTS)
     for text, sig in zip(TEXTS, sigs):
         m = MinHash(num_perm=96, seed=11, hashfunc=lambda x: x, scheme=scheme)
@@ -72,10 +81,124 @@ def test_signatures_equal_datasketch(kind, n, ref, scheme):
         assert np.array_equal(m.hashvalues.astype(np.uint32), sig), text[:30]
 
 
-def test_batches_do_not_change_signatures():
+# every Unicode whitespace, case changes that lengthen a string (İ) or depend on the
+# neighbours (final sigma), a lone surrogate, NULs, non-BMP characters, ASCII-only documents
+TRICKY = [
+    "".join(chr(c) for c in (9, 10, 11, 12, 13, 28, 29, 30, 31, 32, 0x85, 0xA0, 0x1680))
+    + "a\u2000b\u200ac\u2028d\u2029e\u202ff\u205fg\u3000h\u200bi",
+    "İSTANBUL ΟΔΟΣ ΟΔΟΣ. ΣΑΣ Σ ΑΣ\u0301 x",
+    "ΑΣ", "Αa", "bad \udc80 surrogate", "nul\0inside\0\0 words", "𝄞𝄞 music 𝄞" * 3,
+    "plain ascii text only, a few words here", "", "  ", "\n\t x \n",
+]
+
+
+def _random_texts(seed: int, n: int) -> list[str]:
+    rng = random.Random(seed)
+    alphabet = list("abcdeΣσςİIı \t\n\u00a0\u3000\u0301.é𝄞\0Kk") + ["\u2028", "ǅ", "ß"]
+    return [" ".join("".join(rng.choice(alphabet) for _ in range(rng.randint(0, 12)))
+                     for _ in range(rng.randint(0, 40))) for _ in range(n)]
+
+
+@pytest.mark.parametrize("kind,n", [("char", 1), ("char", 7), ("char", 24), ("word", 1),
+                                    ("word", 5)])
+@pytest.mark.parametrize("norm", [True, False])
+def test_compiled_and_numpy_paths_identical(kind, n, norm):
+    for texts in (TRICKY, _random_texts(n, 150), TRICKY[7:8] * 3):  # the last batch is ASCII
+        hj, oj = shingle_hashes(texts, ngram=n, kind=kind, do_normalize=norm, compiled=True)
+        hn, on = shingle_hashes(texts, ngram=n, kind=kind, do_normalize=norm, compiled=False)
+        assert hj.dtype == hn.dtype == np.uint32
+        assert np.array_equal(oj, on) and np.array_equal(hj, hn)
+        for scheme in ("affine32", "legacy"):
+            a, b = permutations(64, 5, scheme)
+            assert np.array_equal(signatures_from_hashes(hj, oj, a, b, compiled=True),
+                                  signatures_from_hashes(hn, on, a, b, compiled=False))
+
+
+def test_normalize_equals_regex_definition():
+    import re
+
+    for t in TRICKY + _random_texts(0, 200):
+        assert normalize(t) == re.sub(r"\s+", " ", t).strip().lower()
+
+
+def test_compiled_whitespace_is_str_isspace():
+    """The kernel's whitespace test against Python's on every code point."""
+    from numba import njit
+
+    from curator.dedup.minhash_kernels import _is_space
+
+    @njit
+    def spaces(cps):
+        return np.array([_is_space(c) for c in cps])
+
+    cps = np.arange(0x110000, dtype=np.uint64)
+    want = np.array([chr(c).isspace() for c in range(0x110000)])
+    assert np.array_equal(spaces(cps), want)
+
+
+def test_compiled_legacy_exact_at_the_prime_boundary():
+    """The fast legacy kernel is exact where ``a*h + b`` lands on or just past multiples of
+    2**61 - 1, where a 32-bit value is 2**32 - 1, and where minima are below 9."""
+    p61, m64 = (1 << 61) - 1, (1 << 64) - 1
+    hv = np.array([1, 2, 3, 0xFFFFFFFF, 12345], dtype=np.uint32)
+    # hi * 2**61 + lo with lo + hi >= 2**61 - 1 (the reduction needs its subtraction)
+    targets = [(5 << 61) + p61 - 2, (3 << 61) + p61, (6 << 61) + p61 - 1, (7 << 61) + p61,
+               (1 << 61) + p61 - 1, m64, p61, 2 * p61, p61 - 1, (1 << 32) - 1,
+               (5 << 61) + 0xFFFFFFFF, (1 << 61) + 0xFFFFFFFE, 4, 8, 9, 0]
+    a_list, b_list = [], []
+    for t in targets:  # a*1 + b == t (mod 2**64) for the first shingle, h = 1
+        for a in (1, 3, (1 << 60) + 5):
+            a_list.append(a)
+            b_list.append((t - a) % (1 << 64))
+    a = np.array(a_list, dtype=np.uint64)
+    b = np.array(b_list, dtype=np.uint64)
+    for cut in (1, 2, 5):  # documents of one, two and all shingles
+        off = np.array([0], dtype=np.int64)
+        got = signatures_from_hashes(hv[:cut], off, a, b, compiled=True)
+        want = signatures_from_hashes(hv[:cut], off, a, b, compiled=False)
+        assert np.array_equal(got, want)
+    x = np.uint64(p61)  # the first target: a value of exactly 0 that a shortcut would miss
+    assert signatures_from_hashes(hv[:1], np.array([0]), np.array([1], np.uint64),
+                                  x - np.uint64(1) + np.zeros(1, np.uint64),
+                                  compiled=True)[0, 0] == 0
+
+
+def test_numpy_fallback_without_numba():
+    """Without numba the module still imports and gives the same signatures."""
+    code = ("import sys; sys.modules['numba'] = None\n"
+            "from curator.dedup.minhash import MinHasher, kernels\n"
+            "assert kernels() is None\n"
+            "t = sys.stdin.read().split('\\x1e')\n"
+            "sys.stdout.write(MinHasher(num_perm=32, seed=3, ngram=5, kind='word',"
+            " scheme='legacy')(t).tobytes().hex())")
+    out = subprocess.run([sys.executable, "-c", code], input="\x1e".join(TEXTS), text=True,
+                         capture_output=True, check=True, cwd=REPO,
+                         env={"PYTHONPATH": str(REPO)}).stdout
+    here = MinHasher(num_perm=32, seed=3, ngram=5, kind="word", scheme="legacy",
+                     compiled=True)(TEXTS)
+    assert bytes.fromhex(out) == here.tobytes()
+
+
+def test_auto_choice_skips_numba_for_small_calls():
+    """Small calls stay on the numpy path (no numba start-up); large ones load the kernels;
+    both give the same signatures."""
+    code = ("import sys\n"
+            "import curator.dedup.minhash as m\n"
+            "t = sys.stdin.read().split('\\x1e')\n"
+            "small = m.MinHasher(num_perm=32, seed=3, ngram=5)(t)\n"
+            "assert 'numba' not in sys.modules\n"
+            "m._JIT_MIN = 1\n"
+            "big = m.MinHasher(num_perm=32, seed=3, ngram=5)(t)\n"
+            "assert 'numba' in sys.modules and (small == big).all()\n")
+    subprocess.run([sys.executable, "-c", code], input="\x1e".join(TEXTS), text=True,
+                   check=True, cwd=REPO, env={"PYTHONPATH": str(REPO)})
+
+
+@pytest.mark.parametrize("compiled", [True, False], ids=["numba", "numpy"])
+def test_batches_do_not_change_signatures(compiled):
     texts = TEXTS * 7
-    whole = MinHasher(num_perm=32, ngram=5)(texts)
-    small = MinHasher(num_perm=32, ngram=5, batch_chars=50)(texts)
+    whole = MinHasher(num_perm=32, ngram=5, compiled=compiled)(texts)
+    small = MinHasher(num_perm=32, ngram=5, batch_chars=50, compiled=compiled)(texts)
     assert np.array_equal(whole, small)
     assert not np.array_equal(whole[0], whole[1])
 

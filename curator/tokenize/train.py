@@ -220,6 +220,9 @@ def _chunks(texts: Iterator[str], max_bytes: int) -> Iterator[str]:
             yield "".join(buf)
 
 
+_VOCAB_ENTRY_END = re.compile(rb"\t-?[0-9][0-9.e+-]*\r?\n?$")
+
+
 def train_sentencepiece(stage: TrainTokenizer, texts: Iterator[str], out_dir: str
                         ) -> dict[str, Any]:
     """SentencePiece (BPE by default); writes tokenizer.model and tokenizer.vocab.
@@ -258,8 +261,10 @@ def train_sentencepiece(stage: TrainTokenizer, texts: Iterator[str], out_dir: st
         # SentencePiece does not always check its writes: a model cut short by a full disk
         # "trains" fine, so both files are read back before they are published
         sp = spm.SentencePieceProcessor(model_file=tmp + ".model")
+        # one "piece<TAB>score" entry per piece; a kept "\n" piece spans two lines, so entries
+        # are counted by their score, not by lines
         with open(tmp + ".vocab", "rb") as f:
-            pieces = sum(1 for _ in f)
+            pieces = sum(1 for line in f if _VOCAB_ENTRY_END.search(line))
         if pieces != sp.get_piece_size():
             raise RuntimeError(f"{tmp}.vocab has {pieces} of {sp.get_piece_size()} pieces")
     except RuntimeError as e:

@@ -269,19 +269,23 @@ def train_sentencepiece(stage: TrainTokenizer, texts: Iterator[str], out_dir: st
             raise RuntimeError(f"{tmp}.vocab has {pieces} of {sp.get_piece_size()} pieces")
     except RuntimeError as e:
         msg = str(e).strip().splitlines()[-1] if str(e).strip() else repr(e)
-        for ext in (".model", ".vocab"):
-            with contextlib.suppress(OSError):
-                os.unlink(tmp + ext)
+        # SentencePiece says only "INTERNAL: ... WriteLine" when a write fails: a write of our
+        # own in the same folder (before the temporaries are removed and free the space) tells a
+        # full disk / no permission / read-only mount apart
+        from curator.io.native import probe_write
+
+        try:
+            if "smaller than required_chars" not in msg:
+                probe_write(out_dir, prefix + ".model")
+        finally:
+            for ext in (".model", ".vocab"):
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp + ext)
         if "smaller than required_chars" in msg:
             extra = " plus 256 byte pieces (byte_fallback)" if stage.byte_fallback else ""
             raise ConfigError(f"train_tokenizer.vocab_size {stage.vocab_size} is too small for "
                               f"the characters of the sample{extra}; raise vocab_size or "
                               "lower character_coverage") from None
-        # SentencePiece says only "INTERNAL: ... WriteLine" when a write fails: a write of our
-        # own in the same folder tells a full disk / no permission / read-only mount apart
-        from curator.io.native import probe_write
-
-        probe_write(out_dir, prefix + ".model")
         raise InputError(f"SentencePiece training failed: {msg}") from None
     for ext in (".model", ".vocab"):
         os.replace(tmp + ext, prefix + ext)

@@ -14,9 +14,12 @@ WARC files laid out like Common Crawl's: per page a ``request``, a ``response`` 
 ``WARC-Identified-Payload-Type``) and a ``metadata`` record, each URL unique; the CSS, JS and
 images of those folders go in as non-HTML responses. Nothing is committed.
 
-Both tools run as a fresh command with ``--workers`` processes (curator: ``curator run`` with
-the Dask executor; datatrove: ``LocalPipelineExecutor`` with one task per WARC file, fork start),
-timed by wall clock; CPU time of the command and its children is shown too.
+Both tools run as a fresh command with ``--workers`` processes (curator: ``mpiexec -n 2
+curator run --executor mpi``, or ``--executor dask`` for a Dask LocalCluster, whose scheduler,
+nannies and event loops cost several CPU seconds more on a short run; datatrove:
+``LocalPipelineExecutor`` with one task per WARC file, fork start), timed by wall clock; the
+CPU time of the command and its children is shown too (on a shared machine it is the steadier
+figure).
 
 Settings (printed with the results):
 
@@ -26,10 +29,12 @@ Settings (printed with the results):
 * datatrove: ``WarcReader -> Trafilatura(favour_precision=True) -> LanguageFilter(en, 0.65) ->
   GopherRepetitionFilter -> GopherQualityFilter -> C4QualityFilter(filter_no_terminal_punct=
   False) -> FineWebQualityFilter -> JsonlWriter``. Its Trafilatura keeps ``deduplicate=True``
-  (its default; a per-process cache, which curator leaves off for determinism) and
-  ``timeout=1`` s. Offline patches, as in bench_filters.py: its LanguageFilter loads curator's
-  bundled ``lid.176.ftz`` instead of downloading ``lid.176.bin``, and its word/sentence
-  splitters are curator's (NLTK's data cannot be downloaded here).
+  (its default; a per-process cache, which curator leaves off for determinism) and a
+  10 s per-page time limit like curator's ``timeout_s`` (its default of 1 s of wall time
+  drops most large pages on a loaded machine: that is less work, not faster work). Offline
+  patches, as in bench_filters.py: its LanguageFilter loads curator's bundled
+  ``lid.176.ftz`` instead of downloading ``lid.176.bin``, and its word/sentence splitters are
+  curator's (NLTK's data cannot be downloaded here).
 """
 
 from __future__ import annotations
@@ -133,7 +138,7 @@ def _write_capture(w: Any, rel: str, data: bytes, is_html: bool, ns: uuid.UUID) 
 CURATOR_YAML = """\
 name: ccpath-bench
 work_dir: {work}
-executor: {{type: dask, workers: {workers}, dashboard_address: null}}
+executor: {{type: {executor}, workers: {workers}, dashboard_address: null}}
 progress: off
 report: false
 stages:
@@ -183,7 +188,7 @@ from datatrove.pipeline.writers import JsonlWriter
 if __name__ == "__main__":
     ex = LocalPipelineExecutor(pipeline=[
         WarcReader({warc!r}, glob_pattern="*.warc.gz", compression="gzip"),
-        Trafilatura(favour_precision=True),
+        Trafilatura(favour_precision=True, timeout=10),
         LanguageFilter(languages=["en"], language_threshold=0.65),
         GopherRepetitionFilter(),
         GopherQualityFilter(),
@@ -220,21 +225,27 @@ def _count_jsonl(folder: str) -> int:
 
 
 def run_curator(warc: str, tmp: str, workers: int, extractor: str | None,
-                tag: str = "curator") -> tuple[float, float, int]:
+                tag: str = "curator", executor: str = "mpi") -> tuple[float, float, int]:
+    """Wall, CPU seconds and documents out of ``curator run`` on the bench pipeline
+    (``mpiexec -n workers`` for the MPI executor, a Dask LocalCluster of ``workers``
+    processes for the Dask one)."""
     work = os.path.join(tmp, f"{tag}-work")
     out = os.path.join(tmp, f"{tag}-out")
     extra = f", extractor: {extractor}" if extractor else ""
     yml = os.path.join(tmp, f"{tag}.yaml")
     with open(yml, "w") as f:
-        f.write(CURATOR_YAML.format(work=work, workers=workers, warc=warc, out=out, extra=extra))
-    curator = os.path.join(os.path.dirname(sys.executable), "curator")
-    cmd = [curator, "run", yml] if os.path.exists(curator) else [
-        sys.executable, "-m", "curator", "run", yml]
+        f.write(CURATOR_YAML.format(work=work, workers=workers, warc=warc, out=out, extra=extra,
+                                    executor=executor))
+    cmd = [sys.executable, "-m", "curator", "run", yml]
+    if executor == "mpi":
+        mpiexec = os.path.join(os.path.dirname(sys.executable), "mpiexec")
+        cmd = [mpiexec if os.path.exists(mpiexec) else "mpiexec", "-n", str(workers), *cmd]
     wall, cpu = _run(cmd, cwd=tmp)
     return wall, cpu, _count_jsonl(out)
 
 
 def run_datatrove(warc: str, tmp: str, workers: int, tasks: int) -> tuple[float, float, int]:
+    """Wall, CPU seconds and documents out of datatrove's equivalent pipeline."""
     out = os.path.join(tmp, "datatrove-out")
     script = os.path.join(tmp, "datatrove_run.py")
     with open(script, "w") as f:
@@ -252,7 +263,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--pages", type=int, default=None, help="number of HTML pages (spread)")
     ap.add_argument("--files", type=int, default=4, help="WARC files (= datatrove tasks)")
     ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--executor", choices=["mpi", "dask"], default="mpi",
+                    help="curator executor (mpi: mpiexec -n WORKERS; dask: a LocalCluster)")
     ap.add_argument("--extractor", default=None, help="curator extractor (default: its default)")
+    ap.add_argument("--also", action="append", default=[], metavar="EXTRACTOR",
+                    help="also run curator with this extractor (e.g. resiliparse)")
     ap.add_argument("--no-quality", action="store_true", help="skip the extraction F1 check")
     args = ap.parse_args(argv)
     roots = args.html_root or ["/usr/share/doc"]
@@ -270,25 +285,33 @@ def main(argv: list[str] | None = None) -> int:
         print(f"input: {len(html)} unique HTML pages ({mb_html:.1f} MB) + {len(other)} non-HTML "
               f"responses from {', '.join(roots)}, in {len(files)} WARC files ({mb:.1f} MB gz, "
               "request/response/metadata per URL)")
-        print(f"workers: {args.workers} per tool; machine: {os.cpu_count()} cores (shared: "
-              "other load counts in wall time)\n")
-        dt = run_datatrove(warc, tmp, args.workers, len(files))
-        ours = run_curator(warc, tmp, args.workers, args.extractor)
-        print(f"{'tool':10s} {'docs out':>8s} {'wall s':>8s} {'cpu s':>8s} {'pages/s':>8s}")
-        for name, (wall, cpu, n) in (("datatrove", dt), ("curator", ours)):
-            print(f"{name:10s} {n:8d} {wall:8.2f} {cpu:8.2f} {len(html) / wall:8.1f}")
-        print(f"\nratio curator/datatrove (wall-clock throughput): {dt[0] / ours[0]:.2f}x  "
-              f"(CPU: {dt[1] / ours[1]:.2f}x)")
+        print(f"workers: {args.workers} per tool (curator executor: {args.executor}); machine: "
+              f"{os.cpu_count()} cores (shared: other load counts in wall time, less in CPU)\n")
+        from curator.extract.html import DEFAULT_EXTRACTOR
+
+        main_ex = args.extractor or DEFAULT_EXTRACTOR
+        runs = [("datatrove", "trafilatura (datatrove)",
+                 run_datatrove(warc, tmp, args.workers, len(files)))]
+        for k, ex in enumerate([main_ex, *args.also]):
+            runs.append(("curator", ex, run_curator(warc, tmp, args.workers, ex, f"curator{k}",
+                                                    args.executor)))
+        print(f"{'tool':10s} {'extractor':24s} {'docs out':>8s} {'wall s':>8s} {'cpu s':>8s} "
+              f"{'pages/s':>8s} {'ratio':>6s} {'cpu ratio':>9s}")
+        dt = runs[0][2]
+        for tool, ex, (wall, cpu, n) in runs:
+            print(f"{tool:10s} {ex:24s} {n:8d} {wall:8.2f} {cpu:8.2f} {len(html) / wall:8.1f} "
+                  f"{dt[0] / wall:5.2f}x {dt[1] / cpu:8.2f}x")
+        print(f"\nratio curator/datatrove (wall-clock throughput, {main_ex}): "
+              f"{dt[0] / runs[1][2][0]:.2f}x  (CPU: {dt[1] / runs[1][2][1]:.2f}x)")
         if not args.no_quality:
             from bench.extraction_quality import doc_pages, news_pages, score
-            from curator.extract.html import DEFAULT_EXTRACTOR
 
-            name = f"curator:{args.extractor or DEFAULT_EXTRACTOR}"
+            names = [f"curator:{ex}" for ex in dict.fromkeys([main_ex, *args.also])]
             pages = news_pages(None) + doc_pages(60)
-            rows = score(pages, [name, "trafilatura favor_precision"])
+            rows = score(pages, [*names, "trafilatura favor_precision"])
             print("\nextraction token F1 against gold (bench/extraction_quality.py --small):")
             for cfg, s, n, p, r, f1, _rate in rows:
-                who = "curator" if cfg == name else "datatrove's settings"
+                who = "curator" if cfg in names else "datatrove's settings"
                 print(f"  {cfg:30s} ({who:20s}) {s:5s} {n:3d} pages  P {p:.3f}  R {r:.3f}  "
                       f"F1 {f1:.3f}")
     finally:

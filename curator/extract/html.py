@@ -23,6 +23,8 @@ from curator.core.stage import ShardStage
 from curator.extract.timeout import ExtractTimeout, time_limit
 
 Extractor = Literal["trafilatura", "resiliparse", "justext"]
+#: The extractor used when a stage does not name one (chosen by bench/extraction_quality.py).
+DEFAULT_EXTRACTOR: Extractor = "trafilatura"
 
 _META_CHARSET = re.compile(
     rb"""<meta[^>]+charset\s*=\s*["']?\s*([a-zA-Z0-9_:.\-]+)""", re.IGNORECASE)
@@ -78,10 +80,23 @@ def decode_html(body: bytes, content_type: str | None = None) -> tuple[str, str]
 
 def _trafilatura(html: str) -> str:
     import trafilatura
+    from lxml.etree import strip_tags
+    from trafilatura.utils import load_html
 
+    tree = load_html(html)  # what trafilatura.extract does with a string
+    if tree is None:
+        return ""
+    # Syntax highlighting makes every token of a code block a <span>; trafilatura's XPath
+    # pruning visits each one. Merging them into their <pre>/<code> first keeps the same text
+    # (and the code's line breaks, which trafilatura loses on some highlighted blocks) at a
+    # fifth less time; gold-text F1 is equal or higher (bench/extraction_quality.py).
+    for el in tree.iter("pre", "code"):
+        strip_tags(el, "span")
     # deduplicate=False: trafilatura's dedup cache is per process state, so its output would
     # depend on which documents a worker saw before (and on the worker count).
-    return trafilatura.extract(html, favor_precision=True, include_comments=False,
+    # fast=True skips the readability/jusText fallback comparison: same token F1 against gold
+    # in precision mode, a third less time.
+    return trafilatura.extract(tree, fast=True, favor_precision=True, include_comments=False,
                                deduplicate=False) or ""
 
 
@@ -89,8 +104,11 @@ def _resiliparse(html: str) -> str:
     from resiliparse.extract.html2text import extract_plain_text
     from resiliparse.parse.html import HTMLTree
 
+    # comments/post_meta off: comment threads and "posted by ... on ..." lines are not the
+    # article; measured against gold news pages this lifts token F1 from 0.89 to 0.91.
     return extract_plain_text(HTMLTree.parse(html), main_content=True, alt_texts=False,
-                              links=False, form_fields=False, noscript=False)
+                              links=False, form_fields=False, noscript=False, comments=False,
+                              post_meta=False)
 
 
 _JUSTEXT_STOPLISTS: dict[str, frozenset[str]] = {}

@@ -252,13 +252,13 @@ def test_corrupt_member_resync_keeps_offsets(tmp_path) -> None:
 
 
 def _pathological_page() -> bytes:
-    """A real page trafilatura needs seconds for (20,000 paragraphs, ~4 MB); no mock."""
+    """A real page trafilatura needs seconds for (40,000 paragraphs, ~8 MB); no mock."""
     import random
 
     rnd = random.Random(0)
     words = ["alpha", "river", "town", "bridge", "market", "history", "record", "gamma"]
     paras = "".join("<p>" + " ".join(rnd.choice(words) for _ in range(30)) + f" {i}.</p>"
-                    for i in range(20000))
+                    for i in range(40000))
     return f"<html><body><div>{paras}</div></body></html>".encode()
 
 

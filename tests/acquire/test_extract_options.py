@@ -1,0 +1,48 @@
+"""Extractor settings: output independent of what a worker extracted before, and the
+resiliparse settings that leave comment threads out."""
+
+from __future__ import annotations
+
+import pytest
+from helpers_acquire import PROSE
+
+from curator.extract.html import DEFAULT_EXTRACTOR, EXTRACTORS, extract_text
+
+SHARED = ("Every page of this site repeats this long paragraph about the harbour, the old "
+          "market and the river crossing, so a cross-document cache would see it many times.")
+
+
+def _page(i: int) -> str:
+    body = "".join(f"<p>{p} (page {i})</p>" for p in PROSE)
+    return (f"<html><head><title>Page {i}</title></head><body><main><article>"
+            f"<h1>Page {i}</h1><p>{SHARED}</p>{body}</article></main></body></html>")
+
+
+@pytest.mark.parametrize("extractor", list(EXTRACTORS))
+def test_output_does_not_depend_on_pages_seen_before(extractor) -> None:
+    """trafilatura's deduplicate cache is per process: with it on, a paragraph seen on
+    earlier pages disappears from later ones, so the result would depend on which worker saw
+    which page first. Forwards, backwards and fresh must agree."""
+    pages = [_page(i) for i in range(6)]
+    forwards = [extract_text(p, extractor) for p in pages]
+    backwards = [extract_text(p, extractor) for p in reversed(pages)][::-1]
+    again = [extract_text(p, extractor) for p in pages]
+    assert forwards == backwards == again
+    if extractor != "justext":  # justext's stop-word scoring may drop the short heading only
+        assert all(SHARED in t for t in forwards)
+
+
+def test_default_extractor_is_trafilatura() -> None:
+    # chosen by bench/extraction_quality.py: best token F1 on the gold news pages
+    assert DEFAULT_EXTRACTOR == "trafilatura"
+
+
+def test_resiliparse_leaves_comment_threads_out() -> None:
+    comments = "".join(f'<div class="comment"><p>Reader {i} wrote: great post, thanks for '
+                       f'sharing all of this with us, number {i}.</p></div>' for i in range(8))
+    html = (f"<html><body><main><article><h1>Story</h1>"
+            f"{''.join(f'<p>{p}</p>' for p in PROSE)}</article>"
+            f'<section id="comments" class="comments">{comments}</section></main></body></html>')
+    text = extract_text(html, "resiliparse")
+    assert PROSE[0] in text
+    assert "great post" not in text

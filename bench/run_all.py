@@ -45,8 +45,12 @@ BENCHES = [
     Bench("ccpath", "bench_ccpath.py", (),
           "Common Crawl path (WARC -> extraction -> LID -> Gopher -> C4 -> FineWeb) vs "
           "datatrove's FineWeb steps"),
-    Bench("extraction_quality", "extraction_quality.py", (),
+    Bench("extraction_quality", "extraction_quality.py", ("--small",),
           "extraction quality: token F1 against hand-checked gold text, per extractor/option"),
+    Bench("dedup_agreement", "bench_dedup_agreement.py", ("--max-docs", "20000"),
+          "FineWeb MinHash dedup (normalize: fineweb, scheme: datatrove) vs datatrove's 4 "
+          "MinhashDedup steps: removal-set Jaccard and time; Python docs paragraphs with "
+          "planted near-copies"),
     Bench("filters", "bench_filters.py", ("--docs", "2000", "--repeat", "2"),
           "Gopher/C4/FineWeb rules and fastText LID vs datatrove; 2,000 synthetic documents"),
     Bench("minhash", "bench_minhash.py", ("--docs", "500", "--repeat", "2"),

@@ -6,6 +6,7 @@ STAGES: dict[str, str] = {
     "fix_unicode": "curator.filters.unicode:FixUnicode",
     "language_id": "curator.filters.langid:LanguageId",
     "decontaminate": "curator.filters.decontam:Decontaminate",
+    "pii_redact": "curator.filters.pii_redact:PiiRedact",
     # presets: many rules, one line
     "gopher_quality": f"{_H}:GopherQuality",
     "gopher_repetition": f"{_H}:GopherRepetition",

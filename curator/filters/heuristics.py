@@ -467,41 +467,125 @@ class ContainsString(HeuristicRule):
         return v == 0
 
 
-class BadWords(HeuristicRule):
-    """Occurrences of listed words or phrases (C4's bad-words list, given as a local file)."""
+_KATAKANA = re.compile("[\u30a0-\u30ff]+")
+#: A katakana loanword is a whole run of katakana: グロ (gore) is not in グローバル (global).
+_KATAKANA_WORD = "(?<![\u30a0-\u30ff]){}(?![\u30a0-\u30ff])"
 
-    key = "bad_words"
-    source = ("C4 (List of Dirty, Naughty, Obscene or Otherwise Bad Words: pass the list as a "
-              "file; nothing is downloaded)")
 
-    def __init__(self, words: list[str] = [], path: str | None = None,  # noqa: B006
-                 max_count: int = 0) -> None:
-        entries = [w.strip().lower() for w in words]
-        if path:
-            try:
-                with open(path, encoding="utf-8") as f:
-                    entries += [ln.strip().lower() for ln in f if ln.strip()]
-            except OSError as e:
-                raise ConfigError(f"bad_words.path: cannot read '{path}': {e.strerror}") from None
-        if not entries:
-            raise ConfigError("bad_words: give 'words' or a 'path' to a list (one per line)")
-        self.max_count = max_count
-        # single words are matched as tokens; phrases and no-space-script entries as text
+class _WordMatcher:
+    """Counts occurrences of list entries in a text: single words as whole tokens (one set
+    lookup per token), phrases with word boundaries, and entries in scripts written without
+    spaces (or every entry, with ``substring``) anywhere in the text."""
+
+    def __init__(self, entries: set[str], substring: bool = False) -> None:
+        def anywhere(w: str) -> bool:
+            return has_no_space_script(w) or (substring and not w.isascii())
+
+        if substring:  # one ideograph or syllable alone (性, 乳) is part of too many words
+            entries = {w for w in entries if len(w) > 1 or w.isascii()}
         self.single = frozenset(w for w in entries
-                                if split_words(w) == [w] and not has_no_space_script(w))
-        multi = sorted(set(entries) - self.single, key=len, reverse=True)
-        pats = [re.escape(w) if has_no_space_script(w) else rf"(?<!\w){re.escape(w)}(?!\w)"
-                for w in multi]  # phrases match whole words ("heck no" not in "check now")
+                                if split_words(w) == [w] and not anywhere(w))
+        rest = entries - self.single
+        pats = [(_KATAKANA_WORD.format(re.escape(w)) if _KATAKANA.fullmatch(w)
+                 else re.escape(w)) if anywhere(w)
+                else rf"(?<!\w){re.escape(w)}(?!\w)"  # "heck no" is not in "check now"
+                for w in sorted(rest, key=len, reverse=True)]
         self.multi = re.compile("|".join(pats)) if pats else None
 
-    def value(self, f: DocFeatures) -> float:
-        n = sum(map(self.single.__contains__, map(str.lower, f.words)))
+    def count(self, words: list[str], lower_text: str) -> int:
+        n = sum(map(self.single.__contains__, map(str.lower, words))) if self.single else 0
         if self.multi is not None:
-            n += len(self.multi.findall(f.text.lower()))
+            n += len(self.multi.findall(lower_text))
         return n
+
+
+class BadWords(HeuristicRule):
+    """Occurrences of listed words or phrases: your own list and/or built-in lists for 24
+    languages, chosen by the document's language (``language_id`` meta)."""
+
+    key = "bad_words"
+    source = ("C4 (List of Dirty, Naughty, Obscene or Otherwise Bad Words); built-in lists: "
+              "glin-profanity 4.1.0 (MIT), see docs/filters.md")
+
+    def __init__(self, words: list[str] = [], path: str | None = None,  # noqa: B006
+                 max_count: int = 0, builtin: bool = False,
+                 languages: list[str] | None = None,
+                 paths: dict[str, str] = {},  # noqa: B006
+                 allow: list[str] = [],  # noqa: B006
+                 language_field: str = "language",
+                 default_language: str | None = "en") -> None:
+        from curator.filters import wordlists
+
+        def read(p: str, key: str) -> list[str]:
+            try:
+                with open(p, encoding="utf-8") as f:
+                    return [ln.strip().lower() for ln in f if ln.strip()]
+            except OSError as e:
+                raise ConfigError(f"bad_words.{key}: cannot read '{p}': {e.strerror}") from None
+
+        allowed = {w.strip().lower() for w in allow}
+        common = {w.strip().lower() for w in words if w.strip()}
+        if path:
+            common.update(read(path, "path"))
+        per_lang: dict[str, set[str]] = {}
+        if builtin:
+            for lang in languages or wordlists.DEFAULT_LANGUAGES:
+                per_lang.setdefault(lang, set()).update(wordlists.builtin_words(lang))
+        elif languages:
+            raise ConfigError("bad_words.languages selects built-in lists: set builtin: true "
+                              "(or give your own lists in 'paths')")
+        for lang, p in paths.items():
+            per_lang.setdefault(lang, set()).update(read(p, f"paths.{lang}"))
+        if not common and not per_lang:
+            raise ConfigError("bad_words: give 'words', a 'path' to a list (one per line), "
+                              "'paths' per language, or builtin: true")
+        if default_language is not None and per_lang and default_language not in per_lang:
+            raise ConfigError(f"bad_words.default_language: no list for '{default_language}' "
+                              f"(lists: {', '.join(sorted(per_lang))})")
+        self.max_count = max_count
+        self.language_field, self.default_language = language_field, default_language
+        self.common = _WordMatcher(common - allowed)
+        self.tables = {lang: _WordMatcher((ws | common) - allowed,
+                                          lang in wordlists.SUBSTRING_LANGUAGES)
+                       for lang, ws in per_lang.items()}
+
+    def matcher(self, doc: Document) -> tuple[str, _WordMatcher]:
+        """The list that applies to ``doc``: its language's, the default language's, or only
+        the language-independent words (``'*'``)."""
+        lang = doc.meta.get(self.language_field)
+        if isinstance(lang, str):
+            lang = lang.split("-")[0].split("_")[0].lower()
+            if lang in self.tables:
+                return lang, self.tables[lang]
+        if self.default_language is not None and self.default_language in self.tables:
+            return self.default_language, self.tables[self.default_language]
+        return "*", self.common
+
+    def value(self, f: DocFeatures) -> float:
+        return self.common.count(f.words, f.text.lower())
 
     def ok(self, v: float) -> bool:
         return v <= self.max_count
+
+    def check(self, doc: Document) -> str | None:
+        return None if self.count(doc)[1] <= self.max_count else self.name
+
+    def count(self, doc: Document) -> tuple[str, int]:
+        """(language whose list was used, number of matches)."""
+        lang, m = self.matcher(doc)
+        words = split_words(doc.text) if m.single else []
+        return lang, m.count(words, doc.text.lower())
+
+    def process(self, docs: Iterator[Document], ctx: ShardContext) -> Iterator[Document]:
+        for doc in docs:
+            lang, n = self.count(doc)
+            if n:
+                ctx.count(f"bad_words:{lang}", n)
+                ctx.count(f"bad_words_docs:{lang}")
+            if n <= self.max_count:
+                yield doc
+            else:
+                ctx.reject(doc, self.name, language=lang, matches=n)
 
 
 # -- repetition rules ----------------------------------------------------------------------

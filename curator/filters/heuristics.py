@@ -729,13 +729,18 @@ class HeuristicPreset(Filter):
 
     def __init__(self, disable: list[str] = [],  # noqa: B006
                  overrides: dict[str, dict[str, Any]] = {},  # noqa: B006
-                 annotate: bool = False) -> None:
+                 annotate: bool = False,
+                 mode: Literal["filter", "annotate"] = "filter") -> None:
         spec = PRESETS[self.preset]
         keys = [k for k, _, _ in spec]
         for k in [*disable, *overrides]:
             if k not in keys:
                 raise ConfigError(f"{self.preset}: unknown rule '{k}' (rules: {', '.join(keys)})")
-        self.annotate = annotate
+        # mode annotate (RedPajama-V2 style): every rule's value goes to meta["signals"], the
+        # rules a document fails to meta["failed_rules"], and nothing is removed; a later
+        # `select` stage filters on them
+        self.mode = mode
+        self.annotate = annotate or mode == "annotate"
         self.rules: list[tuple[str, HeuristicRule]] = []
         for key, rule, params in spec:
             if key in disable:
@@ -748,6 +753,10 @@ class HeuristicPreset(Filter):
 
     def check(self, doc: Document) -> str | None:
         if not doc.text.strip():
+            if self.mode == "annotate":
+                doc.meta["failed_rules"] = [*doc.meta.get("failed_rules", []),
+                                            f"{self.preset}:empty"]
+                return None
             return f"{self.preset}:empty"
         f = DocFeatures(doc.text)
         if not self.annotate:
@@ -757,11 +766,18 @@ class HeuristicPreset(Filter):
             return None
         signals = doc.meta.setdefault("signals", {})
         first = None
+        failed: list[str] = []
         for reason, rule in self.rules:
             v = rule.value(f)
             signals[reason] = round(float(v), 4)
-            if first is None and not rule.ok(v):
-                first = reason
+            if not rule.ok(v):
+                first = first or reason
+                failed.append(reason)
+        if self.mode == "annotate":
+            prev = [r for r in doc.meta.get("failed_rules", [])
+                    if not r.startswith(self.preset + ":")]
+            doc.meta["failed_rules"] = prev + failed
+            return None
         return first
 
 

@@ -474,8 +474,9 @@ _KATAKANA_WORD = "(?<![\u30a0-\u30ff]){}(?![\u30a0-\u30ff])"
 
 class _WordMatcher:
     """Counts occurrences of list entries in a text: single words as whole tokens (one set
-    lookup per token), phrases with word boundaries, and entries in scripts written without
-    spaces (or every entry, with ``substring``) anywhere in the text."""
+    lookup per token), phrases as runs of whole tokens ("heck no" is not in "check now"),
+    and entries in scripts written without spaces (or every non-ASCII entry, with
+    ``substring``) anywhere in the text, by one regular expression."""
 
     def __init__(self, entries: set[str], substring: bool = False) -> None:
         def anywhere(w: str) -> bool:
@@ -485,15 +486,28 @@ class _WordMatcher:
             entries = {w for w in entries if len(w) > 1 or w.isascii()}
         self.single = frozenset(w for w in entries
                                 if split_words(w) == [w] and not anywhere(w))
-        rest = entries - self.single
-        pats = [(_KATAKANA_WORD.format(re.escape(w)) if _KATAKANA.fullmatch(w)
-                 else re.escape(w)) if anywhere(w)
-                else rf"(?<!\w){re.escape(w)}(?!\w)"  # "heck no" is not in "check now"
-                for w in sorted(rest, key=len, reverse=True)]
-        self.multi = re.compile("|".join(pats)) if pats else None
+        self.phrases: dict[str, list[tuple[str, ...]]] = {}
+        subs = []
+        for w in entries - self.single:
+            if anywhere(w):
+                subs.append(w)
+            elif toks := tuple(split_words(w)):
+                self.phrases.setdefault(toks[0], []).append(toks)
+        pats = [_KATAKANA_WORD.format(re.escape(w)) if _KATAKANA.fullmatch(w) else re.escape(w)
+                for w in sorted(subs, key=len, reverse=True)]
+        # the look-ahead on the entries' first characters lets the engine skip to candidates
+        first = "".join(sorted({re.escape(w[0]) for w in subs}))
+        self.multi = re.compile(f"(?=[{first}])(?:{'|'.join(pats)})") if pats else None
 
     def count(self, words: list[str], lower_text: str) -> int:
-        n = sum(map(self.single.__contains__, map(str.lower, words))) if self.single else 0
+        lw = list(map(str.lower, words)) if self.single or self.phrases else []
+        n = sum(map(self.single.__contains__, lw)) if self.single else 0
+        if self.phrases:
+            starts = self.phrases
+            for i, t in enumerate(lw):
+                cands = starts.get(t)
+                if cands:
+                    n += sum(1 for p in cands if tuple(lw[i:i + len(p)]) == p)
         if self.multi is not None:
             n += len(self.multi.findall(lower_text))
         return n

@@ -175,3 +175,32 @@ def test_example_pipeline_validates() -> None:
 
     p = run_cli("validate", str(ROOT / "pipelines" / "quality-buckets.yaml"), cwd=ROOT)
     assert "quality_buckets" in p.stdout and "select" in p.stdout
+
+
+def test_missing_scores_and_bad_expression_in_yaml(tmp_path) -> None:
+    """Documents without any score (missing, a string, NaN) go to level 0 and are counted, or
+    are rejected with missing: drop; a select expression that is not allowed stops the run
+    before it starts, with one line naming it."""
+    from helpers_filters import run_cli
+
+    recs = [{"id": str(i), "text": "t", "s": float(i)} for i in range(20)]
+    recs += [{"id": "none", "text": "t"}, {"id": "str", "text": "t", "s": "high"},
+             {"id": "nan", "text": "t", "s": None}]  # (JSON has no NaN)
+    data = write_jsonl(tmp_path / "in.jsonl", recs)
+    for missing, kept in (("lowest", 23), ("drop", 20)):
+        run = run_pipeline(tmp_path / missing, [
+            {"read_jsonl": {"paths": str(data)}},
+            {"quality_buckets": {"scores": ["s"], "missing": missing}, "id": "qb"}])
+        out = {d.id: d.meta for d in run.docs("qb")}
+        assert len(out) == kept
+        assert run.stage("qb")["counters"]["quality_buckets:no_score"] == 3
+        assert [out[str(i)]["quality_bucket"] for i in range(0, 20, 4)] == [0, 1, 2, 3, 4]
+        if missing == "lowest":
+            assert out["none"]["quality_bucket"] == out["nan"]["quality_bucket"] == 0
+    (tmp_path / "p.yaml").write_text(
+        f"name: x\nwork_dir: {tmp_path / 'w'}\nstages:\n"
+        f"  - read_jsonl: {{paths: {data}}}\n"
+        "  - select: {expr: \"__import__('os').getcwd() == 1\"}\n")
+    p = run_cli("validate", str(tmp_path / "p.yaml"), cwd=tmp_path, check=False)
+    assert p.returncode == 2 and "select.expr" in p.stderr and "Traceback" not in p.stderr
+    assert p.stderr.count("\n") <= 2

@@ -535,7 +535,8 @@ class BadWords(HeuristicRule):
                 with open(p, encoding="utf-8") as f:
                     return [ln.strip().lower() for ln in f if ln.strip()]
             except OSError as e:
-                raise ConfigError(f"bad_words.{key}: cannot read '{p}': {e.strerror}") from None
+                raise ConfigError(
+                    f"bad_words_filter.{key}: cannot read '{p}': {e.strerror}") from None
 
         allowed = {w.strip().lower() for w in allow}
         common = {w.strip().lower() for w in words if w.strip()}
@@ -546,16 +547,16 @@ class BadWords(HeuristicRule):
             for lang in languages or wordlists.DEFAULT_LANGUAGES:
                 per_lang.setdefault(lang, set()).update(wordlists.builtin_words(lang))
         elif languages:
-            raise ConfigError("bad_words.languages selects built-in lists: set builtin: true "
-                              "(or give your own lists in 'paths')")
+            raise ConfigError("bad_words_filter.languages selects built-in lists: set builtin: "
+                              "true (or give your own lists in 'paths')")
         for lang, p in paths.items():
             per_lang.setdefault(lang, set()).update(read(p, f"paths.{lang}"))
         if not common and not per_lang:
-            raise ConfigError("bad_words: give 'words', a 'path' to a list (one per line), "
+            raise ConfigError("bad_words_filter: give 'words', a 'path' to a list (one per line), "
                               "'paths' per language, or builtin: true")
         if default_language is not None and per_lang and default_language not in per_lang:
-            raise ConfigError(f"bad_words.default_language: no list for '{default_language}' "
-                              f"(lists: {', '.join(sorted(per_lang))})")
+            raise ConfigError(f"bad_words_filter.default_language: no list for "
+                              f"'{default_language}' (lists: {', '.join(sorted(per_lang))})")
         self.max_count = max_count
         self.language_field, self.default_language = language_field, default_language
         self.common = _WordMatcher(common - allowed)

@@ -102,6 +102,8 @@ class ShardContext(StageContext):
         self.counters: Counter[str] = Counter()
         #: Files written for this shard outside the stage folder (see :meth:`wrote`).
         self.files: list[str] = []
+        #: removals per ``"<meta.source>\t<reason>"`` (the report's source x rule table)
+        self.rejected_by_source: Counter[str] = Counter()
         self._rej: tuple[Any, RecordWriter] | None = None
         self._quar: tuple[Any, RecordWriter] | None = None
 
@@ -110,6 +112,7 @@ class ShardContext(StageContext):
         """Remove ``doc`` from the output; it goes to ``work_dir/rejected/<stage>/`` with the
         reason (and ``extra``, e.g. ``duplicate_of``)."""
         self.rejected[reason] += 1
+        self.rejected_by_source[f"{doc.meta.get('source', '-')}\t{reason}"] += 1
         if self.save_rejected:
             rec = doc.to_record()
             rec["rejected"] = {"stage": self.stage_id, "reason": reason, **extra}

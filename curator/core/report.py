@@ -135,6 +135,29 @@ def input_checks(stages: list[dict[str, Any]]) -> list[list[Any]]:
     return rows
 
 
+#: Counters shown in their own table: items replaced by pii_redact, words matched by
+#: bad_words_filter (per language).
+FOUND_PREFIXES = ("pii:", "bad_words:", "bad_words_docs:")
+
+
+def by_source_table(stages: list[dict[str, Any]]) -> tuple[list[str], list[list[Any]]]:
+    """Columns and rows of the source x rule table: one row per (stage, reason), one column
+    per ``meta.source`` ('-' for documents without one), and the total."""
+    cells: dict[tuple[str, str], dict[str, int]] = {}
+    sources: dict[str, int] = {}
+    for s in stages:
+        for key, n in (s.get("rejected_by_source") or {}).items():
+            src, _, reason = key.partition("\t")
+            cells.setdefault((s["id"], reason), {})[src] = n
+            sources[src] = sources.get(src, 0) + n
+    cols = sorted(sources, key=lambda x: (-sources[x], x))
+    rows = [[sid, reason, *[c.get(src, 0) for src in cols], sum(c.values())]
+            for (sid, reason), c in cells.items()]
+    if rows:
+        rows.append(["all", "", *[sources[src] for src in cols], sum(sources.values())])
+    return ["stage", "rule", *cols, "total"], rows
+
+
 def render_html(summary: dict[str, Any]) -> str:
     stages = summary["stages"]
     overview = _table(
@@ -148,7 +171,8 @@ def render_html(summary: dict[str, Any]) -> str:
     )
     reasons = [[s["id"], r, n] for s in stages for r, n in s["rejected"].items()]
     quarantine = [[s["id"], r, n] for s in stages for r, n in s["quarantined"].items()]
-    counters = [[s["id"], k, v] for s in stages for k, v in s.get("counters", {}).items()]
+    counters = [[s["id"], k, v] for s in stages for k, v in s.get("counters", {}).items()
+                if not k.startswith(FOUND_PREFIXES)]
     nb = max((len(s["length_hist"]) for s in stages), default=0)
     last_nz = max((i for s in stages for i, c in enumerate(s["length_hist"]) if c), default=1)
     labels = _length_labels(nb)[: last_nz + 1]
@@ -169,6 +193,9 @@ def render_html(summary: dict[str, Any]) -> str:
                  if not k.startswith("report_")]
     checks = input_checks(stages)
     sources = [[s["id"], src, n] for s in stages for src, n in (s.get("sources") or {}).items()]
+    by_source = by_source_table(stages)
+    found = [[s["id"], *k.split(":", 1), v] for s in stages
+             for k, v in (s.get("counters") or {}).items() if k.startswith(FOUND_PREFIXES)]
     ex = summary.get("executor", {})
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
@@ -196,6 +223,10 @@ wall time {summary['seconds']:.2f}s; work_dir <code>{_e(summary['work_dir'])}</c
  "<p>No oversized record, no duplicate id, no overridden source.</p>"}
 {"<h2>Sources</h2>" + _table(["stage", "meta.source", "documents"], sources, "sources")
  if sources else ""}
+<h2>Removed documents by source and rule</h2>
+{_table(*by_source, "by-source") if by_source[1] else "<p>No document was removed.</p>"}
+{"<h2>Found and replaced (PII per kind, listed words per language)</h2>"
+ + _table(["stage", "what", "kind / language", "count"], found, "found") if found else ""}
 <h2>Quarantined input records</h2>
 {_table(["stage", "reason", "records"], quarantine, "quarantine") if quarantine else
  "<p>No input record was quarantined.</p>"}

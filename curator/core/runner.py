@@ -271,6 +271,7 @@ def run_shard(task: ShardTask) -> dict[str, Any]:
     stats.update(
         path=out_path, rejected=dict(ctx.rejected), quarantined=dict(ctx.quarantined),
         counters=dict(ctx.counters), length_hist=hist,
+        rejected_by_source=dict(ctx.rejected_by_source),
         seconds=round(time.perf_counter() - t0, 4), resumed=False, key=task.key,
     )
     read = task.read if task.spec is not None else {"upstream": task.input_path}
@@ -674,6 +675,7 @@ def aggregate(stats: Sequence[dict[str, Any]], inputs: list[Shard] | None,
     """Sum per-shard stats into per-stage stats."""
     agg: dict[str, Any] = {"docs_in": 0, "bytes_in": 0, "docs_out": 0, "bytes_out": 0,
                            "rejected": Counter(), "quarantined": Counter(), "counters": Counter(),
+                           "rejected_by_source": Counter(),
                            "length_hist": [0] * HIST_BINS, "shard_seconds": 0.0,
                            "shards_resumed": 0}
     sources: Counter[str] = Counter()
@@ -684,6 +686,7 @@ def aggregate(stats: Sequence[dict[str, Any]], inputs: list[Shard] | None,
         agg["quarantined"].update(st.get("quarantined", {}))
         agg["counters"].update(st.get("counters", {}))
         sources.update(st.get("sources", {}))
+        agg["rejected_by_source"].update(st.get("rejected_by_source", {}))
         for i, c in enumerate(st.get("length_hist", [])):
             agg["length_hist"][i] += c
         agg["shard_seconds"] += st.get("seconds", 0.0)
@@ -694,7 +697,7 @@ def aggregate(stats: Sequence[dict[str, Any]], inputs: list[Shard] | None,
         agg["bytes_in"] = sum(s.bytes for s in inputs)
         agg["docs_out"] = sum(s.docs for s in passed)
         agg["bytes_out"] = sum(s.bytes for s in passed)
-    for k in ("rejected", "quarantined", "counters"):
+    for k in ("rejected", "quarantined", "counters", "rejected_by_source"):
         agg[k] = dict(sorted(agg[k].items(), key=lambda kv: (-kv[1], kv[0])))
     agg["shard_seconds"] = round(agg["shard_seconds"], 3)
     if sources:  # source stages: output documents per meta.source

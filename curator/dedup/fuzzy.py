@@ -46,6 +46,7 @@ from curator.dedup.common import (
 from curator.dedup.lsh import resolve_bands
 from curator.dedup.minhash import MinHasher, band_digests, shingle_hashes
 from curator.dedup.normalize import resolve, word_splitter
+from curator.filters.select import meta_value
 from curator.io.shards import read_shard
 
 #: Memory of one bucket entry while its partition is grouped: 16 bytes stored (digest, ref)
@@ -340,7 +341,7 @@ def _signature_task(cfg: _Cfg, item: tuple[int, str, str]) -> dict[str, Any]:
     for doc in read_shard(path):
         ids.append(doc.id)
         texts.append(doc.text)
-        sc = doc.meta.get(cfg.score_field)
+        sc = meta_value(doc.meta, cfg.score_field)  # 'quality_bucket', 'signals.<rule>'
         scores.append(float(sc) if isinstance(sc, (int, float)) else float("-inf"))
         if len(texts) >= 4096:
             flush()

@@ -6,6 +6,9 @@ STAGES: dict[str, str] = {
     "fix_unicode": "curator.filters.unicode:FixUnicode",
     "language_id": "curator.filters.langid:LanguageId",
     "decontaminate": "curator.filters.decontam:Decontaminate",
+    "pii_redact": "curator.filters.pii_redact:PiiRedact",
+    "quality_buckets": "curator.filters.quality_buckets:QualityBuckets",
+    "select": "curator.filters.select:Select",
     # presets: many rules, one line
     "gopher_quality": f"{_H}:GopherQuality",
     "gopher_repetition": f"{_H}:GopherRepetition",

@@ -467,41 +467,140 @@ class ContainsString(HeuristicRule):
         return v == 0
 
 
+_KATAKANA = re.compile("[\u30a0-\u30ff]+")
+#: A katakana loanword is a whole run of katakana: グロ (gore) is not in グローバル (global).
+_KATAKANA_WORD = "(?<![\u30a0-\u30ff]){}(?![\u30a0-\u30ff])"
+
+
+class _WordMatcher:
+    """Counts occurrences of list entries in a text: single words as whole tokens (one set
+    lookup per token), phrases as runs of whole tokens ("heck no" is not in "check now"),
+    and entries in scripts written without spaces (or every non-ASCII entry, with
+    ``substring``) anywhere in the text, by one regular expression."""
+
+    def __init__(self, entries: set[str], substring: bool = False) -> None:
+        def anywhere(w: str) -> bool:
+            return has_no_space_script(w) or (substring and not w.isascii())
+
+        if substring:  # one ideograph or syllable alone (性, 乳) is part of too many words
+            entries = {w for w in entries if len(w) > 1 or w.isascii()}
+        self.single = frozenset(w for w in entries
+                                if split_words(w) == [w] and not anywhere(w))
+        self.phrases: dict[str, list[tuple[str, ...]]] = {}
+        subs = []
+        for w in entries - self.single:
+            if anywhere(w):
+                subs.append(w)
+            elif toks := tuple(split_words(w)):
+                self.phrases.setdefault(toks[0], []).append(toks)
+        pats = [_KATAKANA_WORD.format(re.escape(w)) if _KATAKANA.fullmatch(w) else re.escape(w)
+                for w in sorted(subs, key=len, reverse=True)]
+        # the look-ahead on the entries' first characters lets the engine skip to candidates
+        first = "".join(sorted({re.escape(w[0]) for w in subs}))
+        self.multi = re.compile(f"(?=[{first}])(?:{'|'.join(pats)})") if pats else None
+
+    def count(self, words: list[str], lower_text: str) -> int:
+        lw = list(map(str.lower, words)) if self.single or self.phrases else []
+        n = sum(map(self.single.__contains__, lw)) if self.single else 0
+        if self.phrases:
+            starts = self.phrases
+            for i, t in enumerate(lw):
+                cands = starts.get(t)
+                if cands:
+                    n += sum(1 for p in cands if tuple(lw[i:i + len(p)]) == p)
+        if self.multi is not None:
+            n += len(self.multi.findall(lower_text))
+        return n
+
+
 class BadWords(HeuristicRule):
-    """Occurrences of listed words or phrases (C4's bad-words list, given as a local file)."""
+    """Occurrences of listed words or phrases: your own list and/or built-in lists for 24
+    languages, chosen by the document's language (``language_id`` meta)."""
 
     key = "bad_words"
-    source = ("C4 (List of Dirty, Naughty, Obscene or Otherwise Bad Words: pass the list as a "
-              "file; nothing is downloaded)")
+    source = ("C4 (List of Dirty, Naughty, Obscene or Otherwise Bad Words); built-in lists: "
+              "glin-profanity 4.1.0 (MIT), see docs/filters.md")
 
     def __init__(self, words: list[str] = [], path: str | None = None,  # noqa: B006
-                 max_count: int = 0) -> None:
-        entries = [w.strip().lower() for w in words]
-        if path:
+                 max_count: int = 0, builtin: bool = False,
+                 languages: list[str] | None = None,
+                 paths: dict[str, str] = {},  # noqa: B006
+                 allow: list[str] = [],  # noqa: B006
+                 language_field: str = "language",
+                 default_language: str | None = "en") -> None:
+        from curator.filters import wordlists
+
+        def read(p: str, key: str) -> list[str]:
             try:
-                with open(path, encoding="utf-8") as f:
-                    entries += [ln.strip().lower() for ln in f if ln.strip()]
+                with open(p, encoding="utf-8") as f:
+                    return [ln.strip().lower() for ln in f if ln.strip()]
             except OSError as e:
-                raise ConfigError(f"bad_words.path: cannot read '{path}': {e.strerror}") from None
-        if not entries:
-            raise ConfigError("bad_words: give 'words' or a 'path' to a list (one per line)")
+                raise ConfigError(
+                    f"bad_words_filter.{key}: cannot read '{p}': {e.strerror}") from None
+
+        allowed = {w.strip().lower() for w in allow}
+        common = {w.strip().lower() for w in words if w.strip()}
+        if path:
+            common.update(read(path, "path"))
+        per_lang: dict[str, set[str]] = {}
+        if builtin:
+            for lang in languages or wordlists.DEFAULT_LANGUAGES:
+                per_lang.setdefault(lang, set()).update(wordlists.builtin_words(lang))
+        elif languages:
+            raise ConfigError("bad_words_filter.languages selects built-in lists: set builtin: "
+                              "true (or give your own lists in 'paths')")
+        for lang, p in paths.items():
+            per_lang.setdefault(lang, set()).update(read(p, f"paths.{lang}"))
+        if not common and not per_lang:
+            raise ConfigError("bad_words_filter: give 'words', a 'path' to a list (one per line), "
+                              "'paths' per language, or builtin: true")
+        if default_language is not None and per_lang and default_language not in per_lang:
+            raise ConfigError(f"bad_words_filter.default_language: no list for "
+                              f"'{default_language}' (lists: {', '.join(sorted(per_lang))})")
         self.max_count = max_count
-        # single words are matched as tokens; phrases and no-space-script entries as text
-        self.single = frozenset(w for w in entries
-                                if split_words(w) == [w] and not has_no_space_script(w))
-        multi = sorted(set(entries) - self.single, key=len, reverse=True)
-        pats = [re.escape(w) if has_no_space_script(w) else rf"(?<!\w){re.escape(w)}(?!\w)"
-                for w in multi]  # phrases match whole words ("heck no" not in "check now")
-        self.multi = re.compile("|".join(pats)) if pats else None
+        self.language_field, self.default_language = language_field, default_language
+        self.common = _WordMatcher(common - allowed)
+        self.tables = {lang: _WordMatcher((ws | common) - allowed,
+                                          lang in wordlists.SUBSTRING_LANGUAGES)
+                       for lang, ws in per_lang.items()}
+
+    def matcher(self, doc: Document) -> tuple[str, _WordMatcher]:
+        """The list that applies to ``doc``: its language's, the default language's, or only
+        the language-independent words (``'*'``)."""
+        lang = doc.meta.get(self.language_field)
+        if isinstance(lang, str):
+            lang = lang.split("-")[0].split("_")[0].lower()
+            if lang in self.tables:
+                return lang, self.tables[lang]
+        if self.default_language is not None and self.default_language in self.tables:
+            return self.default_language, self.tables[self.default_language]
+        return "*", self.common
 
     def value(self, f: DocFeatures) -> float:
-        n = sum(map(self.single.__contains__, map(str.lower, f.words)))
-        if self.multi is not None:
-            n += len(self.multi.findall(f.text.lower()))
-        return n
+        return self.common.count(f.words, f.text.lower())
 
     def ok(self, v: float) -> bool:
         return v <= self.max_count
+
+    def check(self, doc: Document) -> str | None:
+        return None if self.count(doc)[1] <= self.max_count else self.name
+
+    def count(self, doc: Document) -> tuple[str, int]:
+        """(language whose list was used, number of matches)."""
+        lang, m = self.matcher(doc)
+        words = split_words(doc.text) if m.single else []
+        return lang, m.count(words, doc.text.lower())
+
+    def process(self, docs: Iterator[Document], ctx: ShardContext) -> Iterator[Document]:
+        for doc in docs:
+            lang, n = self.count(doc)
+            if n:
+                ctx.count(f"bad_words:{lang}", n)
+                ctx.count(f"bad_words_docs:{lang}")
+            if n <= self.max_count:
+                yield doc
+            else:
+                ctx.reject(doc, self.name, language=lang, matches=n)
 
 
 # -- repetition rules ----------------------------------------------------------------------
@@ -645,13 +744,18 @@ class HeuristicPreset(Filter):
 
     def __init__(self, disable: list[str] = [],  # noqa: B006
                  overrides: dict[str, dict[str, Any]] = {},  # noqa: B006
-                 annotate: bool = False) -> None:
+                 annotate: bool = False,
+                 mode: Literal["filter", "annotate"] = "filter") -> None:
         spec = PRESETS[self.preset]
         keys = [k for k, _, _ in spec]
         for k in [*disable, *overrides]:
             if k not in keys:
                 raise ConfigError(f"{self.preset}: unknown rule '{k}' (rules: {', '.join(keys)})")
-        self.annotate = annotate
+        # mode annotate (RedPajama-V2 style): every rule's value goes to meta["signals"], the
+        # rules a document fails to meta["failed_rules"], and nothing is removed; a later
+        # `select` stage filters on them
+        self.mode = mode
+        self.annotate = annotate or mode == "annotate"
         self.rules: list[tuple[str, HeuristicRule]] = []
         for key, rule, params in spec:
             if key in disable:
@@ -664,6 +768,10 @@ class HeuristicPreset(Filter):
 
     def check(self, doc: Document) -> str | None:
         if not doc.text.strip():
+            if self.mode == "annotate":
+                doc.meta["failed_rules"] = [*doc.meta.get("failed_rules", []),
+                                            f"{self.preset}:empty"]
+                return None
             return f"{self.preset}:empty"
         f = DocFeatures(doc.text)
         if not self.annotate:
@@ -673,11 +781,18 @@ class HeuristicPreset(Filter):
             return None
         signals = doc.meta.setdefault("signals", {})
         first = None
+        failed: list[str] = []
         for reason, rule in self.rules:
             v = rule.value(f)
             signals[reason] = round(float(v), 4)
-            if first is None and not rule.ok(v):
-                first = reason
+            if not rule.ok(v):
+                first = first or reason
+                failed.append(reason)
+        if self.mode == "annotate":
+            prev = [r for r in doc.meta.get("failed_rules", [])
+                    if not r.startswith(self.preset + ":")]
+            doc.meta["failed_rules"] = prev + failed
+            return None
         return first
 
 

@@ -22,53 +22,81 @@ from curator.core.context import GlobalContext, write_json
 from curator.core.errors import ConfigError
 from curator.core.stage import GlobalStage, Shard
 from curator.tokenize.megatron import read_index
+from curator.tokenize.shards import BUCKET_SEP
 
 _SPLIT = re.compile(r"^\s*\d+(\.\d+)?\s*(,\s*\d+(\.\d+)?\s*){0,2}$")
 
 
+def split_group(group: str) -> tuple[str, str | None]:
+    """(source, quality bucket or None) of a ``megatron_shards`` group (``web@q3``)."""
+    src, sep, b = group.rpartition(BUCKET_SEP)
+    if sep and src and (b.isdigit() or b == "none"):
+        return src, b
+    return group, None
+
+
 def compute_blend(tokens: dict[str, int], prefix_tokens: dict[str, list[tuple[str, int]]],
                   weights: dict[str, float] | None = None, epochs: dict[str, float] | None = None,
-                  total_tokens: int | None = None) -> tuple[list[Any], list[dict[str, Any]]]:
-    """The ``data_prefix`` list and one row per source (weight = normalised share)."""
+                  total_tokens: int | None = None,
+                  bucket_weights: dict[str, float] | None = None,
+                  ) -> tuple[list[Any], list[dict[str, Any]]]:
+    """The ``data_prefix`` list and one row per group (weight = normalised share).
+
+    Groups are sources, or (source, quality bucket) pairs when ``megatron_shards`` split them
+    by ``bucket_field``; then ``bucket_weights`` (bucket -> factor, default 1) scales how often
+    a bucket is sampled relative to the others of its source: its share of the source's weight
+    is proportional to ``tokens x factor``, so factor 2 means seen twice as often (Nemotron-CC
+    repeats its high-quality buckets), 0 leaves the bucket out."""
     if weights and epochs:
         raise ConfigError("blend: give weights or epochs, not both")
+    src_of = {g: split_group(g)[0] for g in tokens}
+    sources = sorted(set(src_of.values()))
     given = weights or epochs
     if given:
-        unknown = sorted(set(given) - set(tokens))
+        unknown = sorted(set(given) - set(sources))
         if unknown:
-            raise ConfigError(f"blend: unknown source(s) {unknown}; sources are {sorted(tokens)}")
+            raise ConfigError(f"blend: unknown source(s) {unknown}; sources are {sources}")
         bad = [s for s, v in given.items() if v < 0]
         if bad:
             raise ConfigError(f"blend: negative weight or epochs for {bad}")
+    if bucket_weights and any(v < 0 for v in bucket_weights.values()):
+        raise ConfigError("blend: negative bucket weight")
+    factor = {g: float((bucket_weights or {}).get(split_group(g)[1] or "", 1.0))
+              for g in tokens}
+    scaled = {g: tokens[g] * factor[g] for g in tokens}
+    per_src = {s: sum(v for g, v in scaled.items() if src_of[g] == s) for s in sources}
     if weights:
-        raw = {s: float(weights.get(s, 0.0)) for s in tokens}
+        raw = {g: float(weights.get(src_of[g], 0.0)) * scaled[g] / per_src[src_of[g]]
+               if per_src[src_of[g]] else 0.0 for g in tokens}
     elif epochs:
-        raw = {s: float(epochs.get(s, 0.0)) * tokens[s] for s in tokens}
+        raw = {g: float(epochs.get(src_of[g], 0.0)) * scaled[g] for g in tokens}
     else:
-        raw = {s: float(tokens[s]) for s in tokens}
-    raw = {s: v for s, v in raw.items() if v > 0 and tokens[s] > 0}
+        raw = dict(scaled)
+    raw = {g: v for g, v in raw.items() if v > 0 and tokens[g] > 0}
     norm = sum(raw.values())
     if norm <= 0:
         raise ConfigError("blend: every source has zero weight or zero tokens")
     budget = total_tokens
     if budget is None and epochs:
-        budget = round(sum(epochs.get(s, 0.0) * tokens[s] for s in tokens))
+        budget = round(sum(float(epochs.get(src_of[g], 0.0)) * scaled[g] for g in tokens))
     if budget is None:  # train on as many tokens as the corpus holds
         budget = sum(tokens.values())
     data_prefix: list[Any] = []
     rows = []
-    for s in sorted(tokens):
-        share = raw.get(s, 0.0) / norm
-        ep = share * budget / tokens[s] if tokens[s] else None
-        plist = prefix_tokens.get(s, [])
+    for g in sorted(tokens):
+        share = raw.get(g, 0.0) / norm
+        ep = share * budget / tokens[g] if tokens[g] else None
+        plist = prefix_tokens.get(g, [])
         if share > 0:
             ptot = sum(t for _, t in plist) or 1
             for p, t in plist:
                 if t > 0:
                     data_prefix += [round(share * t / ptot, 10), p]
-        rows.append({"source": s, "prefixes": [p for p, _ in plist], "tokens": tokens[s],
-                     "weight": round(share, 10),
-                     "epochs": round(ep, 6) if ep is not None else None})
+        row = {"source": g, "prefixes": [p for p, _ in plist], "tokens": tokens[g],
+               "weight": round(share, 10), "epochs": round(ep, 6) if ep is not None else None}
+        if split_group(g)[1] is not None:
+            row["bucket"] = split_group(g)[1]
+        rows.append(row)
     return data_prefix, rows
 
 
@@ -85,6 +113,7 @@ class Blend(GlobalStage):
         split: str = "949,50,1",
         output: str = "blend.json",
         seq_length_hint: int | None = None,
+        bucket_weights: dict[int | str, float] | None = None,
     ) -> None:
         if weights and epochs:
             raise ConfigError("blend: give weights or epochs, not both")
@@ -96,6 +125,7 @@ class Blend(GlobalStage):
         self.split = split.replace(" ", "")
         self.output = output
         self.seq_length_hint = seq_length_hint
+        self.bucket_weights = {str(k): float(v) for k, v in (bucket_weights or {}).items()}
 
     def run(self, shards: list[Shard], ctx: GlobalContext) -> list[Shard]:
         prefixes: dict[str, list[str]] = ctx.artifact("prefixes")
@@ -106,7 +136,7 @@ class Blend(GlobalStage):
                 for s, ps in prefixes.items()}
         tokens = {s: sum(t for _, t in pt) for s, pt in prefix_tokens.items()}
         data_prefix, rows = compute_blend(tokens, prefix_tokens, self.weights, self.epochs,
-                                          self.total_tokens)
+                                          self.total_tokens, self.bucket_weights)
         for r in rows:
             r["documents"] = docs[r["source"]]
         out = {"data_prefix": data_prefix, "split": self.split,

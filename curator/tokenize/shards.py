@@ -30,6 +30,7 @@ from curator.core.context import GlobalContext, StageContext
 from curator.core.document import Document
 from curator.core.errors import ConfigError
 from curator.core.stage import GlobalStage, Shard
+from curator.filters.select import meta_value
 from curator.io.atomic import atomic_open
 from curator.io.shards import read_shard
 from curator.tokenize import megatron
@@ -37,6 +38,8 @@ from curator.tokenize.load import Encoder, load_encoder, spec_from_params
 
 #: Token-length histogram: bin i holds documents with 2**(i-1) <= tokens < 2**i (bin 0: none).
 TOKEN_BINS = 32
+#: Between a source and its quality bucket in a group name (``web@q3``): see ``bucket_field``.
+BUCKET_SEP = "@q"
 _SAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 
 
@@ -215,6 +218,9 @@ class _TokenizeShard:
             for doc in read_shard(path):
                 group = str(doc.meta.get("source", "unknown")) if st.group_by == "source" \
                     else "all"
+                if st.bucket_field:  # one group per (source, quality bucket), for blend
+                    b = meta_value(doc.meta, st.bucket_field)
+                    group += f"{BUCKET_SEP}{b if isinstance(b, int) else 'none'}"
                 buf = buffers.setdefault(group, [])
                 buf.append(doc)
                 if len(buf) >= st.batch_size:
@@ -276,6 +282,7 @@ class MegatronShards(GlobalStage):
         prefix_size_mb: float = 0.0,
         batch_size: int = 1000,
         sentence_stats: float = 0.1,
+        bucket_field: str | None = None,
     ) -> None:
         self.output_dir = output_dir
         self.tokenizer = tokenizer
@@ -292,6 +299,7 @@ class MegatronShards(GlobalStage):
                               "counted: 0 (off) to 1 (all)")
         self.batch_size = max(1, batch_size)
         self.sentence_stats = sentence_stats
+        self.bucket_field = bucket_field
 
     def output_dirs(self, ctx: StageContext) -> list[str]:
         return [ctx.output_path(self.output_dir)]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import shutil
 import struct
 import subprocess
@@ -160,3 +161,59 @@ def test_progress_bar_on_terminal_and_lines_otherwise():
     assert "\r[stage_x] |" in tty.getvalue() and "3/3 shards" in tty.getvalue()
     assert "\r" not in plain.getvalue()
     assert plain.getvalue().splitlines()[-1].startswith("[stage_x] 3/3 shards, 30 docs")
+
+
+SOURCES_PIPE = """\
+name: by-source
+work_dir: {wd}
+stages:
+  - read_jsonl: {{paths: "{web}", source: web}}
+    id: web
+  - read_jsonl: {{paths: "{books}", source: books}}
+    id: books
+  - helpers_core:min_words: {{n: 20}}
+    inputs: [web, books]
+  - pii_redact: {{}}
+  - bad_words_filter: {{words: [{bad}], max_count: 0}}
+  - select: {{expr: "length < 1500"}}
+"""
+
+
+def test_report_removals_by_source_and_rule(tmp_path):
+    """Two sources through three rules: the source x rule table in report.json and in the page
+    Chromium renders matches the rejected documents themselves; PII and word counts are
+    listed per kind."""
+    web = make_corpus(str(tmp_path / "web.jsonl"), 120, seed=1)
+    make_corpus(str(tmp_path / "books.jsonl"), 80, seed=2)
+    bad = sorted({r["text"].split()[0] for r in web})[0]  # a word some documents start with
+    with open(tmp_path / "web.jsonl", "a") as f:
+        f.write(json.dumps({"id": "pii", "text": " ".join(["mail jane.doe@example.org"] * 12)})
+                + "\n")
+    (tmp_path / "p.yaml").write_text(SOURCES_PIPE.format(
+        wd=tmp_path / "w", web=tmp_path / "web.jsonl", books=tmp_path / "books.jsonl", bad=bad))
+    run_cli("run", "p.yaml", cwd=tmp_path)
+    wd = tmp_path / "w"
+    rep = json.loads((wd / "report.json").read_text())
+    want: dict[str, int] = {}
+    for stage in ("min_words", "bad_words_filter", "select"):
+        for p in (wd / "rejected" / stage).glob("*"):
+            for r in read_records(str(p)):
+                key = f"{r['meta']['source']}\t{r['rejected']['reason']}"
+                want[key] = want.get(key, 0) + 1
+    got = {k: v for s in rep["stages"] for k, v in s["rejected_by_source"].items()}
+    assert got == want and len({k.split("\t")[0] for k in got}) == 2, got
+    assert {k.split("\t")[1] for k in got} >= {"min_words", "bad_words_filter"}
+    pii = next(s for s in rep["stages"] if s["id"] == "pii_redact")
+    assert pii["counters"]["pii:email"] == 12
+
+    dom = chromium(["--dump-dom", (wd / "report.html").as_uri()], tmp_path).stdout
+    table = dom.split('class="by-source"', 1)[1].split("</table>", 1)[0]
+    head = re.findall(r"<th>([^<]*)</th>", table)
+    assert head[:2] == ["stage", "rule"] and set(head[2:4]) == {"web", "books"}
+    rows = [re.findall(r"<td>([^<]*)</td>", r) for r in table.split("<tr>")[2:]]
+    for row in rows[:-1]:
+        stage_reason = (row[0], row[1])
+        for src, cell in zip(head[2:4], row[2:4]):
+            assert int(cell.replace(",", "")) == want.get(f"{src}\t{stage_reason[1]}", 0)
+    assert rows[-1][0] == "all" and int(rows[-1][-1].replace(",", "")) == sum(want.values())
+    assert 'class="found"' in dom and "email" in dom

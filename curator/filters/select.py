@@ -1,0 +1,186 @@
+"""``select``: keep documents whose metadata satisfies an expression, e.g.
+``meta.quality_bucket >= 3 and meta.language in ['en', 'de']``.
+
+Signals stored earlier (``mode: annotate`` presets, ``quality_buckets``, ``language_id``,
+``pii_redact``) can so be filtered on later, RedPajama-V2 style, without recomputing them. The
+expression is parsed with :mod:`ast` and evaluated by a small interpreter that knows only
+comparisons, ``and``/``or``/``not``, constants, lists, ``meta.<key>`` / ``meta['<key>']``
+(nested), ``id`` and ``length`` (characters of the text): no names, calls or attributes
+beyond those, so nothing in a YAML file can run code. A missing key is ``None``, and any
+ordering comparison with ``None`` is false (the document is not selected).
+"""
+
+from __future__ import annotations
+
+import ast
+import operator
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from curator.core.context import ShardContext
+from curator.core.document import Document
+from curator.core.errors import ConfigError
+from curator.core.stage import ShardStage
+
+_MISSING = None
+
+
+def meta_value(meta: dict[str, Any], path: str) -> Any:
+    """``meta[path]``, or nested ``meta[a][b]`` for ``a.b`` when ``path`` itself is not a key
+    (signal names such as ``gopher_quality:word_count`` contain no dots)."""
+    if path in meta:
+        return meta[path]
+    cur: Any = meta
+    for part in path.split("."):
+        if not isinstance(cur, dict) or part not in cur:
+            return _MISSING
+        cur = cur[part]
+    return cur
+
+
+_ORDER = {ast.Lt: operator.lt, ast.LtE: operator.le, ast.Gt: operator.gt, ast.GtE: operator.ge}
+_EQ = {ast.Eq: operator.eq, ast.NotEq: operator.ne}
+
+Env = tuple[dict[str, Any], Document]
+Fn = Callable[[Document], Any]
+
+
+def compile_expr(expr: str, what: str = "select.expr") -> Fn:
+    """A function ``doc -> value`` for ``expr``; ``ConfigError`` naming the bad part."""
+    try:
+        tree = ast.parse(expr.strip(), mode="eval")
+    except SyntaxError as e:
+        raise ConfigError(f"{what}: '{expr}' is not an expression: {e.msg}") from None
+    return _compile(tree.body, expr, what)
+
+
+def _meta_path(node: ast.AST) -> str | None:
+    parts: list[str] = []
+    while True:
+        if isinstance(node, ast.Attribute):
+            parts.append(node.attr)
+            node = node.value
+        elif isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant) \
+                and isinstance(node.slice.value, str):
+            parts.append(node.slice.value)
+            node = node.value
+        else:
+            break
+    if isinstance(node, ast.Name) and node.id == "meta" and parts:
+        return "\0".join(reversed(parts))
+    return None
+
+
+def _lookup(path: list[str]) -> Fn:
+    def get(doc: Document) -> Any:
+        cur: Any = doc.meta
+        for p in path:
+            if not isinstance(cur, dict) or p not in cur:
+                return _MISSING
+            cur = cur[p]
+        return cur
+    return get
+
+
+def _compile(node: ast.AST, expr: str, what: str) -> Fn:
+    def bad(msg: str) -> ConfigError:
+        return ConfigError(f"{what}: '{expr}': {msg} (allowed: comparisons, and/or/not, "
+                           "constants, lists, meta.<key>, meta['<key>'], id, length)")
+
+    if isinstance(node, ast.Constant):
+        v = node.value
+        return lambda doc: v
+    if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+        items = [_compile(e, expr, what) for e in node.elts]
+        return lambda doc: [f(doc) for f in items]
+    if isinstance(node, ast.Name):
+        if node.id == "id":
+            return lambda doc: doc.id
+        if node.id == "length":
+            return lambda doc: len(doc.text)
+        if node.id in ("None", "True", "False"):
+            v = {"None": None, "True": True, "False": False}[node.id]
+            return lambda doc: v
+        raise bad(f"unknown name '{node.id}'")
+    if isinstance(node, (ast.Attribute, ast.Subscript)):
+        path = _meta_path(node)
+        if path is None:
+            raise bad("only meta.<key> or meta['<key>'] can be looked up")
+        return _lookup(path.split("\0"))
+    if isinstance(node, ast.UnaryOp):
+        inner = _compile(node.operand, expr, what)
+        if isinstance(node.op, ast.Not):
+            return lambda doc: not inner(doc)
+        if isinstance(node.op, ast.USub):
+            return lambda doc: -inner(doc)
+        raise bad("unsupported unary operator")
+    if isinstance(node, ast.BoolOp):
+        parts = [_compile(v, expr, what) for v in node.values]
+        if isinstance(node.op, ast.And):
+            return lambda doc: all(p(doc) for p in parts)
+        return lambda doc: any(p(doc) for p in parts)
+    if isinstance(node, ast.Compare):
+        left = _compile(node.left, expr, what)
+        rights = [_compile(c, expr, what) for c in node.comparators]
+        ops = []
+        for op in node.ops:
+            if type(op) in _ORDER:
+                ops.append(_ordered(_ORDER[type(op)]))
+            elif type(op) in _EQ:
+                ops.append(_EQ[type(op)])
+            elif isinstance(op, ast.In):
+                ops.append(_contains)
+            elif isinstance(op, ast.NotIn):
+                ops.append(lambda a, b: not _contains(a, b))
+            else:
+                raise bad("unsupported comparison")
+
+        def compare(doc: Document) -> bool:
+            a = left(doc)
+            for op, r in zip(ops, rights):
+                b = r(doc)
+                if not op(a, b):
+                    return False
+                a = b
+            return True
+        return compare
+    raise bad(f"'{ast.unparse(node)}' is not allowed")
+
+
+def _ordered(op: Callable[[Any, Any], bool]) -> Callable[[Any, Any], bool]:
+    def cmp(a: Any, b: Any) -> bool:
+        if a is None or b is None:
+            return False
+        try:
+            return bool(op(a, b))
+        except TypeError:
+            return False  # '3' < 4: not comparable, not selected
+    return cmp
+
+
+def _contains(a: Any, b: Any) -> bool:
+    try:
+        return a in b
+    except TypeError:
+        return False
+
+
+class Select(ShardStage):
+    """Keep documents whose metadata satisfies ``expr`` (e.g. ``meta.quality_bucket >= 3``);
+    parsed safely, never evaluated as Python."""
+
+    name = "select"
+
+    def __init__(self, expr: str, reason: str | None = None) -> None:
+        self.expr = expr
+        self.reason = reason or f"select:{expr}"
+        self._cache_fn = compile_expr(expr)
+
+    def process(self, docs: Iterator[Document], ctx: ShardContext) -> Iterator[Document]:
+        fn = getattr(self, "_cache_fn", None) or compile_expr(self.expr)
+        self._cache_fn = fn
+        for doc in docs:
+            if fn(doc):
+                yield doc
+            else:
+                ctx.reject(doc, self.reason)

@@ -138,7 +138,9 @@ def test_enospc_in_megatron_shards_and_erofs_in_a_curated_write(tmp_path):
                      f"  - {{id: curated, write_jsonl: {{path: {ro}/curated}}}}\n")
     res = in_small_fs(ro, "64k", [*CURATOR, "run", str(wpipe)], cwd=tmp_path, ro=True)
     line = one_error_line(res)
-    assert line.startswith("curator: error: stage 'curated' failed on shard "), line
+    # the stage claims its output folder before it starts, so a read-only one is reported
+    # then, before any shard is written
+    assert line.startswith("curator: error: stage 'curated': "), line
     assert f"{ro}/curated" in line and "Read-only file system [EROFS]" in line
 
 
@@ -151,7 +153,9 @@ def _no_dac(cmd: list[str]) -> list[str]:
     return ["setpriv", "--bounding-set=-dac_override,-dac_read_search", *cmd]
 
 
-def test_eacces_in_a_global_phase(tmp_path):
+def test_eacces_on_a_global_stage_output_folder(tmp_path):
+    """A folder the run may not write is reported in one line when the stage claims its output
+    folder, before its phases start."""
     make_corpus(str(tmp_path / "in.jsonl"), 500, seed=5)
     locked = tmp_path / "locked"
     locked.mkdir()
@@ -163,7 +167,7 @@ def test_eacces_in_a_global_phase(tmp_path):
     res = subprocess.run(_no_dac([*CURATOR, "run", str(pipe)]), cwd=tmp_path, env=cli_env(),
                          capture_output=True, text=True, timeout=300)
     line = one_error_line(res)
-    assert line == (f"curator: error: stage 'train_tokenizer', phase 'train': {locked}/tok: "
+    assert line == (f"curator: error: stage 'train_tokenizer': {locked}/tok: "
                     "Permission denied [EACCES]; fix the permissions and rerun"), line
 
 

@@ -511,29 +511,25 @@ class Runner:
     def _check_outputs(self) -> None:
         """Refuse a foreign output folder of any stage before the first stage runs, not hours
         later when that stage's turn comes."""
-        error = None
-        if self.ex.is_root:
-            try:
-                for node in self.pipe.nodes:
-                    ctx = StageContext(stage_id=node.id, work_dir=self.work_dir, artifacts={})
-                    for d in node.stage.output_dirs(ctx):
-                        check_output_dir(d, node.stage.name, work_dir=self.work_dir,
-                                         replaces=node.stage.replaces_outputs)
-            except CuratorError as e:
-                error = (type(e), str(e))
-        error = self.ex.broadcast(error)
-        if error:
-            raise error[0](error[1])
+        self._on_root_output_dirs(self.pipe.nodes, {}, check_output_dir)
 
     def _claim_outputs(self, node: StageNode, artifacts: dict[str, Any]) -> None:
         """Claim the folders the stage writes (root); any refusal stops every rank."""
+        self._on_root_output_dirs([node], artifacts, claim_output_dir)
+
+    def _on_root_output_dirs(self, nodes: Sequence[StageNode], artifacts: dict[str, Any],
+                             action: Callable[..., Any]) -> None:
+        """``action`` (check or claim) on each output folder of ``nodes``, on the root; a
+        refusal there stops every rank with the same error."""
         error = None
         if self.ex.is_root:
             try:
-                ctx = StageContext(stage_id=node.id, work_dir=self.work_dir, artifacts=artifacts)
-                for d in node.stage.output_dirs(ctx):
-                    claim_output_dir(d, node.stage.name, work_dir=self.work_dir,
-                                     replaces=node.stage.replaces_outputs)
+                for node in nodes:
+                    ctx = StageContext(stage_id=node.id, work_dir=self.work_dir,
+                                       artifacts=artifacts)
+                    for d in node.stage.output_dirs(ctx):
+                        action(d, node.stage.name, work_dir=self.work_dir,
+                               replaces=node.stage.replaces_outputs)
             except CuratorError as e:
                 error = (type(e), str(e))
         error = self.ex.broadcast(error)

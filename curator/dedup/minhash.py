@@ -214,22 +214,16 @@ def shingle_hashes(texts: Sequence[str], *, ngram: int = 24, kind: ShingleKind =
     """
     preset = resolve(do_normalize)
     k = _pick(compiled, sum(map(len, texts)))
-    if k is not None:
-        if preset == "basic":  # the kernel lower-cases and folds whitespace itself
-            if full is not None:
-                full.extend(_full([normalize(t) for t in texts], ngram, kind))
-            cp, starts = _batch_codepoints(texts, True)
-            return k.shingle_kernel(cp, starts, ngram, kind == "word",  # type: ignore[attr-defined]
-                                    True)
-        norm = _normalized(texts, preset, kind, lang)
-        if full is not None:
-            full.extend(_full(norm, ngram, kind))
-        cp, starts = _batch_codepoints(norm, False)
-        return k.shingle_kernel(cp, starts, ngram, kind == "word",  # type: ignore[attr-defined]
-                                False)
-    norm = _normalized(texts, preset, kind, lang)
+    # the kernel does the basic preset (lower case, folded whitespace) itself; the others are
+    # applied here first
+    in_kernel = k is not None and preset == "basic"
+    norm = list(texts) if in_kernel and full is None else _normalized(texts, preset, kind, lang)
     if full is not None:
         full.extend(_full(norm, ngram, kind))
+    if k is not None:
+        cp, starts = _batch_codepoints(texts if in_kernel else norm, in_kernel)
+        return k.shingle_kernel(cp, starts, ngram, kind == "word",  # type: ignore[attr-defined]
+                                in_kernel)
     hv, off = _numpy_shingle_hashes(norm, ngram, kind)
     return hv.astype(np.uint32), off
 

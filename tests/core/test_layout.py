@@ -170,3 +170,32 @@ def test_curator_imports_have_no_cycle() -> None:
     assert "curator.core.context" in graph["curator.core.runner"]  # parsed for real
     cycles = find_cycles(graph)
     assert not cycles, "import cycles:\n" + "\n".join(" -> ".join(c) for c in cycles)
+
+
+def test_a_parameter_typo_imports_no_other_stage(tmp_path: Path) -> None:
+    """The 'did you mean' hint comes from the stage's own parameter model: validating a
+    pipeline imports the stages it names and no other (a heavy or broken family elsewhere
+    costs nothing)."""
+    import subprocess
+
+    (tmp_path / "p.yaml").write_text(
+        "name: t\nwork_dir: w\nstages:\n  - read_jsonl: {paths: x}\n"
+        "  - word_count_filter: {min_wrds: 3}\n")
+    code = (
+        "import sys\n"
+        "from curator.core import pipeline\n"
+        "from curator.core.errors import ConfigError\n"
+        "try:\n"
+        "    pipeline.load('p.yaml')\n"
+        "except ConfigError as e:\n"
+        "    print(e)\n"
+        "print(sorted(m for m in sys.modules if m.startswith('curator.')))\n")
+    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
+                         text=True, check=True).stdout
+    assert "word_count_filter.min_wrds: unknown key" in out
+    assert "did you mean 'min_words'" in out
+    loaded = out.strip().splitlines()[-1]
+    assert "'curator.filters.heuristics'" in loaded
+    for other in ("curator.io.parquet", "curator.acquire.common_crawl",
+                  "curator.extract.url_blocklist", "curator.filters.langid"):
+        assert f"'{other}'" not in loaded, other

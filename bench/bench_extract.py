@@ -22,7 +22,8 @@ import time
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 
-from curator.acquire.warc import ReadWarc, iter_warc  # noqa: E402
+from curator.acquire.read_warc import ReadWarc  # noqa: E402
+from curator.acquire.warc import iter_warc  # noqa: E402
 from curator.core.context import ShardContext  # noqa: E402
 from curator.core.stage import ShardSpec  # noqa: E402
 from curator.extract.html import EXTRACTORS, decode_html, extract_text  # noqa: E402

@@ -33,7 +33,7 @@ from collections.abc import Callable
 
 from curator.core.document import Document
 from curator.tokenize.load import load_encoder
-from curator.tokenize.shards import PartWriter
+from curator.tokenize.megatron_shards import PartWriter
 from curator.tokenize.train import TrainTokenizer, train_bpe
 
 

@@ -133,14 +133,15 @@ def add_import_paths(pipeline_file: str | None = None) -> list[str]:
 def cmd_stages(args: argparse.Namespace) -> int:
     from curator.registry import builtin_stages, resolve
 
-    for name, _target in builtin_stages().items():
+    for name, target in builtin_stages().items():
         try:
             cls = resolve(name)
             doc = (cls.__doc__ or "").strip().split("\n")[0]
             kind = cls.kind
         except CuratorError as e:
             doc, kind = f"(unavailable: {e})", "?"
-        print(f"{name:28s} {kind:7s} {doc}")
+        # module:Class says where the code is: curator/<family>/<name>.py for most stages
+        print(f"{name:26s} {kind:7s} {target:56s} {doc}")
     return 0
 
 

@@ -1,8 +1,8 @@
 """Stage family 'acquire'. Keep this file light: only the name -> 'module:Class' table."""
 
 STAGES: dict[str, str] = {
-    "common_crawl": "curator.acquire.warc:CommonCrawl",
-    "read_warc": "curator.acquire.warc:ReadWarc",
+    "common_crawl": "curator.acquire.common_crawl:CommonCrawl",
+    "read_warc": "curator.acquire.read_warc:ReadWarc",
     "wikipedia": "curator.acquire.wikipedia:Wikipedia",
     "arxiv": "curator.acquire.arxiv:Arxiv",
 }

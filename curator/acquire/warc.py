@@ -1,5 +1,5 @@
-"""WARC files -> documents: ``common_crawl`` (a snapshot from a Common Crawl mirror) and
-``read_warc`` (any local or remote WARC files).
+"""WARC files -> documents, shared by ``common_crawl`` (a snapshot from a Common Crawl mirror,
+``common_crawl.py``) and ``read_warc`` (any local or remote WARC files, ``read_warc.py``).
 
 Records are read one gzip member at a time (Common Crawl writes one member per record), each
 parsed with FastWARC (``reader: fastwarc``, the default) or warcio (``reader: warcio``); both give
@@ -20,10 +20,9 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from curator.acquire.base import DownloadSource
-from curator.acquire.download import fetch, join_url
-from curator.core.context import ShardContext, StageContext
+from curator.core.context import ShardContext
 from curator.core.document import Document
-from curator.core.errors import ConfigError, InputError
+from curator.core.errors import ConfigError
 from curator.extract.html import (
     DEFAULT_EXTRACTOR,
     DecodeError,
@@ -314,105 +313,3 @@ class _WarcExtracting(DownloadSource):
             ctx.reject(doc, "extract_empty")
             return None
         return doc
-
-
-class CommonCrawl(_WarcExtracting):
-    """Download a Common Crawl snapshot's WARC files and extract their HTML main text."""
-
-    name = "common_crawl"
-
-    def __init__(self, snapshot: str, base_url: str = CC_BASE_URL, files: str | None = None,
-                 limit: int | None = None, extractor: Extractor = DEFAULT_EXTRACTOR,
-                 timeout_s: float = 10.0, max_page_mb: float = 10.0, reader: Reader = "fastwarc",
-                 download_dir: str = "downloads", delete_after_read: bool = False,
-                 retries: int = 5, backoff_s: float = 1.0,
-                 on_download_error: Literal["fail", "skip"] = "fail", http_timeout_s: float = 60.0,
-                 source: str | None = None,
-                 storage_options: dict[str, Any] | None = None) -> None:
-        if not _SNAPSHOT.match(snapshot):
-            raise ConfigError(f"common_crawl: snapshot '{snapshot}' is not like CC-MAIN-2024-10")
-        if limit is not None and limit < 1:
-            raise ConfigError("common_crawl: limit must be at least 1")
-        if files:
-            try:  # syntax errors now, bounds once the listing is read
-                parse_ranges(files, 1 << 62)
-            except ConfigError as e:
-                raise ConfigError(f"common_crawl: {e}") from None
-        self.snapshot = snapshot
-        self.base_url = base_url
-        self.files = files
-        self.limit = limit
-        self.extractor = extractor
-        self.timeout_s = timeout_s
-        self.max_bytes = int(max_page_mb * 1024 * 1024)
-        self.reader = reader
-        self.download_dir = download_dir
-        self.delete_after_read = delete_after_read
-        self.retries = retries
-        self.on_download_error = on_download_error
-        self.backoff_s = backoff_s
-        self.http_timeout_s = http_timeout_s
-        self.source = source
-        self.storage_options = storage_options
-
-    def source_name(self, ctx: StageContext) -> str:
-        return self.source or "common_crawl"
-
-    def specs(self, ctx: StageContext) -> list[dict[str, Any]]:
-        import gzip
-        import os
-
-        listing = f"crawl-data/{self.snapshot}/warc.paths.gz"
-        url = join_url(self.base_url, listing)
-        dest = os.path.join(ctx.output_path(self.download_dir), ctx.stage_id, listing)
-        res = fetch(url, dest, verify="gzip", retries=self.retries, backoff=self.backoff_s,
-                    timeout=self.http_timeout_s, storage_options=self.storage_options)
-        with gzip.open(res.path, "rt") as f:
-            paths = [ln.strip() for ln in f if ln.strip()]
-        if not paths:
-            raise InputError(f"{url}: the listing is empty")
-        idx = parse_ranges(self.files, len(paths)) if self.files else list(range(len(paths)))
-        if self.limit is not None:
-            idx = idx[: self.limit]
-        return [{"url": join_url(self.base_url, paths[i]), "rel": paths[i], "index": i}
-                for i in idx]
-
-
-class ReadWarc(_WarcExtracting):
-    """Extract HTML main text from WARC files (local or remote paths or globs)."""
-
-    name = "read_warc"
-
-    def __init__(self, paths: str | list[str], extractor: Extractor = DEFAULT_EXTRACTOR,
-                 timeout_s: float = 10.0, max_page_mb: float = 10.0, reader: Reader = "fastwarc",
-                 download_dir: str = "downloads", retries: int = 5, backoff_s: float = 1.0,
-                 on_download_error: Literal["fail", "skip"] = "fail",
-                 source: str | None = None,
-                 storage_options: dict[str, Any] | None = None) -> None:
-        self.paths = paths
-        self.extractor = extractor
-        self.timeout_s = timeout_s
-        self.max_bytes = int(max_page_mb * 1024 * 1024)
-        self.reader = reader
-        self.download_dir = download_dir
-        self.retries = retries
-        self.on_download_error = on_download_error
-        self.backoff_s = backoff_s
-        self.source = source
-        self.storage_options = storage_options
-
-    def source_name(self, ctx: StageContext) -> str:
-        return self.source or ctx.stage_id
-
-    def urls(self, ctx: StageContext) -> list[str]:
-        from curator.io.jsonl import expand_paths
-
-        found = expand_paths(self.paths, self.storage_options, f"{ctx.stage_id}.paths")
-        bad = [p for p in found if not p.endswith((".warc", ".warc.gz"))]
-        if bad:
-            raise ConfigError(f"{ctx.stage_id}.paths: '{bad[0]}' is not a .warc or .warc.gz")
-        return found
-
-    def specs(self, ctx: StageContext) -> list[dict[str, Any]]:
-        return [{"url": u, "verify": "gzip" if u.endswith(".gz") else "none"}
-                for u in self.urls(ctx)]

@@ -12,6 +12,9 @@ Applying (``quality_filter``) writes ``meta["quality_score"]`` = P(hq) and keeps
 when the score reaches ``threshold``, or, in ``pareto`` mode, when
 ``pareto(alpha) > 1 - score`` with a draw seeded by ``(seed, id)`` (Brown et al. 2020,
 appendix A: alpha = 9), which keeps mostly high scores and some low ones.
+
+This module holds the model helpers and training phases; the stages themselves are in
+``train_quality_classifier.py`` and ``quality_filter.py``.
 """
 
 from __future__ import annotations
@@ -23,18 +26,19 @@ import random
 import re
 import shutil
 import threading
-from collections.abc import Iterable, Iterator
-from typing import Any, Literal
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import xxhash
 
-from curator.core.context import GlobalContext, ShardContext
-from curator.core.document import Document
-from curator.core.errors import ConfigError, InputError
-from curator.core.stage import BatchStage, GlobalStage, Shard
+from curator.core.errors import InputError
+from curator.core.stage import Shard
 from curator.io.atomic import atomic_open
 from curator.io.shards import read_shard
+
+if TYPE_CHECKING:
+    from curator.classifiers.train_quality_classifier import TrainQualityClassifier
 
 HQ, LQ = "__label__hq", "__label__lq"
 _PUNCT = re.compile(r"([^\w\s])")
@@ -286,120 +290,6 @@ def train_from_parts(train_parts: list[str], holdout_parts: list[str], out_dir: 
     size = os.path.getsize(model_path)
     metrics.update(train_hq=counts[HQ], train_lq=counts[LQ], model_bytes=size)
     return {"model": model_path, "model_bytes": size, "metrics": metrics}
-
-
-class TrainQualityClassifier(GlobalStage):
-    """Train a fastText quality classifier: positive_sources (e.g. Wikipedia) vs crawl text;
-    publishes the ``quality_model`` artifact and held-out precision/recall."""
-
-    name = "train_quality_classifier"
-
-    def __init__(self, positive_sources: list[str], negative_sources: list[str] | None = None,
-                 holdout: float = 0.1, max_docs_per_label: int = 200_000, balance: bool = True,
-                 min_words: int = 5, max_chars: int = 20_000, epoch: int = 5,
-                 lr: float = 0.5, dim: int = DEFAULT_DIM, word_ngrams: int = 2,
-                 min_count: int = 1, bucket: int = DEFAULT_BUCKET, quantize: bool = False,
-                 seed: int = 0, output: Literal["negatives", "all"] = "negatives") -> None:
-        if not positive_sources:
-            raise ConfigError("train_quality_classifier.positive_sources: name at least one "
-                              "source (a read stage's id or 'source' parameter)")
-        if not 0.0 <= holdout < 1.0:
-            raise ConfigError("train_quality_classifier.holdout must be in [0, 1)")
-        self.positive_sources = frozenset(positive_sources)
-        self.negative_sources = frozenset(negative_sources) if negative_sources else None
-        self.holdout, self.max_docs_per_label, self.balance = holdout, max_docs_per_label, balance
-        self.min_words, self.max_chars = min_words, max_chars
-        self.epoch, self.lr, self.dim = epoch, lr, dim
-        self.word_ngrams, self.min_count, self.seed = word_ngrams, min_count, seed
-        if bucket < 1 or dim < 1:
-            raise ConfigError("train_quality_classifier: bucket and dim must be positive")
-        self.bucket, self.quantize = bucket, quantize
-        self.output = output
-
-    def label(self, doc: Document) -> str | None:
-        src = doc.meta.get("source")
-        if src in self.positive_sources:
-            return HQ
-        if self.negative_sources is None or src in self.negative_sources:
-            return LQ
-        return None
-
-    def run(self, shards: list[Shard], ctx: GlobalContext) -> list[Shard]:
-        out_dir = ctx.artifact_dir
-        parts = ctx.map(_Sample(self, os.path.join(out_dir, "parts")), shards, phase="sample",
-                        keys=[s.name for s in shards])
-        from curator.filters.decontam import verify_file
-
-        for p in parts:  # resumed phases: their files must still be there, complete
-            verify_file(p["train"], p["train_bytes"], ctx.stage_id)
-            verify_file(p["holdout"], p["holdout_bytes"], ctx.stage_id)
-        (result,) = ctx.map(_Train(self, out_dir), [parts], phase="train", keys=["model"])
-        verify_file(result["model"], result["model_bytes"], ctx.stage_id)
-        m = result["metrics"]
-        ctx.artifacts["quality_model"] = result["model"]
-        ctx.artifacts["quality_metrics"] = m
-        ctx.artifacts["report_tables"] = [{
-            "title": "Quality classifier (held-out, hq label)",
-            "columns": ["train hq", "train lq", "held-out docs", "precision", "recall", "f1",
-                        "accuracy", "model MB"],
-            "rows": [[m.get("train_hq"), m.get("train_lq"), m.get("holdout_docs"),
-                      m.get("precision"), m.get("recall"), m.get("f1"), m.get("accuracy"),
-                      round(result["model_bytes"] / 1e6, 2)]],
-        }]
-        ctx.count("quality_train:model_bytes", result["model_bytes"])
-        labels = [f"{i / 10:.1f}-{(i + 1) / 10:.1f}" for i in range(10)]
-        ctx.artifacts["report_histograms"] = [
-            {"title": f"held-out P(hq) of {name} documents", "series": name, "labels": labels,
-             "counts": m.get(f"score_hist_{key}", [0] * 10)}
-            for key, name in (("hq", "high-quality"), ("lq", "other"))]
-        for p in parts:
-            ctx.count("quality_train:hq_docs", p["hq"])
-            ctx.count("quality_train:lq_docs", p["lq"])
-        if self.output == "all":
-            return ctx.passthrough(shards)
-        # Pass on the shards that hold documents to filter (those with no positive docs).
-        return ctx.passthrough([s for s, p in zip(shards, parts) if p["hq"] == 0])
-
-
-class QualityFilter(BatchStage):
-    """Score documents with a fastText quality model (``quality_score`` in meta) and keep them
-    by threshold or by seeded Pareto sampling (GPT-3 style)."""
-
-    name = "quality_filter"
-
-    def __init__(self, model_path: str | None = None,
-                 mode: Literal["threshold", "pareto"] = "threshold", threshold: float = 0.5,
-                 alpha: float = 9.0, seed: int = 0, max_chars: int = 20_000,
-                 label_only: bool = False, batch_size: int = 1024) -> None:
-        if model_path and "://" not in model_path and not os.path.isfile(model_path):
-            raise ConfigError(f"quality_filter.model_path: '{model_path}' not found")
-        if alpha <= 0:
-            raise ConfigError("quality_filter.alpha must be > 0")
-        self.model_path = os.path.abspath(model_path) if model_path else None
-        self.mode, self.threshold, self.alpha, self.seed = mode, threshold, alpha, seed
-        self.max_chars, self.label_only, self.batch_size = max_chars, label_only, batch_size
-
-    def input_files(self) -> list[str]:
-        return [self.model_path] if self.model_path else []
-
-    def keep_mask(self, scores: np.ndarray, ids: list[str]) -> np.ndarray:
-        if self.mode == "threshold":
-            return scores >= self.threshold
-        u = np.array([_unit(self.seed, i) for i in ids])
-        pareto = (1.0 - u) ** (-1.0 / self.alpha) - 1.0  # numpy's pareto (Lomax) by inversion
-        return pareto > 1.0 - scores
-
-    def process_batch(self, docs: list[Document], ctx: ShardContext) -> Iterable[Document]:
-        path = self.model_path or ctx.artifact("quality_model")
-        model = load_model(path)
-        scores = hq_scores(model, [normalize(d.text, self.max_chars) for d in docs])
-        keep = self.keep_mask(scores, [d.id for d in docs])
-        for doc, s, k in zip(docs, scores.tolist(), keep.tolist()):
-            doc.meta["quality_score"] = round(s, 4)
-            if k or self.label_only:
-                yield doc
-            else:
-                ctx.reject(doc, f"quality_filter:{self.mode}")
 
 
 def iter_jsonl_texts(paths: list[str], text_field: str) -> Iterator[tuple[str, str]]:

@@ -5,7 +5,6 @@ on all three: the work is keyed on shards, never on how many workers there are."
 from __future__ import annotations
 
 import os
-import sys
 import threading
 import time
 import traceback
@@ -287,7 +286,3 @@ def make_executor(cfg: Any, log: Callable[[str], None] | None = None) -> Executo
             log("executor 'mpi' with one rank: start it with 'mpiexec -n N curator run ...'")
         return ex
     raise CuratorError(f"unknown executor type '{cfg.type}'")  # pragma: no cover
-
-
-def eprint(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)

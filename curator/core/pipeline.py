@@ -17,6 +17,7 @@ valid. Schema (see docs/pipeline-yaml.md)::
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
 from dataclasses import dataclass, field
@@ -272,7 +273,8 @@ def _build_nodes(cfg: PipelineConfig, where: Any) -> list[StageNode]:
             stage = cls.from_params(params, id=sid)
         except ValidationError as e:
             raise ConfigError(_format_error(e, ("stages", i, kind), where,
-                                            label=f"stages[{i}].{kind}")) from None
+                                            label=f"stages[{i}].{kind}",
+                                            model=cls.params_model())) from None
         except (TypeError, ValueError) as e:
             raise ConfigError(f"{where(loc + (kind,))}: stages[{i}].{kind}: {e}") from None
         ids.add(sid)
@@ -307,7 +309,7 @@ def _unique(base: str, ids: set[str]) -> str:
 
 
 def _format_error(e: ValidationError, prefix: tuple[Any, ...], where: Any,
-                  label: str | None = None) -> str:
+                  label: str | None = None, model: type[BaseModel] | None = None) -> str:
     # A typo shows up twice (unknown key + missing key); the unknown key is the useful one.
     order = {"extra_forbidden": 0, "missing": 2}
     err = sorted(e.errors(), key=lambda x: order.get(x["type"], 1))[0]
@@ -320,9 +322,9 @@ def _format_error(e: ValidationError, prefix: tuple[Any, ...], where: Any,
     msg = err["msg"]
     if err["type"] == "extra_forbidden":
         msg = "unknown key"
-        parent_fields = _fields_for(e, loc)
+        parent_fields = _fields_for(e, loc, model)
         if parent_fields:
-            close = __import__("difflib").get_close_matches(str(loc[-1]), parent_fields, n=1)
+            close = difflib.get_close_matches(str(loc[-1]), parent_fields, n=1)
             if close:
                 msg += f" (did you mean '{close[0]}'?)"
     elif err["type"] == "missing":
@@ -335,24 +337,18 @@ def _format_error(e: ValidationError, prefix: tuple[Any, ...], where: Any,
     return f"{where(full)}: {path}: {msg}{more}"
 
 
-def _fields_for(e: ValidationError, loc: tuple[Any, ...]) -> list[str]:
-    title = e.title
-    from curator.core import pipeline as me
-
+def _fields_for(e: ValidationError, loc: tuple[Any, ...],
+                model: type[BaseModel] | None = None) -> list[str]:
+    """The keys allowed beside an unknown one: the stage's own parameter model when the error
+    is in a stage's parameters (passed by the caller, so no other stage is imported)."""
     if len(loc) == 1:
-        if title == "PipelineConfig":
-            return list(me.PipelineConfig.model_fields)
-        try:
-            from curator.registry import builtin_stages, resolve
-
-            for name in builtin_stages():
-                cls = resolve(name)
-                if cls.params_model().__name__ == title:
-                    return list(cls.params_model().model_fields)
-        except Exception:
-            return []
+        if model is not None:
+            return list(model.model_fields)
+        if e.title == "PipelineConfig":
+            return list(PipelineConfig.model_fields)
+        return []
     if len(loc) == 2 and loc[0] == "executor":
-        return list(me.ExecutorConfig.model_fields)
+        return list(ExecutorConfig.model_fields)
     return []
 
 

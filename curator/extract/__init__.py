@@ -2,5 +2,5 @@
 
 STAGES: dict[str, str] = {
     "extract_html": "curator.extract.html:ExtractHtml",
-    "url_blocklist": "curator.extract.url_filter:UrlBlocklist",
+    "url_blocklist": "curator.extract.url_blocklist:UrlBlocklist",
 }

@@ -55,8 +55,11 @@ class HeuristicRule(Filter):
     source: ClassVar[str] = ""
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
-        if cls.__dict__.get("key") and not cls.__dict__.get("name"):
-            cls.name = f"{cls.key}_filter"
+        # One rule for names: a rule's YAML name is its key + "_filter", written literally in
+        # the class so that grep for the quoted name lands here.
+        key = cls.__dict__.get("key")
+        if key and cls.__dict__.get("name") != f"{key}_filter":
+            raise TypeError(f"{cls.__name__}: name must be '{key}_filter'")
         super().__init_subclass__(**kwargs)
 
     def value(self, f: DocFeatures) -> float:
@@ -93,6 +96,7 @@ class WordCount(HeuristicRule):
     """Document length in words (punctuation tokens excluded)."""
 
     key = "word_count"
+    name = "word_count_filter"
     source = "Gopher A.1.1 (50..100000); NeMo WordCountFilter"
 
     def __init__(self, min_words: int = 50, max_words: int = 100_000) -> None:
@@ -109,6 +113,7 @@ class MeanWordLength(HeuristicRule):
     """Mean word length in characters (punctuation tokens excluded)."""
 
     key = "mean_word_length"
+    name = "mean_word_length_filter"
     source = "Gopher A.1.1 (3..10); NeMo MeanWordLengthFilter"
 
     def __init__(self, min_length: float = 3.0, max_length: float = 10.0) -> None:
@@ -126,6 +131,7 @@ class SymbolWordRatio(HeuristicRule):
     """Occurrences of symbols (hash, ellipsis) per word."""
 
     key = "symbol_word_ratio"
+    name = "symbol_word_ratio_filter"
     source = "Gopher A.1.1 (0.1 for # and for ellipsis); NeMo SymbolsToWordsFilter"
 
     def __init__(self, symbols: list[str] = ["#", "...", "…"],  # noqa: B006
@@ -143,6 +149,7 @@ class AlphaWords(HeuristicRule):
     """Fraction of tokens that contain at least one letter."""
 
     key = "alpha_words"
+    name = "alpha_words_filter"
     source = "Gopher A.1.1 (80%); NeMo WordsWithoutAlphabetsFilter"
 
     def __init__(self, min_ratio: float = 0.8) -> None:
@@ -159,6 +166,7 @@ class StopWords(HeuristicRule):
     """Number of distinct common words present (filters text that is not prose)."""
 
     key = "stop_words"
+    name = "stop_words_filter"
     source = "Gopher A.1.1 (2 of the, be, to, of, and, that, have, with); NeMo CommonEnglishWords"
 
     def __init__(self, min_count: int = 2, stop_words: list[str] = GOPHER_STOP_WORDS,
@@ -181,6 +189,7 @@ class LongWord(HeuristicRule):
     """Length of the longest whitespace-separated word."""
 
     key = "long_word"
+    name = "long_word_filter"
     source = "NeMo LongWordFilter (1000); C4 max_word_length"
 
     def __init__(self, max_length: int = 1000) -> None:
@@ -200,6 +209,7 @@ class BulletLines(HeuristicRule):
     """Fraction of lines that start with a bullet."""
 
     key = "bullet_lines"
+    name = "bullet_lines_filter"
     source = "Gopher A.1.1 (90%); NeMo BulletsFilter"
 
     def __init__(self, max_ratio: float = 0.9, bullets: list[str] = ["•", "-"]  # noqa: B006
@@ -219,6 +229,7 @@ class EllipsisLines(HeuristicRule):
     """Fraction of lines that end with an ellipsis."""
 
     key = "ellipsis_lines"
+    name = "ellipsis_lines_filter"
     source = "Gopher A.1.1 (30%); NeMo EllipsisFilter"
 
     def __init__(self, max_ratio: float = 0.3) -> None:
@@ -237,6 +248,7 @@ class LinePunctuation(HeuristicRule):
     """Fraction of non-empty lines that end with terminal punctuation."""
 
     key = "line_punct"
+    name = "line_punct_filter"
     source = "FineWeb line_punct_thr (0.12)"
 
     def __init__(self, min_ratio: float = 0.12, exclude_zero: bool = False,
@@ -257,6 +269,7 @@ class ShortLines(HeuristicRule):
     """Fraction of non-empty lines of at most ``max_length`` characters."""
 
     key = "short_lines"
+    name = "short_lines_filter"
     source = "FineWeb short_line_thr (0.67, 30 chars)"
 
     def __init__(self, max_ratio: float = 0.67, max_length: int = 30) -> None:
@@ -275,6 +288,7 @@ class DuplicateLineChars(HeuristicRule):
     """Characters in repeated non-empty lines / characters of the text without newlines."""
 
     key = "char_dup"
+    name = "char_dup_filter"
     source = "FineWeb char_duplicates_ratio (0.01)"
 
     def __init__(self, max_ratio: float = 0.01) -> None:
@@ -292,6 +306,7 @@ class NewlineRatio(HeuristicRule):
     """Newlines per word (lists and menus have one line per few words)."""
 
     key = "newline_ratio"
+    name = "newline_ratio_filter"
     source = "FineWeb new_line_ratio (0.3)"
 
     def __init__(self, max_ratio: float = 0.3) -> None:
@@ -309,6 +324,7 @@ class EndPunctuation(HeuristicRule):
     """Fraction of sentences (non-empty lines) that do not end with an end mark."""
 
     key = "punctuation"
+    name = "punctuation_filter"
     source = "NeMo PunctuationFilter (0.85)"
 
     def __init__(self, max_ratio: float = 0.85,
@@ -329,6 +345,7 @@ class Boilerplate(HeuristicRule):
     1.0 when such a paragraph is the first or last one and ``at_top_or_bottom`` is set."""
 
     key = "boilerplate"
+    name = "boilerplate_filter"
     source = "NeMo BoilerPlateStringFilter (0.4, remove if at top or bottom); C4 policy lines"
 
     def __init__(self, max_ratio: float = 0.4, at_top_or_bottom: bool = True,
@@ -373,6 +390,7 @@ class NonAlphaNumeric(_CharRatio):
     """Fraction of characters that are not letters or digits (spaces count)."""
 
     key = "non_alnum"
+    name = "non_alnum_filter"
     source = "NeMo NonAlphaNumericFilter (0.25)"
 
     def __init__(self, max_ratio: float = 0.25) -> None:
@@ -387,6 +405,7 @@ class NumbersRatio(_CharRatio):
     """Fraction of characters that are digits."""
 
     key = "numbers"
+    name = "numbers_filter"
     source = "NeMo NumbersFilter (0.15)"
     pattern = _DIGIT
 
@@ -398,6 +417,7 @@ class WhitespaceRatio(_CharRatio):
     """Fraction of characters that are whitespace."""
 
     key = "whitespace"
+    name = "whitespace_filter"
     source = "NeMo WhiteSpaceFilter (0.25)"
     pattern = _SPACE
 
@@ -409,6 +429,7 @@ class ParenthesesRatio(_CharRatio):
     """Fraction of characters that are parentheses or brackets."""
 
     key = "parentheses"
+    name = "parentheses_filter"
     source = "NeMo ParenthesesFilter (0.1)"
     pattern = _PAREN
 
@@ -420,6 +441,7 @@ class UrlsRatio(HeuristicRule):
     """Fraction of characters inside URLs."""
 
     key = "urls"
+    name = "urls_filter"
     source = "NeMo UrlsFilter (0.2)"
 
     def __init__(self, max_ratio: float = 0.2) -> None:
@@ -436,6 +458,7 @@ class UrlSubstrings(HeuristicRule):
     """1 if a URL in the text contains one of ``substrings`` (e.g. pornographic domains)."""
 
     key = "url_substrings"
+    name = "url_substrings_filter"
     source = "NeMo PornographicUrlsFilter ('porn')"
 
     def __init__(self, substrings: list[str] = ["porn"]) -> None:  # noqa: B006
@@ -452,6 +475,7 @@ class ContainsString(HeuristicRule):
     """1 if the (lowercased) text contains one of ``strings`` (C4: 'lorem ipsum', '{')."""
 
     key = "contains"
+    name = "contains_filter"
     source = "C4 (lorem ipsum, curly bracket)"
 
     def __init__(self, strings: list[str] = ["lorem ipsum"],  # noqa: B006
@@ -518,6 +542,7 @@ class BadWords(HeuristicRule):
     languages, chosen by the document's language (``language_id`` meta)."""
 
     key = "bad_words"
+    name = "bad_words_filter"
     source = ("C4 (List of Dirty, Naughty, Obscene or Otherwise Bad Words); built-in lists: "
               "glin-profanity 4.1.0 (MIT), see docs/filters.md")
 
@@ -611,6 +636,7 @@ class DuplicateLines(HeuristicRule):
     (first occurrences do not count)."""
 
     key = "dup_lines"
+    name = "dup_lines_filter"
     source = "Gopher table A1 (lines/paragraphs: 0.3 by count, 0.2 by chars); NeMo Repeated*"
 
     def __init__(self, unit: Literal["lines", "paragraphs"] = "lines",
@@ -630,6 +656,7 @@ class TopNgram(HeuristicRule):
     """Characters covered by the most frequent word n-gram / characters of the text."""
 
     key = "top_ngram"
+    name = "top_ngram_filter"
     source = "Gopher table A1 (2: 0.20, 3: 0.18, 4: 0.16); NeMo RepeatingTopNGramsFilter"
 
     def __init__(self, n: int = 2, max_ratio: float = 0.2) -> None:
@@ -647,6 +674,7 @@ class DuplicateNgrams(HeuristicRule):
     the text."""
 
     key = "dup_ngram"
+    name = "dup_ngram_filter"
     source = ("Gopher table A1 (5: 0.15, 6: 0.14, 7: 0.13, 8: 0.12, 9: 0.11, 10: 0.10); "
               "NeMo RepeatingDuplicateNGramsFilter")
 

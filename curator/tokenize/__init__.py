@@ -3,7 +3,7 @@ Keep this file light: only the name -> 'module:Class' table."""
 
 STAGES: dict[str, str] = {
     "train_tokenizer": "curator.tokenize.train:TrainTokenizer",
-    "megatron_shards": "curator.tokenize.shards:MegatronShards",
+    "megatron_shards": "curator.tokenize.megatron_shards:MegatronShards",
     "blend": "curator.tokenize.blend:Blend",
 }
 

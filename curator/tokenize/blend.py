@@ -22,7 +22,7 @@ from curator.core.context import GlobalContext, write_json
 from curator.core.errors import ConfigError
 from curator.core.stage import GlobalStage, Shard
 from curator.tokenize.megatron import read_index
-from curator.tokenize.shards import BUCKET_SEP
+from curator.tokenize.megatron_shards import BUCKET_SEP
 
 _SPLIT = re.compile(r"^\s*\d+(\.\d+)?\s*(,\s*\d+(\.\d+)?\s*){0,2}$")
 

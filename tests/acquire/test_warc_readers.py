@@ -121,7 +121,7 @@ def test_readers_agree_on_uncompressed_warc_and_stop_at_a_bad_header(tmp_path) -
 
 
 def test_unknown_reader_is_a_config_error(tmp_path) -> None:
-    from curator.acquire.warc import ReadWarc
+    from curator.acquire.read_warc import ReadWarc
 
     with pytest.raises(ConfigError):
         list(iter_warc(SAMPLE[0], ShardContext(shard="s", stage_id="t",

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 from helpers_filters import run_cli, run_pipeline, write_jsonl
 
-from curator.classifiers.quality import QualityFilter, hq_scores, load_model, normalize
+from curator.classifiers.quality import hq_scores, load_model, normalize
+from curator.classifiers.quality_filter import QualityFilter
 from curator.core.errors import ConfigError
 from curator.filters.synthetic import PROSE_WORD_KINDS, documents
 

@@ -17,7 +17,7 @@ from helpers_filters import run_pipeline, write_jsonl
 
 from curator.core.document import Document
 from curator.core.errors import ConfigError
-from curator.extract.url_filter import UrlBlocklist, url_host
+from curator.extract.url_blocklist import UrlBlocklist, url_host
 from curator.filters import wordlists
 from curator.filters.heuristics import BadWords
 

@@ -182,7 +182,7 @@ def test_invalid_unicode_is_repaired_and_counted_not_fatal(tmp_path):
 
     from curator.core.document import Document
     from curator.tokenize.load import Encoder
-    from curator.tokenize.shards import PartWriter
+    from curator.tokenize.megatron_shards import PartWriter
 
     alphabet = pre_tokenizers.ByteLevel.alphabet()
     vocab = {"<|endoftext|>": 0, **{c: i + 1 for i, c in enumerate(sorted(alphabet))}}

@@ -1,0 +1,86 @@
+"""``train_quality_classifier``: train a fastText quality model (hq reference sources vs crawl
+text); the sampling and training phases live in :mod:`curator.classifiers.quality`."""
+
+from __future__ import annotations
+
+import os
+from typing import Literal
+
+from curator.classifiers.quality import DEFAULT_BUCKET, DEFAULT_DIM, HQ, LQ, _Sample, _Train
+from curator.core.context import GlobalContext
+from curator.core.document import Document
+from curator.core.errors import ConfigError
+from curator.core.stage import GlobalStage, Shard
+
+
+class TrainQualityClassifier(GlobalStage):
+    """Train a fastText quality classifier: positive_sources (e.g. Wikipedia) vs crawl text;
+    publishes the ``quality_model`` artifact and held-out precision/recall."""
+
+    name = "train_quality_classifier"
+
+    def __init__(self, positive_sources: list[str], negative_sources: list[str] | None = None,
+                 holdout: float = 0.1, max_docs_per_label: int = 200_000, balance: bool = True,
+                 min_words: int = 5, max_chars: int = 20_000, epoch: int = 5,
+                 lr: float = 0.5, dim: int = DEFAULT_DIM, word_ngrams: int = 2,
+                 min_count: int = 1, bucket: int = DEFAULT_BUCKET, quantize: bool = False,
+                 seed: int = 0, output: Literal["negatives", "all"] = "negatives") -> None:
+        if not positive_sources:
+            raise ConfigError("train_quality_classifier.positive_sources: name at least one "
+                              "source (a read stage's id or 'source' parameter)")
+        if not 0.0 <= holdout < 1.0:
+            raise ConfigError("train_quality_classifier.holdout must be in [0, 1)")
+        self.positive_sources = frozenset(positive_sources)
+        self.negative_sources = frozenset(negative_sources) if negative_sources else None
+        self.holdout, self.max_docs_per_label, self.balance = holdout, max_docs_per_label, balance
+        self.min_words, self.max_chars = min_words, max_chars
+        self.epoch, self.lr, self.dim = epoch, lr, dim
+        self.word_ngrams, self.min_count, self.seed = word_ngrams, min_count, seed
+        if bucket < 1 or dim < 1:
+            raise ConfigError("train_quality_classifier: bucket and dim must be positive")
+        self.bucket, self.quantize = bucket, quantize
+        self.output = output
+
+    def label(self, doc: Document) -> str | None:
+        src = doc.meta.get("source")
+        if src in self.positive_sources:
+            return HQ
+        if self.negative_sources is None or src in self.negative_sources:
+            return LQ
+        return None
+
+    def run(self, shards: list[Shard], ctx: GlobalContext) -> list[Shard]:
+        out_dir = ctx.artifact_dir
+        parts = ctx.map(_Sample(self, os.path.join(out_dir, "parts")), shards, phase="sample",
+                        keys=[s.name for s in shards])
+        from curator.filters.decontam import verify_file
+
+        for p in parts:  # resumed phases: their files must still be there, complete
+            verify_file(p["train"], p["train_bytes"], ctx.stage_id)
+            verify_file(p["holdout"], p["holdout_bytes"], ctx.stage_id)
+        (result,) = ctx.map(_Train(self, out_dir), [parts], phase="train", keys=["model"])
+        verify_file(result["model"], result["model_bytes"], ctx.stage_id)
+        m = result["metrics"]
+        ctx.artifacts["quality_model"] = result["model"]
+        ctx.artifacts["quality_metrics"] = m
+        ctx.artifacts["report_tables"] = [{
+            "title": "Quality classifier (held-out, hq label)",
+            "columns": ["train hq", "train lq", "held-out docs", "precision", "recall", "f1",
+                        "accuracy", "model MB"],
+            "rows": [[m.get("train_hq"), m.get("train_lq"), m.get("holdout_docs"),
+                      m.get("precision"), m.get("recall"), m.get("f1"), m.get("accuracy"),
+                      round(result["model_bytes"] / 1e6, 2)]],
+        }]
+        ctx.count("quality_train:model_bytes", result["model_bytes"])
+        labels = [f"{i / 10:.1f}-{(i + 1) / 10:.1f}" for i in range(10)]
+        ctx.artifacts["report_histograms"] = [
+            {"title": f"held-out P(hq) of {name} documents", "series": name, "labels": labels,
+             "counts": m.get(f"score_hist_{key}", [0] * 10)}
+            for key, name in (("hq", "high-quality"), ("lq", "other"))]
+        for p in parts:
+            ctx.count("quality_train:hq_docs", p["hq"])
+            ctx.count("quality_train:lq_docs", p["lq"])
+        if self.output == "all":
+            return ctx.passthrough(shards)
+        # Pass on the shards that hold documents to filter (those with no positive docs).
+        return ctx.passthrough([s for s, p in zip(shards, parts) if p["hq"] == 0])

@@ -1,0 +1,201 @@
+"""The code's shape: a stage is found from its YAML name, and ``curator/`` imports one way.
+
+(a) every built-in stage lives in ``curator/<family>/<name>.py``, or (for a family whose
+stages share one module, like the heuristic presets) its class says ``"<name>"`` literally, so
+``grep -rn '"<name>"' curator`` lands on it; (b) the module-level import graph of ``curator/``
+has no cycle (imports inside functions and under ``if TYPE_CHECKING:`` do not count: they run
+after every module is loaded).
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import inspect
+import sys
+from pathlib import Path
+
+from curator.core.stage import Stage
+from curator.registry import FAMILIES, builtin_stages
+
+ROOT = Path(__file__).resolve().parents[2]
+PKG = ROOT / "curator"
+
+
+def test_every_stage_is_found_from_its_name() -> None:
+    stages = builtin_stages()
+    assert len(stages) > 40  # the registry was read, not an empty table
+    wrong = []
+    for fam in FAMILIES:
+        for name, target in importlib.import_module(fam).STAGES.items():
+            mod_name, cls_name = target.split(":")
+            if not mod_name.startswith(fam + "."):
+                wrong.append(f"{name}: {target} is outside its family {fam}")
+                continue
+            cls = getattr(importlib.import_module(mod_name), cls_name)
+            assert isinstance(cls, type) and issubclass(cls, Stage), target
+            assert cls.__module__ == mod_name, f"{name}: {target} is re-exported, not defined"
+            file = Path(inspect.getfile(cls)).resolve()
+            expected = PKG / fam.split(".")[1] / f"{name}.py"
+            if file == expected:
+                continue
+            if f'"{name}"' not in inspect.getsource(cls):
+                wrong.append(f"{name}: {target} is neither in {expected.relative_to(ROOT)} nor "
+                             f'says "{name}" in its class')
+    assert not wrong, "\n".join(wrong)
+
+
+def test_curator_stages_prints_module_and_class() -> None:
+    import subprocess
+
+    out = subprocess.run([sys.executable, "-m", "curator", "stages"], cwd=ROOT,
+                         capture_output=True, text=True, check=True).stdout
+    lines = {ln.split()[0]: ln for ln in out.splitlines() if ln.strip()}
+    for name, target in builtin_stages().items():
+        assert target in lines[name].split(), lines[name]
+
+
+# -- the import graph ----------------------------------------------------------------------------
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for p in PKG.rglob("*.py"):
+        parts = list(p.relative_to(ROOT).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        out[".".join(parts)] = p
+    return out
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
+def _imports(body: list[ast.stmt], pkg: str, mods: dict[str, Path]) -> list[str]:
+    """Modules imported when ``body`` runs at import time (function bodies excluded)."""
+    out: list[str] = []
+    for node in body:
+        if isinstance(node, ast.Import):
+            out += [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                up = pkg.split(".")[: len(pkg.split(".")) - node.level + 1]
+                base = ".".join(up + ([base] if base else []))
+            out += [f"{base}.{a.name}" if f"{base}.{a.name}" in mods else base
+                    for a in node.names]
+        elif isinstance(node, ast.If):
+            if not _is_type_checking(node.test):
+                out += _imports(node.body, pkg, mods)
+            out += _imports(node.orelse, pkg, mods)
+        elif isinstance(node, ast.Try):
+            for b in (node.body, node.orelse, node.finalbody, *[h.body for h in node.handlers]):
+                out += _imports(b, pkg, mods)
+        elif isinstance(node, (ast.With, ast.ClassDef)):
+            out += _imports(node.body, pkg, mods)
+    return out
+
+
+def import_graph() -> dict[str, set[str]]:
+    mods = _modules()
+    graph = {}
+    for name, path in mods.items():
+        pkg = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        tree = ast.parse(path.read_text(), str(path))
+        graph[name] = {m for m in _imports(tree.body, pkg, mods) if m in mods and m != name}
+    return graph
+
+
+def find_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    cycles: list[list[str]] = []
+    state: dict[str, int] = {}  # 1: on the path, 2: done
+    path: list[str] = []
+
+    def visit(u: str) -> None:
+        state[u] = 1
+        path.append(u)
+        for v in sorted(graph.get(u, ())):
+            if state.get(v) == 1:
+                cycles.append(path[path.index(v):] + [v])
+            elif v not in state:
+                visit(v)
+        path.pop()
+        state[u] = 2
+
+    for m in sorted(graph):
+        if m not in state:
+            visit(m)
+    return cycles
+
+
+def test_cycle_finder_finds_a_cycle() -> None:
+    assert find_cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [
+        ["a", "b", "c", "a"]]
+    assert find_cycles({"a": {"b"}, "b": set(), "c": {"a", "b"}}) == []
+
+
+def test_import_parser_skips_functions_and_type_checking() -> None:
+    src = """
+from __future__ import annotations
+from typing import TYPE_CHECKING
+import curator.core.errors
+from curator.core import document
+from . import stage
+if TYPE_CHECKING:
+    from curator.core.runner import run
+else:
+    from curator.core import lock
+try:
+    import curator.core.identity
+except ImportError:
+    pass
+def f():
+    from curator.core import pipeline
+class C:
+    from curator.core import progress
+"""
+    mods = dict.fromkeys(["curator.core.errors", "curator.core.document", "curator.core.stage",
+                          "curator.core.runner", "curator.core.lock", "curator.core.identity",
+                          "curator.core.pipeline", "curator.core.progress"], Path("x"))
+    got = set(_imports(ast.parse(src).body, "curator.core", mods))
+    assert got == {"__future__", "typing", "curator.core.errors", "curator.core.document",
+                   "curator.core.stage", "curator.core.lock", "curator.core.identity",
+                   "curator.core.progress"}
+
+
+def test_curator_imports_have_no_cycle() -> None:
+    graph = import_graph()
+    assert "curator.core.context" in graph["curator.core.runner"]  # parsed for real
+    cycles = find_cycles(graph)
+    assert not cycles, "import cycles:\n" + "\n".join(" -> ".join(c) for c in cycles)
+
+
+def test_a_parameter_typo_imports_no_other_stage(tmp_path: Path) -> None:
+    """The 'did you mean' hint comes from the stage's own parameter model: validating a
+    pipeline imports the stages it names and no other (a heavy or broken family elsewhere
+    costs nothing)."""
+    import subprocess
+
+    (tmp_path / "p.yaml").write_text(
+        "name: t\nwork_dir: w\nstages:\n  - read_jsonl: {paths: x}\n"
+        "  - word_count_filter: {min_wrds: 3}\n")
+    code = (
+        "import sys\n"
+        "from curator.core import pipeline\n"
+        "from curator.core.errors import ConfigError\n"
+        "try:\n"
+        "    pipeline.load('p.yaml')\n"
+        "except ConfigError as e:\n"
+        "    print(e)\n"
+        "print(sorted(m for m in sys.modules if m.startswith('curator.')))\n")
+    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
+                         text=True, check=True).stdout
+    assert "word_count_filter.min_wrds: unknown key" in out
+    assert "did you mean 'min_words'" in out
+    loaded = out.strip().splitlines()[-1]
+    assert "'curator.filters.heuristics'" in loaded
+    for other in ("curator.io.parquet", "curator.acquire.common_crawl",
+                  "curator.extract.url_blocklist", "curator.filters.langid"):
+        assert f"'{other}'" not in loaded, other

@@ -344,10 +344,15 @@ class MinHasher:
         return self.signatures(texts)[0]
 
     def signatures(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-        """Signatures and, per document, whether it had a whole shingle (``bool``)."""
+        """Signatures and, per document, whether it had a whole shingle (``bool``).
+
+        That is only worked out for the ``fineweb`` preset and the ``datatrove`` scheme, which
+        (like datatrove) give such documents no signature; elsewhere it is all True, and the
+        compiled path does not pay for normalising every text a second time."""
         out = np.empty((len(texts), self.num_perm),
                        dtype=np.uint64 if self.wide else np.uint32)
-        full: list[bool] = []
+        want_full = self.wide or self.do_normalize == "fineweb"
+        full: list[bool] | None = [] if want_full else None
         use = not self.wide and _pick(self.compiled, sum(map(len, texts))) is not None
         # the compiled path needs no (perms x shingles) matrix: smaller batches stay in cache
         limit = min(self.batch_chars, _JIT_BATCH) if use else self.batch_chars
@@ -366,6 +371,8 @@ class MinHasher:
                                          full=full, compiled=use)
             out[i:j] = signatures_from_hashes(hv, off, self.a, self.b, use, self.wide)
             i = j
+        if full is None:
+            return out, np.ones(len(texts), dtype=bool)
         return out, np.asarray(full, dtype=bool)
 
 

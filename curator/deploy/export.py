@@ -102,10 +102,13 @@ def export_onnx(model: Any, seq_length: int, path: str) -> str:
     # ``path`` lies in the not-yet-published repository folder; weights of a large model go to
     # ``model.onnx.data`` next to it, referenced by that name.
     with single_process_group():
+        # eager first: Megatron's global memory buffer then holds real tensors; allocated first
+        # while tracing (seen in a Dask worker that had trained before) it holds a FakeTensor
+        # that the ONNX writer cannot save
+        with torch.no_grad():
+            ref = w(x).numpy()
         torch.onnx.export(w, (x,), path, dynamo=True, input_names=["input_ids"],
                           output_names=["logits"], verbose=False)
-    with torch.no_grad(), single_process_group():
-        ref = w(x).numpy()
     got = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(
         None, {"input_ids": x.numpy()})[0]
     err = float(np.abs(got - ref).max())

@@ -180,7 +180,7 @@ def iter_warc(path: str, ctx: ShardContext, max_member_bytes: int = MAX_MEMBER_B
         chunks: Iterator[tuple[int, bytes]] = iter_members(path, ctx, max_member_bytes)
         for offset, data in chunks:
             try:
-                recs = list(parse(io.BytesIO(data), path, offset))
+                recs = list(parse(io.BytesIO(data), path, offset, max_member_bytes))
             except Exception as e:
                 ctx.quarantine(data[:2000], f"bad WARC record: {type(e).__name__}: {e}",
                                file=path, offset=offset)
@@ -195,7 +195,7 @@ def iter_warc(path: str, ctx: ShardContext, max_member_bytes: int = MAX_MEMBER_B
     # Uncompressed WARC: one stream; a bad header ends the file (no member boundaries).
     with open(path, "rb") as f:
         try:
-            for r in parse(f, path, None):
+            for r in parse(f, path, None, max_member_bytes):
                 if isinstance(r, str):
                     ctx.count(r)
                 else:
@@ -206,7 +206,7 @@ def iter_warc(path: str, ctx: ShardContext, max_member_bytes: int = MAX_MEMBER_B
             ctx.count("warc_bad_records")
 
 
-def _warcio_records(stream: Any, path: str, offset: int | None
+def _warcio_records(stream: Any, path: str, offset: int | None, max_body: int
                     ) -> Iterator[WarcRecord | str]:
     from warcio.archiveiterator import ArchiveIterator
 
@@ -223,7 +223,7 @@ def _warcio_records(stream: Any, path: str, offset: int | None
             yield "warc_non_html"
             continue
         h = rec.rec_headers
-        body = rec.content_stream().read()
+        body = rec.content_stream().read(max_body + 1)  # over the cap: "page too large"
         yield WarcRecord(
             file=path, offset=offset if offset is not None else it.get_record_offset(),
             url=h.get_header("WARC-Target-URI") or "",
@@ -232,7 +232,7 @@ def _warcio_records(stream: Any, path: str, offset: int | None
             truncated=h.get_header("WARC-Truncated"))
 
 
-def _fastwarc_records(stream: Any, path: str, offset: int | None
+def _fastwarc_records(stream: Any, path: str, offset: int | None, max_body: int
                       ) -> Iterator[WarcRecord | str]:
     """The same records as :func:`_warcio_records`, parsed by FastWARC (2.x API): the record
     type and the HTTP content type are checked from the headers, and the payload is read only
@@ -257,7 +257,7 @@ def _fastwarc_records(stream: Any, path: str, offset: int | None
         yield WarcRecord(
             file=path, offset=offset if offset is not None else rec.stream_pos,
             url=h.get("WARC-Target-URI") or "", record_id=h.get("WARC-Record-ID") or "",
-            date=h.get("WARC-Date") or "", content_type=ctype, body=rec.reader.read(),
+            date=h.get("WARC-Date") or "", content_type=ctype, body=rec.reader.read(max_body + 1),
             truncated=h.get("WARC-Truncated"))
 
 

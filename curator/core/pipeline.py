@@ -32,6 +32,8 @@ from curator.core.stage import Stage
 from curator.io.limits import DEFAULT_MAX_DOC_MB
 
 RESERVED = {"id", "inputs"}
+#: A pipeline file is a page of YAML; anything this large is the wrong file (or an attack).
+MAX_PIPELINE_CHARS = 1 << 20
 _ID_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
 
 
@@ -162,9 +164,14 @@ def load(path: str, overrides: list[str] | None = None) -> Pipeline:
     Environment overrides (:func:`env_overrides`) apply before ``overrides``."""
     try:
         with open(path, encoding="utf-8") as f:
-            text = f.read()
+            text = f.read(MAX_PIPELINE_CHARS + 1)
     except OSError as e:
         raise ConfigError(f"{path}: cannot read pipeline file: {e.strerror}") from e
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"{path}: not a UTF-8 text file ({e.reason} at byte {e.start})") from e
+    if len(text) > MAX_PIPELINE_CHARS:
+        raise ConfigError(f"{path}: pipeline file larger than {MAX_PIPELINE_CHARS:,} characters; "
+                          "is this the right file?")
     return loads(text, source=path, overrides=env_overrides() + list(overrides or []))
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import bz2
 import gzip
+import io
 import os
 import shutil
 from pathlib import Path
@@ -239,3 +240,40 @@ def test_split_pages_enforces_the_cap_whether_a_page_spans_reads_or_not() -> Non
                        ("page", first + len(pages[0]) + len(pages[1]))]
     cut = _io.BytesIO(xml[: xml.rindex(b"</page>")])
     assert [k for k, _, _ in split_pages(cut, 10_000)][-1] == "truncated"
+
+
+def test_uncompressed_warc_reads_at_most_the_cap_of_a_huge_record(tmp_path) -> None:
+    """An uncompressed .warc has no gzip members to bound; the payload read itself is capped, so
+    a 64 MB page is refused as too large while its neighbour is kept."""
+    import gzip
+
+    from helpers_acquire import page, read_side, run_pipeline, stage_stats, warc_response
+
+    body = page("Huge", ["word " * (13 * 1024 * 1024)]).encode()
+    members = [warc_response("https://a.example/huge", body),
+               warc_response("https://a.example/ok", page("Ok", ["a real page " * 40]).encode())]
+    path = tmp_path / "crawl.warc"
+    path.write_bytes(b"".join(gzip.decompress(m) for m in members))
+    work = str(tmp_path / "w")
+    for reader in ("fastwarc", "warcio"):
+        summary = run_pipeline(work + reader, [{"read_warc": {
+            "paths": str(path), "extractor": "resiliparse", "reader": reader,
+            "max_page_mb": 1}}])
+        st = stage_stats(summary, "read_warc")
+        assert st["docs_out"] == 1, (reader, st)
+        reasons = [r["reason"] for r in read_side(work + reader, "quarantine", "read_warc")]
+        assert any(r.startswith("page too large") for r in reasons), (reader, reasons)
+
+
+def test_warc_parsers_read_no_more_than_the_cap(tmp_path) -> None:
+    import gzip
+
+    from helpers_acquire import page, warc_response
+
+    from curator.acquire.warc import _fastwarc_records, _warcio_records
+
+    body = page("Big", ["word " * 200_000]).encode()
+    raw = gzip.decompress(warc_response("https://a.example/big", body))
+    for parse in (_fastwarc_records, _warcio_records):
+        recs = [r for r in parse(io.BytesIO(raw), "x.warc", None, 1000) if not isinstance(r, str)]
+        assert [len(r.body) for r in recs] == [1001], parse.__name__

@@ -47,8 +47,9 @@ def in_small_fs(mnt: Path, size: str, cmd: list[str], cwd: Path, ro: bool = Fals
     ends with the temporaries (``*.tmp*``) left in the mount."""
     pre = _unshare()
     if pre is None:
-        pytest.skip("cannot mount a tmpfs here (no unshare, no user namespaces): ENOSPC/EROFS "
-                    "need a real small filesystem")
+        pytest.fail("cannot mount a tmpfs here (unshare from util-linux, installed by "
+                    "scripts/setup.sh, or user namespaces are missing): ENOSPC/EROFS need a real "
+                    "small filesystem")
     mnt.mkdir(parents=True, exist_ok=True)
     opts = f"size={size}" + (",ro" if ro else "")
     script = ('mount -t tmpfs -o "$1" tmpfs "$2" || exit 99; m="$2"; shift 2; "$@"; rc=$?; '
@@ -149,7 +150,8 @@ def _no_dac(cmd: list[str]) -> list[str]:
     if os.geteuid() != 0:
         return cmd
     if shutil.which("setpriv") is None:
-        pytest.skip("root without setpriv: permission bits cannot be made to apply")
+        pytest.fail("root without setpriv (util-linux, installed by scripts/setup.sh): "
+                    "permission bits cannot be made to apply")
     return ["setpriv", "--bounding-set=-dac_override,-dac_read_search", *cmd]
 
 

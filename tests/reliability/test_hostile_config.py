@@ -148,7 +148,6 @@ def test_a_non_stage_import_is_named_in_the_error(tmp_path):
     assert "p.yaml:5" in last and "'this:s' is not a stage class" in last
 
 
-@pytest.mark.skipif(not CURATOR_BIN.exists(), reason="console script not installed")
 def test_console_script_finds_modules_in_the_current_directory(tmp_path):
     proj = _project(tmp_path)
     r = subprocess.run([str(CURATOR_BIN), "run", "p.yaml"], cwd=proj, env=_console_env(),
@@ -159,7 +158,6 @@ def test_console_script_finds_modules_in_the_current_directory(tmp_path):
     assert kept and all(len(d["text"].split()) >= 20 for d in kept) and len(kept) < 40
 
 
-@pytest.mark.skipif(not CURATOR_BIN.exists(), reason="console script not installed")
 def test_console_script_finds_modules_next_to_the_pipeline_file(tmp_path):
     """From another directory, on Dask: the spawned workers import my_pkg too."""
     proj = _project(tmp_path)
@@ -179,7 +177,6 @@ def test_console_script_finds_modules_next_to_the_pipeline_file(tmp_path):
     assert kept and all(len(d["text"].split()) >= 20 for d in kept)
 
 
-@pytest.mark.skipif(not CURATOR_BIN.exists(), reason="console script not installed")
 def test_current_directory_cannot_shadow_installed_modules(tmp_path):
     """The folders go at the end of sys.path: a stray yaml.py in the current directory is
     not imported instead of PyYAML."""
@@ -190,3 +187,15 @@ def test_current_directory_cannot_shadow_installed_modules(tmp_path):
                        env=_console_env(), capture_output=True, text=True, timeout=120)
     assert r.returncode == 0 and "shadowed" not in r.stderr, r.stderr[-2000:]
     assert os.path.exists(tmp_path / "yaml.py")
+
+
+def test_oversized_or_binary_pipeline_file_is_one_line(tmp_path):
+    big = tmp_path / "big.yaml"
+    big.write_text("name: x\nwork_dir: w\nstages:\n" + "#" * (2 << 20) + "\n")
+    res = run_cli("validate", str(big), cwd=tmp_path, check=False)
+    assert res.returncode == 2 and res.stderr.strip().count("\n") == 0
+    assert "larger than 1,048,576 characters" in res.stderr
+    binary = tmp_path / "bin.yaml"
+    binary.write_bytes(b"name: \xff\xfe\n")
+    res = run_cli("validate", str(binary), cwd=tmp_path, check=False)
+    assert res.returncode == 2 and f"{binary}: not a UTF-8 text file" in res.stderr

@@ -160,3 +160,14 @@ def gate(doc: Document, fifo: str = "") -> bool:
             f.read()
         _GATE_PASSED = True
     return True
+
+
+def quickstart_outputs(wd: Path) -> dict[str, str]:
+    """sha256 of a quickstart's user-facing outputs (curated JSONL, Megatron files) and of its
+    blend.json with the work_dir path neutralised, to compare runs in different work_dirs."""
+    out = {}
+    for p in sorted([*wd.glob("curated/*"), *wd.glob("megatron/*")]):
+        out[p.relative_to(wd).as_posix()] = hashlib.sha256(p.read_bytes()).hexdigest()
+    blend = (wd / "blend.json").read_text().replace(str(wd), "<WD>")
+    out["blend.json"] = hashlib.sha256(blend.encode()).hexdigest()
+    return out

@@ -5,7 +5,6 @@ its own working directory), and through ``mpiexec`` with a hostfile. Both give t
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import signal
 import socket
@@ -15,19 +14,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from helpers_core import BIN, cli_env
+from helpers_core import BIN, cli_env, quickstart_outputs
 
 ROOT = Path(__file__).resolve().parents[2]
 QUICKSTART = ROOT / "pipelines" / "quickstart.yaml"
-
-
-def _outputs(wd: Path) -> dict[str, str]:
-    out = {}
-    for p in sorted([*wd.glob("curated/*"), *wd.glob("megatron/*")]):
-        out[p.relative_to(wd).as_posix()] = hashlib.sha256(p.read_bytes()).hexdigest()
-    blend = (wd / "blend.json").read_text().replace(str(wd), "<WD>")
-    out["blend.json"] = hashlib.sha256(blend.encode()).hexdigest()
-    return out
 
 
 @contextlib.contextmanager
@@ -105,7 +95,7 @@ def test_quickstart_mpi_hostfile_matches_dask(dask_run, tmp_path):
          "run", str(QUICKSTART), "--work-dir", str(wd), "--executor", "mpi"],
         cwd=ROOT, env=cli_env(), capture_output=True, text=True, timeout=400)
     assert p.returncode == 0, p.stderr[-3000:]
-    assert _outputs(wd) == _outputs(dask_run)
+    assert quickstart_outputs(wd) == quickstart_outputs(dask_run)
 
 
 def test_slurm_curation_script_runs_the_pipeline_on_mpi_ranks(tmp_path):

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import contextlib
 import gzip
-import hashlib
 import json
 import os
 import signal
@@ -32,7 +31,7 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers_core import cli_env
+from helpers_core import cli_env, quickstart_outputs
 
 ROOT = Path(__file__).resolve().parents[2]
 QUICKSTART = ROOT / "pipelines" / "quickstart.yaml"
@@ -93,16 +92,6 @@ def _finished_work(wd: Path) -> dict[str, tuple[int, int]]:
     return out
 
 
-def _outputs(wd: Path) -> dict[str, str]:
-    """sha256 of the user-facing outputs; blend.json with the work_dir path neutralised."""
-    out = {}
-    for p in sorted([*wd.glob("curated/*"), *wd.glob("megatron/*")]):
-        out[p.relative_to(wd).as_posix()] = hashlib.sha256(p.read_bytes()).hexdigest()
-    blend = (wd / "blend.json").read_text().replace(str(wd), "<WD>")
-    out["blend.json"] = hashlib.sha256(blend.encode()).hexdigest()
-    return out
-
-
 def _curated_ids(wd: Path) -> list[str]:
     ids = []
     for p in sorted(wd.glob("curated/*.jsonl.gz")):
@@ -155,7 +144,7 @@ def test_quickstart_killed_at_five_points_then_rerun_is_identical(baseline, tmp_
     for folder in ("curated", "megatron"):
         assert sorted(p.name for p in (wd / folder).iterdir()) == sorted(
             p.name for p in (baseline / folder).iterdir())
-    assert _outputs(wd) == _outputs(baseline)
+    assert quickstart_outputs(wd) == quickstart_outputs(baseline)
     ids, base_ids = _curated_ids(wd), _curated_ids(baseline)
     assert len(ids) == len(set(ids)) and sorted(ids) == sorted(base_ids)
     assert _stage_counts(wd) == _stage_counts(baseline)
@@ -204,7 +193,7 @@ def test_quickstart_on_dask_survives_its_workers_being_killed(baseline, tmp_path
             os.killpg(p.pid, signal.SIGKILL)
             p.wait()
     assert log.read_text().count("Restarting worker") >= 2  # both nannies saw their death
-    assert _outputs(wd) == _outputs(baseline)
+    assert quickstart_outputs(wd) == quickstart_outputs(baseline)
     ids = _curated_ids(wd)
     assert len(ids) == len(set(ids)) and sorted(ids) == sorted(_curated_ids(baseline))
     assert _stage_counts(wd) == _stage_counts(baseline)

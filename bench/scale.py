@@ -213,6 +213,8 @@ def run(n: int, tmp: Path, executor: str, ranks: int, only_dedup: bool, keep: bo
         "n": corpus.docs, "mb_in": round(corpus.bytes / 1e6, 1), "gen_s": round(gen_s, 1),
         "wall_s": round(wall, 1), "docs_s_core": round(corpus.docs / wall / cores),
         "cpu_s": round(float(cpu_s), 1),
+        # the load-independent rate: documents per CPU-second of the run's processes
+        "docs_per_cpu_s": round(corpus.docs / max(float(cpu_s), 1e-9)),
         # ru_maxrss of RUSAGE_CHILDREN is the largest single descendant's peak (KiB on Linux)
         "peak_rss_mb": round(int(maxrss_kib) / 1024),
         "work_dir_bytes_per_doc": round(du(wd) / corpus.docs),
@@ -241,13 +243,14 @@ def main(argv: list[str] | None = None) -> int:
     print(f"# {platform.node()} {os.cpu_count()} cores, executor {args.executor}"
           f"{' x' + str(args.ranks) if args.executor != 'local' else ''}, "
           f"{'dedup only' if args.only_dedup else 'dedup + fineweb + tokenize'}")
-    print("| N docs | MB text | wall s | docs/s/core | peak RSS MB | work_dir B/doc | "
-          "exact planted/removed | near planted/fuzzy removed |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("| N docs | MB text | wall s | CPU s | docs/s/core | docs/CPU-s | peak RSS MB | "
+          "work_dir B/doc | exact planted/removed | near planted/fuzzy removed |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for n in args.n:
         row = run(n, tmp, args.executor, args.ranks, args.only_dedup, args.keep)
-        print(f"| {row['n']:,} | {row['mb_in']:,} | {row['wall_s']} | {row['docs_s_core']:,} | "
-              f"{row['peak_rss_mb']} | {row['work_dir_bytes_per_doc']:,} | "
+        print(f"| {row['n']:,} | {row['mb_in']:,} | {row['wall_s']} | {row['cpu_s']} | "
+              f"{row['docs_s_core']:,} | {row['docs_per_cpu_s']:,} | {row['peak_rss_mb']} | "
+              f"{row['work_dir_bytes_per_doc']:,} | "
               f"{row['exact_planted']}/{row['exact_removed']} | "
               f"{row['near_planted']}/{row['fuzzy_removed']} |", flush=True)
         if args.json:

@@ -30,7 +30,7 @@ from curator.core.context import ShardContext, StageContext
 from curator.core.document import Document
 from curator.core.errors import ConfigError, InputError
 from curator.extract.timeout import ExtractTimeout, time_limit
-from curator.io.limits import TOO_LARGE
+from curator.storage.limits import TOO_LARGE
 
 WIKIMEDIA_BASE_URL = "https://dumps.wikimedia.org"
 _DATE = re.compile(r"^\d{8}$")

@@ -29,7 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from curator.core.errors import ConfigError
 from curator.core.identity import KEY_FORMAT, code_identity, digest
 from curator.core.stage import Stage
-from curator.io.limits import DEFAULT_MAX_DOC_MB
+from curator.storage.limits import DEFAULT_MAX_DOC_MB
 
 RESERVED = {"id", "inputs"}
 #: A pipeline file is a page of YAML; anything this large is the wrong file (or an attack).

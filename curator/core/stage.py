@@ -146,7 +146,7 @@ class Stage:
         """Folders this stage writes outside its stage folder (resolved with
         ``ctx.output_path``). The runner claims them before the stage runs: a folder that is the
         work_dir or the current folder, or that holds files without this stage's marker, is
-        refused (see :mod:`curator.io.outputs`), so a stage never overwrites or clears what
+        refused (see :mod:`curator.storage.outputs`), so a stage never overwrites or clears what
         curator did not write."""
         return []
 

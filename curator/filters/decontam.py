@@ -35,8 +35,8 @@ from curator.core.context import GlobalContext, ShardContext
 from curator.core.document import Document
 from curator.core.errors import ConfigError, InputError
 from curator.core.stage import GlobalStage, Shard
-from curator.io.atomic import atomic_open, open_compressed_read
-from curator.io.shards import read_shard
+from curator.storage.atomic import atomic_open, open_compressed_read
+from curator.storage.shards import read_shard
 from curator.text.words import NO_SPACE_SCRIPTS
 
 _TOKEN = re.compile(rf"[{NO_SPACE_SCRIPTS}]|[^\W_{NO_SPACE_SCRIPTS}]+")

@@ -32,7 +32,7 @@ from curator.core.document import Document
 from curator.core.errors import ConfigError
 from curator.core.stage import GlobalStage, Shard
 from curator.filters.select import meta_value
-from curator.io.shards import read_shard
+from curator.storage.shards import read_shard
 
 
 @dataclass(frozen=True)

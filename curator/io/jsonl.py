@@ -19,8 +19,8 @@ from curator.core.context import ShardContext, StageContext
 from curator.core.document import Document
 from curator.core.errors import InputError
 from curator.core.stage import ShardSpec, ShardStage, Source
-from curator.io.atomic import compression_of, open_compressed_read, open_compressed_write
-from curator.io.limits import TOO_LARGE, iter_capped_lines, line_reader
+from curator.storage.atomic import compression_of, open_compressed_read, open_compressed_write
+from curator.storage.limits import TOO_LARGE, iter_capped_lines, line_reader
 
 CORRUPT_STREAM_ERRORS: tuple[type[BaseException], ...] = (EOFError, OSError, ValueError)
 try:  # zstandard raises its own error type for corrupt frames

@@ -31,8 +31,8 @@ from curator.core.document import Document
 from curator.core.errors import ConfigError
 from curator.core.stage import GlobalStage, Shard
 from curator.filters.select import meta_value
-from curator.io.atomic import atomic_open
-from curator.io.shards import read_shard
+from curator.storage.atomic import atomic_open
+from curator.storage.shards import read_shard
 from curator.tokenize import megatron
 from curator.tokenize.load import Encoder, load_encoder, spec_from_params
 
@@ -322,7 +322,7 @@ class MegatronShards(GlobalStage):
                 try:
                     enc.impl.save(desc["path"])
                 except Exception as e:  # Rust reports a full disk as "... (os error 28)"
-                    from curator.io.native import as_os_error
+                    from curator.storage.native import as_os_error
 
                     raise as_os_error(e, desc["path"]) from None
         out_dir = ctx.output_path(self.output_dir)

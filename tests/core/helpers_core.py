@@ -14,7 +14,7 @@ from pathlib import Path
 
 from curator import Document, GlobalStage, Shard, filter, modifier
 from curator.core.context import GlobalContext, ShardContext
-from curator.io.shards import read_shard
+from curator.storage.shards import read_shard
 
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent

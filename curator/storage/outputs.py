@@ -122,7 +122,7 @@ def claim_output_dir(path: str, owner: str, *, work_dir: str | None = None,
     reg = _registry(work_dir)
     key = os.path.realpath(full)
     if reg.get(key) != owner:
-        from curator.io.atomic import atomic_open
+        from curator.storage.atomic import atomic_open
 
         reg[key] = owner
         with atomic_open(os.path.join(work_dir, REGISTRY), "wb") as f:

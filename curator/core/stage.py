@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from pydantic import BaseModel, ConfigDict, create_model
 
 from curator.core.document import Document
+from curator.core.identity import spec_paths
 
 if TYPE_CHECKING:  # pragma: no cover
     from curator.core.context import GlobalContext, ShardContext, StageContext
@@ -172,8 +173,6 @@ class Source(Stage):
         Last-Modified, size) goes into the shard's key, so a changed file reruns exactly the
         shards that read it. Default: ``path``/``paths`` of the shard data, and ``url`` when
         it is a local file."""
-        from curator.core.identity import spec_paths
-
         return spec_paths(shard.data)
 
 

@@ -15,8 +15,8 @@ import inspect
 import sys
 from pathlib import Path
 
+from curator.core.registry import FAMILIES, builtin_stages
 from curator.core.stage import Stage
-from curator.registry import FAMILIES, builtin_stages
 
 ROOT = Path(__file__).resolve().parents[2]
 PKG = ROOT / "curator"

@@ -27,10 +27,9 @@ from typing import Any, Literal
 import numpy as np
 
 from curator.core.context import GlobalContext, StageContext
-from curator.core.document import Document
+from curator.core.document import Document, meta_value
 from curator.core.errors import ConfigError
 from curator.core.stage import GlobalStage, Shard
-from curator.filters.select import meta_value
 from curator.storage.atomic import atomic_open
 from curator.storage.shards import read_shard
 from curator.tokenize import megatron

@@ -26,7 +26,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from curator.classifiers.quality import HQ, LQ, normalize, train_from_parts
-from curator.io.shards import read_shard
+from curator.storage.shards import read_shard
 
 WINDOW = 60
 

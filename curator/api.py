@@ -51,7 +51,7 @@ class RunResult:
 
     def documents(self, stage_id: str | None = None) -> Iterator[Document]:
         """Stream the output documents of ``stage_id`` (default: the last stage)."""
-        from curator.io.shards import read_shard
+        from curator.storage.shards import read_shard
 
         sid = stage_id or self.ids()[-1]
         if sid not in self.shards:

@@ -131,7 +131,7 @@ def add_import_paths(pipeline_file: str | None = None) -> list[str]:
 
 
 def cmd_stages(args: argparse.Namespace) -> int:
-    from curator.registry import builtin_stages, resolve
+    from curator.core.registry import builtin_stages, resolve
 
     for name, target in builtin_stages().items():
         try:
@@ -195,7 +195,7 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("work_dir")
     rep.set_defaults(func=cmd_report)
 
-    from curator.registry import FAMILIES
+    from curator.core.registry import FAMILIES
 
     for fam in FAMILIES:
         mod = importlib.import_module(fam)

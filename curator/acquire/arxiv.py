@@ -25,7 +25,7 @@ from curator.core.document import Document
 from curator.core.errors import ConfigError, InputError
 from curator.extract.latex import LatexError, submission_text
 from curator.extract.timeout import ExtractTimeout, time_limit
-from curator.io.limits import TOO_LARGE, TooLarge, read_capped
+from curator.storage.limits import TOO_LARGE, TooLarge, read_capped
 
 ARXIV_BASE_URL = "s3://arxiv"
 _BUNDLE = re.compile(r"arXiv_src_(\d{4})_(\d{3})\.tar$")
@@ -78,7 +78,7 @@ def paper_files(data: bytes, cap: int | None = None, gzipped: bool = False,
     ``gzipped``). Everything streams: the ``.tex`` files together may hold at most ``cap``
     bytes and the whole inflated source (figures included) ``inflate_cap`` bytes (default
     ``INFLATE_FACTOR * cap``), else
-    :class:`~curator.io.limits.TooLarge` is raised before more is read (a gzip bomb costs a
+    :class:`~curator.storage.limits.TooLarge` is raised before more is read (a gzip bomb costs a
     bounded amount of memory and time)."""
     cap = len(data) * 1100 + 1024 if cap is None else cap  # zlib inflates at most ~1032x
     inflate_cap = INFLATE_FACTOR * cap if inflate_cap is None else inflate_cap

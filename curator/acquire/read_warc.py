@@ -9,6 +9,7 @@ from curator.acquire.warc import Reader, _WarcExtracting
 from curator.core.context import StageContext
 from curator.core.errors import ConfigError
 from curator.extract.html import DEFAULT_EXTRACTOR, Extractor
+from curator.storage.paths import expand_paths
 
 
 class ReadWarc(_WarcExtracting):
@@ -38,8 +39,6 @@ class ReadWarc(_WarcExtracting):
         return self.source or ctx.stage_id
 
     def urls(self, ctx: StageContext) -> list[str]:
-        from curator.io.jsonl import expand_paths
-
         found = expand_paths(self.paths, self.storage_options, f"{ctx.stage_id}.paths")
         bad = [p for p in found if not p.endswith((".warc", ".warc.gz"))]
         if bad:

@@ -30,7 +30,8 @@ from curator.core.context import ShardContext, StageContext
 from curator.core.document import Document
 from curator.core.errors import ConfigError, InputError
 from curator.extract.timeout import ExtractTimeout, time_limit
-from curator.io.limits import TOO_LARGE
+from curator.storage.limits import TOO_LARGE
+from curator.storage.paths import expand_paths
 
 WIKIMEDIA_BASE_URL = "https://dumps.wikimedia.org"
 _DATE = re.compile(r"^\d{8}$")
@@ -306,8 +307,6 @@ class Wikipedia(DownloadSource):
     def _path_specs(self, ctx: StageContext) -> list[dict[str, Any]]:
         """Dump files given directly: one shard each, the language from ``language`` or the
         file name (``dewiki-20240101-pages-articles.xml.bz2`` is German), else English."""
-        from curator.io.jsonl import expand_paths
-
         found = expand_paths(self.paths or [], self.storage_options, f"{ctx.stage_id}.paths")
         bad = [p for p in found if ".xml" not in os.path.basename(p).lower()
                or not p.lower().endswith((".xml", ".bz2", ".gz"))]

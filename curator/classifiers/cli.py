@@ -19,7 +19,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         train_from_parts,
     )
     from curator.core.errors import CuratorError
-    from curator.io.jsonl import expand_paths
+    from curator.storage.paths import expand_paths
 
     out = os.path.abspath(args.output)
     try:

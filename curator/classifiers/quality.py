@@ -34,8 +34,8 @@ import xxhash
 
 from curator.core.errors import InputError
 from curator.core.stage import Shard
-from curator.io.atomic import atomic_open
-from curator.io.shards import read_shard
+from curator.storage.atomic import atomic_open
+from curator.storage.shards import read_shard
 
 if TYPE_CHECKING:
     from curator.classifiers.train_quality_classifier import TrainQualityClassifier
@@ -127,7 +127,7 @@ def train_fasttext(train_file: str, model_path: str, *, epoch: int = 5, lr: floa
     # fastText does not check its writes (a model cut short by a full disk "saves" and even
     # loads): the file must have the size the model implies before it is published (the
     # size of a quantized model's file is not derived here; it is small and read back later)
-    from curator.io.native import fasttext_model_size, save_checked
+    from curator.storage.native import fasttext_model_size, save_checked
 
     save_checked(model.save_model, model_path, None if quantize else fasttext_model_size(model))
 
@@ -296,7 +296,7 @@ def iter_jsonl_texts(paths: list[str], text_field: str) -> Iterator[tuple[str, s
     """(id, text) of JSONL records (for the CLI)."""
     import orjson
 
-    from curator.io.atomic import open_compressed_read
+    from curator.storage.atomic import open_compressed_read
 
     for path in paths:
         try:

@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING, Any
 
 from curator.core.document import Document
 from curator.core.errors import ConfigError, StageError, fs_error_line
-from curator.io.atomic import atomic_open
-from curator.io.limits import DEFAULT_MAX_DOC_MB, mb_to_bytes
-from curator.io.shards import RecordWriter, dumps
+from curator.storage.atomic import atomic_open
+from curator.storage.limits import DEFAULT_MAX_DOC_MB, mb_to_bytes
+from curator.storage.shards import RecordWriter, dumps
 
 if TYPE_CHECKING:  # pragma: no cover
     from curator.core.executors import Executor
@@ -148,7 +148,7 @@ class ShardContext(StageContext):
         attr = "_rej" if kind == "rejected" else "_quar"
         cur = getattr(self, attr)
         if cur is None:
-            from curator.io.atomic import open_compressed_write
+            from curator.storage.atomic import open_compressed_write
 
             path = os.path.join(self.work_dir, kind, self.stage_id, f"{self.shard}.jsonl.zst")
             cm = open_compressed_write(path)

@@ -72,3 +72,18 @@ class Document:
                                  "or a number")
         meta = {k: v for k, v in rec.items() if k not in (id_field, text_field)}
         return cls(raw_id, text, meta)
+
+
+def meta_value(meta: dict[str, Any], path: str) -> Any:
+    """``meta[path]``, or nested ``meta[a][b]`` for ``a.b`` when ``path`` itself is not a key
+    (signal names such as ``gopher_quality:word_count`` contain no dots); ``None`` when missing.
+    Shared by every family that reads a signal stored earlier (``select``, ``quality_buckets``,
+    ``fuzzy_dedup``'s ``score_field``, ``megatron_shards``' ``bucket_field``)."""
+    if path in meta:
+        return meta[path]
+    cur: Any = meta
+    for part in path.split("."):
+        if not isinstance(cur, dict) or part not in cur:
+            return None
+        cur = cur[part]
+    return cur

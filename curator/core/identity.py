@@ -39,26 +39,14 @@ def digest(obj: Any) -> str:
 # -- identity of the code ---------------------------------------------------------------------
 
 
-def is_builtin(cls: type) -> bool:
-    """True when ``cls`` is the class registered under its YAML name by a curator family."""
-    from curator.registry import builtin_stages
-
-    target = builtin_stages().get(getattr(cls, "name", ""))
-    if not target:
-        return False
-    if ":" in target:
-        mod, attr = target.split(":", 1)
-    else:
-        mod, _, attr = target.rpartition(".")
-    return cls.__module__ == mod and cls.__qualname__ == attr
-
-
-def code_identity(cls: type) -> dict[str, Any]:
-    """Built-in stage: its ``version``. Custom stage (dotted path, ``@filter``...): a hash of the
-    source of every module that defines a class in its MRO outside curator, so editing the
-    function, the class or a helper beside it reruns the stage."""
+def code_identity(cls: type, builtin: bool) -> dict[str, Any]:
+    """Built-in stage (``builtin``: registered under its YAML name, see
+    :func:`curator.core.registry.is_builtin`): its ``version``. Custom stage (dotted path,
+    ``@filter``...): a hash of the source of every module that defines a class in its MRO
+    outside curator, so editing the function, the class or a helper beside it reruns the
+    stage."""
     version = int(getattr(cls, "version", 1))
-    if is_builtin(cls):
+    if builtin:
         return {"version": version}
     sources: dict[str, str] = {}
     objs: list[Any] = [c for c in cls.__mro__ if not c.__module__.startswith("curator.")

@@ -28,8 +28,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from curator.core.errors import ConfigError
 from curator.core.identity import KEY_FORMAT, code_identity, digest
+from curator.core.registry import is_builtin, resolve
 from curator.core.stage import Stage
-from curator.io.limits import DEFAULT_MAX_DOC_MB
+from curator.storage.limits import DEFAULT_MAX_DOC_MB
 
 RESERVED = {"id", "inputs"}
 #: A pipeline file is a page of YAML; anything this large is the wrong file (or an attack).
@@ -227,8 +228,6 @@ def loads(text: str, source: str = "<pipeline>", overrides: list[str] | None = N
 
 
 def _build_nodes(cfg: PipelineConfig, where: Any) -> list[StageNode]:
-    from curator.registry import resolve
-
     nodes: list[StageNode] = []
     ids: set[str] = set()
     for i, entry in enumerate(cfg.stages):
@@ -298,7 +297,8 @@ def _fingerprint(pipe: Pipeline) -> None:
     the source keeps)."""
     fps: dict[str, str] = {}
     for n in pipe.nodes:
-        n.identity = {"stage": n.stage.name, "code": code_identity(type(n.stage)),
+        cls = type(n.stage)
+        n.identity = {"stage": n.stage.name, "code": code_identity(cls, is_builtin(cls)),
                       "params": n.stage.params, "inputs": {i: fps[i] for i in n.inputs},
                       "format": KEY_FORMAT}
         if n.stage.kind == "source" and pipe.config.max_doc_mb != DEFAULT_MAX_DOC_MB:

@@ -13,7 +13,7 @@ import os
 from typing import Any
 
 from curator.core.context import write_json
-from curator.io.atomic import atomic_open
+from curator.storage.atomic import atomic_open
 
 PALETTE = ["#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1",
            "#ff9da7", "#9c755f", "#bab0ac"]

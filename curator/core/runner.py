@@ -47,10 +47,10 @@ from curator.core.lock import WorkDirLock
 from curator.core.pipeline import Pipeline, StageNode
 from curator.core.progress import Progress
 from curator.core.stage import Shard, ShardSpec, Stage
-from curator.io.atomic import atomic_open
-from curator.io.limits import TOO_LARGE
-from curator.io.outputs import check_output_dir, claim_output_dir
-from curator.io.shards import SHARD_SUFFIX, read_shard, record_writer
+from curator.storage.atomic import atomic_open
+from curator.storage.limits import TOO_LARGE
+from curator.storage.outputs import check_output_dir, claim_output_dir
+from curator.storage.shards import SHARD_SUFFIX, read_shard, record_writer
 
 Processor = Callable[[Iterator[Document], ShardContext], Iterator[Document]]
 

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from pydantic import BaseModel, ConfigDict, create_model
 
 from curator.core.document import Document
+from curator.core.identity import spec_paths
 
 if TYPE_CHECKING:  # pragma: no cover
     from curator.core.context import GlobalContext, ShardContext, StageContext
@@ -146,7 +147,7 @@ class Stage:
         """Folders this stage writes outside its stage folder (resolved with
         ``ctx.output_path``). The runner claims them before the stage runs: a folder that is the
         work_dir or the current folder, or that holds files without this stage's marker, is
-        refused (see :mod:`curator.io.outputs`), so a stage never overwrites or clears what
+        refused (see :mod:`curator.storage.outputs`), so a stage never overwrites or clears what
         curator did not write."""
         return []
 
@@ -172,8 +173,6 @@ class Source(Stage):
         Last-Modified, size) goes into the shard's key, so a changed file reruns exactly the
         shards that read it. Default: ``path``/``paths`` of the shard data, and ``url`` when
         it is a local file."""
-        from curator.core.identity import spec_paths
-
         return spec_paths(shard.data)
 
 

@@ -19,7 +19,7 @@ import orjson
 from curator.core.context import ShardContext
 from curator.core.document import Document
 from curator.core.errors import StageError
-from curator.io.atomic import atomic_open
+from curator.storage.atomic import atomic_open
 
 ROW_BITS = np.uint64(32)
 ROW_MASK = np.uint64(0xFFFFFFFF)

@@ -35,7 +35,7 @@ from curator.dedup.common import (
     write_removals,
 )
 from curator.dedup.normalize import normalize_batch, resolve
-from curator.io.shards import read_shard
+from curator.storage.shards import read_shard
 
 #: Memory of one entry while its partition is grouped: 24 bytes stored plus sort temporaries.
 _ENTRY_BYTES = 96

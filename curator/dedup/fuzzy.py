@@ -30,6 +30,7 @@ from typing import Any, Literal
 import numpy as np
 
 from curator.core.context import GlobalContext
+from curator.core.document import meta_value
 from curator.core.errors import ConfigError, StageError
 from curator.core.stage import GlobalStage, Shard
 from curator.dedup.common import (
@@ -46,8 +47,7 @@ from curator.dedup.common import (
 from curator.dedup.lsh import resolve_bands
 from curator.dedup.minhash import MinHasher, band_digests, shingle_hashes
 from curator.dedup.normalize import resolve, word_splitter
-from curator.filters.select import meta_value
-from curator.io.shards import read_shard
+from curator.storage.shards import read_shard
 
 #: Memory of one bucket entry while its partition is grouped: 16 bytes stored (digest, ref)
 #: plus the sort's index and sorted copies (measured peak ~4x).

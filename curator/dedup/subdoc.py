@@ -35,8 +35,8 @@ from curator.core.errors import StageError
 from curator.core.stage import Shard
 from curator.dedup.common import pack_refs, ref_row
 from curator.dedup.normalize import normalize_batch
-from curator.io.atomic import atomic_open
-from curator.io.shards import read_shard
+from curator.storage.atomic import atomic_open
+from curator.storage.shards import read_shard
 from curator.text import split_sentences
 
 #: Hash ranges of phase 1 (top 12 bits); partitions are runs of them.

@@ -50,7 +50,7 @@ def prepare_server(runtime_dir: str, venv: str | None = None) -> tuple[list[str]
     dist = os.path.join(info["pytriton"], "tritonserver")
     backends = os.path.join(runtime_dir, "backends")
     if not os.path.exists(os.path.join(backends, "python", "triton_python_backend_stub")):
-        from curator.io.outputs import claim_output_dir
+        from curator.storage.outputs import claim_output_dir
 
         claim_output_dir(runtime_dir, "serve")  # never clear a folder curator did not make
         shutil.rmtree(backends, ignore_errors=True)

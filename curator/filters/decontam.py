@@ -35,8 +35,9 @@ from curator.core.context import GlobalContext, ShardContext
 from curator.core.document import Document
 from curator.core.errors import ConfigError, InputError
 from curator.core.stage import GlobalStage, Shard
-from curator.io.atomic import atomic_open, open_compressed_read
-from curator.io.shards import read_shard
+from curator.storage.atomic import atomic_open, open_compressed_read
+from curator.storage.paths import expand_paths
+from curator.storage.shards import read_shard
 from curator.text.words import NO_SPACE_SCRIPTS
 
 _TOKEN = re.compile(rf"[{NO_SPACE_SCRIPTS}]|[^\W_{NO_SPACE_SCRIPTS}]+")
@@ -318,8 +319,6 @@ class Decontaminate(GlobalStage):
         return [p for paths in self.tasks.values() for p in paths]
 
     def run(self, shards: list[Shard], ctx: GlobalContext) -> list[Shard]:
-        from curator.io.jsonl import expand_paths
-
         items = [(t, expand_paths(p, what=f"decontaminate.tasks.{t}"))
                  for t, p in self.tasks.items()]
         built = ctx.map(_BuildTask(self.n, self.min_ngram_words, self.fields, ctx.artifact_dir),

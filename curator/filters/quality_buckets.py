@@ -28,11 +28,10 @@ import numpy as np
 import xxhash
 
 from curator.core.context import GlobalContext, ShardContext
-from curator.core.document import Document
+from curator.core.document import Document, meta_value
 from curator.core.errors import ConfigError
 from curator.core.stage import GlobalStage, Shard
-from curator.filters.select import meta_value
-from curator.io.shards import read_shard
+from curator.storage.shards import read_shard
 
 
 @dataclass(frozen=True)

@@ -25,19 +25,6 @@ from curator.core.stage import ShardStage
 _MISSING = None
 
 
-def meta_value(meta: dict[str, Any], path: str) -> Any:
-    """``meta[path]``, or nested ``meta[a][b]`` for ``a.b`` when ``path`` itself is not a key
-    (signal names such as ``gopher_quality:word_count`` contain no dots)."""
-    if path in meta:
-        return meta[path]
-    cur: Any = meta
-    for part in path.split("."):
-        if not isinstance(cur, dict) or part not in cur:
-            return _MISSING
-        cur = cur[part]
-    return cur
-
-
 _ORDER = {ast.Lt: operator.lt, ast.LtE: operator.le, ast.Gt: operator.gt, ast.GtE: operator.ge}
 _EQ = {ast.Eq: operator.eq, ast.NotEq: operator.ne}
 

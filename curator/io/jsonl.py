@@ -19,8 +19,9 @@ from curator.core.context import ShardContext, StageContext
 from curator.core.document import Document
 from curator.core.errors import InputError
 from curator.core.stage import ShardSpec, ShardStage, Source
-from curator.io.atomic import compression_of, open_compressed_read, open_compressed_write
-from curator.io.limits import TOO_LARGE, iter_capped_lines, line_reader
+from curator.storage.atomic import compression_of, open_compressed_read, open_compressed_write
+from curator.storage.limits import TOO_LARGE, iter_capped_lines, line_reader
+from curator.storage.paths import expand_paths
 
 CORRUPT_STREAM_ERRORS: tuple[type[BaseException], ...] = (EOFError, OSError, ValueError)
 try:  # zstandard raises its own error type for corrupt frames
@@ -29,23 +30,6 @@ try:  # zstandard raises its own error type for corrupt frames
     CORRUPT_STREAM_ERRORS += (zstandard.ZstdError,)
 except ImportError:  # pragma: no cover
     pass
-
-
-def expand_paths(paths: str | list[str], storage_options: dict[str, Any] | None = None,
-                 what: str = "paths") -> list[str]:
-    """Expand globs (local or remote) into a sorted list of full paths; error if none match."""
-    out: list[str] = []
-    for p in [paths] if isinstance(paths, str) else paths:
-        fs, root = fsspec.core.url_to_fs(p, **(storage_options or {}))
-        if any(ch in p for ch in "*?["):
-            found = sorted(fs.glob(root))
-        else:
-            found = [root] if fs.exists(root) else []
-        if not found:
-            raise InputError(f"{what}: '{p}' matches no file")
-        local = "file" in (fs.protocol if isinstance(fs.protocol, tuple | list) else [fs.protocol])
-        out.extend(f if local else fs.unstrip_protocol(f) for f in found)
-    return out
 
 
 class ReadJsonl(Source):

@@ -10,9 +10,10 @@ from typing import Any, Literal
 from curator.core.context import ShardContext, StageContext
 from curator.core.document import Document
 from curator.core.stage import ShardSpec, ShardStage, Source
-from curator.io.atomic import atomic_open
-from curator.io.jsonl import expand_paths, relative_names, set_source
-from curator.io.limits import TOO_LARGE
+from curator.io.jsonl import relative_names, set_source
+from curator.storage.atomic import atomic_open
+from curator.storage.limits import TOO_LARGE
+from curator.storage.paths import expand_paths
 
 
 def utf8_len(text: str) -> int:

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from curator.core.errors import InputError
-from curator.io.atomic import atomic_open
+from curator.storage.atomic import atomic_open
 
 MAGIC = b"MMIDIDX\x00\x00"
 VERSION = 1

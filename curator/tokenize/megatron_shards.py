@@ -17,6 +17,7 @@ sequences), as Megatron's ``preprocess_data.py`` does, so document counts always
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import re
@@ -27,12 +28,11 @@ from typing import Any, Literal
 import numpy as np
 
 from curator.core.context import GlobalContext, StageContext
-from curator.core.document import Document
+from curator.core.document import Document, meta_value
 from curator.core.errors import ConfigError
 from curator.core.stage import GlobalStage, Shard
-from curator.filters.select import meta_value
-from curator.io.atomic import atomic_open
-from curator.io.shards import read_shard
+from curator.storage.atomic import atomic_open
+from curator.storage.shards import read_shard
 from curator.tokenize import megatron
 from curator.tokenize.load import Encoder, load_encoder, spec_from_params
 
@@ -125,6 +125,10 @@ def encode_documents(enc: Encoder, texts: list[str], *, split_sentences: bool, l
     return tokens, lens, seqs_per_doc, tok_per_doc, n_sent
 
 
+class _Aborted(Exception):
+    """Raised inside a writer's open files to discard them (see :meth:`PartWriter.abort`)."""
+
+
 class PartWriter:
     """Tokenize batches of documents of one group into one ``.bin/.idx/.ids`` part, keeping
     the group's statistics. Used by the ``tokenize`` phase (and by ``bench/``)."""
@@ -138,8 +142,8 @@ class PartWriter:
         self.every = 1 if split_sentences else (
             max(1, round(1 / sentence_stats)) if sentence_stats > 0 else 0)
         self.writer = megatron.IndexedWriter(prefix, megatron.token_dtype(enc.vocab_size))
-        self._ids_cm = atomic_open(prefix + ".ids", "wb")
-        self._ids = self._ids_cm.__enter__()
+        self._files = contextlib.ExitStack()  # the .ids file stays open until close/abort
+        self._ids = self._files.enter_context(atomic_open(prefix + ".ids", "wb"))
         self.stats = GroupStats(prefix)
 
     def add(self, docs: list[Document]) -> None:
@@ -179,13 +183,14 @@ class PartWriter:
     def close(self) -> dict[str, Any]:
         """Publish the part (atomically), verify it and return its statistics."""
         self.writer.close()
-        self._ids_cm.__exit__(None, None, None)
+        self._files.close()  # publishes the .ids file
         megatron.verify(self.stats.part)
         return dict(self.stats.__dict__)
 
     def abort(self) -> None:
         self.writer.abort()
-        self._ids_cm.__exit__(RuntimeError, RuntimeError("aborted"), None)
+        with contextlib.suppress(_Aborted), self._files:
+            raise _Aborted  # leaving the files with an error discards their temporaries
 
 
 class _TokenizeShard:
@@ -322,7 +327,7 @@ class MegatronShards(GlobalStage):
                 try:
                     enc.impl.save(desc["path"])
                 except Exception as e:  # Rust reports a full disk as "... (os error 28)"
-                    from curator.io.native import as_os_error
+                    from curator.storage.native import as_os_error
 
                     raise as_os_error(e, desc["path"]) from None
         out_dir = ctx.output_path(self.output_dir)

@@ -29,8 +29,8 @@ import xxhash
 from curator.core.context import GlobalContext, StageContext
 from curator.core.errors import ConfigError, InputError
 from curator.core.stage import GlobalStage, Shard
-from curator.io.atomic import atomic_open
-from curator.io.shards import read_shard
+from curator.storage.atomic import atomic_open
+from curator.storage.shards import read_shard
 
 #: How much more than its even share a shard keeps, so uneven shards still fill the budget.
 OVERSAMPLE = 2.0
@@ -179,7 +179,7 @@ def train_bpe(stage: TrainTokenizer, texts: Iterator[str], out_dir: str) -> dict
     try:
         files = tok.model.save(out_dir)  # vocab.json, merges.txt
     except Exception as e:  # Rust reports a full disk as "... (os error 28)"
-        from curator.io.native import as_os_error
+        from curator.storage.native import as_os_error
 
         raise as_os_error(e, out_dir) from None
     vocab_file = next(p for p in files if p.endswith("vocab.json"))
@@ -272,7 +272,7 @@ def train_sentencepiece(stage: TrainTokenizer, texts: Iterator[str], out_dir: st
         # SentencePiece says only "INTERNAL: ... WriteLine" when a write fails: a write of our
         # own in the same folder (before the temporaries are removed and free the space) tells a
         # full disk / no permission / read-only mount apart
-        from curator.io.native import probe_write
+        from curator.storage.native import probe_write
 
         try:
             if "smaller than required_chars" not in msg:

@@ -62,7 +62,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     layout_for(cfg, args.nproc_per_node, device)
     if args.nproc_per_node == 1 and device == "cpu":
         summary = train(cfg, log=lambda m: print(m, file=sys.stderr, flush=True))
-        from curator.io.atomic import atomic_open
+        from curator.storage.atomic import atomic_open
 
         with atomic_open(os.path.join(cfg.save, "train_summary.json"), "w") as f:
             json.dump(summary, f, indent=1)

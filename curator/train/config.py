@@ -79,7 +79,7 @@ class TrainConfig:
         return cls(**d)
 
     def save_json(self, path: str) -> None:
-        from curator.io.atomic import atomic_open
+        from curator.storage.atomic import atomic_open
 
         with atomic_open(path, "w") as f:
             json.dump(self.to_dict(), f, indent=1, sort_keys=True)

@@ -112,7 +112,7 @@ def sbatch_script(cfg: TrainConfig, *, nodes: int, gpus_per_node: int,
 def write_sbatch(cfg: TrainConfig, out: str, **kw: Any) -> str:
     text = sbatch_script(cfg, **kw)  # (refuses bad values before anything is written)
     cfg.save_json(config_path(cfg))
-    from curator.io.atomic import atomic_open
+    from curator.storage.atomic import atomic_open
 
     with atomic_open(out, "w") as f:
         f.write(text)

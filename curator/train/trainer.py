@@ -8,10 +8,10 @@
   with a gradient scaler).
 
 Checkpoints use Megatron's legacy layout (``iter_0000040/mp_rank_00/model_optim_rng.pt`` and
-``latest_checkpointed_iteration.txt``), written atomically (:func:`~curator.io.atomic.atomic_open`:
-a full disk leaves no temporary behind, and temporaries of a killed run are removed when the run
-restarts), the tracker last. A rerun with the
-same ``save`` folder resumes from the tracker: model, optimizer, RNG and data position, so the
+``latest_checkpointed_iteration.txt``), written atomically
+(:func:`~curator.storage.atomic.atomic_open`: a full disk leaves no temporary behind, and
+temporaries of a killed run are removed when the run restarts), the tracker last. A rerun with
+the same ``save`` folder resumes from the tracker: model, optimizer, RNG and data position, so the
 resumed run continues exactly where the uninterrupted one would be.
 """
 
@@ -29,7 +29,7 @@ import torch
 import torch.distributed as dist
 
 from curator.core.errors import ConfigError, InputError
-from curator.io.atomic import atomic_open
+from curator.storage.atomic import atomic_open
 from curator.train.blend import load_blend, plan_splits
 from curator.train.config import RESUME_KEYS, TrainConfig
 from curator.train.gpt import batches, build_datasets, build_model, model_config

@@ -10,7 +10,7 @@ from curator.core.errors import CuratorError, fs_error_line
 
 
 def main(argv: list[str]) -> int:
-    from curator.io.atomic import atomic_open
+    from curator.storage.atomic import atomic_open
     from curator.train.config import TrainConfig
     from curator.train.trainer import train
 

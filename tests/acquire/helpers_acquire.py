@@ -138,7 +138,7 @@ def run_pipeline(work_dir: str, stages: list[dict[str, Any]],
 def read_output(summary: dict[str, Any], stage_id: str) -> list[Any]:
     import orjson
 
-    from curator.io.shards import read_shard
+    from curator.storage.shards import read_shard
 
     path = os.path.join(summary["work_dir"], "stages", stage_id, "_SUCCESS.json")
     with open(path, "rb") as f:
@@ -148,7 +148,7 @@ def read_output(summary: dict[str, Any], stage_id: str) -> list[Any]:
 
 def read_side(work_dir: str, kind: str, stage_id: str) -> list[dict[str, Any]]:
     """Records of work_dir/<kind>/<stage_id>/ (kind: quarantine or rejected)."""
-    from curator.io.shards import read_records
+    from curator.storage.shards import read_records
 
     d = os.path.join(work_dir, kind, stage_id)
     if not os.path.isdir(d):
@@ -301,7 +301,7 @@ class GzBooks(DownloadSource):
         return [f"{self.base_url}/{i}.txt.gz" for i in range(self.first, self.first + self.count)]
 
     def iterate(self, path: str, ctx: Any) -> Any:
-        from curator.io.limits import TOO_LARGE, TooLarge, read_capped
+        from curator.storage.limits import TOO_LARGE, TooLarge, read_capped
 
         with gzip.open(path, "rb") as f:
             try:  # never hold more than the run's max_doc_mb of one book

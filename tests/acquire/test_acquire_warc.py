@@ -268,7 +268,7 @@ def test_real_slow_page_times_out_under_dask_threads_and_mpi_ranks(tmp_path, exe
     both must stop the slow page and give the same documents as the local executor."""
     import json
 
-    from curator.io.shards import read_shard
+    from curator.storage.shards import read_shard
 
     members = [warc_response(f"https://a.example/{i}", page(f"P{i}", PROSE).encode())
                for i in range(3)]

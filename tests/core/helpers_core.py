@@ -4,6 +4,7 @@ tests put this folder on PYTHONPATH."""
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import random
 import signal
@@ -14,7 +15,7 @@ from pathlib import Path
 
 from curator import Document, GlobalStage, Shard, filter, modifier
 from curator.core.context import GlobalContext, ShardContext
-from curator.io.shards import read_shard
+from curator.storage.shards import read_shard
 
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
@@ -38,7 +39,7 @@ def make_corpus(path: str, n: int, seed: int = 0, bad_lines: int = 0) -> list[di
             rec = {"id": f"doc-{seed}-{i}", "text": " ".join(rnd.choice(WORDS) for _ in range(k)),
                    "url": f"https://example.org/{seed}/{i}"}
             recs.append(rec)
-            f.write(__import__("json").dumps(rec) + "\n")
+            f.write(json.dumps(rec) + "\n")
             if every and i % every == every - 1:
                 f.write('{"id": "broken", "text": \n')
     return recs

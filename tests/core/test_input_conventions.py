@@ -15,7 +15,7 @@ from curator.core import pipeline as pl
 from curator.core.executors import LocalExecutor
 from curator.core.report import render_html
 from curator.core.runner import _stage_line, count_duplicate_ids
-from curator.io.shards import read_records
+from curator.storage.shards import read_records
 
 
 @pytest.fixture(autouse=True)
@@ -125,7 +125,7 @@ def test_explicit_source_wins_over_the_records_source_field(tmp_path):
 
 @pytest.mark.parametrize("name", ["big.jsonl", "big.jsonl.gz", "big.jsonl.zst"])
 def test_line_over_max_doc_mb_is_skipped_and_its_neighbours_kept(tmp_path, name):
-    from curator.io.atomic import open_compressed_write
+    from curator.storage.atomic import open_compressed_write
 
     big = "w" * (3 * 1024 * 1024)
     with open_compressed_write(str(tmp_path / name)) as f:

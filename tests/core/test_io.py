@@ -17,8 +17,8 @@ import zstandard
 from curator.core import pipeline as pl
 from curator.core.executors import LocalExecutor
 from curator.core.runner import Runner
-from curator.io.atomic import atomic_open
-from curator.io.shards import read_records
+from curator.storage.atomic import atomic_open
+from curator.storage.shards import read_records
 
 RECS = [{"id": f"r{i}", "text": f"document number {i} " * (i % 7 + 1), "lang": "en", "n": i}
         for i in range(40)]

@@ -14,7 +14,7 @@ from pathlib import Path
 from helpers_core import make_corpus, run_cli
 
 from curator.core.progress import Progress
-from curator.io.shards import read_records
+from curator.storage.shards import read_records
 
 PIPE = """\
 name: report-test

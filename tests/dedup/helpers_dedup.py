@@ -249,7 +249,7 @@ def rejected(work_dir: Path, stage: str) -> dict[str, dict]:
 
 
 def output_ids(work_dir: Path, stage: str) -> list[str]:
-    from curator.io.shards import read_records
+    from curator.storage.shards import read_records
 
     ids = []
     for f in sorted((work_dir / "stages" / stage / "data").glob("*.jsonl.zst")):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from helpers_dedup import make_corpus, rejected, run_cli, write_pipeline
 
-from curator.io.shards import read_records
+from curator.storage.shards import read_records
 
 STAGES = ("  - exact_dedup: {partitions: 3}\n"
           "  - fuzzy_dedup: {shingle: word, ngram: 5, threshold: 0.7, partitions: 4}\n")

@@ -16,7 +16,7 @@ from helpers_dedup import rejected, run_cli, wiki_paragraphs, write_pipeline
 from curator.core.errors import ConfigError
 from curator.dedup.line_dedup import LineDedup
 from curator.dedup.sentence_span_dedup import SentenceSpanDedup
-from curator.io.shards import read_records
+from curator.storage.shards import read_records
 from curator.text import split_sentences
 
 FOOTERS = ["This article is licensed under the Creative Commons Attribution-ShareAlike 3.0.",

@@ -15,7 +15,7 @@ import yaml
 from curator.core import pipeline as pl
 from curator.core.executors import make_executor
 from curator.core.runner import Runner
-from curator.io.shards import read_records, read_shard
+from curator.storage.shards import read_records, read_shard
 
 ROOT = Path(__file__).resolve().parents[2]
 

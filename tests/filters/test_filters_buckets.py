@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from helpers_filters import ROOT, run_pipeline, write_jsonl
 
-from curator.core.document import Document
+from curator.core.document import Document, meta_value
 from curator.core.errors import ConfigError
-from curator.filters.select import compile_expr, meta_value
+from curator.filters.select import compile_expr
 from curator.tokenize.blend import compute_blend, split_group
 
 SAMPLE = ROOT / "data" / "sample"

@@ -14,10 +14,10 @@ from hypothesis import strategies as st
 
 from curator.core.document import Document
 from curator.core.errors import ConfigError
+from curator.core.registry import resolve
 from curator.filters import heuristics as H
 from curator.filters.features import DocFeatures
 from curator.filters.synthetic import documents, prose, sentence
-from curator.registry import resolve
 from curator.text import split_sentences, split_words
 
 RNG = random.Random(7)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from helpers_filters import ROOT, run_cli
 
-from curator.io.shards import read_shard
+from curator.storage.shards import read_shard
 
 
 def _report(work: Path) -> dict:

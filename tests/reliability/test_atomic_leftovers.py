@@ -10,12 +10,12 @@ import signal
 import subprocess
 import sys
 
-from curator.io.atomic import atomic_open
+from curator.storage.atomic import atomic_open
 
 WRITER = """
 import os, signal, sys
 sys.path.insert(0, {root!r})
-from curator.io.atomic import atomic_open
+from curator.storage.atomic import atomic_open
 with atomic_open({path!r}) as f:
     f.write(b"partial")
     f.flush()
@@ -42,7 +42,7 @@ def test_leftover_of_a_killed_writer_is_removed_when_the_file_is_published(tmp_p
 LIVE_WRITER = """
 import sys
 sys.path.insert(0, {root!r})
-from curator.io.atomic import atomic_open
+from curator.storage.atomic import atomic_open
 with atomic_open({path!r}) as f:
     f.write(b"slow writer")
     f.flush()

@@ -6,7 +6,7 @@ import json
 
 from helpers_core import run_cli
 
-from curator.io.shards import read_records
+from curator.storage.shards import read_records
 
 
 def run(tmp_path, stages: str, check=True, top: str = ""):

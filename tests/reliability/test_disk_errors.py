@@ -239,7 +239,7 @@ def test_export_triton_to_a_read_only_folder_is_one_line(tmp_path, trained):
 def test_native_writer_that_writes_short_is_not_published(tmp_path):
     import errno
 
-    from curator.io.native import as_os_error, save_checked
+    from curator.storage.native import as_os_error, save_checked
 
     target = tmp_path / "model.bin"
 

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from helpers_core import cli_env
 
-from curator.io.shards import read_records
+from curator.storage.shards import read_records
 
 AS_LIMIT = 1_500_000_000
 MB = 1 << 20

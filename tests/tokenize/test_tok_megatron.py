@@ -202,6 +202,30 @@ def test_invalid_unicode_is_repaired_and_counted_not_fatal(tmp_path):
     assert ds.document_indices.tolist() == [0, 1, 2, 2]
 
 
+def test_part_writer_abort_leaves_no_file_and_close_publishes_ids(tmp_path):
+    from tokenizers import Tokenizer, models, pre_tokenizers
+
+    from curator.core.document import Document
+    from curator.tokenize.load import Encoder
+    from curator.tokenize.megatron_shards import PartWriter
+
+    alphabet = pre_tokenizers.ByteLevel.alphabet()
+    vocab = {"<|endoftext|>": 0, **{c: i + 1 for i, c in enumerate(sorted(alphabet))}}
+    t = Tokenizer(models.BPE(vocab, []))
+    t.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    enc = Encoder("huggingface", "mem", t.get_vocab_size(), 0, t)
+    docs = [Document(f"d{i}", "some text", {}) for i in range(3)]
+    w = PartWriter(str(tmp_path / "a" / "p"), enc)
+    w.add(docs)
+    w.abort()
+    assert not os.listdir(tmp_path / "a")  # neither the part nor a temporary of its .ids
+    w = PartWriter(str(tmp_path / "b" / "p"), enc)
+    w.add(docs)
+    w.close()
+    assert sorted(os.listdir(tmp_path / "b")) == ["p.bin", "p.ids", "p.idx"]
+    assert (tmp_path / "b" / "p.ids").read_text() == "d0\nd1\nd2\n"
+
+
 def test_writer_refuses_ids_that_do_not_fit_the_dtype(tmp_path):
     w = megatron.IndexedWriter(str(tmp_path / "x"), np.uint16)
     with pytest.raises(ValueError, match="out of range for uint16"):

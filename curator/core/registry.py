@@ -40,6 +40,18 @@ def builtin_stages() -> dict[str, str]:
     return out
 
 
+def is_builtin(cls: type) -> bool:
+    """True when ``cls`` is the class registered under its YAML name by a curator family."""
+    target = builtin_stages().get(getattr(cls, "name", ""))
+    if not target:
+        return False
+    if ":" in target:
+        mod, attr = target.split(":", 1)
+    else:
+        mod, _, attr = target.rpartition(".")
+    return cls.__module__ == mod and cls.__qualname__ == attr
+
+
 def load_object(target: str) -> object:
     """Import ``package.module:attr`` (or ``package.module.attr``)."""
     if ":" in target:

@@ -13,7 +13,7 @@ from typing import IO, Any
 import orjson
 
 from curator.core.document import Document
-from curator.io.atomic import open_compressed_read, open_compressed_write
+from curator.storage.atomic import open_compressed_read, open_compressed_write
 
 SHARD_SUFFIX = ".jsonl.zst"
 

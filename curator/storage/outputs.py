@@ -16,6 +16,7 @@ import os
 import orjson
 
 from curator.core.errors import ConfigError
+from curator.storage.atomic import atomic_open
 
 MARKER = ".curator-output.json"
 
@@ -122,8 +123,6 @@ def claim_output_dir(path: str, owner: str, *, work_dir: str | None = None,
     reg = _registry(work_dir)
     key = os.path.realpath(full)
     if reg.get(key) != owner:
-        from curator.io.atomic import atomic_open
-
         reg[key] = owner
         with atomic_open(os.path.join(work_dir, REGISTRY), "wb") as f:
             f.write(orjson.dumps(reg, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS))

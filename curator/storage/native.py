@@ -1,6 +1,6 @@
 """Files written by native libraries (fastText, SentencePiece, Hugging Face tokenizers) with the
-same guarantees as :func:`~curator.io.atomic.atomic_open`: published complete or not at all, and
-a full disk, a missing permission or a read-only filesystem raised as an ``OSError`` that names
+same guarantees as :func:`~curator.storage.atomic.atomic_open`: published complete or not at all,
+and a full disk, a missing permission or a read-only filesystem raised as an ``OSError`` that names
 the file, which the runner and the CLI turn into one line.
 
 fastText ignores failed writes (a model cut short by a full disk is saved "successfully" and

@@ -31,7 +31,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from curator.core.document import Document
 from curator.filters import heuristics as H
-from curator.filters.langid import DEFAULT_MODEL, predict_languages
+from curator.filters.language_id import DEFAULT_MODEL, predict_languages
 from curator.filters.synthetic import documents
 from curator.text import split_sentences, split_words
 
@@ -127,7 +127,7 @@ def main() -> int:
     # decontamination lookup: 3 tasks x 500 evaluation texts, 13-grams
     import tempfile
 
-    from curator.filters.decontam import Matcher, _BuildTask
+    from curator.filters.decontaminate import Matcher, _BuildTask
 
     with tempfile.TemporaryDirectory() as d:
         paths = {}

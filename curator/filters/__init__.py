@@ -3,9 +3,9 @@
 _H = "curator.filters.heuristics"
 
 STAGES: dict[str, str] = {
-    "fix_unicode": "curator.filters.unicode:FixUnicode",
-    "language_id": "curator.filters.langid:LanguageId",
-    "decontaminate": "curator.filters.decontam:Decontaminate",
+    "fix_unicode": "curator.filters.fix_unicode:FixUnicode",
+    "language_id": "curator.filters.language_id:LanguageId",
+    "decontaminate": "curator.filters.decontaminate:Decontaminate",
     "pii_redact": "curator.filters.pii_redact:PiiRedact",
     "quality_buckets": "curator.filters.quality_buckets:QualityBuckets",
     "select": "curator.filters.select:Select",

@@ -197,5 +197,5 @@ def test_a_parameter_typo_imports_no_other_stage(tmp_path: Path) -> None:
     loaded = out.strip().splitlines()[-1]
     assert "'curator.filters.heuristics'" in loaded
     for other in ("curator.io.parquet", "curator.acquire.common_crawl",
-                  "curator.extract.url_blocklist", "curator.filters.langid"):
+                  "curator.extract.url_blocklist", "curator.filters.language_id"):
         assert f"'{other}'" not in loaded, other

@@ -99,7 +99,7 @@ def test_fix_unicode_options_are_exposed(tmp) -> None:
 def test_lone_surrogates_do_not_fail_a_batch() -> None:
     from curator.core.document import Document
     from curator.filters.decontaminate import Matcher
-    from curator.filters.heuristics import GopherRepetition
+    from curator.filters.gopher_repetition import GopherRepetition
 
     bad = "broken \ud800 text " + SAMPLES["en"]
     langs, _ = predict_languages([bad, SAMPLES["fr"]])

@@ -365,9 +365,6 @@ class _CharRatio(MaxRatioRule):
 
     pattern: ClassVar[re.Pattern[str]]
 
-    def __init__(self, max_ratio: float) -> None:
-        self.max_ratio = max_ratio
-
     def value(self, f: DocFeatures) -> float:
         # the patterns match runs, so far fewer match objects than characters are made
         return _ratio(sum(map(len, self.pattern.findall(f.text))), len(f.text))

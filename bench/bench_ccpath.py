@@ -163,7 +163,7 @@ from datatrove.pipeline.filters import c4_filters as dt_c4
 from datatrove.pipeline.filters import fineweb_quality_filter as dt_fw
 from datatrove.pipeline.filters import gopher_quality_filter as dt_gq
 from datatrove.pipeline.filters import gopher_repetition_filter as dt_gr
-from curator.filters.langid import DEFAULT_MODEL
+from curator.filters.language_id import DEFAULT_MODEL
 from curator.text import split_sentences, split_words
 
 # Offline: curator's bundled lid.176.ftz and word/sentence splitters (see bench_ccpath.py).
@@ -291,7 +291,7 @@ def main(argv: list[str] | None = None) -> int:
               "request/response/metadata per URL)")
         print(f"workers: {args.workers} per tool (curator executor: {args.executor}); machine: "
               f"{os.cpu_count()} cores (shared: other load counts in wall time, less in CPU)\n")
-        from curator.extract.html import DEFAULT_EXTRACTOR
+        from curator.extract.extract_html import DEFAULT_EXTRACTOR
 
         main_ex = args.extractor or DEFAULT_EXTRACTOR
         best: dict[str, tuple[float, float, int]] = {}

@@ -30,8 +30,12 @@ from collections.abc import Callable
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from curator.core.document import Document
-from curator.filters import heuristics as H
-from curator.filters.langid import DEFAULT_MODEL, predict_languages
+from curator.filters.c4_quality import C4Quality
+from curator.filters.fineweb_quality import FineWebQuality
+from curator.filters.gopher_quality import GopherQuality
+from curator.filters.gopher_repetition import GopherRepetition
+from curator.filters.language_id import DEFAULT_MODEL, predict_languages
+from curator.filters.nemo_english import NemoEnglish
 from curator.filters.synthetic import documents
 from curator.text import split_sentences, split_words
 
@@ -85,16 +89,16 @@ def main() -> int:
         return run
 
     def c4_ours():
-        st = H.C4Quality()
+        st = C4Quality()
         return [st.clean(t)[0] is not None for t in texts]
 
     rows = [
-        ("gopher_quality", ours_filter(H.GopherQuality()),
+        ("gopher_quality", ours_filter(GopherQuality()),
          theirs_filter(dt_gq.GopherQualityFilter())),
-        ("gopher_repetition", ours_filter(H.GopherRepetition()),
+        ("gopher_repetition", ours_filter(GopherRepetition()),
          theirs_filter(dt_gr.GopherRepetitionFilter())),
         ("c4_quality", c4_ours, theirs_filter(dt_c4.C4QualityFilter())),
-        ("fineweb_quality", ours_filter(H.FineWebQuality()),
+        ("fineweb_quality", ours_filter(FineWebQuality()),
          theirs_filter(dt_fw.FineWebQualityFilter())),
     ]
 
@@ -120,14 +124,14 @@ def main() -> int:
         print(f"{name:20s} {r_ours:15,.0f} {r_theirs:17,.0f} {r_ours / r_theirs:6.2f}x"
               f"  {agree:6.1%}")
 
-    nemo = H.NemoEnglish()
+    nemo = NemoEnglish()
     t, _ = _cpu(ours_filter(nemo), args.repeat)
     print(f"{'nemo_english':20s} {len(texts) / t:15,.0f} {'(no datatrove peer)':>17s}")
 
     # decontamination lookup: 3 tasks x 500 evaluation texts, 13-grams
     import tempfile
 
-    from curator.filters.decontam import Matcher, _BuildTask
+    from curator.filters.decontaminate import Matcher, _BuildTask
 
     with tempfile.TemporaryDirectory() as d:
         paths = {}

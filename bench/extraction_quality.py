@@ -115,7 +115,7 @@ def news_pages(sdist: str | None) -> list[GoldPage]:
                 html[mm.group(2)] = data
             else:
                 txt[mm.group(2)] = data.decode("utf-8")
-    from curator.extract.html import decode_html
+    from curator.extract.extract_html import decode_html
 
     out = []
     for name in sorted(set(html) & set(txt)):
@@ -150,7 +150,7 @@ def doc_pages(limit: int | None) -> list[GoldPage]:
             raw = fh.read()
         if len(raw) < 4096:
             continue
-        from curator.extract.html import decode_html
+        from curator.extract.extract_html import decode_html
 
         html = decode_html(raw)[0]
         gold = sphinx_gold(html)
@@ -174,7 +174,7 @@ def _traf(**kw: object) -> Callable[[str], str]:
 
 def configs() -> dict[str, Callable[[str], str]]:
     """Every option set scored; curator's own extractors go through ``extract_text``."""
-    from curator.extract.html import EXTRACTORS, extract_text
+    from curator.extract.extract_html import EXTRACTORS, extract_text
 
     out: dict[str, Callable[[str], str]] = {}
     for name in EXTRACTORS:

@@ -45,7 +45,7 @@ def stage_texts(work_dir: str, stage: str) -> list[str]:
 
 
 def html_texts(pattern: str) -> list[str]:
-    from curator.extract.html import extract_text
+    from curator.extract.extract_html import extract_text
 
     out = []
     for p in sorted(glob.glob(pattern)):

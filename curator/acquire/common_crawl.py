@@ -9,7 +9,7 @@ from curator.acquire.download import fetch, join_url
 from curator.acquire.warc import _SNAPSHOT, CC_BASE_URL, Reader, _WarcExtracting, parse_ranges
 from curator.core.context import StageContext
 from curator.core.errors import ConfigError, InputError
-from curator.extract.html import DEFAULT_EXTRACTOR, Extractor
+from curator.extract.extract_html import DEFAULT_EXTRACTOR, Extractor
 
 
 class CommonCrawl(_WarcExtracting):

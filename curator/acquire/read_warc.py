@@ -8,7 +8,7 @@ from typing import Any, Literal
 from curator.acquire.warc import Reader, _WarcExtracting
 from curator.core.context import StageContext
 from curator.core.errors import ConfigError
-from curator.extract.html import DEFAULT_EXTRACTOR, Extractor
+from curator.extract.extract_html import DEFAULT_EXTRACTOR, Extractor
 from curator.storage.paths import expand_paths
 
 

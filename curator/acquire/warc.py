@@ -23,7 +23,7 @@ from curator.acquire.base import DownloadSource
 from curator.core.context import ShardContext
 from curator.core.document import Document
 from curator.core.errors import ConfigError
-from curator.extract.html import (
+from curator.extract.extract_html import (
     DEFAULT_EXTRACTOR,
     DecodeError,
     Extractor,

@@ -59,7 +59,7 @@ def _unit(seed: int, key: str) -> float:
 
 def load_model(path: str) -> Any:
     """A fastText model, loaded once per process."""
-    from curator.filters.langid import load_fasttext
+    from curator.filters.language_id import load_fasttext
 
     return load_fasttext(path, "quality model")
 
@@ -134,7 +134,7 @@ def train_fasttext(train_file: str, model_path: str, *, epoch: int = 5, lr: floa
 
 def hq_scores(model: Any, texts: list[str]) -> np.ndarray:
     """P(hq) of each normalized text, predicted in one C++ call."""
-    from curator.filters.langid import fasttext_predict
+    from curator.filters.language_id import fasttext_predict
 
     labels, probs = fasttext_predict(model, texts, 2)
     out = np.zeros(len(texts))
@@ -283,9 +283,9 @@ def train_from_parts(train_parts: list[str], holdout_parts: list[str], out_dir: 
                    word_ngrams=word_ngrams, min_count=min_count, bucket=bucket,
                    quantize=quantize, seed=seed)
     _MODELS.pop(model_path, None)
-    from curator.filters import langid
+    from curator.filters import language_id
 
-    langid._MODELS.pop(model_path, None)  # a retrained file must be reloaded
+    language_id._MODELS.pop(model_path, None)  # a retrained file must be reloaded
     metrics = evaluate(model_path, holdout_file)
     size = os.path.getsize(model_path)
     metrics.update(train_hq=counts[HQ], train_lq=counts[LQ], model_bytes=size)

@@ -53,7 +53,7 @@ class TrainQualityClassifier(GlobalStage):
         out_dir = ctx.artifact_dir
         parts = ctx.map(_Sample(self, os.path.join(out_dir, "parts")), shards, phase="sample",
                         keys=[s.name for s in shards])
-        from curator.filters.decontam import verify_file
+        from curator.filters.decontaminate import verify_file
 
         for p in parts:  # resumed phases: their files must still be there, complete
             verify_file(p["train"], p["train_bytes"], ctx.stage_id)

@@ -26,7 +26,7 @@ from helpers_acquire import (
 
 from curator.acquire.warc import parse_ranges
 from curator.core.errors import ConfigError
-from curator.extract.html import decode_html
+from curator.extract.extract_html import decode_html
 from curator.extract.timeout import ExtractTimeout, time_limit
 
 JA = ["東京は日本の首都であり、世界で最も人口の多い都市圏の一つとして知られています。",
@@ -158,7 +158,7 @@ def test_time_limit_main_thread_uses_sigalrm() -> None:
 
 
 def test_pathological_page_times_out_and_is_counted(tmp_path, monkeypatch) -> None:
-    from curator.extract import html as html_mod
+    from curator.extract import extract_html as html_mod
 
     real = html_mod.EXTRACTORS["resiliparse"]
 
@@ -348,7 +348,7 @@ def test_first_page_of_a_fresh_worker_is_not_charged_the_import() -> None:
                        timeout=120)
     assert r.returncode == 0, r.stderr
     limit = float(r.stdout) / 2
-    code = ("from curator.extract.html import extract_text\n"
+    code = ("from curator.extract.extract_html import extract_text\n"
             "html = '<html><body><article><p>' + 'A sentence about rivers. ' * 40 + "
             "'</p></article></body></html>'\n"
             f"print(len(extract_text(html, 'trafilatura', timeout_s={limit!r})) > 0)\n")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from helpers_acquire import PROSE
 
-from curator.extract.html import DEFAULT_EXTRACTOR, EXTRACTORS, extract_text
+from curator.extract.extract_html import DEFAULT_EXTRACTOR, EXTRACTORS, extract_text
 
 SHARED = ("Every page of this site repeats this long paragraph about the harbour, the old "
           "market and the river crossing, so a cross-document cache would see it many times.")

@@ -1,11 +1,15 @@
 """The code's shape: a stage is found from its YAML name, and ``curator/`` imports one way.
 
-(a) every built-in stage lives in ``curator/<family>/<name>.py``, or (for a family whose
-stages share one module, like the heuristic presets) its class says ``"<name>"`` literally, so
-``grep -rn '"<name>"' curator`` lands on it; (b) the module-level import graph of ``curator/``
-has no cycle (imports inside functions and under ``if TYPE_CHECKING:`` do not count: they run
-after every module is loaded); (c) imports, late ones included, go down the layers of
-docs/architecture.md, and a stage family imports another only where ``FAMILY_DEPS`` says why.
+(a) every built-in stage lives in ``curator/<family>/<name>.py``; only a module that holds
+several stages sharing code (the ``*_filter`` rules in ``filters/rules.py``, the JSONL and
+Parquet readers and writers) may hold a stage under another file name, and then its class says
+``name = "<name>"`` literally, so ``grep -rn '"<name>"' curator`` lands on it; the families'
+``STAGES`` tables are written out literally (no assembled strings), so grep of
+``curator.<family>.<module>:<Class>`` lands on the registration too; (b) the module-level import
+graph of ``curator/`` has no cycle (imports inside functions and under ``if TYPE_CHECKING:`` do
+not count: they run after every module is loaded); (c) imports, late ones included, go down the
+layers of docs/architecture.md, and a stage family imports another only where ``FAMILY_DEPS``
+says why.
 """
 
 from __future__ import annotations
@@ -13,7 +17,9 @@ from __future__ import annotations
 import ast
 import importlib
 import inspect
+import re
 import sys
+from collections import Counter
 from pathlib import Path
 
 from curator.core.registry import FAMILIES, builtin_stages
@@ -22,13 +28,38 @@ from curator.core.stage import Stage
 ROOT = Path(__file__).resolve().parents[2]
 PKG = ROOT / "curator"
 
+#: Stages still in a one-stage file named otherwise, found by the grep rule until their
+#: families' renames are merged (issue 14). Empty this list, do not grow it.
+NOT_YET_RENAMED = {"exact_dedup", "fuzzy_dedup", "train_tokenizer", "train"}
+
+
+def _literal_stages(family: str) -> dict[str, str]:
+    """The family's ``STAGES`` table, which must be a dict of string literals."""
+    path = PKG / family.split(".")[1] / "__init__.py"
+    for node in ast.parse(path.read_text()).body:
+        target = node.targets[0] if isinstance(node, ast.Assign) else getattr(node, "target", None)
+        if isinstance(target, ast.Name) and target.id == "STAGES":
+            assert isinstance(node.value, ast.Dict), f"{path}: STAGES is not a dict literal"
+            out = {}
+            for k, v in zip(node.value.keys, node.value.values, strict=True):
+                assert isinstance(k, ast.Constant) and isinstance(k.value, str), \
+                    f"{path}:{node.lineno}: a STAGES key is not a string literal"
+                assert isinstance(v, ast.Constant) and isinstance(v.value, str), \
+                    f"{path}:{v.lineno}: STAGES[{k.value!r}] is not a string literal"
+                out[k.value] = v.value
+            return out
+    raise AssertionError(f"{path}: no STAGES table")
+
 
 def test_every_stage_is_found_from_its_name() -> None:
     stages = builtin_stages()
     assert len(stages) > 40  # the registry was read, not an empty table
+    tables = {fam: _literal_stages(fam) for fam in FAMILIES}
+    assert {n: t for tab in tables.values() for n, t in tab.items()} == stages
+    per_module = Counter(t.split(":")[0] for t in stages.values())
     wrong = []
-    for fam in FAMILIES:
-        for name, target in importlib.import_module(fam).STAGES.items():
+    for fam, table in tables.items():
+        for name, target in table.items():
             mod_name, cls_name = target.split(":")
             if not mod_name.startswith(fam + "."):
                 wrong.append(f"{name}: {target} is outside its family {fam}")
@@ -36,13 +67,21 @@ def test_every_stage_is_found_from_its_name() -> None:
             cls = getattr(importlib.import_module(mod_name), cls_name)
             assert isinstance(cls, type) and issubclass(cls, Stage), target
             assert cls.__module__ == mod_name, f"{name}: {target} is re-exported, not defined"
+            # the name the class reports is the one it is registered under (the fingerprint of
+            # a built-in stage relies on it)
+            assert cls.name == name, f"{name}: {target} calls itself {cls.name!r}"
             file = Path(inspect.getfile(cls)).resolve()
             expected = PKG / fam.split(".")[1] / f"{name}.py"
             if file == expected:
                 continue
-            if f'"{name}"' not in inspect.getsource(cls):
+            says_name = re.search(rf'^\s*name\s*=\s*"{re.escape(name)}"', inspect.getsource(cls),
+                                  re.MULTILINE)
+            if per_module[mod_name] == 1 and name not in NOT_YET_RENAMED:
+                wrong.append(f"{name}: {target} is the only stage in {file.relative_to(ROOT)}: "
+                             f"name the file {expected.relative_to(ROOT)}")
+            elif not says_name:
                 wrong.append(f"{name}: {target} is neither in {expected.relative_to(ROOT)} nor "
-                             f'says "{name}" in its class')
+                             f'says name = "{name}" in its class')
     assert not wrong, "\n".join(wrong)
 
 
@@ -329,7 +368,7 @@ def test_a_parameter_typo_imports_no_other_stage(tmp_path: Path) -> None:
     assert "word_count_filter.min_wrds: unknown key" in out
     assert "did you mean 'min_words'" in out
     loaded = out.strip().splitlines()[-1]
-    assert "'curator.filters.heuristics'" in loaded
+    assert "'curator.filters.rules'" in loaded
     for other in ("curator.io.parquet", "curator.acquire.common_crawl",
-                  "curator.extract.url_blocklist", "curator.filters.langid"):
+                  "curator.extract.url_blocklist", "curator.filters.language_id"):
         assert f"'{other}'" not in loaded, other

@@ -15,8 +15,13 @@ from hypothesis import strategies as st
 from curator.core.document import Document
 from curator.core.errors import ConfigError
 from curator.core.registry import resolve
-from curator.filters import heuristics as H
+from curator.filters import rules as R
+from curator.filters.c4_quality import C4Quality
 from curator.filters.features import DocFeatures
+from curator.filters.fineweb_quality import FineWebQuality
+from curator.filters.gopher_quality import GopherQuality
+from curator.filters.gopher_repetition import GopherRepetition
+from curator.filters.nemo_english import NemoEnglish
 from curator.filters.synthetic import documents, prose, sentence
 from curator.text import split_sentences, split_words
 
@@ -31,34 +36,34 @@ def _keeps(stage, text: str) -> bool:
 # (rule class, params, text it keeps, text it rejects) -- the reject text violates exactly the
 # property the rule measures.
 CASES = [
-    (H.WordCount, {}, PROSE, "Too short to be a document."),
-    (H.MeanWordLength, {}, PROSE, " ".join(["a b c d e f"] * 20)),
-    (H.MeanWordLength, {}, PROSE, " ".join(["incomprehensibilities"] * 60)),
-    (H.SymbolWordRatio, {}, PROSE, PROSE + " " + "#tag " * 60),
-    (H.AlphaWords, {}, PROSE, " ".join(str(i) for i in range(200))),
-    (H.StopWords, {}, PROSE, " ".join(["apple banana cherry"] * 30)),
-    (H.LongWord, {}, PROSE, PROSE + " " + "x" * 1001),
-    (H.BulletLines, {}, PROSE, "\n".join(f"- item {i}" for i in range(30))),
-    (H.EllipsisLines, {}, PROSE, "\n".join(f"line {i} goes on..." for i in range(10))),
-    (H.LinePunctuation, {}, PROSE, "\n".join(f"Menu entry {i}" for i in range(30))),
-    (H.ShortLines, {}, PROSE, "\n".join(f"Entry {i}" for i in range(30))),
-    (H.DuplicateLineChars, {}, PROSE, PROSE + "\n" + PROSE.split("\n\n")[0]),
-    (H.NewlineRatio, {}, PROSE, "\n".join("one two" for _ in range(40))),
-    (H.EndPunctuation, {}, PROSE, "\n".join(f"no end mark here {i}" for i in range(20))),
-    (H.Boilerplate, {}, PROSE, PROSE + "\n\nThis website uses cookies. Privacy Policy."),
-    (H.NonAlphaNumeric, {}, PROSE, PROSE + " " + "%$@!*&" * 200),
-    (H.NumbersRatio, {}, PROSE, PROSE + " " + "1234567890" * 100),
-    (H.WhitespaceRatio, {}, PROSE, PROSE.replace(" ", "     ")),
-    (H.ParenthesesRatio, {}, PROSE, PROSE.replace(" ", " (x) ")),
-    (H.UrlsRatio, {}, PROSE, PROSE[:200] + " " + " ".join(
+    (R.WordCount, {}, PROSE, "Too short to be a document."),
+    (R.MeanWordLength, {}, PROSE, " ".join(["a b c d e f"] * 20)),
+    (R.MeanWordLength, {}, PROSE, " ".join(["incomprehensibilities"] * 60)),
+    (R.SymbolWordRatio, {}, PROSE, PROSE + " " + "#tag " * 60),
+    (R.AlphaWords, {}, PROSE, " ".join(str(i) for i in range(200))),
+    (R.StopWords, {}, PROSE, " ".join(["apple banana cherry"] * 30)),
+    (R.LongWord, {}, PROSE, PROSE + " " + "x" * 1001),
+    (R.BulletLines, {}, PROSE, "\n".join(f"- item {i}" for i in range(30))),
+    (R.EllipsisLines, {}, PROSE, "\n".join(f"line {i} goes on..." for i in range(10))),
+    (R.LinePunctuation, {}, PROSE, "\n".join(f"Menu entry {i}" for i in range(30))),
+    (R.ShortLines, {}, PROSE, "\n".join(f"Entry {i}" for i in range(30))),
+    (R.DuplicateLineChars, {}, PROSE, PROSE + "\n" + PROSE.split("\n\n")[0]),
+    (R.NewlineRatio, {}, PROSE, "\n".join("one two" for _ in range(40))),
+    (R.EndPunctuation, {}, PROSE, "\n".join(f"no end mark here {i}" for i in range(20))),
+    (R.Boilerplate, {}, PROSE, PROSE + "\n\nThis website uses cookies. Privacy Policy."),
+    (R.NonAlphaNumeric, {}, PROSE, PROSE + " " + "%$@!*&" * 200),
+    (R.NumbersRatio, {}, PROSE, PROSE + " " + "1234567890" * 100),
+    (R.WhitespaceRatio, {}, PROSE, PROSE.replace(" ", "     ")),
+    (R.ParenthesesRatio, {}, PROSE, PROSE.replace(" ", " (x) ")),
+    (R.UrlsRatio, {}, PROSE, PROSE[:200] + " " + " ".join(
         f"https://example.com/page/{i}/index.html" for i in range(40))),
-    (H.UrlSubstrings, {}, PROSE, PROSE + " see https://pornsite.example/x"),
-    (H.ContainsString, {}, PROSE, PROSE + " Lorem ipsum dolor sit amet."),
-    (H.DuplicateLines, {}, PROSE, "\n".join(["same line here"] * 10 + ["other"])),
-    (H.DuplicateLines, {"unit": "paragraphs", "by": "chars", "max_ratio": 0.2}, PROSE,
+    (R.UrlSubstrings, {}, PROSE, PROSE + " see https://pornsite.example/x"),
+    (R.ContainsString, {}, PROSE, PROSE + " Lorem ipsum dolor sit amet."),
+    (R.DuplicateLines, {}, PROSE, "\n".join(["same line here"] * 10 + ["other"])),
+    (R.DuplicateLines, {"unit": "paragraphs", "by": "chars", "max_ratio": 0.2}, PROSE,
      "\n\n".join([PROSE.split("\n\n")[0]] * 3)),
-    (H.TopNgram, {}, PROSE, " ".join(["click here"] * 50) + " " + PROSE[:100]),
-    (H.DuplicateNgrams, {}, PROSE, PROSE + " " + PROSE),
+    (R.TopNgram, {}, PROSE, " ".join(["click here"] * 50) + " " + PROSE[:100]),
+    (R.DuplicateNgrams, {}, PROSE, PROSE + " " + PROSE),
 ]
 
 
@@ -90,9 +95,9 @@ CORPUS = documents(1000, seed=3)
 
 
 @pytest.mark.parametrize("ours,theirs", [
-    (H.GopherQuality, dt_gq.GopherQualityFilter),
-    (H.GopherRepetition, dt_gr.GopherRepetitionFilter),
-    (H.FineWebQuality, dt_fw.FineWebQualityFilter),
+    (GopherQuality, dt_gq.GopherQualityFilter),
+    (GopherRepetition, dt_gr.GopherRepetitionFilter),
+    (FineWebQuality, dt_fw.FineWebQualityFilter),
 ])
 def test_presets_decide_like_datatrove(datatrove_with_our_tokenizer, ours, theirs) -> None:
     a, b = ours.from_params({}), theirs()
@@ -107,7 +112,7 @@ def test_presets_decide_like_datatrove(datatrove_with_our_tokenizer, ours, their
 
 def test_c4_matches_datatrove_text_and_decision(datatrove_with_our_tokenizer) -> None:
     rng = random.Random(5)
-    ours, ref = H.C4Quality.from_params({}), dt_c4.C4QualityFilter()
+    ours, ref = C4Quality.from_params({}), dt_c4.C4QualityFilter()
     texts = [r["text"] for r in CORPUS[:400]] + [
         "\n".join(sentence(rng) for _ in range(8)) + "\nPlease enable Javascript to view.\n"
         "Read our privacy policy today.\n" + "[1] cited text here.",
@@ -134,48 +139,48 @@ def test_dup_ngram_fast_scan_equals_reference(words, n) -> None:
     text = " ".join(words)
     f = DocFeatures(text)
     ref = dt_gr.find_all_duplicate(f.words, n)
-    got = H.DuplicateNgrams(n=n).value(f) * len(text) if text else 0.0
+    got = R.DuplicateNgrams(n=n).value(f) * len(text) if text else 0.0
     assert round(got) == ref
 
 
 def test_bad_words_from_a_local_list(tmp) -> None:
     (tmp / "bad.txt").write_text("darn\nheck no\n坏词\n")
-    rule = H.BadWords.from_params({"path": str(tmp / "bad.txt")})
+    rule = R.BadWords.from_params({"path": str(tmp / "bad.txt")})
     assert _keeps(rule, PROSE + " darned checkout, check now")  # whole words only
     assert not _keeps(rule, PROSE + " Darn it.")
     assert not _keeps(rule, PROSE + " oh heck no")
     assert not _keeps(rule, "这是坏词的例子")
-    assert H.BadWords.from_params({"words": ["darn"], "max_count": 1}).check(
+    assert R.BadWords.from_params({"words": ["darn"], "max_count": 1}).check(
         Document("x", "darn " + PROSE)) is None
     with pytest.raises(ConfigError, match="cannot read"):
-        H.BadWords.from_params({"path": str(tmp / "none.txt")})
+        R.BadWords.from_params({"path": str(tmp / "none.txt")})
 
 
 def test_preset_reasons_overrides_disable_and_annotate() -> None:
     bad = "Too short text here"
-    g = H.GopherQuality.from_params({})
+    g = GopherQuality.from_params({})
     assert g.check(Document("x", bad)) == "gopher_quality:word_count"
     for preset in ("gopher_quality", "gopher_repetition", "fineweb_quality", "nemo_english"):
         assert resolve(preset).from_params({}).check(Document("x", " \n")) == f"{preset}:empty"
-    g2 = H.GopherQuality.from_params({"overrides": {"word_count": {"min_words": 1}}})
+    g2 = GopherQuality.from_params({"overrides": {"word_count": {"min_words": 1}}})
     assert g2.check(Document("x", bad)) == "gopher_quality:stop_words"
-    g3 = H.GopherQuality.from_params({"disable": ["word_count", "stop_words"]})
+    g3 = GopherQuality.from_params({"disable": ["word_count", "stop_words"]})
     assert g3.check(Document("x", bad)) is None
     doc = Document("x", PROSE)
-    g4 = H.GopherQuality.from_params({"annotate": True})
+    g4 = GopherQuality.from_params({"annotate": True})
     assert g4.check(doc) is None
     sig = doc.meta["signals"]
     assert sig["gopher_quality:word_count"] == len(
         [w for w in split_words(PROSE) if w[0].isalnum()])
-    assert len(sig) == len(H.PRESETS["gopher_quality"])
+    assert len(sig) == len(GopherQuality.spec)
     with pytest.raises(ConfigError, match="unknown rule 'wordcount'"):
-        H.GopherQuality.from_params({"disable": ["wordcount"]})
+        GopherQuality.from_params({"disable": ["wordcount"]})
     with pytest.raises(ConfigError, match=r"overrides\.word_count"):
-        H.GopherQuality.from_params({"overrides": {"word_count": {"nope": 1}}})
+        GopherQuality.from_params({"overrides": {"word_count": {"nope": 1}}})
 
 
 def test_nemo_english_keeps_prose_and_rejects_junk() -> None:
-    nemo = H.NemoEnglish.from_params({})
+    nemo = NemoEnglish.from_params({})
     kinds: dict[str, list[bool]] = {}
     for rec in CORPUS[:600]:
         kinds.setdefault(rec["kind"], []).append(nemo.check(Document("x", rec["text"])) is None)
@@ -187,9 +192,9 @@ def test_nemo_english_keeps_prose_and_rejects_junk() -> None:
 def test_word_split_handles_chinese_and_japanese_in_rules() -> None:
     zh = "今天天气很好，我们一起去公园散步吧。" * 10
     f = DocFeatures(zh)
-    assert H.WordCount().value(f) == sum(ch.isalnum() for ch in zh)
-    assert H.WordCount.from_params({"min_words": 50}).check(Document("x", zh)) is None
-    assert H.MeanWordLength().value(DocFeatures("これは日本語です")) == 1.0
+    assert R.WordCount().value(f) == sum(ch.isalnum() for ch in zh)
+    assert R.WordCount.from_params({"min_words": 50}).check(Document("x", zh)) is None
+    assert R.MeanWordLength().value(DocFeatures("これは日本語です")) == 1.0
 
 
 def test_presets_in_a_pipeline_record_reasons(tmp) -> None:
@@ -214,3 +219,12 @@ def test_presets_in_a_pipeline_record_reasons(tmp) -> None:
     rejected_ids = [r["id"] for s in ("gopher_quality", "gopher_repetition", "c4_quality",
                                       "fineweb_quality") for r in run.rejected(s)]
     assert sorted(rejected_ids + list(ids)) == sorted(by_id)
+
+
+def test_max_ratio_rules_keep_at_the_threshold_and_reject_above() -> None:
+    """The ratio rules share one comparison (MaxRatioRule): equal to ``max_ratio`` keeps."""
+    ratio_rules = [c for c, *_ in CASES if issubclass(c, R.MaxRatioRule)]
+    assert len(set(ratio_rules)) >= 15
+    for cls in ratio_rules:
+        rule = cls.from_params({"max_ratio": 0.25})
+        assert rule.ok(0.25) and rule.ok(0.0) and not rule.ok(0.2500001), cls.name

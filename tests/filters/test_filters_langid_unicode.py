@@ -5,8 +5,8 @@ import pytest
 from helpers_filters import run_cli, run_pipeline, write_jsonl
 
 from curator.core.errors import ConfigError
-from curator.filters.langid import DEFAULT_MODEL, LanguageId, predict_languages
-from curator.filters.unicode import CJK
+from curator.filters.fix_unicode import CJK
+from curator.filters.language_id import DEFAULT_MODEL, LanguageId, predict_languages
 
 SAMPLES = {
     "en": "The committee will publish its final report on the river restoration next spring.",
@@ -98,8 +98,8 @@ def test_fix_unicode_options_are_exposed(tmp) -> None:
 
 def test_lone_surrogates_do_not_fail_a_batch() -> None:
     from curator.core.document import Document
-    from curator.filters.decontam import Matcher
-    from curator.filters.heuristics import GopherRepetition
+    from curator.filters.decontaminate import Matcher
+    from curator.filters.gopher_repetition import GopherRepetition
 
     bad = "broken \ud800 text " + SAMPLES["en"]
     langs, _ = predict_languages([bad, SAMPLES["fr"]])

@@ -19,7 +19,7 @@ from curator.core.document import Document
 from curator.core.errors import ConfigError
 from curator.extract.url_blocklist import UrlBlocklist, url_host
 from curator.filters import wordlists
-from curator.filters.heuristics import BadWords
+from curator.filters.rules import BadWords
 
 #: language -> locale folder; catalogues of Debian's essential/required packages only
 LOCALES = {"de": "de", "fr": "fr", "es": "es", "it": "it", "pt": "pt_BR", "nl": "nl",

@@ -1,10 +1,12 @@
-"""Heuristic quality rules (Gopher, C4, FineWeb, NeMo Curator English) and one-line presets.
+"""The single heuristic rules (Gopher, C4, FineWeb, NeMo Curator English), one per ``*_filter``.
 
-Each rule is a small :class:`Filter` stage (usable alone in YAML as ``<key>_filter``) with the
-published default thresholds, and a ``value``/``ok`` pair so that presets can run many rules
-over one shared :class:`~curator.filters.features.DocFeatures` (words, lines and n-grams are
-computed once per document, not once per rule). Presets reject with ``preset:rule`` reasons and
-can write every rule's value to ``meta["signals"]``.
+Each rule is a small :class:`Filter` stage (usable alone in YAML as ``<key>_filter``; its class
+says that name literally) with the published default thresholds, and a ``value``/``ok`` pair so
+that the presets (``gopher_quality.py``, ``gopher_repetition.py``, ``fineweb_quality.py``,
+``nemo_english.py``, built on :mod:`curator.filters.presets`) can run many rules over one shared
+:class:`~curator.filters.features.DocFeatures` (words, lines and n-grams are computed once per
+document, not once per rule). Most rules reject above a ``max_ratio``: they subclass
+:class:`MaxRatioRule` and define only the measure (and their parameters with defaults).
 
 Sources of the defaults:
 
@@ -26,9 +28,8 @@ from typing import Any, ClassVar, Literal
 from curator.core.context import ShardContext
 from curator.core.document import Document
 from curator.core.errors import ConfigError
-from curator.core.stage import Filter, ShardStage
+from curator.core.stage import Filter
 from curator.filters.features import DocFeatures
-from curator.text.sentences import split_sentences
 from curator.text.words import has_no_space_script, split_words
 
 #: Unicode sentence terminals (the BMP part of datatrove's TERMINAL_PUNCTUATION).
@@ -70,6 +71,17 @@ class HeuristicRule(Filter):
 
     def check(self, doc: Document) -> str | None:
         return None if self.ok(self.value(DocFeatures(doc.text))) else self.name
+
+
+class MaxRatioRule(HeuristicRule):
+    """A rule that keeps a document while its measure is at most ``max_ratio``. Subclasses
+    define ``value`` and an ``__init__`` that sets ``self.max_ratio`` (its signature is the
+    YAML schema, so each rule keeps its own published default)."""
+
+    max_ratio: float
+
+    def ok(self, v: float) -> bool:
+        return v <= self.max_ratio
 
 
 def _ratio(a: float, b: float) -> float:
@@ -127,7 +139,7 @@ class MeanWordLength(HeuristicRule):
         return self.min_length <= v <= self.max_length
 
 
-class SymbolWordRatio(HeuristicRule):
+class SymbolWordRatio(MaxRatioRule):
     """Occurrences of symbols (hash, ellipsis) per word."""
 
     key = "symbol_word_ratio"
@@ -140,9 +152,6 @@ class SymbolWordRatio(HeuristicRule):
 
     def value(self, f: DocFeatures) -> float:
         return _ratio(sum(f.text.count(s) for s in self.symbols), len(f.words))
-
-    def ok(self, v: float) -> bool:
-        return v <= self.max_ratio
 
 
 class AlphaWords(HeuristicRule):
@@ -205,7 +214,7 @@ class LongWord(HeuristicRule):
 # -- line-level rules ----------------------------------------------------------------------
 
 
-class BulletLines(HeuristicRule):
+class BulletLines(MaxRatioRule):
     """Fraction of lines that start with a bullet."""
 
     key = "bullet_lines"
@@ -221,11 +230,8 @@ class BulletLines(HeuristicRule):
         return _ratio(sum(map(methodcaller("startswith", self.bullets), map(str.lstrip, lines))),
                       len(lines))
 
-    def ok(self, v: float) -> bool:
-        return v <= self.max_ratio
 
-
-class EllipsisLines(HeuristicRule):
+class EllipsisLines(MaxRatioRule):
     """Fraction of lines that end with an ellipsis."""
 
     key = "ellipsis_lines"
@@ -239,9 +245,6 @@ class EllipsisLines(HeuristicRule):
         lines = f.lines
         return _ratio(sum(map(methodcaller("endswith", ("...", "…")), map(str.rstrip, lines))),
                       len(lines))
-
-    def ok(self, v: float) -> bool:
-        return v <= self.max_ratio
 
 
 class LinePunctuation(HeuristicRule):
@@ -265,7 +268,7 @@ class LinePunctuation(HeuristicRule):
         return v >= self.min_ratio or (v == 0 and self.exclude_zero)
 
 
-class ShortLines(HeuristicRule):
+class ShortLines(MaxRatioRule):
     """Fraction of non-empty lines of at most ``max_length`` characters."""
 
     key = "short_lines"
@@ -280,11 +283,8 @@ class ShortLines(HeuristicRule):
         return _ratio(sum(map(self.max_length.__ge__, map(len, lines))), len(lines)) \
             if lines else 1.0
 
-    def ok(self, v: float) -> bool:
-        return v <= self.max_ratio
 
-
-class DuplicateLineChars(HeuristicRule):
+class DuplicateLineChars(MaxRatioRule):
     """Characters in repeated non-empty lines / characters of the text without newlines."""
 
     key = "char_dup"
@@ -298,11 +298,8 @@ class DuplicateLineChars(HeuristicRule):
         return _ratio(_duplicates(f.nonempty_lines)[1],
                       len(f.text) - f.text.count("\n"))
 
-    def ok(self, v: float) -> bool:
-        return v <= self.max_ratio
 
-
-class NewlineRatio(HeuristicRule):
+class NewlineRatio(MaxRatioRule):
     """Newlines per word (lists and menus have one line per few words)."""
 
     key = "newline_ratio"
@@ -316,11 +313,8 @@ class NewlineRatio(HeuristicRule):
         n = f.text.count("\n")
         return _ratio(n, len(f.words)) if f.words else float(n > 0)
 
-    def ok(self, v: float) -> bool:
-        return v <= self.max_ratio
 
-
-class EndPunctuation(HeuristicRule):
+class EndPunctuation(MaxRatioRule):
     """Fraction of sentences (non-empty lines) that do not end with an end mark."""
 
     key = "punctuation"
@@ -336,11 +330,8 @@ class EndPunctuation(HeuristicRule):
         return _ratio(sum(1 for ln in lines if not ln.rstrip().endswith(self.end_marks)),
                       len(lines)) if lines else 1.0
 
-    def ok(self, v: float) -> bool:
-        return v <= self.max_ratio
 
-
-class Boilerplate(HeuristicRule):
+class Boilerplate(MaxRatioRule):
     """Share of the text in paragraphs containing boilerplate strings (cookie/legal notices);
     1.0 when such a paragraph is the first or last one and ``at_top_or_bottom`` is set."""
 
@@ -365,25 +356,18 @@ class Boilerplate(HeuristicRule):
                 bad += len(p)
         return _ratio(bad, total)
 
-    def ok(self, v: float) -> bool:
-        return v <= self.max_ratio
-
 
 # -- character-level rules -----------------------------------------------------------------
 
 
-class _CharRatio(HeuristicRule):
-    pattern: ClassVar[re.Pattern[str]]
+class _CharRatio(MaxRatioRule):
+    """Characters matched by ``pattern`` / characters of the text."""
 
-    def __init__(self, max_ratio: float) -> None:
-        self.max_ratio = max_ratio
+    pattern: ClassVar[re.Pattern[str]]
 
     def value(self, f: DocFeatures) -> float:
         # the patterns match runs, so far fewer match objects than characters are made
         return _ratio(sum(map(len, self.pattern.findall(f.text))), len(f.text))
-
-    def ok(self, v: float) -> bool:
-        return v <= self.max_ratio
 
 
 class NonAlphaNumeric(_CharRatio):
@@ -437,7 +421,7 @@ class ParenthesesRatio(_CharRatio):
         self.max_ratio = max_ratio
 
 
-class UrlsRatio(HeuristicRule):
+class UrlsRatio(MaxRatioRule):
     """Fraction of characters inside URLs."""
 
     key = "urls"
@@ -449,9 +433,6 @@ class UrlsRatio(HeuristicRule):
 
     def value(self, f: DocFeatures) -> float:
         return _ratio(sum(len(u) for u in _URL.findall(f.text)), len(f.text))
-
-    def ok(self, v: float) -> bool:
-        return v <= self.max_ratio
 
 
 class UrlSubstrings(HeuristicRule):
@@ -631,7 +612,7 @@ class BadWords(HeuristicRule):
 # -- repetition rules ----------------------------------------------------------------------
 
 
-class DuplicateLines(HeuristicRule):
+class DuplicateLines(MaxRatioRule):
     """Repeated lines or paragraphs, as a fraction of their count or of the text's characters
     (first occurrences do not count)."""
 
@@ -648,11 +629,8 @@ class DuplicateLines(HeuristicRule):
         n, chars = _duplicates(items)
         return _ratio(n, len(items)) if self.by == "count" else _ratio(chars, len(f.text))
 
-    def ok(self, v: float) -> bool:
-        return v <= self.max_ratio
 
-
-class TopNgram(HeuristicRule):
+class TopNgram(MaxRatioRule):
     """Characters covered by the most frequent word n-gram / characters of the text."""
 
     key = "top_ngram"
@@ -665,11 +643,8 @@ class TopNgram(HeuristicRule):
     def value(self, f: DocFeatures) -> float:
         return _ratio(f.top_ngram_chars(self.n), len(f.text))
 
-    def ok(self, v: float) -> bool:
-        return v <= self.max_ratio
 
-
-class DuplicateNgrams(HeuristicRule):
+class DuplicateNgrams(MaxRatioRule):
     """Characters in word n-grams that repeat an earlier one (non-overlapping) / characters of
     the text."""
 
@@ -684,247 +659,3 @@ class DuplicateNgrams(HeuristicRule):
     def value(self, f: DocFeatures) -> float:
         return _ratio(f.duplicate_ngram_chars(self.n), len(f.text))
 
-    def ok(self, v: float) -> bool:
-        return v <= self.max_ratio
-
-
-RULES: dict[str, type[HeuristicRule]] = {
-    cls.key: cls for cls in (
-        WordCount, MeanWordLength, SymbolWordRatio, AlphaWords, StopWords, LongWord,
-        BulletLines, EllipsisLines, LinePunctuation, ShortLines, DuplicateLineChars,
-        NewlineRatio, EndPunctuation, Boilerplate, NonAlphaNumeric, NumbersRatio,
-        WhitespaceRatio, ParenthesesRatio, UrlsRatio, UrlSubstrings, ContainsString, BadWords,
-        DuplicateLines, TopNgram, DuplicateNgrams,
-    )
-}
-
-
-# -- presets -------------------------------------------------------------------------------
-
-#: preset name -> [(key in reasons, rule key, published parameters)]
-PRESETS: dict[str, list[tuple[str, str, dict[str, Any]]]] = {
-    "gopher_quality": [
-        ("word_count", "word_count", {"min_words": 50, "max_words": 100_000}),
-        ("mean_word_length", "mean_word_length", {"min_length": 3, "max_length": 10}),
-        ("hash_ratio", "symbol_word_ratio", {"symbols": ["#"], "max_ratio": 0.1}),
-        ("ellipsis_ratio", "symbol_word_ratio", {"symbols": ["...", "…"], "max_ratio": 0.1}),
-        ("bullet_lines", "bullet_lines", {"max_ratio": 0.9}),
-        ("ellipsis_lines", "ellipsis_lines", {"max_ratio": 0.3}),
-        ("alpha_words", "alpha_words", {"min_ratio": 0.8}),
-        ("stop_words", "stop_words", {"min_count": 2}),
-    ],
-    "gopher_repetition": [
-        ("dup_para_frac", "dup_lines", {"unit": "paragraphs", "by": "count", "max_ratio": 0.3}),
-        ("dup_para_char_frac", "dup_lines",
-         {"unit": "paragraphs", "by": "chars", "max_ratio": 0.2}),
-        ("dup_line_frac", "dup_lines", {"unit": "lines", "by": "count", "max_ratio": 0.3}),
-        ("dup_line_char_frac", "dup_lines", {"unit": "lines", "by": "chars", "max_ratio": 0.2}),
-        ("top_2gram", "top_ngram", {"n": 2, "max_ratio": 0.20}),
-        ("top_3gram", "top_ngram", {"n": 3, "max_ratio": 0.18}),
-        ("top_4gram", "top_ngram", {"n": 4, "max_ratio": 0.16}),
-        *[(f"dup_{n}gram", "dup_ngram", {"n": n, "max_ratio": r})
-          for n, r in ((5, 0.15), (6, 0.14), (7, 0.13), (8, 0.12), (9, 0.11), (10, 0.10))],
-    ],
-    "fineweb_quality": [
-        ("line_punct_ratio", "line_punct", {"min_ratio": 0.12}),
-        ("short_line_ratio", "short_lines", {"max_ratio": 0.67, "max_length": 30}),
-        ("char_dup_ratio", "char_dup", {"max_ratio": 0.01}),
-        ("list_ratio", "newline_ratio", {"max_ratio": 0.3}),
-    ],
-    "nemo_english": [
-        ("non_alnum", "non_alnum", {"max_ratio": 0.25}),
-        ("symbols_to_words", "symbol_word_ratio",
-         {"symbols": ["#", "...", "…"], "max_ratio": 0.1}),
-        ("numbers", "numbers", {"max_ratio": 0.15}),
-        ("urls", "urls", {"max_ratio": 0.2}),
-        ("whitespace", "whitespace", {"max_ratio": 0.25}),
-        ("parentheses", "parentheses", {"max_ratio": 0.1}),
-        ("boilerplate", "boilerplate", {"max_ratio": 0.4, "at_top_or_bottom": True}),
-        ("repeated_lines", "dup_lines", {"unit": "lines", "by": "count", "max_ratio": 0.3}),
-        ("repeated_paragraphs", "dup_lines",
-         {"unit": "paragraphs", "by": "count", "max_ratio": 0.3}),
-        ("repeated_lines_char", "dup_lines", {"unit": "lines", "by": "chars", "max_ratio": 0.2}),
-        ("repeated_paragraphs_char", "dup_lines",
-         {"unit": "paragraphs", "by": "chars", "max_ratio": 0.2}),
-        ("word_count", "word_count", {"min_words": 50, "max_words": 100_000}),
-        ("punctuation", "punctuation", {"max_ratio": 0.85}),
-        ("words_without_alphabets", "alpha_words", {"min_ratio": 0.8}),
-        ("common_english_words", "stop_words", {"min_count": 2, "lowercase": True}),
-        ("mean_word_length", "mean_word_length", {"min_length": 3, "max_length": 10}),
-        ("long_word", "long_word", {"max_length": 1000}),
-        ("ellipsis", "ellipsis_lines", {"max_ratio": 0.3}),
-        ("bullets", "bullet_lines",
-         {"max_ratio": 0.9, "bullets": ["•", "-", "*", "●", "◦", "‣", "⁃"]}),
-        ("porn_urls", "url_substrings", {"substrings": ["porn"]}),
-        ("top_2gram", "top_ngram", {"n": 2, "max_ratio": 0.20}),
-        ("top_3gram", "top_ngram", {"n": 3, "max_ratio": 0.18}),
-        ("top_4gram", "top_ngram", {"n": 4, "max_ratio": 0.16}),
-        *[(f"dup_{n}gram", "dup_ngram", {"n": n, "max_ratio": r})
-          for n, r in ((5, 0.15), (6, 0.14), (7, 0.13), (8, 0.12), (9, 0.11), (10, 0.10))],
-    ],
-}
-
-
-class HeuristicPreset(Filter):
-    """Base of the one-line presets: an ordered list of rules sharing one feature cache."""
-
-    preset: ClassVar[str] = ""
-
-    def __init__(self, disable: list[str] = [],  # noqa: B006
-                 overrides: dict[str, dict[str, Any]] = {},  # noqa: B006
-                 annotate: bool = False,
-                 mode: Literal["filter", "annotate"] = "filter") -> None:
-        spec = PRESETS[self.preset]
-        keys = [k for k, _, _ in spec]
-        for k in [*disable, *overrides]:
-            if k not in keys:
-                raise ConfigError(f"{self.preset}: unknown rule '{k}' (rules: {', '.join(keys)})")
-        # mode annotate (RedPajama-V2 style): every rule's value goes to meta["signals"], the
-        # rules a document fails to meta["failed_rules"], and nothing is removed; a later
-        # `select` stage filters on them
-        self.mode = mode
-        self.annotate = annotate or mode == "annotate"
-        self.rules: list[tuple[str, HeuristicRule]] = []
-        for key, rule, params in spec:
-            if key in disable:
-                continue
-            kw = {**params, **overrides.get(key, {})}
-            try:
-                self.rules.append((f"{self.preset}:{key}", RULES[rule](**kw)))
-            except TypeError as e:
-                raise ConfigError(f"{self.preset}: overrides.{key}: {e}") from None
-
-    def check(self, doc: Document) -> str | None:
-        if not doc.text.strip():
-            if self.mode == "annotate":
-                doc.meta["failed_rules"] = [*doc.meta.get("failed_rules", []),
-                                            f"{self.preset}:empty"]
-                return None
-            return f"{self.preset}:empty"
-        f = DocFeatures(doc.text)
-        if not self.annotate:
-            for reason, rule in self.rules:
-                if not rule.ok(rule.value(f)):
-                    return reason
-            return None
-        signals = doc.meta.setdefault("signals", {})
-        first = None
-        failed: list[str] = []
-        for reason, rule in self.rules:
-            v = rule.value(f)
-            signals[reason] = round(float(v), 4)
-            if not rule.ok(v):
-                first = first or reason
-                failed.append(reason)
-        if self.mode == "annotate":
-            prev = [r for r in doc.meta.get("failed_rules", [])
-                    if not r.startswith(self.preset + ":")]
-            doc.meta["failed_rules"] = prev + failed
-            return None
-        return first
-
-
-class GopherQuality(HeuristicPreset):
-    """Gopher quality rules (length, word length, symbols, bullets, ellipses, stop words)."""
-
-    name = preset = "gopher_quality"
-
-
-class GopherRepetition(HeuristicPreset):
-    """Gopher repetition rules (repeated lines/paragraphs, top and duplicated n-grams)."""
-
-    name = preset = "gopher_repetition"
-
-
-class FineWebQuality(HeuristicPreset):
-    """FineWeb's extra rules (line punctuation, short lines, duplicated lines, list-likeness)."""
-
-    name = preset = "fineweb_quality"
-
-
-class NemoEnglish(HeuristicPreset):
-    """NeMo Curator's English heuristic set (heuristic_filter_en.yaml) in one stage."""
-
-    name = preset = "nemo_english"
-
-
-# -- C4: rewrites lines, then decides on the document -------------------------------------
-
-_CITATION = re.compile(r"\[\d*]|\[edit]|\[citation needed]")
-_C4_END = (".", "?", "!", '"', "'")
-_C4_POLICY = ["terms of use", "privacy policy", "cookie policy", "uses cookies",
-              "use of cookies", "use cookies"]
-
-
-class C4Quality(ShardStage):
-    """C4's rules: keep only lines that end in terminal punctuation, have 3+ words, no
-    'javascript', no policy notice and no 1000+ char word; drop pages with 'lorem ipsum', a
-    curly bracket or fewer than 5 sentences left. Removed lines are counted."""
-
-    name = "c4_quality"
-
-    def __init__(self, split_paragraph: bool = True, remove_citations: bool = True,
-                 filter_no_terminal_punct: bool = True, min_num_sentences: int = 5,
-                 min_words_per_line: int = 3, max_word_length: int = 1000,
-                 filter_lorem_ipsum: bool = True, filter_javascript: bool = True,
-                 filter_curly_bracket: bool = True, filter_policy: bool = True,
-                 language: str = "en") -> None:
-        self.split_paragraph = split_paragraph
-        self.remove_citations = remove_citations
-        self.filter_no_terminal_punct = filter_no_terminal_punct
-        self.min_num_sentences = min_num_sentences
-        self.min_words_per_line = min_words_per_line
-        self.max_word_length = max_word_length
-        self.filter_lorem_ipsum = filter_lorem_ipsum
-        self.filter_javascript = filter_javascript
-        self.filter_curly_bracket = filter_curly_bracket
-        self.filter_policy = filter_policy
-        self.language = language
-
-    def clean(self, text: str, count: Any = None) -> tuple[str | None, str]:
-        """(kept text or None, reason). ``count(name)`` receives line-removal counters."""
-        lines = text.splitlines() if self.split_paragraph else split_sentences(text, self.language)
-        kept: list[str] = []
-        sentences = 0
-        for line in lines:
-            line = line.strip()
-            words = line.split()
-            if self.max_word_length != -1 and any(len(w) > self.max_word_length for w in words):
-                count and count("c4:line_long_word")
-                continue
-            if self.remove_citations:
-                line = _CITATION.sub("", line)
-            if self.filter_no_terminal_punct and (not line.endswith(_C4_END)
-                                                  or line.endswith("...")):
-                count and count("c4:line_no_terminal_punct")
-                continue
-            if len(words) < self.min_words_per_line:
-                count and count("c4:line_few_words")
-                continue
-            low = line.lower()
-            if self.filter_lorem_ipsum and "lorem ipsum" in low:
-                return None, "c4_quality:lorem_ipsum"
-            if self.filter_javascript and "javascript" in low:
-                count and count("c4:line_javascript")
-                continue
-            if self.filter_curly_bracket and "{" in line:
-                return None, "c4_quality:curly_bracket"
-            if self.filter_policy and any(p in low for p in _C4_POLICY):
-                count and count("c4:line_policy")
-                continue
-            if self.min_num_sentences != -1:
-                sentences += len(split_sentences(line, self.language)) \
-                    if self.split_paragraph else 1
-            kept.append(line)
-        if sentences < self.min_num_sentences:
-            return None, "c4_quality:too_few_sentences"
-        return ("\n" if self.split_paragraph else " ").join(kept).strip(), ""
-
-    def process(self, docs: Iterator[Document], ctx: ShardContext) -> Iterator[Document]:
-        for doc in docs:
-            text, reason = self.clean(doc.text, ctx.count)
-            if text is None:
-                ctx.reject(doc, reason)
-                continue
-            doc.text = text
-            yield doc

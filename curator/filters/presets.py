@@ -1,0 +1,77 @@
+"""The base of the one-line heuristic presets (``gopher_quality``, ``gopher_repetition``,
+``fineweb_quality``, ``nemo_english``): each preset's file lists its rules with the published
+parameters; this class runs them over one shared :class:`DocFeatures` per document, rejects
+with ``preset:rule`` reasons, and can write every rule's value to ``meta["signals"]``."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Literal
+
+from curator.core.document import Document
+from curator.core.errors import ConfigError
+from curator.core.stage import Filter
+from curator.filters.features import DocFeatures
+from curator.filters.rules import HeuristicRule
+
+#: (key in reasons, e.g. ``word_count`` in ``gopher_quality:word_count``; the rule; its
+#: published parameters)
+RuleSpec = tuple[str, type[HeuristicRule], dict[str, Any]]
+
+
+class HeuristicPreset(Filter):
+    """Base of the one-line presets: an ordered list of rules sharing one feature cache."""
+
+    #: The preset's rules, in the order they are tried (the first that fails is the reason).
+    spec: ClassVar[list[RuleSpec]] = []
+
+    def __init__(self, disable: list[str] = [],  # noqa: B006
+                 overrides: dict[str, dict[str, Any]] = {},  # noqa: B006
+                 annotate: bool = False,
+                 mode: Literal["filter", "annotate"] = "filter") -> None:
+        keys = [k for k, _, _ in self.spec]
+        for k in [*disable, *overrides]:
+            if k not in keys:
+                raise ConfigError(f"{self.name}: unknown rule '{k}' (rules: {', '.join(keys)})")
+        # mode annotate (RedPajama-V2 style): every rule's value goes to meta["signals"], the
+        # rules a document fails to meta["failed_rules"], and nothing is removed; a later
+        # `select` stage filters on them
+        self.mode = mode
+        self.annotate = annotate or mode == "annotate"
+        self.rules: list[tuple[str, HeuristicRule]] = []
+        for key, rule, params in self.spec:
+            if key in disable:
+                continue
+            kw = {**params, **overrides.get(key, {})}
+            try:
+                self.rules.append((f"{self.name}:{key}", rule(**kw)))
+            except TypeError as e:
+                raise ConfigError(f"{self.name}: overrides.{key}: {e}") from None
+
+    def check(self, doc: Document) -> str | None:
+        if not doc.text.strip():
+            if self.mode == "annotate":
+                doc.meta["failed_rules"] = [*doc.meta.get("failed_rules", []),
+                                            f"{self.name}:empty"]
+                return None
+            return f"{self.name}:empty"
+        f = DocFeatures(doc.text)
+        if not self.annotate:
+            for reason, rule in self.rules:
+                if not rule.ok(rule.value(f)):
+                    return reason
+            return None
+        signals = doc.meta.setdefault("signals", {})
+        first = None
+        failed: list[str] = []
+        for reason, rule in self.rules:
+            v = rule.value(f)
+            signals[reason] = round(float(v), 4)
+            if not rule.ok(v):
+                first = first or reason
+                failed.append(reason)
+        if self.mode == "annotate":
+            prev = [r for r in doc.meta.get("failed_rules", [])
+                    if not r.startswith(self.name + ":")]
+            doc.meta["failed_rules"] = prev + failed
+            return None
+        return first

@@ -114,6 +114,32 @@ class AboveMedian(GlobalStage):
 
 
 @filter
+def burn(doc: Document, ms: float = 20.0) -> bool:
+    """Spend ``ms`` of CPU time on each document (the report's CPU seconds must show it)."""
+    import time
+
+    end = time.process_time() + ms / 1000
+    while time.process_time() < end:
+        pass
+    return True
+
+
+_HOGGED = False
+
+
+@filter
+def hog(doc: Document, mb: int = 0) -> bool:
+    """Write ``mb`` MB of memory once per process, then free it (the report's peak RSS of
+    this stage must show it, and the next stage's must not)."""
+    global _HOGGED
+    if not _HOGGED:
+        _HOGGED = True
+        block = b"\x01" * (mb << 20)
+        del block
+    return True
+
+
+@filter
 def explode(doc: Document, doc_id: str = "") -> bool:
     """Raise on one document: a stage bug, which must fail the run with a message."""
     if doc.id == doc_id:

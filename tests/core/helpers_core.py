@@ -7,7 +7,6 @@ import hashlib
 import os
 import random
 import signal
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -145,26 +144,6 @@ def explode(doc: Document, doc_id: str = "") -> bool:
     if doc.id == doc_id:
         raise RuntimeError(f"boom on {doc.id}")
     return True
-
-
-def cli_env() -> dict[str, str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), str(HERE)])
-    env["PATH"] = f"{BIN}{os.pathsep}{env.get('PATH', '')}"
-    env.pop("CURATOR_DEBUG", None)
-    return env
-
-
-def run_cli(*args: str, cwd: Path, check: bool = True, mpi: int = 0,
-            timeout: float = 300) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, "-m", "curator", *args]
-    if mpi:
-        cmd = [str(BIN / "mpiexec"), "-n", str(mpi), *cmd]
-    p = subprocess.run(cmd, cwd=cwd, env=cli_env(), capture_output=True, text=True,
-                       timeout=timeout)
-    if check and p.returncode != 0:
-        raise AssertionError(f"{cmd} failed ({p.returncode}):\n{p.stdout}\n{p.stderr}")
-    return p
 
 
 def tree_digest(d: Path) -> dict[str, str]:

@@ -6,7 +6,8 @@ from __future__ import annotations
 import json
 import urllib.request
 
-from helpers_core import make_corpus, run_cli, tree_digest
+from helpers import run_cli
+from helpers_core import make_corpus, tree_digest
 
 PIPE = """\
 name: equivalence

@@ -142,8 +142,19 @@ def _length_labels(nbins: int) -> list[str]:
     return ["0"] + [human(1 << (i - 1)) for i in range(1, nbins)]
 
 
+#: Longer column names (a source named after a whole URL) are cut, the full text in a tooltip.
+MAX_HEADER = 32
+
+
+def _header(x: Any) -> str:
+    if isinstance(x, str) and len(x) > MAX_HEADER:
+        return f'<span title="{_e(x)}">{_e(x[: MAX_HEADER - 1])}…</span>'
+    return _e(x)
+
+
+
 def _table(columns: list[str], rows: list[list[Any]], cls: str = "") -> str:
-    head = "".join(f"<th>{_e(c)}</th>" for c in columns)
+    head = "".join(f"<th>{_header(c)}</th>" for c in columns)
     body = "".join("<tr>" + "".join(f"<td>{_fmt(v)}</td>" for v in r) + "</tr>" for r in rows)
     return f'<table class="{cls}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
 
@@ -329,10 +340,9 @@ def render_html(summary: dict[str, Any]) -> str:
 body {{ font-family: system-ui, sans-serif; margin: 2em; color: #222; max-width: 1100px; }}
 table {{ border-collapse: collapse; margin: 0.5em 0 1.5em; font-size: 13px; }}
 th, td {{ border: 1px solid #ccc; padding: 3px 8px; text-align: right; }}
-th {{ background: #f3f3f3; max-width: 12em; overflow-wrap: anywhere; }}
-td {{ white-space: nowrap; }}
-td:first-child, td:nth-child(2) {{ text-align: left; white-space: normal; max-width: 24em;
-  overflow-wrap: anywhere; }}
+th {{ background: #f3f3f3; }} td {{ white-space: nowrap; }}
+td:first-child, td:nth-child(2) {{ text-align: left; white-space: normal; }}
+.by-source td:nth-child(2) {{ overflow-wrap: anywhere; }}
 .plot {{ display: block; margin: 0.5em 0 1.5em; }}
 </style></head><body>
 <h1>curator run report: {_e(summary['name'])}</h1>

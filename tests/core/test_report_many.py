@@ -89,7 +89,10 @@ def synthetic_summary() -> tuple[dict, dict]:
 
 
 def table(dom: str, cls: str) -> tuple[list[str], list[list[str]]]:
+    """Header and rows of the page's table of class ``cls``; a label cut short on the page
+    reads as the full text of its tooltip."""
     body = dom.split(f'class="{cls}"', 1)[1].split("</table>", 1)[0]
+    body = re.sub(r'<span title="([^"]*)">[^<]*…</span>', r"\1", body)
     head = re.findall(r"<th>([^<]*)</th>", body)
     rows = [re.findall(r"<td>([^<]*)</td>", r) for r in body.split("<tr>")[2:]]
     return head, rows
@@ -117,6 +120,8 @@ def test_report_with_20_sources_and_35_languages_in_chromium(tmp_path: Path) -> 
     assert layout["inner"] == WIDTH and layout["over"] == [], layout
     assert layout["scroll"] <= WIDTH, layout
 
+    # a source named by a long URL is cut short, its full name in the tooltip
+    assert f'<span title="{SOURCES[-1]}">' in dom
     # overview: CPU seconds and peak RSS per stage
     head, rows = table(dom, "overview")
     assert head[10:12] == ["CPU s", "peak RSS MB"] and rows[0][10:12] == ["12.50", "321.40"]

@@ -337,12 +337,13 @@ def render_html(summary: dict[str, Any]) -> str:
 <html lang="en"><head><meta charset="utf-8">
 <title>curator report: {_e(summary['name'])}</title>
 <style>
-body {{ font-family: system-ui, sans-serif; margin: 2em; color: #222; max-width: 1100px; }}
+body {{ font-family: system-ui, sans-serif; margin: 2em; color: #222; max-width: 1400px; }}
 table {{ border-collapse: collapse; margin: 0.5em 0 1.5em; font-size: 13px; }}
 th, td {{ border: 1px solid #ccc; padding: 3px 8px; text-align: right; }}
 th {{ background: #f3f3f3; }} td {{ white-space: nowrap; }}
 td:first-child, td:nth-child(2) {{ text-align: left; white-space: normal; }}
 .by-source td:nth-child(2) {{ overflow-wrap: anywhere; }}
+.stage-source td:nth-child(2) {{ text-align: right; }}
 .plot {{ display: block; margin: 0.5em 0 1.5em; }}
 </style></head><body>
 <h1>curator run report: {_e(summary['name'])}</h1>

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import pickle
 from collections import Counter
@@ -11,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from curator.core.document import Document
 from curator.core.errors import ConfigError, StageError, fs_error_line
+from curator.core.usage import Usage, call_measured
 from curator.storage.atomic import atomic_open
 from curator.storage.limits import DEFAULT_MAX_DOC_MB, mb_to_bytes
 from curator.storage.shards import RecordWriter, dumps
@@ -183,6 +185,8 @@ class GlobalContext(StageContext):
         self.artifacts: dict[str, Any] = {}
         self.counters: Counter[str] = Counter()
         self.shard_stats: list[dict[str, Any]] = []
+        #: CPU and memory of the items :meth:`map` ran (report).
+        self.task_usage: list[Usage] = []
 
     @property
     def is_root(self) -> bool:
@@ -201,14 +205,19 @@ class GlobalContext(StageContext):
         small: write bulky data to files inside ``fn`` and return their paths.
         """
         if phase is None:
-            return self.executor.map(fn, list(items))
+            return self._measured(fn, list(items))
         keys = [str(k) for k in (keys if keys is not None else range(len(items)))]
         if len(set(keys)) != len(keys):
             raise ValueError(f"phase '{phase}': keys must be unique")
         pdir = os.path.join(self.stage_dir, "_phases", phase)
         tasks = [_PhaseTask(fn, item, os.path.join(pdir, f"{k}.pkl"), self.fingerprint)
                  for item, k in zip(items, keys, strict=True)]
-        return self.executor.map(_run_phase_task, tasks)
+        return self._measured(_run_phase_task, tasks)
+
+    def _measured(self, fn: Callable[[Any], Any], items: list[Any]) -> list[Any]:
+        pairs = self.executor.map(functools.partial(call_measured, fn), items)
+        self.task_usage.extend(u for _, u in pairs)
+        return [r for r, _ in pairs]
 
     def write_shards(
         self,

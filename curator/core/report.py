@@ -16,7 +16,40 @@ from curator.core.context import write_json
 from curator.storage.atomic import atomic_open
 
 PALETTE = ["#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1",
-           "#ff9da7", "#9c755f", "#bab0ac"]
+           "#ff9da7", "#9c755f", "#bab0ac", "#1f6f6f", "#8c564b"]
+
+#: Tables and plots keyed by source or language list the ``TOP_N`` largest and one "other"
+#: row (column, series) with the rest, so a run over 20 sources and 35 languages stays
+#: readable; report.json keeps every value.
+TOP_N = 10
+
+
+def top_n(counts: dict[str, int] | list[tuple[str, int]], n: int = TOP_N
+          ) -> list[tuple[str, int]]:
+    """The ``n`` largest (name, count) pairs, largest first, and ``("other (k)", sum)`` for
+    the remaining k when there are more than ``n + 1``."""
+    items = sorted(dict(counts).items(), key=lambda kv: (-kv[1], kv[0]))
+    if len(items) <= n + 1:
+        return items
+    rest = items[n:]
+    return [*items[:n], (f"other ({len(rest)})", sum(v for _, v in rest))]
+
+
+def collapse_groups(counters: dict[str, Any], n: int = TOP_N) -> list[tuple[str, Any]]:
+    """Counters as (name, value) with every group of more than ``n + 1`` numeric counters
+    sharing a prefix (``tokens:<source>``, ``bad_words:<language>``) cut to its top ``n`` and
+    ``<prefix>:other (k)``; other counters as they are."""
+    groups: dict[str, list[tuple[str, Any]]] = {}
+    for k, v in counters.items():
+        groups.setdefault(k.rpartition(":")[0] if ":" in k else k, []).append((k, v))
+    out: list[tuple[str, Any]] = []
+    for prefix, kv in groups.items():
+        if len(kv) <= n + 1 or not all(isinstance(v, int | float) for _, v in kv):
+            out.extend(kv)
+            continue
+        out.extend((f"{prefix}:{name}", v)
+                   for name, v in top_n([(k.rpartition(":")[2], v) for k, v in kv], n))
+    return out
 
 
 def write_report(summary: dict[str, Any], work_dir: str) -> tuple[str, str]:
@@ -109,8 +142,19 @@ def _length_labels(nbins: int) -> list[str]:
     return ["0"] + [human(1 << (i - 1)) for i in range(1, nbins)]
 
 
+#: Longer column names (a source named after a whole URL) are cut, the full text in a tooltip.
+MAX_HEADER = 32
+
+
+def _header(x: Any) -> str:
+    if isinstance(x, str) and len(x) > MAX_HEADER:
+        return f'<span title="{_e(x)}">{_e(x[: MAX_HEADER - 1])}…</span>'
+    return _e(x)
+
+
+
 def _table(columns: list[str], rows: list[list[Any]], cls: str = "") -> str:
-    head = "".join(f"<th>{_e(c)}</th>" for c in columns)
+    head = "".join(f"<th>{_header(c)}</th>" for c in columns)
     body = "".join("<tr>" + "".join(f"<td>{_fmt(v)}</td>" for v in r) + "</tr>" for r in rows)
     return f'<table class="{cls}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
 
@@ -140,39 +184,129 @@ def input_checks(stages: list[dict[str, Any]]) -> list[list[Any]]:
 FOUND_PREFIXES = ("pii:", "bad_words:", "bad_words_docs:")
 
 
+def _source_cells(cells: dict[Any, dict[str, int]], sources: dict[str, int]
+                  ) -> tuple[list[str], list[list[int]]]:
+    """Source columns (the ``TOP_N`` with most removals, then "other (k)") and each cell row's
+    counts in them."""
+    cols = [name for name, _ in top_n(sources)]
+    shown = [c for c in cols if c in sources]
+    other = len(shown) < len(cols)
+    rows = []
+    for c in cells.values():
+        row = [c.get(src, 0) for src in shown]
+        if other:
+            row.append(sum(c.values()) - sum(row))
+        rows.append(row)
+    return cols, rows
+
+
 def by_source_table(stages: list[dict[str, Any]]) -> tuple[list[str], list[list[Any]]]:
     """Columns and rows of the source x rule table: one row per (stage, reason), one column
-    per ``meta.source`` ('-' for documents without one), and the total."""
+    per ``meta.source`` ('-' for documents without one; past ``TOP_N`` sources the rest in one
+    "other" column), and the total."""
     cells: dict[tuple[str, str], dict[str, int]] = {}
     sources: dict[str, int] = {}
     for s in stages:
         for key, n in (s.get("rejected_by_source") or {}).items():
             src, _, reason = key.partition("\t")
-            cells.setdefault((s["id"], reason), {})[src] = n
+            cell = cells.setdefault((s["id"], reason), {})
+            cell[src] = cell.get(src, 0) + n
             sources[src] = sources.get(src, 0) + n
-    cols = sorted(sources, key=lambda x: (-sources[x], x))
-    rows = [[sid, reason, *[c.get(src, 0) for src in cols], sum(c.values())]
-            for (sid, reason), c in cells.items()]
+    cols, counts = _source_cells(cells, sources)
+    rows = [[sid, reason, *row, sum(c.values())]
+            for ((sid, reason), c), row in zip(cells.items(), counts, strict=True)]
     if rows:
-        rows.append(["all", "", *[sources[src] for src in cols], sum(sources.values())])
+        _, [total] = _source_cells({"all": sources}, sources)
+        rows.append(["all", "", *total, sum(sources.values())])
     return ["stage", "rule", *cols, "total"], rows
+
+
+def stage_source_table(stages: list[dict[str, Any]]) -> tuple[list[str], list[list[Any]]]:
+    """Removed documents per stage (rows) and source (columns, top ``TOP_N`` and "other")."""
+    cells: dict[str, dict[str, int]] = {}
+    sources: dict[str, int] = {}
+    for s in stages:
+        for key, n in (s.get("rejected_by_source") or {}).items():
+            src = key.partition("\t")[0]
+            cell = cells.setdefault(s["id"], {})
+            cell[src] = cell.get(src, 0) + n
+            sources[src] = sources.get(src, 0) + n
+    cols, counts = _source_cells(cells, sources)
+    rows = [[sid, *row, sum(c.values())]
+            for (sid, c), row in zip(cells.items(), counts, strict=True)]
+    if rows:
+        _, [total] = _source_cells({"all": sources}, sources)
+        rows.append(["all", *total, sum(sources.values())])
+    return ["stage", *cols, "total"], rows
+
+
+def per_stage_top(stages: list[dict[str, Any]], counts_of: Any) -> list[list[Any]]:
+    """(stage, name, count, share) rows, the top ``TOP_N`` names of each stage and "other"."""
+    rows = []
+    for s in stages:
+        counts = counts_of(s)
+        total = sum(counts.values())
+        for name, n in top_n(counts):
+            rows.append([s["id"], name, n, f"{100 * n / total:.1f}%" if total else "-"])
+    return rows
+
+
+def _languages(s: dict[str, Any]) -> dict[str, int]:
+    return {k[9:]: v for k, v in (s.get("counters") or {}).items() if k.startswith("language:")}
+
+
+def _short_table(t: dict[str, Any], n: int = TOP_N) -> list[list[Any]]:
+    """A stage's own table, at most ``n`` rows and one "other (k rows)" row with the integer
+    columns summed, when it has many rows (one per source, say); sorted by its first numeric
+    column."""
+    rows = list(t["rows"])
+    if len(rows) <= n + 1:
+        return rows
+    num = [i for i in range(len(t["columns"]))
+           if all(isinstance(r[i], int) and not isinstance(r[i], bool) for r in rows)]
+    if num:
+        rows.sort(key=lambda r: -r[num[0]])
+    rest = rows[n:]
+    other = [f"other ({len(rest)} rows)"] + [""] * (len(t["columns"]) - 1)
+    for i in num:
+        other[i] = sum(r[i] for r in rest)
+    return [*rows[:n], other]
+
+
+def _short_histograms(hists: list[dict[str, Any]], n: int = TOP_N) -> list[dict[str, Any]]:
+    """A stage's histograms, at most ``n + 2``: the first (the whole), the ``n`` largest of
+    the rest (one per source, say) and the others summed, when they share their bins."""
+    if len(hists) <= n + 2:
+        return hists
+    head, rest = hists[0], sorted(hists[1:], key=lambda h: -sum(h["counts"]))
+    others = rest[n:]
+    if any(h["labels"] != others[0]["labels"] for h in others):
+        return [head, *rest[:n]]
+    width = max(len(h["counts"]) for h in others)
+    summed = [sum(h["counts"][i] if i < len(h["counts"]) else 0 for h in others)
+              for i in range(width)]
+    return [head, *rest[:n], {"title": f"{head['title']} (other {len(others)})",
+                              "labels": others[0]["labels"], "counts": summed}]
 
 
 def render_html(summary: dict[str, Any]) -> str:
     stages = summary["stages"]
     overview = _table(
         ["stage", "type", "docs in", "docs out", "removed", "quarantined", "MB in", "MB out",
-         "shards", "seconds", "note"],
+         "shards", "seconds", "CPU s", "peak RSS MB", "note"],
         [[s["id"], s["stage"], s["docs_in"], s["docs_out"], sum(s["rejected"].values()),
           sum(s["quarantined"].values()), round(s["bytes_in"] / 1e6, 3),
-          round(s["bytes_out"] / 1e6, 3), s["shards"], s["seconds"],
+          round(s["bytes_out"] / 1e6, 3), s["shards"], s["seconds"], s.get("cpu_s", "-"),
+          s.get("peak_rss_mb", "-"),
           "skipped (done earlier)" if s.get("skipped") else ""] for s in stages],
         "overview",
     )
     reasons = [[s["id"], r, n] for s in stages for r, n in s["rejected"].items()]
     quarantine = [[s["id"], r, n] for s in stages for r, n in s["quarantined"].items()]
-    counters = [[s["id"], k, v] for s in stages for k, v in s.get("counters", {}).items()
-                if not k.startswith(FOUND_PREFIXES)]
+    counters = [[s["id"], k, v] for s in stages for k, v in collapse_groups(
+        {k: v for k, v in s.get("counters", {}).items()
+         if not k.startswith((*FOUND_PREFIXES, "language:"))})]
+    languages = per_stage_top(stages, _languages)
     nb = max((len(s["length_hist"]) for s in stages), default=0)
     last_nz = max((i for s in stages for i, c in enumerate(s["length_hist"]) if c), default=1)
     labels = _length_labels(nb)[: last_nz + 1]
@@ -184,27 +318,32 @@ def render_html(summary: dict[str, Any]) -> str:
         arts = s.get("artifacts") or {}
         for t in arts.get("report_tables", []) or []:
             extra.append(f"<h3>{_e(s['id'])}: {_e(t['title'])}</h3>"
-                         + _table(t["columns"], t["rows"], "extra"))
-        for hg in arts.get("report_histograms", []) or []:
+                         + _table(t["columns"], _short_table(t), "extra"))
+        for hg in _short_histograms(arts.get("report_histograms", []) or []):
             extra.append(f"<h3>{_e(s['id'])}: {_e(hg['title'])}</h3>" + histogram_svg(
                 [(hg.get("series", s["id"]), hg["counts"])], hg["labels"], hg["title"],
                 "plot-extra"))
     artifacts = [[s["id"], k, v] for s in stages for k, v in (s.get("artifacts") or {}).items()
                  if not k.startswith("report_")]
     checks = input_checks(stages)
-    sources = [[s["id"], src, n] for s in stages for src, n in (s.get("sources") or {}).items()]
+    sources = per_stage_top(stages, lambda s: s.get("sources") or {})
     by_source = by_source_table(stages)
+    by_stage_source = stage_source_table(stages)
     found = [[s["id"], *k.split(":", 1), v] for s in stages
-             for k, v in (s.get("counters") or {}).items() if k.startswith(FOUND_PREFIXES)]
+             for k, v in collapse_groups({k: v for k, v in (s.get("counters") or {}).items()
+                                          if k.startswith(FOUND_PREFIXES)})]
     ex = summary.get("executor", {})
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
 <title>curator report: {_e(summary['name'])}</title>
 <style>
-body {{ font-family: system-ui, sans-serif; margin: 2em; color: #222; max-width: 1100px; }}
+body {{ font-family: system-ui, sans-serif; margin: 2em; color: #222; max-width: 1400px; }}
 table {{ border-collapse: collapse; margin: 0.5em 0 1.5em; font-size: 13px; }}
 th, td {{ border: 1px solid #ccc; padding: 3px 8px; text-align: right; }}
-th {{ background: #f3f3f3; }} td:first-child, td:nth-child(2) {{ text-align: left; }}
+th {{ background: #f3f3f3; }} td {{ white-space: nowrap; }}
+td:first-child, td:nth-child(2) {{ text-align: left; white-space: normal; }}
+.by-source td:nth-child(2) {{ overflow-wrap: anywhere; }}
+.stage-source td:nth-child(2) {{ text-align: right; }}
 .plot {{ display: block; margin: 0.5em 0 1.5em; }}
 </style></head><body>
 <h1>curator run report: {_e(summary['name'])}</h1>
@@ -221,8 +360,13 @@ wall time {summary['seconds']:.2f}s; work_dir <code>{_e(summary['work_dir'])}</c
 {_table(["stage", "too large (quarantined)", "duplicate ids", "source overridden"], checks,
         "input-checks") if checks else
  "<p>No oversized record, no duplicate id, no overridden source.</p>"}
-{"<h2>Sources</h2>" + _table(["stage", "meta.source", "documents"], sources, "sources")
- if sources else ""}
+{"<h2>Sources</h2>" + _table(["stage", "meta.source", "documents", "share"], sources,
+                            "sources") if sources else ""}
+{"<h2>Languages</h2>" + _table(["stage", "language", "documents", "share"], languages,
+                              "languages") if languages else ""}
+<h2>Removed documents by stage and source</h2>
+{_table(*by_stage_source, "stage-source") if by_stage_source[1] else
+ "<p>No document was removed.</p>"}
 <h2>Removed documents by source and rule</h2>
 {_table(*by_source, "by-source") if by_source[1] else "<p>No document was removed.</p>"}
 {"<h2>Found and replaced (PII per kind, listed words per language)</h2>"

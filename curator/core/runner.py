@@ -47,6 +47,7 @@ from curator.core.lock import WorkDirLock
 from curator.core.pipeline import Pipeline, StageNode
 from curator.core.progress import Progress
 from curator.core.stage import Shard, ShardSpec, Stage
+from curator.core.usage import Meter, Usage, stage_usage
 from curator.storage.atomic import atomic_open
 from curator.storage.limits import TOO_LARGE
 from curator.storage.outputs import check_output_dir, claim_output_dir
@@ -172,6 +173,7 @@ def run_shard(task: ShardTask) -> dict[str, Any]:
             os.unlink(os.path.join(task.work_dir, kind, task.stage_id, f"{task.name}.jsonl.zst"))
 
     t0 = time.perf_counter()
+    meter = Meter()  # CPU seconds and peak RSS of this shard (report)
     ctx = ShardContext(shard=task.name, stage_id=task.stage_id, work_dir=task.work_dir,
                        artifacts=task.artifacts, save_rejected=task.save_rejected,
                        max_doc_bytes=task.max_doc_bytes)
@@ -273,6 +275,7 @@ def run_shard(task: ShardTask) -> dict[str, Any]:
         counters=dict(ctx.counters), length_hist=hist,
         rejected_by_source=dict(ctx.rejected_by_source),
         seconds=round(time.perf_counter() - t0, 4), resumed=False, key=task.key,
+        **meter.stop().as_stats(),
     )
     read = task.read if task.spec is not None else {"upstream": task.input_path}
     write_json(marker, {"fingerprint": task.fingerprint, "key": task.key, "read": read,
@@ -444,6 +447,7 @@ class Runner:
             save_rejected=self.pipe.config.save_rejected, max_doc_bytes=self.pipe.max_doc_bytes,
         )
         t0 = time.perf_counter()
+        driver = Meter()
         if stage.kind == "source":
             progress.start(len(specs))
             tasks = [ShardTask(stage, node.id, eff, self.work_dir, sp.name, sp, None,
@@ -469,7 +473,8 @@ class Runner:
         else:  # pragma: no cover
             raise StageError(f"stage '{node.id}' has unknown kind '{stage.kind}'")
         progress.finish()
-        agg = aggregate(stats, inputs if stage.kind != "source" else None, out)
+        agg = aggregate(stats, inputs if stage.kind != "source" else None, out,
+                        usage=gctx.task_usage, driver=driver.stop())
         agg["counters"] = dict(Counter(agg["counters"]) + gctx.counters)
         id_files: list[str] = []
         if stage.kind == "source":
@@ -667,8 +672,11 @@ def _remove_obsolete(work_dir: str, stage_id: str, names: set[str]) -> None:
 
 
 def aggregate(stats: Sequence[dict[str, Any]], inputs: list[Shard] | None,
-              outputs: list[Shard] | None = None) -> dict[str, Any]:
-    """Sum per-shard stats into per-stage stats."""
+              outputs: list[Shard] | None = None, usage: Sequence[Usage] = (),
+              driver: Usage | None = None) -> dict[str, Any]:
+    """Sum per-shard stats into per-stage stats; ``cpu_s`` sums the shards done in this run,
+    the phase items (``usage``) and the driver's own time, ``peak_rss_mb`` is the largest
+    high-water mark among them (:mod:`curator.core.usage`)."""
     agg: dict[str, Any] = {"docs_in": 0, "bytes_in": 0, "docs_out": 0, "bytes_out": 0,
                            "rejected": Counter(), "quarantined": Counter(), "counters": Counter(),
                            "rejected_by_source": Counter(),
@@ -696,6 +704,7 @@ def aggregate(stats: Sequence[dict[str, Any]], inputs: list[Shard] | None,
     for k in ("rejected", "quarantined", "counters", "rejected_by_source"):
         agg[k] = dict(sorted(agg[k].items(), key=lambda kv: (-kv[1], kv[0])))
     agg["shard_seconds"] = round(agg["shard_seconds"], 3)
+    agg.update(stage_usage([*usage, *(st for st in stats if not st.get("resumed"))], driver))
     if sources:  # source stages: output documents per meta.source
         agg["sources"] = dict(sorted(sources.items(), key=lambda kv: (-kv[1], kv[0])))
     return agg

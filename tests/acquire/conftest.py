@@ -2,15 +2,10 @@
 
 from __future__ import annotations
 
-import os
-import sys
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-
-sys.path.insert(0, os.path.dirname(__file__))
-
 from helpers_acquire import Mirror
 
 

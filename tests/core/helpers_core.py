@@ -8,7 +8,6 @@ import json
 import os
 import random
 import signal
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -115,31 +114,37 @@ class AboveMedian(GlobalStage):
 
 
 @filter
+def burn(doc: Document, ms: float = 20.0) -> bool:
+    """Spend ``ms`` of CPU time on each document (the report's CPU seconds must show it)."""
+    import time
+
+    end = time.process_time() + ms / 1000
+    while time.process_time() < end:
+        pass
+    return True
+
+
+_HOGGED = False
+
+
+@filter
+def hog(doc: Document, mb: int = 0) -> bool:
+    """Write ``mb`` MB of memory once per process, then free it (the report's peak RSS of
+    this stage must show it, and the next stage's must not)."""
+    global _HOGGED
+    if not _HOGGED:
+        _HOGGED = True
+        block = b"\x01" * (mb << 20)
+        del block
+    return True
+
+
+@filter
 def explode(doc: Document, doc_id: str = "") -> bool:
     """Raise on one document: a stage bug, which must fail the run with a message."""
     if doc.id == doc_id:
         raise RuntimeError(f"boom on {doc.id}")
     return True
-
-
-def cli_env() -> dict[str, str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), str(HERE)])
-    env["PATH"] = f"{BIN}{os.pathsep}{env.get('PATH', '')}"
-    env.pop("CURATOR_DEBUG", None)
-    return env
-
-
-def run_cli(*args: str, cwd: Path, check: bool = True, mpi: int = 0,
-            timeout: float = 300) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, "-m", "curator", *args]
-    if mpi:
-        cmd = [str(BIN / "mpiexec"), "-n", str(mpi), *cmd]
-    p = subprocess.run(cmd, cwd=cwd, env=cli_env(), capture_output=True, text=True,
-                       timeout=timeout)
-    if check and p.returncode != 0:
-        raise AssertionError(f"{cmd} failed ({p.returncode}):\n{p.stdout}\n{p.stderr}")
-    return p
 
 
 def tree_digest(d: Path) -> dict[str, str]:

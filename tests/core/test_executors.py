@@ -6,7 +6,8 @@ from __future__ import annotations
 import json
 import urllib.request
 
-from helpers_core import make_corpus, run_cli, tree_digest
+from helpers import run_cli
+from helpers_core import make_corpus, tree_digest
 
 PIPE = """\
 name: equivalence
@@ -14,7 +15,9 @@ work_dir: {wd}
 stages:
   - read_jsonl: {{paths: "{data}/*.jsonl", shard_size_mb: 0.01}}
   - helpers_core:min_words: {{n: 5}}
+  - helpers_core:hog: {{mb: 200}}
   - helpers_core:upper_first: {{}}
+  - helpers_core:burn: {{ms: 3}}
   - helpers_core:AboveMedian: {{}}
   - write_jsonl: {{path: out, compression: zstd}}
 """
@@ -48,6 +51,17 @@ def test_local_dask_mpi_byte_identical(tmp_path):
         for a, b in zip(reports["local"]["stages"], reports[k]["stages"], strict=True):
             assert (a["docs_in"], a["docs_out"], a["rejected"], a["artifacts"]) == \
                    (b["docs_in"], b["docs_out"], b["rejected"], b["artifacts"])
+    # CPU seconds and peak RSS per stage come back from Dask workers and MPI ranks: the CPU
+    # burnt in the workers is all counted, and the peak is the stage's own (a stage that
+    # wrote 200 MB shows it; the stage after it, in the same processes, does not)
+    for k, rep in reports.items():
+        st = {s["id"]: s for s in rep["stages"]}
+        assert all(s["cpu_s"] >= 0 and s["peak_rss_mb"] > 10 for s in rep["stages"]), k
+        assert st["burn"]["cpu_s"] >= 0.9 * st["burn"]["docs_in"] * 0.003, (k, st["burn"])
+        assert st["burn"]["cpu_s"] > st["min_words"]["cpu_s"], k
+        assert st["hog"]["peak_rss_mb"] >= 200, (k, st["hog"])
+        assert st["upper_first"]["peak_rss_mb"] < st["hog"]["peak_rss_mb"] - 150, k
+        assert st["above_median"]["cpu_s"] > 0, k
 
 
 def test_dask_dashboard_answers(tmp_path):

@@ -8,7 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from helpers_core import BIN, cli_env
+from helpers import cli_env
+from helpers_core import BIN
 
 HERE = Path(__file__).resolve().parent
 

@@ -11,7 +11,8 @@ import struct
 import subprocess
 from pathlib import Path
 
-from helpers_core import make_corpus, run_cli
+from helpers import run_cli
+from helpers_core import make_corpus
 
 from curator.core.progress import Progress
 from curator.storage.shards import read_records

@@ -7,7 +7,8 @@ import gzip
 import json
 import signal
 
-from helpers_core import make_corpus, run_cli, tree_digest
+from helpers import run_cli
+from helpers_core import make_corpus, tree_digest
 
 from curator.storage.shards import read_records
 
@@ -107,10 +108,11 @@ def test_global_phase_results_are_reused_after_a_crash(tmp_path):
     sdir = tmp_path / "w" / "stages" / "above_median"
     phase_files = sorted((sdir / "_phases" / "lengths").glob("*.pkl"))
     assert len(phase_files) >= 2
-    stamps = {p: p.stat().st_mtime_ns for p in phase_files}
+    # the same files, not rewritten: an atomic rewrite would give a new inode
+    stamps = {p: (p.stat().st_ino, p.stat().st_mtime_ns) for p in phase_files}
     (sdir / "_SUCCESS.json").unlink()  # as if killed before the stage finished
     for p in (sdir / "_done").glob("*.json"):
         p.unlink()
     summary = Runner(pl.loads(text), LocalExecutor()).run()
-    assert {p: p.stat().st_mtime_ns for p in phase_files} == stamps
+    assert {p: (p.stat().st_ino, p.stat().st_mtime_ns) for p in phase_files} == stamps
     assert summary["stages"][1]["artifacts"]["median"] > 0

@@ -13,7 +13,8 @@ import sys
 import time
 from pathlib import Path
 
-from helpers_core import cli_env, make_corpus, run_cli, tree_digest
+from helpers import cli_env, run_cli
+from helpers_core import make_corpus, tree_digest
 
 PIPE = """\
 name: trust

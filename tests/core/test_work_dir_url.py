@@ -3,7 +3,7 @@ POSIX filesystem); the same pipeline with a shared-filesystem path is fine."""
 
 from __future__ import annotations
 
-from helpers_core import run_cli
+from helpers import run_cli
 
 PIPE = "name: t\nwork_dir: {wd}\nstages:\n  - read_jsonl: {{paths: in.jsonl}}\n"
 
@@ -16,4 +16,4 @@ def test_object_store_work_dir_is_refused_in_one_line(tmp_path):
     assert len(lines) == 1 and "p.yaml:2: work_dir" in lines[0]
     assert "not a URL ('s3://bucket/run')" in lines[0]
     (tmp_path / "p.yaml").write_text(PIPE.format(wd="file://" + str(tmp_path / "w")))
-    assert run_cli("validate", "p.yaml", cwd=tmp_path, check=False).returncode == 0
+    run_cli("validate", "p.yaml", cwd=tmp_path)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import textwrap
 
 import pytest
-from helpers_core import run_cli
+from helpers import run_cli
 
 from curator.core import pipeline as pl
 from curator.core.errors import ConfigError

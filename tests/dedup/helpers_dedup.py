@@ -8,7 +8,6 @@ import random
 import shutil
 import socket
 import subprocess
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -219,16 +218,6 @@ def write_pipeline(path: Path, work_dir: Path, inputs: str, stages: str,
                     f"progress: 'off'\nreport: false\nstages:\n"
                     f"  - read_jsonl: {{paths: '{inputs}'}}\n{stages}")
     return path
-
-
-def run_cli(args: list[str], mpi_ranks: int = 0, timeout: int = 300
-            ) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PYTHONPATH=str(REPO))
-    cmd = [sys.executable, "-m", "curator", *args]
-    if mpi_ranks:
-        cmd = [str(Path(sys.executable).parent / "mpiexec"), "-n", str(mpi_ranks), *cmd]
-    return subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True,
-                          timeout=timeout)
 
 
 def rejected(work_dir: Path, stage: str) -> dict[str, dict]:

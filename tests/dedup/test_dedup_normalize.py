@@ -9,7 +9,8 @@ import random
 import numpy as np
 import pytest
 import xxhash
-from helpers_dedup import near_copy, rejected, run_cli, wiki_pages, wiki_paragraphs, write_pipeline
+from helpers import run_cli
+from helpers_dedup import near_copy, rejected, wiki_pages, wiki_paragraphs, write_pipeline
 
 from curator.core.errors import ConfigError
 from curator.dedup.minhash import MinHasher
@@ -133,7 +134,7 @@ def test_fuzzy_fineweb_agrees_with_datatrove_pipeline(tmp_path):
     for name, stage in (("fineweb", fw), ("basic", basic)):
         y = write_pipeline(tmp_path / f"{name}.yaml", tmp_path / name,
                            f"{tmp_path}/in/a.jsonl", stage)
-        r = run_cli(["run", str(y)])
+        r = run_cli("run", str(y), check=False)
         assert r.returncode == 0, r.stderr[-2000:]
         removed[name] = set(rejected(tmp_path / name, "fuzzy_dedup"))
     theirs = _datatrove_removed(docs, tmp_path / "dt")

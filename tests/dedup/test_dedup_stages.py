@@ -7,7 +7,8 @@ import json
 from pathlib import Path
 
 import pytest
-from helpers_dedup import make_corpus, output_ids, rejected, run_cli, write_pipeline
+from helpers import run_cli
+from helpers_dedup import make_corpus, output_ids, rejected, write_pipeline
 
 from curator.core import pipeline as pl
 from curator.core.errors import ConfigError
@@ -184,7 +185,7 @@ def test_cudf_backend_runs_or_says_it_needs_rapids(tmp_path, corpus):
     try:
         import cudf  # noqa: F401
     except ImportError:
-        r = run_cli(["run", str(y)])
+        r = run_cli("run", str(y), check=False)
         assert r.returncode == 2
         last = r.stderr.strip().splitlines()[-1]
         assert last.startswith("curator: error: fuzzy_dedup backend 'cudf' needs RAPIDS cuDF")
@@ -200,8 +201,7 @@ def test_cudf_backend_runs_or_says_it_needs_rapids(tmp_path, corpus):
 
 
 def test_example_pipeline_runs(tmp_path):
-    r = run_cli(["run", "pipelines/dedup-example.yaml", "--work-dir", str(tmp_path / "w")])
-    assert r.returncode == 0, r.stderr
+    run_cli("run", "pipelines/dedup-example.yaml", "--work-dir", str(tmp_path / "w"))
     exact = rejected(tmp_path / "w", "exact_dedup")
     fuzzy = rejected(tmp_path / "w", "fuzzy_dedup")
     assert len(exact) == 6 and all(v["duplicate_of"] for v in exact.values())

@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import glob
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -60,15 +57,3 @@ def run_pipeline(tmp: Path, stages: list[dict[str, Any]], executor: dict | None 
         runner = Runner(pipe, ex)
         summary = runner.run()
     return Run(tmp / "work", runner, summary)
-
-
-def run_cli(*args: str, cwd: Path, check: bool = True) -> subprocess.CompletedProcess:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = str(ROOT)
-    env.pop("CURATOR_DEBUG", None)
-    p = subprocess.run([sys.executable, "-m", "curator", *args], cwd=cwd, env=env,
-                       capture_output=True, text=True, timeout=300)
-    if check and p.returncode != 0:
-        raise AssertionError(f"curator {args} failed ({p.returncode}):\n{p.stdout}\n{p.stderr}")
-    return p
-

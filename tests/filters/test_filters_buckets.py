@@ -171,7 +171,7 @@ def test_blend_weights_per_bucket() -> None:
 def test_example_pipeline_validates() -> None:
     """The example pipeline's parameters are checked against the stages' schemas (running it
     acquires and trains: ~1 min, done by hand; see docs/filters.md)."""
-    from helpers_filters import run_cli
+    from helpers import run_cli
 
     p = run_cli("validate", str(ROOT / "pipelines" / "quality-buckets.yaml"), cwd=ROOT)
     assert "quality_buckets" in p.stdout and "select" in p.stdout
@@ -181,7 +181,7 @@ def test_missing_scores_and_bad_expression_in_yaml(tmp_path) -> None:
     """Documents without any score (missing, a string, NaN) go to level 0 and are counted, or
     are rejected with missing: drop; a select expression that is not allowed stops the run
     before it starts, with one line naming it."""
-    from helpers_filters import run_cli
+    from helpers import run_cli
 
     recs = [{"id": str(i), "text": "t", "s": float(i)} for i in range(20)]
     recs += [{"id": "none", "text": "t"}, {"id": "str", "text": "t", "s": "high"},

@@ -2,7 +2,8 @@ from __future__ import annotations
 
 import ftfy
 import pytest
-from helpers_filters import run_cli, run_pipeline, write_jsonl
+from helpers import run_cli
+from helpers_filters import run_pipeline, write_jsonl
 
 from curator.core.errors import ConfigError
 from curator.filters.fix_unicode import CJK

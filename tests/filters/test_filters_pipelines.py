@@ -6,7 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from helpers_filters import ROOT, run_cli
+from helpers import run_cli
+from helpers_filters import ROOT
 
 from curator.storage.shards import read_shard
 

@@ -6,7 +6,8 @@ import os
 
 import numpy as np
 import pytest
-from helpers_filters import run_cli, run_pipeline, write_jsonl
+from helpers import run_cli
+from helpers_filters import run_pipeline, write_jsonl
 
 from curator.classifiers.quality import hq_scores, load_model, normalize
 from curator.classifiers.quality_filter import QualityFilter

@@ -14,7 +14,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from helpers_core import BIN, cli_env, quickstart_outputs
+from helpers import cli_env
+from helpers_core import BIN, quickstart_outputs
 
 ROOT = Path(__file__).resolve().parents[2]
 QUICKSTART = ROOT / "pipelines" / "quickstart.yaml"

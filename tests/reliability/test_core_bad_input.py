@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from helpers_core import run_cli
+from helpers import run_cli
 
 from curator.storage.shards import read_records
 

@@ -11,7 +11,8 @@ import signal
 import subprocess
 import sys
 
-from helpers_core import cli_env, make_corpus, run_cli, tree_digest
+from helpers import cli_env, run_cli
+from helpers_core import make_corpus, tree_digest
 
 PIPE = """\
 name: faults

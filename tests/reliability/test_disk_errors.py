@@ -20,9 +20,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers_core import ROOT, cli_env, make_corpus, run_cli
-
-sys.path.insert(0, str(ROOT / "tests" / "train"))
+from helpers import cli_env, run_cli
+from helpers_core import make_corpus
 
 CURATOR = [sys.executable, "-m", "curator"]
 LEFT = "--- left in the mount ---"
@@ -175,9 +174,10 @@ def test_eacces_on_a_global_stage_output_folder(tmp_path):
 
 @pytest.fixture(scope="module")
 def small_blend(tmp_path_factory: pytest.TempPathFactory) -> str:
-    from train_corpus import write_corpus
+    from curator.train.demo import write_demo_blend
 
-    return write_corpus(str(tmp_path_factory.mktemp("blend")), {"web": 200})
+    return write_demo_blend(str(tmp_path_factory.mktemp("blend")), {"web": 200},
+                            split="90,10,0", vocab_size=320)
 
 
 TRAIN = ["--num-layers", "1", "--hidden-size", "32", "--num-attention-heads", "2",

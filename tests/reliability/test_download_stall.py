@@ -7,13 +7,8 @@ from __future__ import annotations
 
 import gzip
 import os
-import sys
-from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "acquire"))
-
 from helpers_acquire import Mirror
 
 from curator.acquire.download import DownloadError, fetch

@@ -12,7 +12,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from helpers_core import ROOT, cli_env, make_corpus, run_cli
+from helpers import cli_env, run_cli
+from helpers_core import ROOT, make_corpus
 
 from curator.core import pipeline as pl
 from curator.core.errors import ConfigError

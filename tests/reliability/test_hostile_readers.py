@@ -22,7 +22,7 @@ import sys
 import tarfile
 from pathlib import Path
 
-from helpers_core import cli_env
+from helpers import cli_env
 
 from curator.storage.shards import read_records
 

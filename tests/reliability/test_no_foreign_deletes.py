@@ -7,7 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from helpers_core import make_corpus, run_cli, tree_digest
+from helpers import run_cli
+from helpers_core import make_corpus, tree_digest
 
 
 def one_line(res) -> str:

@@ -31,7 +31,8 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers_core import cli_env, quickstart_outputs
+from helpers import cli_env
+from helpers_core import quickstart_outputs
 
 ROOT = Path(__file__).resolve().parents[2]
 QUICKSTART = ROOT / "pipelines" / "quickstart.yaml"

@@ -8,7 +8,8 @@ import ast
 from pathlib import Path
 
 import pytest
-from helpers_core import make_corpus, run_cli
+from helpers import run_cli
+from helpers_core import make_corpus
 
 from curator.core.context import StageContext
 from curator.core.errors import ConfigError

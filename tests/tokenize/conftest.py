@@ -2,12 +2,6 @@
 
 from __future__ import annotations
 
-import sys as _sys
-from pathlib import Path as _Path
-
-# importlib import mode: this folder's helper modules are imported by name
-_sys.path.insert(0, str(_Path(__file__).resolve().parent))
-
 import os
 
 import pytest

@@ -1,24 +1,22 @@
 """Fixtures: a real tokenized corpus in megatron-core's format, built the way the tokenize
-stages hand it over (HF byte-level BPE, ``IndexedDatasetBuilder``, ``blend.json``)."""
+stages hand it over (HF byte-level BPE, ``IndexedDatasetBuilder``, ``blend.json``) by the
+shipped demo (:mod:`curator.train.demo`)."""
 
 from __future__ import annotations
-
-import sys as _sys
-from pathlib import Path as _Path
-
-# importlib import mode: this folder's helper modules are imported by name
-_sys.path.insert(0, str(_Path(__file__).resolve().parent))
 
 import json
 import os
 
 import pytest
-from train_corpus import sentences, write_corpus
+
+from curator.train.demo import sentences, write_demo_blend
 
 
 @pytest.fixture(scope="session")
 def blend_path(tmp_path_factory: pytest.TempPathFactory) -> str:
-    return write_corpus(str(tmp_path_factory.mktemp("corpus")), {"web": 300, "wiki": 150})
+    """The demo blend users try ``train`` with (``python -m curator.train.demo``), smaller."""
+    return write_demo_blend(str(tmp_path_factory.mktemp("corpus")), {"web": 300, "wiki": 150},
+                            split="90,10,0", vocab_size=320)
 
 
 def pytest_configure(config: pytest.Config) -> None:

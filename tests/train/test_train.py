@@ -71,16 +71,16 @@ def _cfg(blend: str, save: str, **kw) -> TrainConfig:
 
 
 def test_empty_split_is_refused_not_looped(tmp_path) -> None:
-    from train_corpus import write_corpus
-
+    from curator.train.demo import write_demo_blend
     from curator.train.trainer import train
 
-    small = write_corpus(str(tmp_path / "c"), {"tiny": 20}, split="99,1,0")
+    small = write_demo_blend(str(tmp_path / "c"), {"tiny": 20}, split="99,1,0", vocab_size=320)
     # 1% of 20 documents rounds to zero validation documents: megatron would spin forever
     with pytest.raises(ConfigError, match=r"leaves the valid split .* empty"):
         train(_cfg(small, str(tmp_path / "ck"), eval_interval=5))
     with pytest.raises(ConfigError, match="gives the valid split no share"):
-        train(_cfg(write_corpus(str(tmp_path / "d"), {"t": 50}, split="100,0,0"),
+        train(_cfg(write_demo_blend(str(tmp_path / "d"), {"t": 50}, split="100,0,0",
+                                   vocab_size=320),
                    str(tmp_path / "ck2"), eval_interval=5))
 
 
@@ -285,10 +285,11 @@ def test_changed_training_data_with_checkpoints_present_is_an_error(tmp_path) ->
     import subprocess
     import sys
 
-    from train_corpus import write_corpus
+    from curator.train.demo import write_demo_blend
 
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    blend = write_corpus(str(tmp_path / "corpus"), {"web": 60})
+    blend = write_demo_blend(str(tmp_path / "corpus"), {"web": 60}, split="90,10,0",
+                             vocab_size=320)
     (tmp_path / "docs.jsonl").write_text('{"id": "a", "text": "x"}\n')
     (tmp_path / "p.yaml").write_text(
         f"name: tr\nwork_dir: {tmp_path / 'w'}\nprogress: off\nstages:\n"
@@ -304,7 +305,8 @@ def test_changed_training_data_with_checkpoints_present_is_an_error(tmp_path) ->
     assert cli("run", "p.yaml").returncode == 0
     ckpt = tmp_path / "w" / "train" / "checkpoints"
     before = sorted(p.name for p in ckpt.rglob("*"))
-    write_corpus(str(tmp_path / "corpus"), {"web": 90})  # same paths, other data
+    write_demo_blend(str(tmp_path / "corpus"), {"web": 90}, split="90,10,0",
+                     vocab_size=320)  # same paths, other data
     st = cli("status", "p.yaml").stdout
     assert "train" in st and "files it reads changed: " in st and "web_text_document.bin" in st
     res = cli("run", "p.yaml")

@@ -1,0 +1,42 @@
+"""Helpers shared by every test family: run the ``curator`` command line as a user does.
+
+Importable as ``helpers`` (``tests`` is on pytest's ``pythonpath``, see pyproject.toml)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+#: The virtualenv's bin folder (``mpiexec`` from the mpich wheel, console scripts).
+BIN = Path(sys.executable).parent
+#: Folders whose modules pipelines in the tests name as stages (``helpers_core:min_words``):
+#: on the command's PYTHONPATH so Dask workers and MPI ranks import them too.
+STAGE_DIRS = [ROOT / "tests" / "core"]
+
+
+def cli_env() -> dict[str, str]:
+    """The environment of a ``curator`` command: this checkout's package and the tests' stage
+    modules importable, the virtualenv's tools on PATH, no ``CURATOR_DEBUG`` (one-line errors
+    as a user sees them)."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(str(p) for p in [ROOT, *STAGE_DIRS])
+    env["PATH"] = f"{BIN}{os.pathsep}{env.get('PATH', '')}"
+    env.pop("CURATOR_DEBUG", None)
+    return env
+
+
+def run_cli(*args: str, cwd: Path | str = ROOT, check: bool = True, mpi: int = 0,
+            timeout: float = 300) -> subprocess.CompletedProcess:
+    """``python -m curator *args`` in ``cwd`` (under ``mpiexec -n mpi`` when ``mpi``); with
+    ``check`` a non-zero exit fails the test with the command's output."""
+    cmd = [sys.executable, "-m", "curator", *args]
+    if mpi:
+        cmd = [str(BIN / "mpiexec"), "-n", str(mpi), *cmd]
+    p = subprocess.run(cmd, cwd=cwd, env=cli_env(), capture_output=True, text=True,
+                       timeout=timeout)
+    if check and p.returncode != 0:
+        raise AssertionError(f"{cmd} failed ({p.returncode}):\n{p.stdout}\n{p.stderr}")
+    return p

@@ -200,6 +200,10 @@ def _count(folder: Path) -> int:
     return n
 
 
+def _mb(folder: Path) -> float:
+    return round(sum(p.stat().st_size for p in folder.rglob("*") if p.is_file()) / 1e6, 1)
+
+
 def _timed(cmd: list[str], cwd: Path, log: Path) -> tuple[float, float, float]:
     """Wall s, CPU s of all descendants, largest single process's peak RSS in MB; the
     command's output goes to ``log`` (progress lines of a long run can be followed there)."""
@@ -232,7 +236,8 @@ def run_curator(warc: Path, tmp: Path, executor: str, workers: int, logs: Path) 
     rep = json.loads((work / "report.json").read_text())
     stages = {s["id"]: round(s["seconds"], 1) for s in rep["stages"]}
     return {"tool": "curator", "executor": executor, "workers": workers, "wall_s": wall,
-            "cpu_s": cpu, "peak_rss_mb": rss, "docs_out": _count(out), "stage_s": stages}
+            "cpu_s": cpu, "peak_rss_mb": rss, "docs_out": _count(out), "stage_s": stages,
+            "out_mb": _mb(out), "work_dir_mb": _mb(work)}
 
 
 def run_peer(warc: Path, tmp: Path, workers: int, files: int, logs: Path) -> dict:

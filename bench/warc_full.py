@@ -20,7 +20,10 @@ temporary folder (``--dir`` to keep and reuse it).
 
 Timing: a fresh ``curator run`` process (or ``mpiexec -n W``, or a Dask LocalCluster of W
 workers) in a wrapper that prints ``ru_maxrss`` (the largest single descendant: memory per
-worker, not the sum) and the user+system CPU seconds of all descendants. ``--peer`` also runs
+worker, not the sum) and the user+system CPU seconds of all descendants; a thread samples
+the run's processes every 30 s into ``<logs>/<run>.samples`` (CPU s, RSS, high-water mark,
+bytes of the .warc.gz read so far), which shows memory along the file and gives the rate of a
+run stopped before its end. ``--peer`` also runs
 bench/bench_ccpath.py's datatrove pipeline (WarcReader -> Trafilatura -> LanguageFilter ->
 Gopher -> C4 -> FineWeb -> JsonlWriter) on the same files with the same worker count. The
 machine is shared: CPU seconds are the steadier figure.
@@ -39,6 +42,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import uuid
 import zlib
@@ -204,15 +208,63 @@ def _mb(folder: Path) -> float:
     return round(sum(p.stat().st_size for p in folder.rglob("*") if p.is_file()) / 1e6, 1)
 
 
+def _descendants(pid: int) -> list[int]:
+    out, todo = [], [pid]
+    while todo:
+        q = todo.pop()
+        try:
+            kids = Path(f"/proc/{q}/task/{q}/children").read_text().split()
+        except OSError:
+            continue
+        out += [int(k) for k in kids]
+        todo += [int(k) for k in kids]
+    return out
+
+
+def _sample(root: int, out: Any, stop: threading.Event, every_s: float = 30.0) -> None:
+    """Every ``every_s``: seconds since start, CPU s, largest RSS and high-water mark (MB) of
+    the run's processes, and the bytes of .warc.gz their readers have reached (``fdinfo``):
+    memory along the file, and the rate of a run too long to wait for."""
+    tick, t0 = os.sysconf("SC_CLK_TCK"), time.monotonic()
+    out.write("# s cpu_s rss_mb hwm_mb warc_bytes_read loadavg\n")
+    while not stop.wait(every_s):
+        cpu = rss = hwm = pos = 0.0
+        for pid in _descendants(root):
+            try:
+                st = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+                cpu += (int(st[11]) + int(st[12])) / tick
+                status = Path(f"/proc/{pid}/status").read_text()
+                for line in status.splitlines():
+                    if line.startswith("VmRSS:"):
+                        rss = max(rss, int(line.split()[1]) / 1024)
+                    elif line.startswith("VmHWM:"):
+                        hwm = max(hwm, int(line.split()[1]) / 1024)
+                for fd in Path(f"/proc/{pid}/fd").iterdir():
+                    if os.readlink(fd).endswith(".warc.gz"):
+                        info = Path(f"/proc/{pid}/fdinfo/{fd.name}").read_text()
+                        pos += int(info.split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+        out.write(f"{time.monotonic() - t0:.0f} {cpu:.1f} {rss:.1f} {hwm:.1f} {pos:.0f} "
+                  f"{os.getloadavg()[0]:.1f}\n")
+        out.flush()
+
+
 def _timed(cmd: list[str], cwd: Path, log: Path) -> tuple[float, float, float]:
     """Wall s, CPU s of all descendants, largest single process's peak RSS in MB; the
     command's output goes to ``log`` (progress lines of a long run can be followed there)."""
     env = dict(os.environ, PYTHONPATH=str(REPO))
     print(f"# running {' '.join(cmd[-4:])}; log: {log}", flush=True)
     t = time.perf_counter()
-    with open(log, "w") as fh:
-        p = subprocess.run([sys.executable, "-c", WRAPPER, *cmd], cwd=cwd, env=env,
-                           stdout=fh, stderr=subprocess.STDOUT)
+    with open(log, "w") as fh, open(log.with_suffix(".samples"), "w") as samples:
+        p = subprocess.Popen([sys.executable, "-c", WRAPPER, *cmd], cwd=cwd, env=env,
+                             stdout=fh, stderr=subprocess.STDOUT)
+        stop = threading.Event()
+        th = threading.Thread(target=_sample, args=(p.pid, samples, stop), daemon=True)
+        th.start()
+        p.wait()
+        stop.set()
+        th.join()
     wall = time.perf_counter() - t
     tail = log.read_text(errors="replace").strip().splitlines()
     if p.returncode:

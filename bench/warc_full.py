@@ -11,12 +11,12 @@ Input: the HTML pages that Debian's ``python3.11-doc`` installs (``/usr/share/do
 html``, installed by ``scripts/setup.sh``; 530 unique pages, ~96 KB each). Record ``r`` is
 page ``perm[r % pages]`` (a seeded permutation per pass), so every page appears about
 ``records / pages`` times; to make each record's content distinct, a paragraph of 2-3
-sentences drawn from the docs' own words by ``random.Random(seed, r)`` is inserted at the top
-of the page's main ``<div class="body">`` (after ``<body>`` where there is none), and every
-record has a unique URL (``https://docs<r % 97>.example.org/<page>?r=<r>``). Layout as in
-Common Crawl: per URL a ``request``, a ``response`` (with ``WARC-Identified-Payload-Type``) and
-a ``metadata`` record, each gzip member on its own. The build is deterministic and goes into a
-temporary folder (``--dir`` to keep and reuse it).
+sentences drawn from the docs' own words by ``random.Random(seed, r)`` is inserted right
+after ``<body>`` (before the page's navigation), and every record has a unique URL
+(``https://docs<r % 97>.example.org/<page>?r=<r>``). Layout as in Common
+Crawl: per URL a ``request``, a ``response`` (with ``WARC-Identified-Payload-Type``) and a
+``metadata`` record, each gzip member on its own. The build is deterministic (byte for byte)
+and goes into a temporary folder (``--dir`` to keep and reuse it).
 
 Timing: a fresh ``curator run`` process (or ``mpiexec -n W``, or a Dask LocalCluster of W
 workers) in a wrapper that prints ``ru_maxrss`` (the largest single descendant: memory per
@@ -54,7 +54,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 DOCS = "/usr/share/doc/python3.11/html"
-_BODY = re.compile(rb'<div class="body"[^>]*>|<body[^>]*>', re.I)
+_BODY = re.compile(rb"<body[^>]*>", re.I)
 _WORD = re.compile(rb"[A-Za-z]{3,12}")
 _TAG = re.compile(rb"<[^>]+>")
 
@@ -148,14 +148,16 @@ def build(out: Path, records: int, files: int = 1, seed: int = 0) -> dict:
                 rel, data = src[order[r]]
                 m = _BODY.search(data)
                 at = m.end() if m else 0
-                body = data[:at] + _paragraph(random.Random(seed * 1_000_003 + r), words) + \
-                    data[at:]
+                body = data[:at] + _paragraph(random.Random(seed * 1_000_003 + r), words) \
+                    + data[at:]
                 html_bytes += len(body)
                 url = f"https://docs{r % 97}.example.org/{rel}?r={r}"
                 req = w.create_warc_record(url, "request", payload=BytesIO(b""), http_headers=(
                     StatusAndHeaders(f"GET /{rel}?r={r} HTTP/1.1",
                                      [("Host", f"docs{r % 97}.example.org")],
-                                     is_http_request=True)))
+                                     is_http_request=True)),
+                    warc_headers_dict={"WARC-Record-ID": f"<urn:uuid:{uuid.uuid5(ns, 'q' + url)}>",
+                                       "WARC-Date": "2026-01-01T00:00:00Z"})
                 w.write_record(req)
                 flush(fh)
                 resp = w.create_warc_record(
@@ -171,7 +173,8 @@ def build(out: Path, records: int, files: int = 1, seed: int = 0) -> dict:
                 meta = w.create_warc_record(url, "metadata", payload=BytesIO(
                     b"fetchTimeMs: 12\ncharset-detected: UTF-8\n"),
                     warc_content_type="application/warc-fields",
-                    warc_headers_dict={"WARC-Date": "2026-01-01T00:00:00Z"})
+                    warc_headers_dict={"WARC-Record-ID": f"<urn:uuid:{uuid.uuid5(ns, 'm' + url)}>",
+                                       "WARC-Date": "2026-01-01T00:00:00Z"})
                 w.write_record(meta)
                 flush(fh)
     gz = sum(p.stat().st_size for p in paths)

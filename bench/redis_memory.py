@@ -257,6 +257,17 @@ def stage(cluster: Cluster, corpus: Path, tmp: Path) -> dict:
             "removed": sum(fz["rejected"].values())}
 
 
+def _report(r: dict, meta: dict, json_path: str | None) -> None:
+    """Print one row as soon as it is measured (and append it to ``json_path``)."""
+    keys = r.get("keys", r.get("keys_at_peak", 0))
+    r.update(meta, bytes_per_doc=round(r["used_mb"] * 1e6 / meta["n"], 1),
+             keys_per_doc=round(keys / meta["n"], 2), loadavg=round(os.getloadavg()[0], 1))
+    print(json.dumps(r), flush=True)
+    if json_path:
+        with open(json_path, "a") as f:
+            f.write(json.dumps(r) + "\n")
+
+
 def main(argv: list[str] | None = None) -> int:
     from scale import generate  # bench/scale.py's corpus
 
@@ -279,29 +290,22 @@ def main(argv: list[str] | None = None) -> int:
             dig, kernel_cpu = digests(corpus.path)
             docs, bands = dig.shape
             unique = int(np.unique(dig.reshape(-1)).shape[0])
-            rows = []
+            meta = dict(n=docs, bands=bands, unique_digests=unique,
+                        mb_text=round(corpus.bytes / 1e6), gen_s=round(gen_s, 1),
+                        kernel_cpu_s=round(kernel_cpu, 1))
+
             for ttl in ([-1] if args.no_ttl_variant else [-1, 0]):
                 c = Cluster(tmp / f"redis-{ttl}")
                 try:
-                    rows.append(insert(c, dig, ttl))
+                    _report(insert(c, dig, ttl), meta, args.json)
                 finally:
                     c.close()
             if args.stage:
                 c = Cluster(tmp / "redis-stage")
                 try:
-                    rows.append(stage(c, corpus.path, tmp))
+                    _report(stage(c, corpus.path, tmp), meta, args.json)
                 finally:
                     c.close()
-            for r in rows:
-                keys = r.get("keys", r.get("keys_at_peak", 0))
-                r.update(n=docs, bands=bands, unique_digests=unique, mb_text=round(
-                    corpus.bytes / 1e6), gen_s=round(gen_s, 1), kernel_cpu_s=round(kernel_cpu, 1),
-                    bytes_per_doc=round(r["used_mb"] * 1e6 / docs, 1), keys_per_doc=round(
-                        keys / docs, 2), loadavg=round(os.getloadavg()[0], 1))
-                print(json.dumps(r), flush=True)
-                if args.json:
-                    with open(args.json, "a") as f:
-                        f.write(json.dumps(r) + "\n")
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
     return 0

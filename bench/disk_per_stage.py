@@ -13,7 +13,8 @@ code (``PYTHONPATH``), and prints per run:
     python bench/disk_per_stage.py --code /path/to/main --code .     # before vs after
     python bench/disk_per_stage.py --n 20000 --only fineweb
 
-The machine may be shared: the figures are bytes, not times, so they do not depend on load.
+The byte figures do not depend on load; the wall times (whole ``curator run``, imports included)
+do, so compare them only within one run of this script.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -90,14 +92,16 @@ def input_bytes(wd: Path) -> int:
 def measure(code: Path, yaml: Path, wd: Path, cwd: Path) -> dict:
     env = dict(os.environ, PYTHONPATH=str(code))
     env.pop("CURATOR_DEBUG", None)
+    t0 = time.perf_counter()
     p = subprocess.run([sys.executable, "-m", "curator", "run", str(yaml), "--work-dir", str(wd),
                         "--set", "progress=off"], cwd=cwd, env=env, capture_output=True,
                        text=True)
     if p.returncode:
         raise SystemExit(f"{yaml} with {code} failed:\n{p.stderr[-3000:]}")
+    wall = time.perf_counter() - t0
     inp = input_bytes(wd)
     written = sorted(d.parent.name for d in wd.glob("stages/*/data") if any(d.iterdir()))
-    return {"input": inp, "work_dir": du(wd), "shards": du(wd, "stages/*/data/*"),
+    return {"wall": wall, "input": inp, "work_dir": du(wd), "shards": du(wd, "stages/*/data/*"),
             "set_aside": du(wd, "rejected/**/*") + du(wd, "quarantine/**/*"), "written": written}
 
 
@@ -125,11 +129,12 @@ def main(argv: list[str] | None = None) -> int:
             rows.append((f"fineweb-like N={args.n}", code,
                          measure(code, yaml, tmp / f"fw-{i}", tmp)))
     print(f"{'pipeline':22s} {'code':28s} {'input B':>11s} {'work_dir B':>11s} {'/in':>6s} "
-          f"{'shards B':>11s} {'/in':>6s}  stages with shards")
+          f"{'shards B':>11s} {'/in':>6s} {'wall s':>7s}  stages with shards")
     for name, code, r in rows:
         print(f"{name:22s} {str(code)[-28:]:28s} {r['input']:>11,d} {r['work_dir']:>11,d} "
               f"{r['work_dir'] / r['input']:>6.2f} {r['shards']:>11,d} "
-              f"{r['shards'] / r['input']:>6.2f}  {len(r['written'])}: {', '.join(r['written'])}")
+              f"{r['shards'] / r['input']:>6.2f} {r['wall']:>7.1f}  "
+              f"{len(r['written'])}: {', '.join(r['written'])}")
     print(f"(work_dirs under {tmp})")
     return 0
 

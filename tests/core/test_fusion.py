@@ -80,6 +80,9 @@ def test_a_chain_runs_fused_and_keeps_per_stage_counts(tmp_path):
     again = run(CHAIN.format(wd=wd, data=data))
     assert all(s["skipped"] for s in again.values())
     (tmp_path / "p.yaml").write_text(CHAIN.format(wd=wd, data=data))
+    out = run_cli("validate", "p.yaml", cwd=tmp_path).stdout
+    assert ("fused, one pass per shard (only 'upper_first' writes shards): "
+            "read_jsonl -> min_words -> upper_first") in out
     st = run_cli("status", "p.yaml", cwd=tmp_path).stdout
     for sid in rep:
         assert any(line.startswith(sid) and " done " in line for line in st.splitlines()), st

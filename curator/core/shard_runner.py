@@ -12,7 +12,8 @@ and ``curator status`` see every stage as before. A group of one stage is the pl
 Layout under ``work_dir`` (see :mod:`curator.core.runner`)::
 
     stages/<id>/data/<shard>.jsonl.zst     output shards of materialised stages (atomic)
-    stages/<id>/_done/<shard>.json         shard marker: key + stats (the last stage's last)
+    stages/<id>/_done/<shard>.json         shard marker: key + stats (the last stage's first,
+                                           with the others' inside: the group's commit point)
     rejected/<id>/<shard>.jsonl.zst        removed documents with stage and reason
     quarantine/<id>/<shard>.jsonl.zst      unusable input records with reason and location
 """
@@ -142,24 +143,33 @@ def _new_stats(name: str) -> dict[str, Any]:
 
 
 def _resumable(task: ShardTask) -> list[dict[str, Any]] | None:
-    """The stats of every step when each one's marker has its key (and a materialised step
-    its output), else ``None``: the shard is redone for the whole group."""
-    out = []
-    for st in task.steps:
-        m = _read_json(marker_path(task.work_dir, st.stage_id, task.name))
-        if not m or m.get("key") != st.key or not isinstance(m.get("stats"), dict):
-            return None
-        if st.write and not m["stats"].get("path"):  # made fused earlier, now materialised
-            return None
-        out.append(m["stats"])
-    return out
+    """The stats of every step when the last step's marker has its key (it chains the keys of
+    the steps above, and holds their markers too) and its output, else ``None``: the shard is
+    redone for the whole group. A step whose own marker is missing (a kill between two marker
+    writes) gets it back; an existing file is never rewritten."""
+    last = task.steps[-1]
+    m = _read_json(marker_path(task.work_dir, last.stage_id, task.name))
+    if not m or m.get("key") != last.key or not isinstance(m.get("stats"), dict):
+        return None
+    if last.write and not m["stats"].get("path"):  # made fused earlier, now materialised
+        return None
+    above = m.get("group") or []
+    if len(above) != len(task.steps) - 1 or any(
+            not isinstance(e, dict) or e.get("key") != st.key
+            for e, st in zip(above, task.steps, strict=False)):
+        return None
+    for e, st in zip(above, task.steps, strict=False):
+        path = marker_path(task.work_dir, st.stage_id, task.name)
+        if not os.path.exists(path):
+            write_json(path, e)
+    return [e["stats"] for e in above] + [m["stats"]]
 
 
 def _clear(task: ShardTask) -> None:
     """Before a shard is redone: what earlier attempts of each step left for it is obsolete
     (files written elsewhere, set-aside records, the marker; for a step no longer
     materialised, its earlier output shard) even if this attempt sets nothing aside."""
-    for st in task.steps:
+    for st in reversed(task.steps):  # the last step's marker (the group's) goes first
         marker = marker_path(task.work_dir, st.stage_id, task.name)
         m = _read_json(marker)
         if m:
@@ -369,15 +379,20 @@ def run_shard(task: ShardTask) -> list[dict[str, Any]]:
             rejected_by_source=dict(c.rejected_by_source),
             seconds=round(max(own, 0.0), 4), resumed=False, key=st.key,
         )
-    # markers last, the last step's last: it says the whole group is done for this shard
+    # Markers last. The last step's comes first and holds the others: it alone says the shard
+    # is done for the whole group, so a marker that exists is never redone or rewritten.
+    markers = []
     for k, st in enumerate(steps):
         if k == 0:
             read = task.read if task.spec is not None else {"upstream": task.input_path}
         else:
             read = {"upstream": f"{steps[k - 1].stage_id} (fused)"}
-        write_json(marker_path(task.work_dir, st.stage_id, task.name),
-                   {"fingerprint": st.fingerprint, "key": st.key, "read": read,
-                    "files": ctxs[k].files, "stats": stats[k]})
+        markers.append({"fingerprint": st.fingerprint, "key": st.key, "read": read,
+                        "files": ctxs[k].files, "stats": stats[k]})
+    if last:
+        markers[last]["group"] = markers[:last]
+    for k in (last, *range(last)):
+        write_json(marker_path(task.work_dir, steps[k].stage_id, task.name), markers[k])
     return stats
 
 

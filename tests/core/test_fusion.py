@@ -213,3 +213,25 @@ def test_fused_output_equals_every_stage_checkpointed(tmp_path):
     keys = ("docs_in", "docs_out", "bytes_in", "bytes_out", "rejected", "length_hist", "shards")
     for sid in fused:
         assert {k: fused[sid][k] for k in keys} == {k: plain[sid][k] for k in keys}, sid
+
+
+def test_a_kill_between_marker_writes_redoes_nothing(tmp_path):
+    """The last stage's marker is the group's commit point and holds the others: a shard whose
+    own marker of a middle stage is missing (killed between two marker writes) is resumed,
+    the marker written back, and no existing file rewritten."""
+    data = corpus(tmp_path)
+    wd = tmp_path / "w"
+    text = CHAIN.format(wd=wd, data=data)
+    run(text)
+    gone = wd / "stages/min_words/_done/read_jsonl-00001.json"
+    before = gone.read_bytes()
+    gone.unlink()
+    (wd / "stages/upper_first/_SUCCESS.json").unlink()  # killed before the stage ended
+    stamps = {p: (p.stat().st_ino, p.stat().st_mtime_ns)
+              for p in [*wd.glob("stages/*/_done/*.json"), *wd.glob("stages/*/data/*.zst"),
+                        *wd.glob("rejected/*/*.zst")]}
+    rep = run(text)
+    assert all(rep[s]["shards_resumed"] == 3 for s in rep)
+    assert gone.read_bytes() == before
+    for p, stamp in stamps.items():
+        assert (p.stat().st_ino, p.stat().st_mtime_ns) == stamp, p

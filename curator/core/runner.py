@@ -418,7 +418,7 @@ class Runner:
             return
         if old_key is not None:
             why = explain(old_identity, node.identity) or files_changed(done, files) or (
-                ["its input shards changed"] if node.stage.kind == "global" else
+                ["its input shards changed"] if isinstance(node.stage, GlobalStage) else
                 [f"global stage(s) above it changed: {', '.join(after)}"])
             self.log(f"[{node.id}] rerunning: {'; '.join(why)}")
         for marker in _markers(sdir):

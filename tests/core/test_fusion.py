@@ -235,3 +235,16 @@ def test_a_kill_between_marker_writes_redoes_nothing(tmp_path):
     assert gone.read_bytes() == before
     for p, stamp in stamps.items():
         assert (p.stat().st_ino, p.stat().st_mtime_ns) == stamp, p
+
+
+def test_an_error_in_a_fused_stage_names_that_stage(tmp_path):
+    from curator.core.errors import StageError
+
+    data = corpus(tmp_path)
+    text = CHAIN.replace("  - helpers_core:upper_first", (
+        '  - helpers_core:explode: {{doc_id: "doc-21-3"}}\n  - helpers_core:upper_first'))
+    with pytest.raises(StageError) as e:
+        run(text.format(wd=tmp_path / "w", data=data))
+    assert "stage 'explode' failed on shard 'read_jsonl-00001': RuntimeError: boom on doc-21-3" \
+        in str(e.value)
+    assert not list((tmp_path / "w").glob("stages/*/_done/read_jsonl-00001.json"))

@@ -96,6 +96,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
     for n in pipe.nodes:
         arrow = f" <- {', '.join(n.inputs)}" if n.inputs else ""
         print(f"  {n.id} ({n.stage.name}, {n.stage.kind}){arrow}")
+    for group in pipe.fused_groups():
+        if len(group) > 1:  # docs/pipeline-yaml.md, "Fused stages and checkpoint"
+            print(f"fused, one pass per shard (only '{group[-1].id}' writes shards): "
+                  + " -> ".join(n.id for n in group))
     if pipe.imported_modules():
         print(_imports_line(pipe))
     return 0

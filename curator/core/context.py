@@ -1,5 +1,6 @@
-"""What a stage sees while it runs: where to write, how to reject, count and quarantine, and
-(for global stages) how to run a distributed, resumable phase."""
+"""What a stage sees while it runs: where to write, how to reject, count and quarantine (the
+worker-side contexts of :mod:`curator.core.shard_context`, re-exported here), and for global
+stages how to run a distributed, resumable phase (:class:`GlobalContext`)."""
 
 from __future__ import annotations
 
@@ -11,164 +12,25 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from curator.core.document import Document
-from curator.core.errors import ConfigError, StageError, fs_error_line
+from curator.core.errors import StageError, fs_error_line
+from curator.core.shard_context import (
+    DEFAULT_MAX_DOC_BYTES,
+    HIST_BINS,
+    ShardContext,
+    StageContext,
+    length_bin,
+    write_json,
+)
+from curator.core.shard_runner import run_shard_tasks
 from curator.core.usage import Usage, call_measured
 from curator.storage.atomic import atomic_open
-from curator.storage.limits import DEFAULT_MAX_DOC_MB, mb_to_bytes
-from curator.storage.shards import RecordWriter, dumps
 
 if TYPE_CHECKING:  # pragma: no cover
     from curator.core.executors import Executor
     from curator.core.stage import Shard
 
-#: Length histogram bins: bin i counts documents with 2**(i-1) <= len(text) < 2**i (bin 0: empty).
-HIST_BINS = 28
-DEFAULT_MAX_DOC_BYTES = mb_to_bytes(DEFAULT_MAX_DOC_MB)
-
-
-def length_bin(n: int) -> int:
-    return min(n.bit_length(), HIST_BINS - 1)
-
-
-class StageContext:
-    """Shared by every kind of stage: locations and upstream artifacts."""
-
-    def __init__(self, *, stage_id: str, work_dir: str, artifacts: dict[str, Any],
-                 save_rejected: bool = True, max_doc_bytes: int = DEFAULT_MAX_DOC_BYTES) -> None:
-        self.stage_id = stage_id
-        self.work_dir = work_dir
-        self.upstream_artifacts = artifacts
-        self.save_rejected = save_rejected
-        #: The run-wide cap on one document or raw record (pipeline ``max_doc_mb``).
-        self.max_doc_bytes = max_doc_bytes
-
-    def doc_cap(self, max_doc_mb: float | None = None) -> int:
-        """The byte cap a reader enforces: its own ``max_doc_mb`` if set, else the run's."""
-        return mb_to_bytes(max_doc_mb) if max_doc_mb is not None else self.max_doc_bytes
-
-    @property
-    def stage_dir(self) -> str:
-        """Private folder of this stage under ``work_dir`` (intermediates, artifacts)."""
-        return os.path.join(self.work_dir, "stages", self.stage_id)
-
-    @property
-    def artifact_dir(self) -> str:
-        d = os.path.join(self.stage_dir, "artifacts")
-        os.makedirs(d, exist_ok=True)
-        return d
-
-    def shard_name(self, index: int) -> str:
-        """The conventional name of a source's ``index``-th shard: unique across the pipeline
-        because it starts with the stage id."""
-        return f"{self.stage_id}-{index:05d}"
-
-    def artifact(self, name: str, default: Any = ConfigError) -> Any:
-        """An artifact (a tokenizer path, a model path...) published by an upstream stage."""
-        if name in self.upstream_artifacts:
-            return self.upstream_artifacts[name]
-        if default is ConfigError:
-            raise ConfigError(
-                f"stage '{self.stage_id}' needs an artifact '{name}' but no upstream stage "
-                f"produced one (available: {sorted(self.upstream_artifacts) or 'none'})"
-            )
-        return default
-
-    def output_path(self, path: str) -> str:
-        """Resolve a user-given output path: relative paths live under ``work_dir`` and may not
-        escape it; absolute paths and URLs are taken as given."""
-        if "://" in path or os.path.isabs(path):
-            return path
-        full = os.path.normpath(os.path.join(self.work_dir, path))
-        root = os.path.normpath(self.work_dir)
-        # Both spellings are checked: '..' in the path, and symlinks inside work_dir that
-        # lead out of it (the resolved path; work_dir itself may be a symlink).
-        real, real_root = os.path.realpath(full), os.path.realpath(root)
-        for p, r in ((full, root), (real, real_root)):
-            if p != r and not p.startswith(r.rstrip(os.sep) + os.sep):
-                via = f" (through a symlink, to {real})" if p is real else ""
-                raise ConfigError(
-                    f"stage '{self.stage_id}': output path '{path}' escapes work_dir{via}; "
-                    "give an absolute path to write outside it"
-                )
-        return full
-
-
-class ShardContext(StageContext):
-    """Per-shard context: reject, quarantine and count. Lives in the worker process."""
-
-    def __init__(self, *, shard: str, **kw: Any) -> None:
-        super().__init__(**kw)
-        self.shard = shard
-        self.rejected: Counter[str] = Counter()
-        self.quarantined: Counter[str] = Counter()
-        self.counters: Counter[str] = Counter()
-        #: Files written for this shard outside the stage folder (see :meth:`wrote`).
-        self.files: list[str] = []
-        #: removals per ``"<meta.source>\t<reason>"`` (the report's source x rule table)
-        self.rejected_by_source: Counter[str] = Counter()
-        self._rej: tuple[Any, RecordWriter] | None = None
-        self._quar: tuple[Any, RecordWriter] | None = None
-
-    # -- the three verbs stages use --------------------------------------------------------
-    def reject(self, doc: Document, reason: str, **extra: Any) -> None:
-        """Remove ``doc`` from the output; it goes to ``work_dir/rejected/<stage>/`` with the
-        reason (and ``extra``, e.g. ``duplicate_of``)."""
-        self.rejected[reason] += 1
-        self.rejected_by_source[f"{doc.meta.get('source', '-')}\t{reason}"] += 1
-        if self.save_rejected:
-            rec = doc.to_record()
-            rec["rejected"] = {"stage": self.stage_id, "reason": reason, **extra}
-            self._writer("rejected").write(rec)
-
-    def quarantine(self, record: Any, reason: str, **where: Any) -> None:
-        """Set aside an input record that could not be used (malformed line, bad WARC record).
-        ``where`` locates it (file, line, offset)."""
-        self.quarantined[reason] += 1
-        if isinstance(record, bytes):
-            record = record.decode("utf-8", "replace")
-        if isinstance(record, Document):
-            record = record.to_record()
-        if isinstance(record, str) and len(record) > 100_000:
-            record = record[:100_000] + "...[truncated]"
-        self._writer("quarantine").write(
-            {"stage": self.stage_id, "shard": self.shard, "reason": reason, **where,
-             "record": record}
-        )
-
-    def count(self, name: str, n: int = 1) -> None:
-        """Add ``n`` to a named counter; counters are summed per stage in the report."""
-        self.counters[name] += n
-
-    def wrote(self, path: str) -> None:
-        """Record a file this shard wrote outside the stage folder (a writer's output): when
-        the shard is redone or disappears (its input file was removed) the file is removed
-        with it, so the output folder never keeps documents of a stale shard."""
-        self.files.append(path)
-
-    # -- plumbing ---------------------------------------------------------------------------
-    def _writer(self, kind: str) -> RecordWriter:
-        attr = "_rej" if kind == "rejected" else "_quar"
-        cur = getattr(self, attr)
-        if cur is None:
-            from curator.storage.atomic import open_compressed_write
-
-            path = os.path.join(self.work_dir, kind, self.stage_id, f"{self.shard}.jsonl.zst")
-            cm = open_compressed_write(path)
-            fh = cm.__enter__()
-            cur = (cm, RecordWriter(fh))
-            setattr(self, attr, cur)
-        return cur[1]
-
-    def close(self, ok: bool = True) -> None:
-        for attr in ("_rej", "_quar"):
-            cur = getattr(self, attr)
-            if cur is not None:
-                cm = cur[0]
-                if ok:
-                    cm.__exit__(None, None, None)
-                else:
-                    cm.__exit__(RuntimeError, RuntimeError("aborted"), None)
-                setattr(self, attr, None)
+__all__ = ["DEFAULT_MAX_DOC_BYTES", "HIST_BINS", "GlobalContext", "ShardContext", "StageContext",
+           "length_bin", "write_json"]
 
 
 class GlobalContext(StageContext):
@@ -226,9 +88,10 @@ class GlobalContext(StageContext):
     ) -> list[Shard]:
         """Final phase: run ``process`` over each input shard and write the stage's output
         shards the standard way (atomic, resumable, rejected docs and stats recorded)."""
-        from curator.core.runner import run_shard_tasks
-
-        out, stats = run_shard_tasks(self, list(shards), process=process)
+        out, stats = run_shard_tasks(
+            self.executor, self.stage, self.stage_id, self.fingerprint, self.work_dir,
+            list(shards), artifacts=self.upstream_artifacts, save_rejected=self.save_rejected,
+            max_doc_bytes=self.max_doc_bytes, process=process, progress=self.progress)
         self.shard_stats.extend(stats)
         return out
 
@@ -263,8 +126,3 @@ def _run_phase_task(task: _PhaseTask) -> Any:
         stage = os.path.basename(os.path.dirname(os.path.dirname(pdir)))
         raise StageError(f"stage '{stage}', phase '{os.path.basename(pdir)}': {line}") from None
     return result
-
-
-def write_json(path: str, obj: Any) -> None:
-    with atomic_open(path, "wb") as f:
-        f.write(dumps(obj))

@@ -32,7 +32,7 @@ from curator.core.registry import is_builtin, resolve
 from curator.core.stage import Stage
 from curator.storage.limits import DEFAULT_MAX_DOC_MB
 
-RESERVED = {"id", "inputs"}
+RESERVED = {"id", "inputs", "checkpoint"}
 #: A pipeline file is a page of YAML; anything this large is the wrong file (or an attack).
 MAX_PIPELINE_CHARS = 1 << 20
 _ID_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
@@ -102,6 +102,8 @@ class StageNode:
     fingerprint: str = ""
     #: What the fingerprint is made of (kept in the stage's markers to explain a rerun).
     identity: dict[str, Any] = field(default_factory=dict)
+    #: ``checkpoint: true``: always write this stage's output shards (never fuse it away).
+    checkpoint: bool = False
 
 
 @dataclass
@@ -131,6 +133,35 @@ class Pipeline:
         ``curator validate`` and ``curator run`` name them."""
         mods = {type(n.stage).__module__ for n in self.nodes}
         return sorted(m for m in mods if m != "curator" and not m.startswith("curator."))
+
+    def fused_groups(self) -> list[list[StageNode]]:
+        """The stages as the runner runs them: chains of per-document stages fused into one
+        pass per shard, in the order of their first stage.
+
+        ``A -> B`` fuse when B is a shard stage whose only input is A, A is a source or shard
+        stage whose only consumer is B, A has no ``checkpoint: true``, and B is not a
+        passthrough stage (a writer's output *is* its input's files). So a stage's output is
+        written (materialised) only where a global stage, a branch point (several consumers,
+        or a stage with several inputs), a passthrough stage or the user needs it, and at the
+        end of every chain."""
+        consumers: dict[str, list[str]] = {n.id: [] for n in self.nodes}
+        for n in self.nodes:
+            for i in n.inputs:
+                consumers[i].append(n.id)
+        groups: list[list[StageNode]] = []
+        group_of: dict[str, list[StageNode]] = {}
+        for n in self.nodes:
+            up = self.node(n.inputs[0]) if len(n.inputs) == 1 else None
+            if (up is not None and n.stage.kind == "shard" and not n.stage.passthrough
+                    and up.stage.kind in ("source", "shard") and consumers[up.id] == [n.id]
+                    and not up.checkpoint):
+                g = group_of[up.id]
+            else:
+                g = []
+                groups.append(g)
+            g.append(n)
+            group_of[n.id] = g
+        return groups
 
     def ancestors(self, stage_id: str) -> list[str]:
         """Upstream stage ids, nearest first (breadth-first)."""
@@ -239,7 +270,7 @@ def _build_nodes(cfg: PipelineConfig, where: Any) -> list[StageNode]:
         if len(kinds) != 1:
             got = ", ".join(map(str, kinds)) or "nothing"
             raise ConfigError(f"{where(loc)}: stages[{i}]: expected exactly one stage name "
-                              f"(besides 'id' and 'inputs'), got {got}")
+                              f"(besides 'id', 'inputs' and 'checkpoint'), got {got}")
         kind = kinds[0]
         try:
             cls = resolve(kind)
@@ -283,8 +314,12 @@ def _build_nodes(cfg: PipelineConfig, where: Any) -> list[StageNode]:
                                             model=cls.params_model())) from None
         except (TypeError, ValueError) as e:
             raise ConfigError(f"{where(loc + (kind,))}: stages[{i}].{kind}: {e}") from None
+        checkpoint = entry.get("checkpoint", False)
+        if not isinstance(checkpoint, bool):
+            raise ConfigError(f"{where(loc + ('checkpoint',))}: stages[{i}].checkpoint: "
+                              f"true or false, got {checkpoint!r}")
         ids.add(sid)
-        nodes.append(StageNode(sid, stage, inputs, line=None))
+        nodes.append(StageNode(sid, stage, inputs, line=None, checkpoint=checkpoint))
     return nodes
 
 
@@ -445,7 +480,10 @@ def _apply_override(data: dict[str, Any], ov: str, source: str) -> None:
     if parts[0] == "stages" and len(parts) >= 3 and isinstance(data.get("stages"), list):
         entry = _stage_entry(data["stages"], parts[1], ov)
         rest = parts[2:]
-        if len(rest) == 1 and rest[0] in RESERVED:
+        # `checkpoint` is also a parameter of some stages (export_triton): a bool is the
+        # stage key, anything else the parameter
+        if len(rest) == 1 and rest[0] in RESERVED and (
+                rest[0] != "checkpoint" or isinstance(value, bool)):
             entry[rest[0]] = value
             return
         kind = next(k for k in entry if k not in RESERVED)

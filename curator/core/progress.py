@@ -29,6 +29,8 @@ class Progress:
 
     def __call__(self, stats: Any) -> None:
         self.done += 1
+        if isinstance(stats, list) and stats:  # a fused group: the documents its first stage read
+            stats = stats[0]
         if isinstance(stats, dict):
             self.docs += int(stats.get("docs_in", 0) or 0)
         if self.mode == "off":

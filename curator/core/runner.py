@@ -1,9 +1,11 @@
-"""Runs a pipeline: stage by stage in DAG order, each stage as one distributed ``map`` over
-shards, with completion markers so that a rerun only does what is missing.
+"""Runs a pipeline: stage by stage in DAG order, with completion markers so that a rerun only
+does what is missing. A global stage runs its phases; a chain of per-document stages (a fused
+group, :meth:`~curator.core.pipeline.Pipeline.fused_groups`) runs as one distributed ``map``
+over shards, one pass per shard (:mod:`curator.core.shard_runner`).
 
 Layout under ``work_dir``::
 
-    stages/<id>/data/<shard>.jsonl.zst     output shards (atomic)
+    stages/<id>/data/<shard>.jsonl.zst     output shards of materialised stages (atomic)
     stages/<id>/_done/<shard>.json         shard marker: fingerprint + stats (written last)
     stages/<id>/_SUCCESS.json              stage marker: fingerprint, shards, artifacts, stats
     stages/<id>/_phases/<phase>/<key>.pkl  resumable intermediate results of global stages
@@ -24,106 +26,40 @@ import shutil
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
-import xxhash
 
-from curator.core.context import (
-    DEFAULT_MAX_DOC_BYTES,
-    HIST_BINS,
-    GlobalContext,
-    ShardContext,
-    StageContext,
-    length_bin,
-    write_json,
-)
-from curator.core.document import Document
+from curator.core.context import GlobalContext, StageContext, write_json
 from curator.core.errors import CuratorError, StageError, fs_error_line
 from curator.core.executors import Executor
 from curator.core.identity import describe_input_change, digest, explain, identities
 from curator.core.lock import WorkDirLock
 from curator.core.pipeline import Pipeline, StageNode
 from curator.core.progress import Progress
-from curator.core.stage import Shard, ShardSpec, Stage
+from curator.core.shard_context import DEFAULT_MAX_DOC_BYTES, HIST_BINS
+from curator.core.shard_runner import (
+    ShardTask,
+    Step,
+    _read_json,
+    _remove_files,
+    id_hash_path,
+    out_shards,
+    run_shard,
+    shard_key,
+    source_key,
+    stage_dir,
+)
+from curator.core.stage import GlobalStage, Shard, ShardSpec, Source, Stage
 from curator.core.usage import Meter, Usage, stage_usage
-from curator.storage.atomic import atomic_open
-from curator.storage.limits import TOO_LARGE
 from curator.storage.outputs import check_output_dir, claim_output_dir
-from curator.storage.shards import SHARD_SUFFIX, read_shard, record_writer
+from curator.storage.shards import SHARD_SUFFIX
 
-Processor = Callable[[Iterator[Document], ShardContext], Iterator[Document]]
+__all__ = ["Runner", "count_duplicate_ids", "shard_key", "source_key", "stage_dir"]
 
-
-@dataclass
-class ShardTask:
-    """Everything a worker needs to produce one output shard."""
-
-    stage: Stage
-    stage_id: str
-    fingerprint: str
-    work_dir: str
-    name: str
-    spec: ShardSpec | None  # for sources
-    input_path: str | None  # for shard and global stages
-    save_rejected: bool
-    artifacts: dict[str, Any]
-    process: Processor | None = None  # override (global stages' final phase)
-    max_doc_bytes: int = DEFAULT_MAX_DOC_BYTES
-    #: What this shard's result depends on (see :mod:`curator.core.identity`); a marker with
-    #: another key is stale.
-    key: str = ""
-    #: Identity of the files a source shard reads, recorded in the marker (to explain reruns).
-    read: dict[str, Any] | None = None
-
-
-def utf8_len(text: str) -> int:
-    """UTF-8 size of ``text``; ASCII text (most of it) is measured without encoding a copy."""
-    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
-
-
-def stage_dir(work_dir: str, stage_id: str) -> str:
-    return os.path.join(work_dir, "stages", stage_id)
-
-
-#: Distinct ``meta.source`` values listed per source stage in the report (the rest: "(other)").
-MAX_SOURCES_LISTED = 50
 #: Id hashes compared at once when counting duplicate ids (8 bytes each: 64 MB).
 ID_HASH_BATCH = 8_000_000
-
-
-def id_hashes(doc_ids: Sequence[str]) -> Any:
-    """64-bit hashes (xxh3) of document ids, as a numpy array; duplicates are counted on
-    these (a false match needs ~4 billion distinct ids to become likely)."""
-    import numpy as np
-
-    h = xxhash.xxh3_64_intdigest
-    return np.fromiter((h(i.encode("utf-8", "surrogatepass")) for i in doc_ids),
-                       dtype=np.uint64, count=len(doc_ids))
-
-
-def id_hash_path(work_dir: str, stage_id: str, shard: str) -> str:
-    return os.path.join(stage_dir(work_dir, stage_id), "_ids", f"{shard}.u64")
-
-
-def _write_id_hashes(path: str, doc_ids: Sequence[str]) -> None:
-    import numpy as np
-
-    arr = np.sort(id_hashes(doc_ids)).astype("<u8", copy=False)
-    with atomic_open(path, "wb") as f:
-        f.write(arr.tobytes())
-
-
-_NO_SOURCE = object()
-
-
-def _tally(sources: Counter[str], src: Any, n: int) -> None:
-    key = str(src) if src is not None else "-"
-    if key in sources or len(sources) < MAX_SOURCES_LISTED:
-        sources[key] += n
-    else:
-        sources["(other)"] += n
 
 
 def count_duplicate_ids(paths: Sequence[str], batch: int = ID_HASH_BATCH) -> int:
@@ -156,182 +92,35 @@ def count_duplicate_ids(paths: Sequence[str], batch: int = ID_HASH_BATCH) -> int
     return dups
 
 
-def run_shard(task: ShardTask) -> dict[str, Any]:
-    """Produce one output shard (or return the stats of the one already produced)."""
-    sdir = stage_dir(task.work_dir, task.stage_id)
-    marker = os.path.join(sdir, "_done", f"{task.name}.json")
-    cached = _read_json(marker)
-    if cached and cached.get("key") == task.key:
-        cached["stats"]["resumed"] = True
-        return cached["stats"]
-    # Redone (new, changed or interrupted): what an earlier attempt set aside for this shard is
-    # obsolete even if this attempt sets nothing aside.
-    if cached:
-        _remove_files(cached.get("files") or [])
-    for kind in ("rejected", "quarantine"):
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(os.path.join(task.work_dir, kind, task.stage_id, f"{task.name}.jsonl.zst"))
-
-    t0 = time.perf_counter()
-    meter = Meter()  # CPU seconds and peak RSS of this shard (report)
-    ctx = ShardContext(shard=task.name, stage_id=task.stage_id, work_dir=task.work_dir,
-                       artifacts=task.artifacts, save_rejected=task.save_rejected,
-                       max_doc_bytes=task.max_doc_bytes)
-    stats: dict[str, Any] = {"shard": task.name, "docs_in": 0, "bytes_in": 0, "docs_out": 0,
-                             "bytes_out": 0}
-    hist = [0] * HIST_BINS
-    stage = task.stage
-    out_path = os.path.join(sdir, "data", f"{task.name}{SHARD_SUFFIX}")
-
-    def counted(docs: Iterator[Document]) -> Iterator[Document]:
-        n = b = 0
-        try:
-            for d in docs:
-                n += 1
-                b += utf8_len(d.text)
-                yield d
-        finally:
-            stats["docs_in"] += n
-            stats["bytes_in"] += b
-
-    doc_ids: list[str] = []
-    sources: Counter[str] = Counter()
-
-    def source_docs(docs: Iterator[Document]) -> Iterator[Document]:
-        """A source's documents, counted, with the run-wide size cap (a safety net for sources
-        that materialise records before checking them), their ids (duplicate count) and
-        their ``meta.source`` tally. One generator: this runs once per document."""
-        cap = ctx.doc_cap(getattr(stage, "max_doc_mb", None))  # a reader's own override wins
-        quarter = cap // 4  # a text of at most cap/4 characters is at most cap UTF-8 bytes
-        add_id = doc_ids.append
-        last: Any = _NO_SOURCE
-        run = n = b = 0
-        try:
-            for d in docs:
-                t = d.text
-                if len(t) > quarter and utf8_len(t) > cap:
-                    ctx.quarantine({"id": d.id, "meta": d.meta}, TOO_LARGE,
-                                   detail=f"document of {utf8_len(t)} bytes > max_doc_mb "
-                                          f"({cap} bytes)")
-                    continue
-                add_id(d.id)
-                src = d.meta.get("source")
-                if src != last:
-                    if run:
-                        _tally(sources, last, run)
-                    last, run = src, 0
-                run += 1
-                n += 1
-                b += utf8_len(t)
-                yield d
-        finally:
-            if run:
-                _tally(sources, last, run)
-            stats["docs_in"] += n
-            stats["bytes_in"] += b
-
-    try:
-        if task.spec is not None:
-            out_docs = source_docs(stage.read(task.spec, ctx))  # type: ignore[attr-defined]
-        else:
-            assert task.input_path is not None
-            process = task.process or stage.process  # type: ignore[attr-defined]
-            out_docs = process(counted(read_shard(task.input_path)), ctx)
-        if stage.passthrough and task.process is None and task.input_path:
-            n = b = 0
-            for d in out_docs:
-                n += 1
-                ln = utf8_len(d.text)
-                b += ln
-                hist[length_bin(ln)] += 1
-            out_path = task.input_path
-        else:
-            n = b = 0
-            with record_writer(out_path) as w:
-                for d in out_docs:
-                    w.write_doc(d)
-                    ln = utf8_len(d.text)
-                    n += 1
-                    b += ln
-                    hist[length_bin(ln)] += 1
-        stats["docs_out"], stats["bytes_out"] = n, b
-        if task.spec is not None:
-            # A source's "in" is every record it produced: kept, removed or set aside.
-            stats["docs_in"] = n + sum(ctx.rejected.values()) + sum(ctx.quarantined.values())
-            stats["sources"] = dict(sources)
-            _write_id_hashes(id_hash_path(task.work_dir, task.stage_id, task.name), doc_ids)
-        ctx.close(ok=True)
-    except CuratorError:
-        ctx.close(ok=False)
-        raise
-    except Exception as e:
-        ctx.close(ok=False)
-        if os.environ.get("CURATOR_DEBUG"):
-            raise
-        why = fs_error_line(e) or f"{type(e).__name__}: {e}"
-        raise StageError(f"stage '{task.stage_id}' failed on shard '{task.name}': {why}") from e
-    stats.update(
-        path=out_path, rejected=dict(ctx.rejected), quarantined=dict(ctx.quarantined),
-        counters=dict(ctx.counters), length_hist=hist,
-        rejected_by_source=dict(ctx.rejected_by_source),
-        seconds=round(time.perf_counter() - t0, 4), resumed=False, key=task.key,
-        **meter.stop().as_stats(),
-    )
-    read = task.read if task.spec is not None else {"upstream": task.input_path}
-    write_json(marker, {"fingerprint": task.fingerprint, "key": task.key, "read": read,
-                        "files": ctx.files, "stats": stats})
-    return stats
-
-
-def shard_key(fingerprint: str, name: str, upstream: str) -> str:
-    """Key of a shard computed from one upstream shard: the stage's (effective) fingerprint
-    and the upstream shard's key, so a change upstream reaches exactly the shards below it."""
-    return digest({"fp": fingerprint, "shard": name, "input": upstream})
-
-
-def source_key(fingerprint: str, spec: ShardSpec, read: dict[str, Any]) -> str:
-    """Key of a source shard: the stage fingerprint, the shard's data (URL, byte range,
-    checksum, resolved dump date...) and the identity of the files it reads."""
-    return digest({"fp": fingerprint, "shard": spec.name, "data": spec.data, "read": read})
-
-
-def list_source(stage: Stage, stage_id: str, fingerprint: str, work_dir: str,
+def list_source(stage: Source, stage_id: str, fingerprint: str, work_dir: str,
                 artifacts: dict[str, Any], max_doc_bytes: int = DEFAULT_MAX_DOC_BYTES,
                 ) -> tuple[list[ShardSpec], list[str], list[dict[str, Any]]]:
     """(shard specs, their keys, the identity of what each reads) of a source (root only)."""
-    specs = stage.shards(StageContext(  # type: ignore[attr-defined]
+    specs = stage.shards(StageContext(
         stage_id=stage_id, work_dir=work_dir, artifacts=artifacts, max_doc_bytes=max_doc_bytes))
     _check_specs(stage_id, specs)
-    paths = [stage.input_paths(sp) for sp in specs]  # type: ignore[attr-defined]
+    paths = [stage.input_paths(sp) for sp in specs]
     ids = identities([p for ps in paths for p in ps], getattr(stage, "storage_options", None))
     reads = [{p: ids[p] for p in ps} for ps in paths]
     keys = [source_key(fingerprint, sp, rd) for sp, rd in zip(specs, reads, strict=True)]
     return specs, keys, reads
 
 
-def _remove_files(paths: Sequence[str]) -> None:
-    """Files a stage wrote for a shard outside its own folder (``ctx.wrote``), now obsolete."""
-    for p in paths:
-        with contextlib.suppress(OSError):
-            os.unlink(p)
+@dataclass
+class _Plan:
+    """One stage of a fused group before it runs: its keys and what decides a rerun."""
 
-
-def run_shard_tasks(gctx: GlobalContext, shards: list[Shard], process: Processor | None = None
-                    ) -> tuple[list[Shard], list[dict[str, Any]]]:
-    """Map :func:`run_shard` over input shards (used by shard stages and global stages)."""
-    tasks = [
-        ShardTask(gctx.stage, gctx.stage_id, gctx.fingerprint, gctx.work_dir, s.name, None,
-                  s.path, gctx.save_rejected, gctx.upstream_artifacts, process,
-                  gctx.max_doc_bytes, key=shard_key(gctx.fingerprint, s.name, s.key or s.path))
-        for s in shards
-    ]
-    stats = gctx.executor.map(run_shard, tasks, progress=gctx.progress)
-    return _out_shards(stats), stats
-
-
-def _out_shards(stats: Sequence[dict[str, Any]]) -> list[Shard]:
-    return [Shard(st["shard"], st["path"], st["docs_out"], st["bytes_out"], st.get("key", ""))
-            for st in stats]
+    node: StageNode
+    after: dict[str, str]
+    files: Any
+    eff: str
+    state: str
+    specs: list[ShardSpec] = field(default_factory=list)  # a source: its shards
+    reads: list[dict[str, Any]] = field(default_factory=list)
+    inputs: list[Shard] = field(default_factory=list)  # otherwise: its input shards
+    names: list[str] = field(default_factory=list)
+    keys: list[str] = field(default_factory=list)  # this stage's key per shard
+    done: dict[str, Any] | None = None
 
 
 class Runner:
@@ -376,14 +165,17 @@ class Runner:
         cfg = self.pipe.config
         t_start = time.perf_counter()
         self._check_outputs()
-        for node in self.pipe.nodes:
+        for group in self.pipe.fused_groups():
             try:
-                self.results[node.id] = self._run_node(node)
+                if isinstance(group[0].stage, GlobalStage):
+                    self.results[group[0].id] = self._run_global(group[0])
+                else:
+                    self.results.update(self._run_group(group))
             except OSError as e:  # disk full, no permission, read-only: one line, any phase
                 line = fs_error_line(e)
                 if line is None or os.environ.get("CURATOR_DEBUG"):
                     raise
-                raise StageError(f"stage '{node.id}': {line}") from None
+                raise StageError(f"stage '{group[0].id}': {line}") from None
         summary = {
             "name": cfg.name,
             "work_dir": self.work_dir,
@@ -398,91 +190,174 @@ class Runner:
         self.ex.barrier()
         return summary
 
-    # -- one stage --------------------------------------------------------------------------
-    def _run_node(self, node: StageNode) -> dict[str, Any]:
+    # -- a chain of per-document stages -----------------------------------------------------
+    def _plan(self, group: list[StageNode]) -> list[_Plan]:
+        """Keys of every stage of a fused group, before it runs. The stages after the first
+        read no folder: their input shards are the previous stage's keys (path ``""``)."""
+        head = group[0]
+        after = global_ancestors(self.pipe, head.id, self.results)
+        plans: list[_Plan] = []
+        for k, node in enumerate(group):
+            files = self.ex.broadcast(param_files(node.stage) if self.ex.is_root else None)
+            eff = effective_fingerprint(node.fingerprint, after, files)
+            p = _Plan(node, after, files, eff, "")
+            if isinstance(node.stage, Source):
+                listing: Any = None
+                if self.ex.is_root:
+                    try:
+                        listing = list_source(node.stage, node.id, eff, self.work_dir,
+                                              self._upstream_artifacts(node),
+                                              self.pipe.max_doc_bytes)
+                    except CuratorError as e:
+                        listing = (type(e), str(e))
+                listing = self.ex.broadcast(listing)
+                if len(listing) == 2:  # an error on the root: every rank stops with it
+                    raise listing[0](listing[1])
+                p.specs, p.keys, p.reads = listing
+                p.names = [sp.name for sp in p.specs]
+                p.state = digest({"fp": eff, "shards": [[sp.name, key] for sp, key in
+                                                        zip(p.specs, p.keys, strict=True)]})
+            else:
+                p.inputs = input_shards(self.pipe, node, self.results) if not k else [
+                    Shard(name, "", 0, 0, key)
+                    for name, key in zip(plans[-1].names, plans[-1].keys, strict=True)]
+                p.names = [s.name for s in p.inputs]
+                p.keys = [shard_key(eff, s.name, s.key or s.path) for s in p.inputs]
+                p.state = input_state(eff, p.inputs)
+            p.done = _read_json(os.path.join(stage_dir(self.work_dir, node.id), "_SUCCESS.json"))
+            plans.append(p)
+        return plans
+
+    def _run_group(self, group: list[StageNode]) -> dict[str, dict[str, Any]]:
+        """Run a fused group (often of one stage): every shard in one pass through all its
+        stages; then each stage's result, marker and log line as if it had run alone."""
+        plans = self._plan(group)
+        last = len(plans) - 1
+
+        def reusable(k: int, p: _Plan) -> bool:
+            if not p.done or p.done.get("state") != p.state:
+                return False
+            # the group's output must exist (a stage that ran fused has no files)
+            return k < last or all(s.get("path") for s in p.done.get("shards", []))
+
+        if all(reusable(k, p) for k, p in enumerate(plans)):
+            results = {}
+            for p in plans:
+                self.log(f"[{p.node.id}] done earlier, skipped")
+                assert p.done is not None
+                p.done["skipped"] = True
+                results[p.node.id] = p.done
+            return results
+        if self.ex.is_root:
+            for p in plans:
+                self._reset_if_stale(p.node, p.eff, p.after, p.files, p.done)
+        self.ex.barrier()
+        artifacts = self._upstream_artifacts(group[0])
+        for p in plans:
+            self._claim_outputs(p.node, artifacts)
+        label = group[0].id if len(group) == 1 else f"{group[0].id}..{group[-1].id}"
+        progress = Progress(label, enabled=self.ex.is_root, mode=self.pipe.config.progress)
+        head = plans[0]
+        source = isinstance(head.node.stage, Source)
+        save = self.pipe.config.save_rejected
+        tasks = []
+        for i, name in enumerate(head.names):
+            steps = [Step(p.node.stage, p.node.id, p.eff, p.keys[i], artifacts,
+                          write=k == last) for k, p in enumerate(plans)]
+            if source:
+                tasks.append(ShardTask(steps, self.work_dir, name, head.specs[i], None, save,
+                                       self.pipe.max_doc_bytes, read=head.reads[i]))
+            else:
+                tasks.append(ShardTask(steps, self.work_dir, name, None, head.inputs[i].path,
+                                       save, self.pipe.max_doc_bytes))
+        t0 = time.perf_counter()
+        progress.start(len(tasks))
+        per_shard = self.ex.map(run_shard, tasks, progress=progress)
+        progress.finish()
+        wall = time.perf_counter() - t0
+        stats = [[r[k] for r in per_shard] for k in range(len(plans))]
+        busy = [sum(st.get("seconds", 0.0) for st in s) for s in stats]
+        results: dict[str, dict[str, Any]] = {}
+        for k, p in enumerate(plans):
+            node = p.node
+            # one pass did every stage: each gets the share of the wall time its own work took
+            secs = wall * (busy[k] / sum(busy) if sum(busy) > 0 else 1 / len(plans))
+            out = out_shards(stats[k])
+            agg = aggregate(stats[k], None if source and not k else p.inputs, out)
+            if source and not k:
+                id_files = [id_hash_path(self.work_dir, node.id, n) for n in head.names]
+                dups = count_duplicate_ids(id_files) if self.ex.is_root else 0
+                if dups:
+                    agg["counters"]["duplicate_ids"] = dups
+            result = self._result(node, p.state, p.after, p.files, out, {}, agg, [], secs)
+            if len(group) > 1:
+                result["fused"] = [n.id for n in group]
+            results[node.id] = result
+            if self.ex.is_root:
+                sdir = stage_dir(self.work_dir, node.id)
+                _remove_obsolete(self.work_dir, node.id, set(p.names))
+                write_json(os.path.join(sdir, "_SUCCESS.json"), result)
+                self._log_stage(node.id, agg, result["seconds"])
+                shutil.rmtree(os.path.join(sdir, "_ids"), ignore_errors=True)
+        self.ex.barrier()
+        return results
+
+    # -- one global stage -------------------------------------------------------------------
+    def _run_global(self, node: StageNode) -> dict[str, Any]:
         sdir = stage_dir(self.work_dir, node.id)
         stage = node.stage
+        assert isinstance(stage, GlobalStage)
         artifacts = self._upstream_artifacts(node)
         after = global_ancestors(self.pipe, node.id, self.results)
-        files = param_files(stage) if self.ex.is_root else None
-        files = self.ex.broadcast(files)
+        files = self.ex.broadcast(param_files(stage) if self.ex.is_root else None)
         eff = effective_fingerprint(node.fingerprint, after, files)
-        specs: list[ShardSpec] = []
-        keys: list[str] = []
-        reads: list[dict[str, Any]] = []
-        inputs: list[Shard] = []
-        if stage.kind == "source":
-            listing: Any = None
-            if self.ex.is_root:
-                try:
-                    listing = list_source(stage, node.id, eff, self.work_dir, artifacts,
-                                          self.pipe.max_doc_bytes)
-                except CuratorError as e:
-                    listing = (type(e), str(e))
-            listing = self.ex.broadcast(listing)
-            if len(listing) == 2:  # an error on the root: every rank stops with it
-                raise listing[0](listing[1])
-            specs, keys, reads = listing
-            state = digest({"fp": eff, "shards": [[sp.name, k] for sp, k in
-                                                  zip(specs, keys, strict=True)]})
-        else:
-            inputs = input_shards(self.pipe, node, self.results)
-            state = input_state(eff, inputs)
+        inputs = input_shards(self.pipe, node, self.results)
+        state = input_state(eff, inputs)
         done = _read_json(os.path.join(sdir, "_SUCCESS.json"))
         if done and done.get("state") == state:
             self.log(f"[{node.id}] done earlier, skipped")
             done["skipped"] = True
             return done
         if self.ex.is_root:
-            self._reset_if_stale(node, state if stage.kind == "global" else eff, after,
-                                 files, done)
+            self._reset_if_stale(node, state, after, files, done)
         self.ex.barrier()
 
         self._claim_outputs(node, artifacts)
         progress = Progress(node.id, enabled=self.ex.is_root, mode=self.pipe.config.progress)
-        fingerprint = state if stage.kind == "global" else eff
         gctx = GlobalContext(
-            executor=self.ex, fingerprint=fingerprint, stage=stage, progress=progress,
+            executor=self.ex, fingerprint=state, stage=stage, progress=progress,
             stage_id=node.id, work_dir=self.work_dir, artifacts=artifacts,
             save_rejected=self.pipe.config.save_rejected, max_doc_bytes=self.pipe.max_doc_bytes,
         )
         t0 = time.perf_counter()
         driver = Meter()
-        if stage.kind == "source":
-            progress.start(len(specs))
-            tasks = [ShardTask(stage, node.id, eff, self.work_dir, sp.name, sp, None,
-                               self.pipe.config.save_rejected, artifacts,
-                               max_doc_bytes=self.pipe.max_doc_bytes, key=k, read=rd)
-                     for sp, k, rd in zip(specs, keys, reads, strict=True)]
-            stats = self.ex.map(run_shard, tasks, progress=progress)
-            out = _out_shards(stats)
-        elif stage.kind == "shard":
-            progress.start(len(inputs))
-            out, stats = run_shard_tasks(gctx, inputs)
-        elif stage.kind == "global":
-            progress.start(len(inputs))
-            out = stage.run(inputs, gctx)  # type: ignore[attr-defined]
-            if not isinstance(out, list):
-                raise StageError(f"stage '{node.id}': run() must return the output shards "
-                                 "(use ctx.write_shards or ctx.passthrough)")
-            # shards made by the stage itself: they depend on everything the stage read
-            out = [s if s.key else Shard(s.name, s.path, s.docs, s.bytes,
-                                         digest({"fp": state, "shard": s.name, "path": s.path}))
-                   for s in out]
-            stats = gctx.shard_stats
-        else:  # pragma: no cover
-            raise StageError(f"stage '{node.id}' has unknown kind '{stage.kind}'")
+        progress.start(len(inputs))
+        out = stage.run(inputs, gctx)
+        if not isinstance(out, list):
+            raise StageError(f"stage '{node.id}': run() must return the output shards "
+                             "(use ctx.write_shards or ctx.passthrough)")
+        # shards made by the stage itself: they depend on everything the stage read
+        out = [s if s.key else Shard(s.name, s.path, s.docs, s.bytes,
+                                     digest({"fp": state, "shard": s.name, "path": s.path}))
+               for s in out]
         progress.finish()
-        agg = aggregate(stats, inputs if stage.kind != "source" else None, out,
-                        usage=gctx.task_usage, driver=driver.stop())
+        agg = aggregate(gctx.shard_stats, inputs, out, usage=gctx.task_usage,
+                        driver=driver.stop())
         agg["counters"] = dict(Counter(agg["counters"]) + gctx.counters)
-        id_files: list[str] = []
-        if stage.kind == "source":
-            id_files = [id_hash_path(self.work_dir, node.id, sp.name) for sp in specs]
-            dups = count_duplicate_ids(id_files) if self.ex.is_root else 0
-            if dups:
-                agg["counters"]["duplicate_ids"] = dups
-        result = {
+        result = self._result(node, state, after, files, out, gctx.artifacts, agg, inputs,
+                              time.perf_counter() - t0)
+        if self.ex.is_root:
+            write_json(os.path.join(sdir, "_SUCCESS.json"), result)
+            self._log_stage(node.id, agg, result["seconds"])
+        self.ex.barrier()
+        return result
+
+    def _result(self, node: StageNode, state: str, after: dict[str, str], files: Any,
+                out: list[Shard], artifacts: dict[str, Any], agg: dict[str, Any],
+                global_inputs: list[Shard], seconds: float) -> dict[str, Any]:
+        """A stage's ``_SUCCESS.json``: what it made, from what, with its stats."""
+        stage = node.stage
+        return {
             "fingerprint": node.fingerprint,
             "state": state,
             "identity": node.identity,
@@ -494,24 +369,19 @@ class Runner:
             "inputs": node.inputs,
             "shards": [{"name": s.name, "path": s.path, "docs": s.docs, "bytes": s.bytes,
                         "key": s.key} for s in out],
-            "artifacts": gctx.artifacts,
+            "artifacts": artifacts,
             "stats": agg,
             # what a global stage read, to say which inputs changed when it is stale
-            "input_keys": {s.name: s.key for s in inputs} if stage.kind == "global" else {},
-            "seconds": round(time.perf_counter() - t0, 3),
+            "input_keys": {s.name: s.key for s in global_inputs},
+            "seconds": round(seconds, 3),
         }
-        if self.ex.is_root:
-            if stage.kind != "global":
-                _remove_obsolete(self.work_dir, node.id, {st["shard"] for st in stats})
-            write_json(os.path.join(sdir, "_SUCCESS.json"), result)
-            self.log(_stage_line(node.id, agg, result["seconds"]))
-            if agg["counters"].get("duplicate_ids"):
-                self.log(f"[{node.id}] warning: {agg['counters']['duplicate_ids']} document(s) "
-                         "have an id seen before in this source (counter duplicate_ids; "
-                         "read_jsonl/read_parquet 'ids: rewrite' makes them unique)")
-            shutil.rmtree(os.path.join(sdir, "_ids"), ignore_errors=True)
-        self.ex.barrier()
-        return result
+
+    def _log_stage(self, sid: str, agg: dict[str, Any], seconds: float) -> None:
+        self.log(_stage_line(sid, agg, seconds))
+        if agg["counters"].get("duplicate_ids"):
+            self.log(f"[{sid}] warning: {agg['counters']['duplicate_ids']} document(s) "
+                     "have an id seen before in this source (counter duplicate_ids; "
+                     "read_jsonl/read_parquet 'ids: rewrite' makes them unique)")
 
     def _check_outputs(self) -> None:
         """Refuse a foreign output folder of any stage before the first stage runs, not hours
@@ -551,7 +421,7 @@ class Runner:
             return
         if old_key is not None:
             why = explain(old_identity, node.identity) or files_changed(done, files) or (
-                ["its input shards changed"] if node.stage.kind == "global" else
+                ["its input shards changed"] if isinstance(node.stage, GlobalStage) else
                 [f"global stage(s) above it changed: {', '.join(after)}"])
             self.log(f"[{node.id}] rerunning: {'; '.join(why)}")
         for marker in _markers(sdir):
@@ -739,9 +609,3 @@ def _check_writable(work_dir: str) -> None:
         raise CuratorError(f"work_dir '{work_dir}' is not writable: {e.strerror}") from None
 
 
-def _read_json(path: str) -> dict[str, Any] | None:
-    try:
-        with open(path, "rb") as f:
-            return orjson.loads(f.read())
-    except (OSError, orjson.JSONDecodeError):
-        return None

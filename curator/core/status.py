@@ -62,7 +62,26 @@ def pipeline_status(pipe: Pipeline) -> list[StageStatus]:
         st, res = _node_status(pipe, node, wd, known)
         known[node.id] = res
         out.append(st)
+    rows = {r.id: r for r in out}
+    for group in pipe.fused_groups():
+        # a fused group runs its shards through all its stages: a done stage before one that
+        # reruns is read (or computed) again, though its results stay the same
+        redo = next((n.id for n in group if rows[n.id].status != "done"), None)
+        for n in group:
+            if n.id == redo:
+                break
+            if redo is not None:
+                rows[n.id].reasons.append(f"runs again with '{redo}' (fused)")
+        last = rows[group[-1].id]
+        if last.status == "done" and _not_written(wd, group[-1].id):
+            last.status = "to run"
+            last.reasons.append("its output was not written (it ran fused); now it is")
     return out
+
+
+def _not_written(wd: str, stage_id: str) -> bool:
+    done = _read_json(os.path.join(stage_dir(wd, stage_id), "_SUCCESS.json")) or {}
+    return any(not s.get("path") for s in done.get("shards", []))
 
 
 def _node_status(pipe: Pipeline, node: StageNode, wd: str,

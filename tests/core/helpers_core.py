@@ -67,6 +67,17 @@ def crash_once(doc: Document, shard_suffix: str = "", marker: str = "") -> bool:
     return True
 
 
+@filter
+def crash_on_id(doc: Document, id: str = "", marker: str = "") -> bool:
+    """Kill the whole process (SIGKILL) when the document ``id`` is seen and ``marker`` does not
+    exist yet (it is created first, so the rerun goes through)."""
+    if marker and doc.id == id and not os.path.exists(marker):
+        with open(marker, "w") as f:
+            f.write("crashed")
+        os.kill(os.getpid(), signal.SIGKILL)
+    return True
+
+
 class TagShard(GlobalStage):
     """Test helper: records each document's shard name in meta (used by crash_once)."""
 

@@ -40,6 +40,9 @@ def test_local_dask_mpi_byte_identical(tmp_path):
     outs = {k: tree_digest(tmp_path / f"w_{k}" / "out") for k in ("local", "dask", "mpi")}
     assert len(outs["local"]) >= 4  # several shards were written
     assert outs["local"] == outs["dask"] == outs["mpi"]
+    for k in ("local", "dask", "mpi"):  # read_jsonl -> min_words -> upper_first ran fused
+        written = sorted(p.parent.name for p in (tmp_path / f"w_{k}").glob("stages/*/data"))
+        assert written == ["above_median", "upper_first"], (k, written)
     rej = {k: tree_digest(tmp_path / f"w_{k}" / "rejected") for k in ("local", "dask", "mpi")}
     assert rej["local"] == rej["dask"] == rej["mpi"] and rej["local"]
 

@@ -1,5 +1,7 @@
 """Resume: a run killed with SIGKILL mid-stage, rerun, gives the same output as an uninterrupted
-run, redoes no finished shard and duplicates nothing; changed parameters rerun downstream only."""
+run, redoes no finished shard and duplicates nothing; changed parameters rerun downstream only.
+crash_once is checkpointed (``checkpoint: true``), so each stage here is its own pass; fused
+chains are tested in test_fusion.py."""
 
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ stages:
   - read_jsonl: {{paths: "{data}/*.jsonl", shard_size_mb: 0.004}}
   - helpers_core:TagShard: {{}}
   - helpers_core:crash_once: {{shard_suffix: "{suffix}", marker: "{marker}"}}
+    checkpoint: true
   - helpers_core:min_words: {{n: 5}}
   - helpers_core:AboveMedian: {{}}
   - write_jsonl: {{path: out}}

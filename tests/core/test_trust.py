@@ -76,7 +76,9 @@ def test_changed_input_reruns_exactly_its_shards_and_what_is_below(tmp_path):
     changed = {k for k in before if before[k] != after.get(k)}
     # shard 1 read b.jsonl: it and everything computed from it was redone, nothing else
     assert changed == {k for k in before if "read_jsonl-00001" in k}
-    assert len(changed) == 3 + 4 + 1  # 3 data shards, 4 shard markers, 1 written file
+    # 1 data shard (read_jsonl -> min_words -> upper_first run fused: only the last is
+    # written), 4 shard markers (every stage keeps its own), 1 written file
+    assert len(changed) == 1 + 4 + 1
     rep = report(wd)
     assert all(rep[s]["shards_resumed"] == 2 for s in rep)
     assert "A brand new document with enough words" in [d["text"] for d in out_docs(wd)]
@@ -146,7 +148,9 @@ def test_custom_code_change_reruns_that_stage_and_package_version_reruns_nothing
     mod.write_text(CUSTOM.format(extra=""))
     (tmp_path / "p.yaml").write_text(
         f"name: c\nwork_dir: {tmp_path / 'w'}\nprogress: off\nstages:\n"
-        f"  - read_jsonl: {{paths: '{data}/*.jsonl'}}\n"
+        # checkpointed: read_jsonl is its own pass, so it is reused when the filter changes
+        # (fused with it, it would be read again: test_fusion.py)
+        f"  - read_jsonl: {{paths: '{data}/*.jsonl'}}\n    checkpoint: true\n"
         "  - myfilters:long_enough: {}\n  - helpers_core:upper_first: {}\n"
         "  - write_jsonl: {path: out}\n")
     run_env(tmp_path, "run", "p.yaml")

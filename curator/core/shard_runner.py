@@ -1,0 +1,462 @@
+"""Runs one shard through a chain of per-document stages in one pass: one read, one write.
+
+A :class:`ShardTask` holds the stages of a *fused group* (see
+:meth:`curator.core.pipeline.Pipeline.fused_groups`): a source or shard stage followed by the
+shard stages that are its only consumers. The documents stream from the first stage through
+the others; only the last stage's output is written (``stages/<last>/data/<shard>``). Every
+stage still gets its own :class:`~curator.core.shard_context.ShardContext` (its rejected and
+quarantined documents, its counters) and its own stats and ``_done`` marker, so the report
+and ``curator status`` see every stage as before. A group of one stage is the plain case, and
+:func:`run_shard_tasks` serves global stages' final phase (``GlobalContext.write_shards``).
+
+Layout under ``work_dir`` (see :mod:`curator.core.runner`)::
+
+    stages/<id>/data/<shard>.jsonl.zst     output shards of materialised stages (atomic)
+    stages/<id>/_done/<shard>.json         shard marker: key + stats (the last stage's first,
+                                           with the others' inside: the group's commit point)
+    rejected/<id>/<shard>.jsonl.zst        removed documents with stage and reason
+    quarantine/<id>/<shard>.jsonl.zst      unusable input records with reason and location
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import orjson
+import xxhash
+
+from curator.core.document import Document
+from curator.core.errors import CuratorError, StageError, fs_error_line
+from curator.core.identity import digest
+from curator.core.shard_context import (
+    DEFAULT_MAX_DOC_BYTES,
+    HIST_BINS,
+    ShardContext,
+    length_bin,
+    write_json,
+)
+from curator.core.stage import Shard, ShardSpec, ShardStage, Source, Stage
+from curator.core.usage import Meter, Usage
+from curator.storage.atomic import atomic_open
+from curator.storage.limits import TOO_LARGE
+from curator.storage.shards import SHARD_SUFFIX, read_shard, record_writer
+
+if TYPE_CHECKING:  # pragma: no cover
+    from curator.core.executors import Executor
+
+Processor = Callable[[Iterator[Document], ShardContext], Iterator[Document]]
+
+#: Distinct ``meta.source`` values listed per source stage in the report (the rest: "(other)").
+MAX_SOURCES_LISTED = 50
+
+
+@dataclass
+class Step:
+    """One stage of a shard task, applied to the previous step's documents."""
+
+    stage: Stage
+    stage_id: str
+    fingerprint: str
+    #: What this stage's result for the shard depends on (see :mod:`curator.core.identity`);
+    #: it chains the keys of the steps above, so the last step's key is the group's key.
+    key: str
+    artifacts: dict[str, Any] = field(default_factory=dict)
+    #: Write this step's output to ``stages/<id>/data`` (the last step of a task); the others
+    #: stream into the next step and are not materialised.
+    write: bool = True
+    #: Override of ``stage.process`` (a global stage's final phase).
+    process: Processor | None = None
+
+
+@dataclass
+class ShardTask:
+    """Everything a worker needs to take one shard through a (fused) chain of stages."""
+
+    steps: list[Step]
+    work_dir: str
+    name: str
+    spec: ShardSpec | None  # when the first step is a source
+    input_path: str | None  # when it is a shard or global stage
+    save_rejected: bool
+    max_doc_bytes: int = DEFAULT_MAX_DOC_BYTES
+    #: Identity of the files a source shard reads, recorded in the marker (to explain reruns).
+    read: dict[str, Any] | None = None
+
+
+def utf8_len(text: str) -> int:
+    """UTF-8 size of ``text``; ASCII text (most of it) is measured without encoding a copy."""
+    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+
+
+def stage_dir(work_dir: str, stage_id: str) -> str:
+    return os.path.join(work_dir, "stages", stage_id)
+
+
+def marker_path(work_dir: str, stage_id: str, shard: str) -> str:
+    return os.path.join(stage_dir(work_dir, stage_id), "_done", f"{shard}.json")
+
+
+def data_path(work_dir: str, stage_id: str, shard: str) -> str:
+    return os.path.join(stage_dir(work_dir, stage_id), "data", f"{shard}{SHARD_SUFFIX}")
+
+
+def id_hashes(doc_ids: Sequence[str]) -> Any:
+    """64-bit hashes (xxh3) of document ids, as a numpy array; duplicates are counted on
+    these (a false match needs ~4 billion distinct ids to become likely)."""
+    import numpy as np
+
+    h = xxhash.xxh3_64_intdigest
+    return np.fromiter((h(i.encode("utf-8", "surrogatepass")) for i in doc_ids),
+                       dtype=np.uint64, count=len(doc_ids))
+
+
+def id_hash_path(work_dir: str, stage_id: str, shard: str) -> str:
+    return os.path.join(stage_dir(work_dir, stage_id), "_ids", f"{shard}.u64")
+
+
+def _write_id_hashes(path: str, doc_ids: Sequence[str]) -> None:
+    import numpy as np
+
+    arr = np.sort(id_hashes(doc_ids)).astype("<u8", copy=False)
+    with atomic_open(path, "wb") as f:
+        f.write(arr.tobytes())
+
+
+_NO_SOURCE = object()
+
+
+def _tally(sources: Counter[str], src: Any, n: int) -> None:
+    key = str(src) if src is not None else "-"
+    if key in sources or len(sources) < MAX_SOURCES_LISTED:
+        sources[key] += n
+    else:
+        sources["(other)"] += n
+
+
+def _new_stats(name: str) -> dict[str, Any]:
+    return {"shard": name, "docs_in": 0, "bytes_in": 0, "docs_out": 0, "bytes_out": 0}
+
+
+def _resumable(task: ShardTask) -> list[dict[str, Any]] | None:
+    """The stats of every step when the last step's marker has its key (it chains the keys of
+    the steps above, and holds their markers too) and its output, else ``None``: the shard is
+    redone for the whole group. A step whose own marker is missing (a kill between two marker
+    writes) gets it back; an existing file is never rewritten."""
+    last = task.steps[-1]
+    m = _read_json(marker_path(task.work_dir, last.stage_id, task.name))
+    if not m or m.get("key") != last.key or not isinstance(m.get("stats"), dict):
+        return None
+    if last.write and not m["stats"].get("path"):  # made fused earlier, now materialised
+        return None
+    above = m.get("group") or []
+    if len(above) != len(task.steps) - 1 or any(
+            not isinstance(e, dict) or e.get("key") != st.key
+            for e, st in zip(above, task.steps, strict=False)):
+        return None
+    for e, st in zip(above, task.steps, strict=False):
+        path = marker_path(task.work_dir, st.stage_id, task.name)
+        if not os.path.exists(path):
+            write_json(path, e)
+    return [e["stats"] for e in above] + [m["stats"]]
+
+
+def _clear(task: ShardTask) -> None:
+    """Before a shard is redone: what earlier attempts of each step left for it is obsolete
+    (files written elsewhere, set-aside records, the marker; for a step no longer
+    materialised, its earlier output shard) even if this attempt sets nothing aside."""
+    for st in reversed(task.steps):  # the last step's marker (the group's) goes first
+        marker = marker_path(task.work_dir, st.stage_id, task.name)
+        m = _read_json(marker)
+        if m:
+            _remove_files(m.get("files") or [])
+        paths = [os.path.join(task.work_dir, kind, st.stage_id, f"{task.name}.jsonl.zst")
+                 for kind in ("rejected", "quarantine")]
+        if len(task.steps) > 1:  # the markers are rewritten last step last
+            paths.append(marker)
+        if not st.write:
+            paths.append(data_path(task.work_dir, st.stage_id, task.name))
+        for p in paths:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(p)
+
+
+def run_shard(task: ShardTask) -> list[dict[str, Any]]:
+    """Take one shard through the task's steps (or return the stats of an earlier run that
+    did); one stats dict per step, in step order."""
+    cached = _resumable(task)
+    if cached is not None:
+        for st in cached:
+            st["resumed"] = True
+        return cached
+    _clear(task)
+
+    t0 = time.perf_counter()
+    meter = Meter()  # CPU seconds and peak RSS of this pass (report)
+    steps = task.steps
+    last = len(steps) - 1
+    ctxs = [ShardContext(shard=task.name, stage_id=st.stage_id, work_dir=task.work_dir,
+                         artifacts=st.artifacts, save_rejected=task.save_rejected,
+                         max_doc_bytes=task.max_doc_bytes) for st in steps]
+    stats = [_new_stats(task.name) for _ in steps]
+    hists = [[0] * HIST_BINS for _ in steps]
+    #: seconds spent inside next() of step k's output (k and everything above it)
+    pulled = [0.0] * len(steps)
+    #: the step whose code raised, found where the exception first crosses a step boundary
+    culprit: list[int] = []
+    head = steps[0].stage
+    doc_ids: list[str] = []
+    sources: Counter[str] = Counter()
+    ctx0 = ctxs[0]
+
+    def counted(docs: Iterator[Document]) -> Iterator[Document]:
+        """The documents a shard or global stage reads, counted."""
+        n = b = 0
+        try:
+            for d in docs:
+                n += 1
+                b += utf8_len(d.text)
+                yield d
+        finally:
+            stats[0]["docs_in"] += n
+            stats[0]["bytes_in"] += b
+
+    def source_docs(docs: Iterator[Document]) -> Iterator[Document]:
+        """A source's documents, counted, with the run-wide size cap (a safety net for sources
+        that materialise records before checking them), their ids (duplicate count) and
+        their ``meta.source`` tally. One generator: this runs once per document."""
+        cap = ctx0.doc_cap(getattr(head, "max_doc_mb", None))  # a reader's own override wins
+        quarter = cap // 4  # a text of at most cap/4 characters is at most cap UTF-8 bytes
+        add_id = doc_ids.append
+        last_src: Any = _NO_SOURCE
+        run = n = b = 0
+        try:
+            for d in docs:
+                t = d.text
+                if len(t) > quarter and utf8_len(t) > cap:
+                    ctx0.quarantine({"id": d.id, "meta": d.meta}, TOO_LARGE,
+                                    detail=f"document of {utf8_len(t)} bytes > max_doc_mb "
+                                           f"({cap} bytes)")
+                    continue
+                add_id(d.id)
+                src = d.meta.get("source")
+                if src != last_src:
+                    if run:
+                        _tally(sources, last_src, run)
+                    last_src, run = src, 0
+                run += 1
+                n += 1
+                b += utf8_len(t)
+                yield d
+        finally:
+            if run:
+                _tally(sources, last_src, run)
+            stats[0]["docs_in"] += n
+            stats[0]["bytes_in"] += b
+
+    def link(docs: Iterator[Document], k: int) -> Iterator[Document]:
+        """Step k's output going into step k+1: counted out of k and into k+1 (one
+        generator), timed, and blamed on step k if it raises."""
+        n = b = 0
+        hist = hists[k]
+        pc = time.perf_counter
+        spent = 0.0
+        it = iter(docs)
+        try:
+            while True:
+                t = pc()
+                try:
+                    d = next(it)
+                except StopIteration:
+                    spent += pc() - t
+                    break
+                except Exception:
+                    if not culprit:
+                        culprit.append(k)
+                    raise
+                spent += pc() - t
+                ln = utf8_len(d.text)
+                n += 1
+                b += ln
+                hist[length_bin(ln)] += 1
+                yield d
+        finally:
+            pulled[k] += spent
+            stats[k]["docs_out"] += n
+            stats[k]["bytes_out"] += b
+            stats[k + 1]["docs_in"] += n
+            stats[k + 1]["bytes_in"] += b
+
+    out_path = ""
+    try:
+        if task.spec is not None:
+            if not isinstance(head, Source):
+                raise StageError(f"stage '{steps[0].stage_id}' is not a source")
+            docs = source_docs(head.read(task.spec, ctx0))
+        else:
+            assert task.input_path is not None
+            docs = counted(read_shard(task.input_path))
+        for k, st in enumerate(steps):
+            if k:
+                docs = link(docs, k - 1)
+            if task.spec is None or k:
+                docs = _processor(st)(docs, ctxs[k])
+        final = steps[last]
+        hist = hists[last]
+        n = b = 0
+        t_pull = 0.0
+        pc = time.perf_counter
+        passthrough = (final.stage.passthrough and final.process is None and last == 0
+                       and task.input_path is not None)
+        try:
+            if passthrough:
+                out_path = task.input_path or ""
+                for d in docs:
+                    n += 1
+                    ln = utf8_len(d.text)
+                    b += ln
+                    hist[length_bin(ln)] += 1
+            else:
+                out_path = data_path(task.work_dir, final.stage_id, task.name)
+                with record_writer(out_path) as w:
+                    it = iter(docs)
+                    while True:
+                        t = pc()
+                        try:
+                            d = next(it)
+                        except StopIteration:
+                            break
+                        finally:
+                            t_pull += pc() - t
+                        w.write_doc(d)
+                        ln = utf8_len(d.text)
+                        n += 1
+                        b += ln
+                        hist[length_bin(ln)] += 1
+        except Exception:
+            if not culprit:
+                culprit.append(last)
+            raise
+        pulled[last] = t_pull
+        stats[last]["docs_out"], stats[last]["bytes_out"] = n, b
+        if task.spec is not None:
+            # A source's "in" is every record it produced: kept, removed or set aside.
+            s0 = stats[0]
+            s0["docs_in"] = (s0["docs_out"] + sum(ctx0.rejected.values())
+                             + sum(ctx0.quarantined.values()))
+            s0["sources"] = dict(sources)
+            _write_id_hashes(id_hash_path(task.work_dir, steps[0].stage_id, task.name), doc_ids)
+        for c in ctxs:
+            c.close(ok=True)
+    except CuratorError:
+        for c in ctxs:
+            c.close(ok=False)
+        raise
+    except Exception as e:
+        for c in ctxs:
+            c.close(ok=False)
+        if os.environ.get("CURATOR_DEBUG"):
+            raise
+        why = fs_error_line(e) or f"{type(e).__name__}: {e}"
+        sid = steps[culprit[0] if culprit else 0].stage_id
+        raise StageError(f"stage '{sid}' failed on shard '{task.name}': {why}") from e
+    total = time.perf_counter() - t0
+    used = meter.stop()
+    # Each step's own time: what pulling its output took minus pulling its input; reading
+    # the input counts for the first step, writing (and setting up) for the last.
+    prev = 0.0
+    for k, st in enumerate(steps):
+        own = (total - prev) if k == last else (pulled[k] - prev)
+        prev = pulled[k]
+        path = out_path if k == last else (task.input_path or "") if (
+            k == 0 and st.stage.passthrough and task.input_path) else ""
+        c = ctxs[k]
+        stats[k].update(
+            path=path, rejected=dict(c.rejected), quarantined=dict(c.quarantined),
+            counters=dict(c.counters), length_hist=hists[k],
+            rejected_by_source=dict(c.rejected_by_source),
+            seconds=round(max(own, 0.0), 4), resumed=False, key=st.key,
+            # one process ran the whole chain: its CPU is split by each step's share of the
+            # pass's time, its peak RSS is the chain's (an upper bound for each step)
+            **Usage(used.cpu_s * (max(own, 0.0) / total if total > 0 else 1 / len(steps)),
+                    used.peak_rss_mb, used.proc).as_stats(),
+        )
+    # Markers last. The last step's comes first and holds the others: it alone says the shard
+    # is done for the whole group, so a marker that exists is never redone or rewritten.
+    markers = []
+    for k, st in enumerate(steps):
+        if k == 0:
+            read = task.read if task.spec is not None else {"upstream": task.input_path}
+        else:
+            read = {"upstream": f"{steps[k - 1].stage_id} (fused)"}
+        markers.append({"fingerprint": st.fingerprint, "key": st.key, "read": read,
+                        "files": ctxs[k].files, "stats": stats[k]})
+    if last:
+        markers[last]["group"] = markers[:last]
+    for k in (last, *range(last)):
+        write_json(marker_path(task.work_dir, steps[k].stage_id, task.name), markers[k])
+    return stats
+
+
+def _processor(st: Step) -> Processor:
+    if st.process is not None:
+        return st.process
+    if isinstance(st.stage, ShardStage):
+        return st.stage.process
+    raise StageError(f"stage '{st.stage_id}' is not a shard stage")
+
+
+def shard_key(fingerprint: str, name: str, upstream: str) -> str:
+    """Key of a shard computed from one upstream shard: the stage's (effective) fingerprint
+    and the upstream shard's key, so a change upstream reaches exactly the shards below it."""
+    return digest({"fp": fingerprint, "shard": name, "input": upstream})
+
+
+def source_key(fingerprint: str, spec: ShardSpec, read: dict[str, Any]) -> str:
+    """Key of a source shard: the stage fingerprint, the shard's data (URL, byte range,
+    checksum, resolved dump date...) and the identity of the files it reads."""
+    return digest({"fp": fingerprint, "shard": spec.name, "data": spec.data, "read": read})
+
+
+def _remove_files(paths: Sequence[str]) -> None:
+    """Files a stage wrote for a shard outside its own folder (``ctx.wrote``), now obsolete."""
+    for p in paths:
+        with contextlib.suppress(OSError):
+            os.unlink(p)
+
+
+def run_shard_tasks(executor: Executor, stage: Stage, stage_id: str, fingerprint: str,
+                    work_dir: str, shards: list[Shard], *, artifacts: dict[str, Any],
+                    save_rejected: bool, max_doc_bytes: int = DEFAULT_MAX_DOC_BYTES,
+                    process: Processor | None = None, progress: Any = None,
+                    ) -> tuple[list[Shard], list[dict[str, Any]]]:
+    """Map one stage over input shards, one output shard each (a global stage's final phase,
+    ``GlobalContext.write_shards``)."""
+    tasks = [
+        ShardTask([Step(stage, stage_id, fingerprint,
+                        shard_key(fingerprint, s.name, s.key or s.path), artifacts,
+                        process=process)],
+                  work_dir, s.name, None, s.path, save_rejected, max_doc_bytes)
+        for s in shards
+    ]
+    stats = [r[0] for r in executor.map(run_shard, tasks, progress=progress)]
+    return out_shards(stats), stats
+
+
+def out_shards(stats: Sequence[dict[str, Any]]) -> list[Shard]:
+    """The shards a stage's per-shard stats describe (path ``""``: streamed, not written)."""
+    return [Shard(st["shard"], st["path"], st["docs_out"], st["bytes_out"], st.get("key", ""))
+            for st in stats]
+
+
+def _read_json(path: str) -> dict[str, Any] | None:
+    try:
+        with open(path, "rb") as f:
+            return orjson.loads(f.read())
+    except (OSError, orjson.JSONDecodeError):
+        return None

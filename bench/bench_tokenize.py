@@ -96,7 +96,7 @@ def main(argv: list[str] | None = None) -> None:
                 w = PartWriter(os.path.join(tmp, "ours"), enc, sentence_stats=stats)
                 for i in range(0, len(ours_docs), args.batch):
                     w.add(ours_docs[i:i + args.batch])
-                run_ours.tokens = w.close()["tokens"]  # type: ignore[attr-defined]
+                run_ours.tokens = w.close().tokens  # type: ignore[attr-defined]
             return go
 
         def run_datatrove() -> None:

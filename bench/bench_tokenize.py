@@ -34,7 +34,7 @@ from collections.abc import Callable
 from curator.core.document import Document
 from curator.tokenize.load import load_encoder
 from curator.tokenize.megatron_shards import PartWriter
-from curator.tokenize.train import TrainTokenizer, train_bpe
+from curator.tokenize.train_tokenizer import TrainTokenizer, train_bpe
 
 
 def make_corpus(n: int, seed: int = 0) -> list[str]:

@@ -207,7 +207,7 @@ def status(key):
             return int(line.split()[1])
 
 pipe = pl.load(sys.argv[2])  # imports the stages' modules
-import numpy, curator.dedup.fuzzy, curator.io.jsonl  # noqa: E401,F401
+import numpy, curator.dedup.fuzzy_dedup, curator.io.jsonl  # noqa: E401,F401
 with open("/proc/self/clear_refs", "w") as f:  # reset the peak (VmHWM) after the imports
     f.write("5")
 base = status("VmRSS")

@@ -34,7 +34,7 @@ from collections.abc import Callable
 from curator.core.document import Document
 from curator.tokenize.load import load_encoder
 from curator.tokenize.megatron_shards import PartWriter
-from curator.tokenize.train import TrainTokenizer, train_bpe
+from curator.tokenize.train_tokenizer import TrainTokenizer, train_bpe
 
 
 def make_corpus(n: int, seed: int = 0) -> list[str]:
@@ -96,7 +96,7 @@ def main(argv: list[str] | None = None) -> None:
                 w = PartWriter(os.path.join(tmp, "ours"), enc, sentence_stats=stats)
                 for i in range(0, len(ours_docs), args.batch):
                     w.add(ours_docs[i:i + args.batch])
-                run_ours.tokens = w.close()["tokens"]  # type: ignore[attr-defined]
+                run_ours.tokens = w.close().tokens  # type: ignore[attr-defined]
             return go
 
         def run_datatrove() -> None:

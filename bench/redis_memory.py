@@ -164,7 +164,7 @@ def _docs(corpus: Path):
 
 def digests(corpus: Path) -> tuple[np.ndarray, float]:
     """(docs x bands) band digests with fuzzy_dedup's defaults, and the CPU seconds spent."""
-    from curator.dedup.fuzzy import FuzzyDedup
+    from curator.dedup.fuzzy_dedup import FuzzyDedup
     from curator.dedup.minhash import MinHasher, band_digests
 
     st = FuzzyDedup()  # the stage's defaults decide shingles, permutations and banding

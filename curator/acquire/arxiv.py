@@ -16,7 +16,7 @@ import re
 import tarfile
 import zlib
 from collections.abc import Iterator
-from typing import IO, Any, Literal
+from typing import IO, Any
 
 from curator.acquire.base import DownloadSource
 from curator.acquire.download import fetch, join_url, require_protocol
@@ -181,12 +181,9 @@ class Arxiv(DownloadSource):
 
     def __init__(self, months: str, base_url: str = ARXIV_BASE_URL, limit: int | None = None,
                  timeout_s: float = 30.0, min_chars: int = 500,
-                 download_dir: str = "downloads", delete_after_read: bool = False,
-                 retries: int = 5, backoff_s: float = 1.0,
-                 on_download_error: Literal["fail", "skip"] = "fail", http_timeout_s: float = 60.0,
-                 source: str | None = None,
-                 storage_options: dict[str, Any] | None = None,
-                 max_doc_mb: float | None = None) -> None:
+                 max_doc_mb: float | None = None, **download: Any) -> None:
+        """``**download``: the :class:`~curator.acquire.base.DownloadParams`."""
+        super().__init__(**download)
         self.months = months
         if max_doc_mb is not None and max_doc_mb <= 0:
             raise ConfigError("arxiv: max_doc_mb must be positive")
@@ -201,16 +198,8 @@ class Arxiv(DownloadSource):
         self.limit = limit
         self.timeout_s = timeout_s
         self.min_chars = min_chars
-        self.download_dir = download_dir
-        self.delete_after_read = delete_after_read
-        self.retries = retries
-        self.on_download_error = on_download_error
-        self.backoff_s = backoff_s
-        self.http_timeout_s = http_timeout_s
-        self.source = source
-        if storage_options is None and base_url.startswith("s3://arxiv"):
-            storage_options = {"requester_pays": True}
-        self.storage_options = storage_options
+        if self.storage_options is None and base_url.startswith("s3://arxiv"):
+            self.storage_options = {"requester_pays": True}
 
     def source_name(self, ctx: StageContext) -> str:
         return self.source or "arxiv"

@@ -36,26 +36,38 @@ from urllib.parse import urlsplit
 from curator.acquire.download import DownloadError, FetchResult, Verify, fetch, is_local_url
 from curator.core.context import ShardContext, StageContext
 from curator.core.document import Document
-from curator.core.stage import ShardSpec, Source
+from curator.core.stage import Params, ShardSpec, Source
 
 
-class DownloadSource(Source):
-    """Base class of sources that download files and extract documents from their records."""
+class DownloadParams(Params):
+    """The download settings, declared once: YAML parameters of every built-in source (its
+    ``__init__`` takes ``**download`` and passes them on); fixed defaults for a custom
+    :class:`DownloadSource` whose ``__init__`` does not."""
 
-    #: How a finished download is checked before it counts as done.
-    verify: Verify = "none"
-    #: Folder (relative: under work_dir) for downloads; subclasses may expose it as a parameter.
+    #: Folder (relative: under work_dir) for downloads.
     download_dir: str = "downloads"
-    retries: int = 5
-    backoff_s: float = 1.0
-    http_timeout_s: float = 60.0
-    storage_options: dict[str, Any] | None = None
     #: Delete a downloaded file once its shard has been read (saves disk on big crawls).
     delete_after_read: bool = False
+    #: Attempts after the first failed one, with exponential backoff from ``backoff_s``.
+    retries: int = 5
+    backoff_s: float = 1.0
     #: "fail": a file that cannot be downloaded fails the run (a rerun retries it; finished
     #: shards are kept). "skip": quarantine the URL, count ``files_failed`` and go on (the
     #: shard is then done and empty: a rerun does not retry it).
     on_download_error: Literal["fail", "skip"] = "fail"
+    #: Connect/read timeout of one HTTP request, in seconds (a stalled one is retried).
+    http_timeout_s: float = 60.0
+    #: ``meta.source`` of the documents (default: the source's name, or the stage id).
+    source: str | None = None
+    #: fsspec options for remote URLs (``{anon: true}``, credentials profile...).
+    storage_options: dict[str, Any] | None = None
+
+
+class DownloadSource(Source, DownloadParams):
+    """Base class of sources that download files and extract documents from their records."""
+
+    #: How a finished download is checked before it counts as done.
+    verify: Verify = "none"
 
     # -- the three methods a custom source implements -----------------------------------------
     def urls(self, ctx: StageContext) -> list[str]:
@@ -78,7 +90,7 @@ class DownloadSource(Source):
         return [{"url": u} for u in self.urls(ctx)]
 
     def source_name(self, ctx: StageContext) -> str:
-        return ctx.stage_id
+        return self.source or ctx.stage_id
 
     # -- Source API ---------------------------------------------------------------------------
     def shards(self, ctx: StageContext) -> list[ShardSpec]:

@@ -3,7 +3,7 @@ text (WARC reading and extraction are shared with ``read_warc`` in :mod:`curator
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 from curator.acquire.download import fetch, join_url
 from curator.acquire.warc import _SNAPSHOT, CC_BASE_URL, Reader, _WarcExtracting, parse_ranges
@@ -20,11 +20,9 @@ class CommonCrawl(_WarcExtracting):
     def __init__(self, snapshot: str, base_url: str = CC_BASE_URL, files: str | None = None,
                  limit: int | None = None, extractor: Extractor = DEFAULT_EXTRACTOR,
                  timeout_s: float = 10.0, max_page_mb: float = 10.0, reader: Reader = "fastwarc",
-                 download_dir: str = "downloads", delete_after_read: bool = False,
-                 retries: int = 5, backoff_s: float = 1.0,
-                 on_download_error: Literal["fail", "skip"] = "fail", http_timeout_s: float = 60.0,
-                 source: str | None = None,
-                 storage_options: dict[str, Any] | None = None) -> None:
+                 **download: Any) -> None:
+        """``**download``: the :class:`~curator.acquire.base.DownloadParams`."""
+        super().__init__(**download)
         if not _SNAPSHOT.match(snapshot):
             raise ConfigError(f"common_crawl: snapshot '{snapshot}' is not like CC-MAIN-2024-10")
         if limit is not None and limit < 1:
@@ -42,14 +40,6 @@ class CommonCrawl(_WarcExtracting):
         self.timeout_s = timeout_s
         self.max_bytes = int(max_page_mb * 1024 * 1024)
         self.reader = reader
-        self.download_dir = download_dir
-        self.delete_after_read = delete_after_read
-        self.retries = retries
-        self.on_download_error = on_download_error
-        self.backoff_s = backoff_s
-        self.http_timeout_s = http_timeout_s
-        self.source = source
-        self.storage_options = storage_options
 
     def source_name(self, ctx: StageContext) -> str:
         return self.source or "common_crawl"

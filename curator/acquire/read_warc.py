@@ -3,7 +3,7 @@ extraction are shared with ``common_crawl`` in :mod:`curator.acquire.warc`)."""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 from curator.acquire.warc import Reader, _WarcExtracting
 from curator.core.context import StageContext
@@ -16,27 +16,21 @@ class ReadWarc(_WarcExtracting):
     """Extract HTML main text from WARC files (local or remote paths or globs)."""
 
     name = "read_warc"
+    #: Never parameters of read_warc: adding them would change the fingerprint of every
+    #: finished read_warc stage (all would rerun once).
+    params_excluded = ("delete_after_read", "http_timeout_s")
 
     def __init__(self, paths: str | list[str], extractor: Extractor = DEFAULT_EXTRACTOR,
                  timeout_s: float = 10.0, max_page_mb: float = 10.0, reader: Reader = "fastwarc",
-                 download_dir: str = "downloads", retries: int = 5, backoff_s: float = 1.0,
-                 on_download_error: Literal["fail", "skip"] = "fail",
-                 source: str | None = None,
-                 storage_options: dict[str, Any] | None = None) -> None:
+                 **download: Any) -> None:
+        """``**download``: the :class:`~curator.acquire.base.DownloadParams` (but
+        ``params_excluded``)."""
+        super().__init__(**download)
         self.paths = paths
         self.extractor = extractor
         self.timeout_s = timeout_s
         self.max_bytes = int(max_page_mb * 1024 * 1024)
         self.reader = reader
-        self.download_dir = download_dir
-        self.retries = retries
-        self.on_download_error = on_download_error
-        self.backoff_s = backoff_s
-        self.source = source
-        self.storage_options = storage_options
-
-    def source_name(self, ctx: StageContext) -> str:
-        return self.source or ctx.stage_id
 
     def urls(self, ctx: StageContext) -> list[str]:
         found = expand_paths(self.paths, self.storage_options, f"{ctx.stage_id}.paths")

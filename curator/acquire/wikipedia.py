@@ -22,7 +22,7 @@ import os
 import re
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
-from typing import IO, Any, Literal
+from typing import IO, Any
 
 from curator.acquire.base import DownloadSource
 from curator.acquire.download import fetch, join_url
@@ -216,14 +216,12 @@ class Wikipedia(DownloadSource):
 
     def __init__(self, language: str | None = None, dump_date: str = "latest",
                  base_url: str = WIKIMEDIA_BASE_URL, limit_per_file: int | None = None,
-                 min_chars: int = 1, timeout_s: float = 30.0, download_dir: str = "downloads",
-                 delete_after_read: bool = False, retries: int = 5, backoff_s: float = 1.0,
-                 on_download_error: Literal["fail", "skip"] = "fail",
-                 http_timeout_s: float = 60.0, source: str | None = None,
+                 min_chars: int = 1, timeout_s: float = 30.0,
                  paths: str | list[str] | None = None,
-                 storage_options: dict[str, Any] | None = None,
                  max_doc_mb: float | None = None,
-                 drop_sections: list[str] | None = None) -> None:
+                 drop_sections: list[str] | None = None, **download: Any) -> None:
+        """``**download``: the :class:`~curator.acquire.base.DownloadParams`."""
+        super().__init__(**download)
         if language is not None and not _LANG.match(language):
             raise ConfigError(f"wikipedia: language '{language}' is not a wiki code (en, zh_yue)")
         if dump_date != "latest" and not _DATE.match(dump_date):
@@ -231,7 +229,6 @@ class Wikipedia(DownloadSource):
         if max_doc_mb is not None and max_doc_mb <= 0:
             raise ConfigError("wikipedia: max_doc_mb must be positive")
         self.paths = paths
-        self.storage_options = storage_options
         self.max_doc_mb = max_doc_mb
         self.drop_sections = (frozenset(x.lower() for x in drop_sections)
                               if drop_sections is not None else None)
@@ -242,13 +239,6 @@ class Wikipedia(DownloadSource):
         self.limit_per_file = limit_per_file
         self.min_chars = min_chars
         self.timeout_s = timeout_s
-        self.download_dir = download_dir
-        self.delete_after_read = delete_after_read
-        self.retries = retries
-        self.on_download_error = on_download_error
-        self.backoff_s = backoff_s
-        self.http_timeout_s = http_timeout_s
-        self.source = source
 
     @property
     def wiki(self) -> str:

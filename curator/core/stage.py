@@ -11,6 +11,8 @@ A stage's parameters are its ``__init__`` keyword arguments. Their annotations a
 *are* the YAML schema: the pipeline builds a pydantic model from the signature, so an unknown
 key or a wrong type is reported before anything runs. Only plain, JSON-able values belong in
 parameters (they also form the stage's fingerprint, which decides what a rerun must redo).
+Parameters that several stages share are declared once, as the annotated fields of a
+:class:`Params` mixin (the download settings of every acquire source, for instance).
 
 Writing a filter takes a few lines (see :func:`filter`)::
 
@@ -102,7 +104,8 @@ class Stage:
     # -- construction -----------------------------------------------------------------------
     @classmethod
     def params_model(cls) -> type[BaseModel]:
-        """A pydantic model of the ``__init__`` parameters (``extra`` keys forbidden)."""
+        """A pydantic model of the ``__init__`` parameters, then the shared ones of its
+        :class:`Params` bases when ``__init__`` takes ``**params`` (``extra`` keys forbidden)."""
         cached = cls.__dict__.get("_params_model")
         if cached is not None:
             return cached
@@ -111,6 +114,9 @@ class Stage:
             ann = p.annotation if p.annotation is not inspect.Parameter.empty else Any
             default = p.default if p.default is not inspect.Parameter.empty else ...
             fields[p.name] = (ann, default)
+        if _takes_params(cls):
+            for name, field_def in shared_params(cls).items():
+                fields.setdefault(name, field_def)
         model = create_model(  # type: ignore[call-overload]
             f"{cls.__name__}Params",
             __config__=ConfigDict(extra="forbid", arbitrary_types_allowed=True),
@@ -263,6 +269,61 @@ class GlobalStage(Stage):
 
     def run(self, shards: list[Shard], ctx: GlobalContext) -> list[Shard]:
         raise NotImplementedError
+
+
+# -- parameters shared by several stages ---------------------------------------------------
+
+
+class Params:
+    """A group of parameters that several stages share, declared once as annotated class
+    fields with defaults (``retries: int = 5``), like a dataclass.
+
+    A stage that inherits a ``Params`` mixin and whose ``__init__`` takes ``**params`` (and
+    passes them on: ``super().__init__(**params)``) gets these fields as YAML parameters after
+    its own: validated, defaulted and fingerprinted like its own, set as attributes. A stage
+    whose ``__init__`` takes no ``**params`` (a custom source written against the base class)
+    keeps the defaults as fixed settings, its parameters and fingerprint unchanged. Fields of a
+    stage class itself are never parameters; a stage lists the shared fields it does not take in
+    ``params_excluded``.
+    """
+
+    #: Shared fields that this stage does not take as parameters (they keep their defaults).
+    params_excluded: ClassVar[tuple[str, ...]] = ()
+
+    def __init__(self, **params: Any) -> None:
+        allowed = shared_params(type(self))
+        for name, value in params.items():
+            if name not in allowed:
+                raise TypeError(f"{type(self).__name__}() got an unexpected keyword argument "
+                                f"'{name}'")
+            setattr(self, name, value)
+
+
+def shared_params(cls: type) -> dict[str, tuple[Any, Any]]:
+    """``name -> (annotation, default)`` of the fields that ``cls`` inherits from
+    :class:`Params` mixins (bases first, in declaration order), less ``params_excluded``."""
+    out: dict[str, tuple[Any, Any]] = {}
+    for base in reversed(cls.__mro__):
+        if not (isinstance(base, type) and issubclass(base, Params)) or base is Params \
+                or issubclass(base, Stage):
+            continue
+        for name, ann in inspect.get_annotations(base, eval_str=True).items():
+            if getattr(ann, "__origin__", None) is ClassVar or ann is ClassVar:
+                continue
+            out[name] = (ann, base.__dict__.get(name, ...))
+    for name in getattr(cls, "params_excluded", ()):
+        out.pop(name, None)
+    return out
+
+
+def _takes_params(cls: type) -> bool:
+    """The stage's own ``__init__`` has a ``**params`` argument (it passes shared parameters
+    on); a stage without an ``__init__`` of its own takes none."""
+    init = cls.__init__  # type: ignore[misc]
+    if not issubclass(cls, Params) or init is Params.__init__:
+        return False
+    return any(p.kind is inspect.Parameter.VAR_KEYWORD
+               for p in inspect.signature(init).parameters.values())
 
 
 # -- decorators for the common case: a plain function -------------------------------------

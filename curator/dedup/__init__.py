@@ -1,8 +1,8 @@
 """Stage family 'dedup'. Keep this file light: only the name -> 'module:Class' table."""
 
 STAGES: dict[str, str] = {
-    "exact_dedup": "curator.dedup.exact:ExactDedup",
-    "fuzzy_dedup": "curator.dedup.fuzzy:FuzzyDedup",
+    "exact_dedup": "curator.dedup.exact_dedup:ExactDedup",
+    "fuzzy_dedup": "curator.dedup.fuzzy_dedup:FuzzyDedup",
     "line_dedup": "curator.dedup.line_dedup:LineDedup",
     "sentence_span_dedup": "curator.dedup.sentence_span_dedup:SentenceSpanDedup",
 }

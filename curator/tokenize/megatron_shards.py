@@ -18,11 +18,12 @@ sequences), as Megatron's ``preprocess_data.py`` does, so document counts always
 from __future__ import annotations
 
 import contextlib
+import functools
 import itertools
 import os
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
 import numpy as np
@@ -67,18 +68,38 @@ def bin_labels(nbins: int) -> list[str]:
 
 @dataclass
 class GroupStats:
-    """Per-group (source) numbers of one shard, summed over shards by the driver."""
+    """A group's (source's) numbers in one part (one input shard), or, after :meth:`merge`,
+    over all its parts. The counters are in the order the report lists them."""
 
-    part: str
+    part: str = ""  # the part's prefix; "" for a merged total
     documents: int = 0
     empty_documents: int = 0
+    repaired_documents: int = 0  # invalid Unicode replaced before tokenizing
     sequences: int = 0
     sentences: int = 0  # in the sampled documents
     sampled_documents: int = 0
     sampled_tokens: int = 0
     tokens: int = 0
-    repaired_documents: int = 0
     hist: list[int] = field(default_factory=lambda: [0] * TOKEN_BINS)
+
+    def merge(self, other: GroupStats) -> GroupStats:
+        """The sum of two groups' numbers (a total: no ``part``)."""
+        out = GroupStats(hist=[a + b for a, b in zip(self.hist, other.hist, strict=True)])
+        for f in _COUNTERS:
+            setattr(out, f, getattr(self, f) + getattr(other, f))
+        return out
+
+    def summary(self) -> dict[str, Any]:
+        """The counters and their averages (the ``corpus_stats`` artifact of one group)."""
+        out: dict[str, Any] = {f: getattr(self, f) for f in _COUNTERS}
+        sents, sampled = self.sentences, self.sampled_documents
+        out["avg_tokens_per_document"] = round(self.tokens / max(self.documents, 1), 2)
+        out["avg_tokens_per_sentence"] = round(self.sampled_tokens / sents, 2) if sents else None
+        out["avg_sentences_per_document"] = round(sents / sampled, 2) if sampled else None
+        return out
+
+
+_COUNTERS = [f.name for f in fields(GroupStats) if f.name not in ("part", "hist")]
 
 
 def encode_documents(enc: Encoder, texts: list[str], *, split_sentences: bool, lang: str,
@@ -144,7 +165,7 @@ class PartWriter:
         self.writer = megatron.IndexedWriter(prefix, megatron.token_dtype(enc.vocab_size))
         self._files = contextlib.ExitStack()  # the .ids file stays open until close/abort
         self._ids = self._files.enter_context(atomic_open(prefix + ".ids", "wb"))
-        self.stats = GroupStats(prefix)
+        self.stats = GroupStats(part=prefix)
 
     def add(self, docs: list[Document]) -> None:
         texts = [d.text for d in docs]
@@ -180,12 +201,12 @@ class PartWriter:
         for i, c in enumerate(np.bincount(token_bins(per_doc_tok), minlength=TOKEN_BINS)):
             gs.hist[i] += int(c)
 
-    def close(self) -> dict[str, Any]:
+    def close(self) -> GroupStats:
         """Publish the part (atomically), verify it and return its statistics."""
         self.writer.close()
         self._files.close()  # publishes the .ids file
         megatron.verify(self.stats.part)
-        return dict(self.stats.__dict__)
+        return self.stats
 
     def abort(self) -> None:
         self.writer.abort()
@@ -337,10 +358,12 @@ class MegatronShards(GlobalStage):
                           keys=[s.name for s in shards])
 
         # group -> parts in shard order
-        groups: dict[str, list[dict[str, Any]]] = {}
+        groups: dict[str, list[GroupStats]] = {}
         for r in results:
             for g, gs in r["groups"].items():
-                groups.setdefault(g, []).append(gs)
+                # (a dict: a phase result saved by curator before GroupStats travelled whole)
+                groups.setdefault(g, []).append(gs if isinstance(gs, GroupStats)
+                                                else GroupStats(**gs))
         dtype = megatron.token_dtype(enc.vocab_size)
         itemsize = np.dtype(dtype).itemsize
         target = int(self.prefix_size_mb * 1e6)
@@ -351,7 +374,7 @@ class MegatronShards(GlobalStage):
             if base in names.values():
                 base = f"{base}-{len(names)}"
             names[g] = base
-            parts = ((p["part"], megatron.read_index(p["part"] + ".idx").doc_token_ends())
+            parts = ((p.part, megatron.read_index(p.part + ".idx").doc_token_ends())
                      for p in groups[g])  # lazily: one part's document array at a time
             plan = megatron.plan_split(parts, target, itemsize)
             for k, slices in enumerate(plan):
@@ -370,30 +393,23 @@ class MegatronShards(GlobalStage):
         return ctx.passthrough(shards)
 
     def _publish(self, ctx: GlobalContext, tokenizer: dict[str, Any],
-                 groups: dict[str, list[dict[str, Any]]], prefixes: dict[str, list[str]],
+                 groups: dict[str, list[GroupStats]], prefixes: dict[str, list[str]],
                  dtype: type, out_dir: str) -> None:
         rows, stats = [], {}
         hist_all = np.zeros(TOKEN_BINS, dtype=np.int64)
         hists: dict[str, np.ndarray] = {}
         for g in sorted(groups):
-            tot = {k: sum(p[k] for p in groups[g]) for k in
-                   ("documents", "empty_documents", "repaired_documents", "sequences",
-                    "sentences", "sampled_documents", "sampled_tokens", "tokens")}
-            hists[g] = np.sum([p["hist"] for p in groups[g]], axis=0)
+            total = functools.reduce(GroupStats.merge, groups[g], GroupStats())
+            hists[g] = np.asarray(total.hist, dtype=np.int64)
             hist_all += hists[g]
-            sents, sampled = tot["sentences"], tot["sampled_documents"]
-            tot["avg_tokens_per_document"] = round(tot["tokens"] / max(tot["documents"], 1), 2)
-            tot["avg_tokens_per_sentence"] = (round(tot["sampled_tokens"] / sents, 2)
-                                              if sents else None)
-            tot["avg_sentences_per_document"] = (round(sents / sampled, 2) if sampled else None)
-            stats[g] = tot
+            tot = stats[g] = total.summary()
             rows.append([g, tot["documents"], tot["empty_documents"], tot["sequences"],
                          tot["tokens"], tot["avg_tokens_per_document"],
                          tot["avg_tokens_per_sentence"], tot["avg_sentences_per_document"],
                          len(prefixes.get(g, []))])
-            ctx.count(f"tokens:{g}", tot["tokens"])
-            if tot["repaired_documents"]:
-                ctx.count("invalid_unicode_repaired", tot["repaired_documents"])
+            ctx.count(f"tokens:{g}", total.tokens)
+            if total.repaired_documents:
+                ctx.count("invalid_unicode_repaired", total.repaired_documents)
         ctx.count("tokens", int(sum(s["tokens"] for s in stats.values())))
         last = int(np.max(np.nonzero(hist_all)[0])) + 1 if hist_all.any() else 1
         ctx.artifacts.update({

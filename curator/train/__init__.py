@@ -1,4 +1,4 @@
 """Stage family 'train'. Keep this file light: only the name -> 'module:Class' table."""
 
-STAGES: dict[str, str] = {"train": "curator.train.stage:Train"}
+STAGES: dict[str, str] = {"train": "curator.train.train:Train"}
 CLI = "curator.train.cli"

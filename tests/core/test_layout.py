@@ -28,11 +28,6 @@ from curator.core.stage import Stage
 ROOT = Path(__file__).resolve().parents[2]
 PKG = ROOT / "curator"
 
-#: Stages still in a one-stage file named otherwise, found by the grep rule until their
-#: families' renames are merged (issue 14). Empty this list, do not grow it.
-NOT_YET_RENAMED = {"exact_dedup", "fuzzy_dedup", "train_tokenizer", "train"}
-
-
 def _literal_stages(family: str) -> dict[str, str]:
     """The family's ``STAGES`` table, which must be a dict of string literals."""
     path = PKG / family.split(".")[1] / "__init__.py"
@@ -76,7 +71,7 @@ def test_every_stage_is_found_from_its_name() -> None:
                 continue
             says_name = re.search(rf'^\s*name\s*=\s*"{re.escape(name)}"', inspect.getsource(cls),
                                   re.MULTILINE)
-            if per_module[mod_name] == 1 and name not in NOT_YET_RENAMED:
+            if per_module[mod_name] == 1:
                 wrong.append(f"{name}: {target} is the only stage in {file.relative_to(ROOT)}: "
                              f"name the file {expected.relative_to(ROOT)}")
             elif not says_name:

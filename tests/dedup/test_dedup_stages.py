@@ -227,7 +227,7 @@ def test_empty_input_and_empty_texts(tmp_path):
 
 def test_crash_in_a_late_phase_resumes_without_redoing_signatures(tmp_path, corpus,
                                                                   monkeypatch):
-    import curator.dedup.fuzzy as fz
+    import curator.dedup.fuzzy_dedup as fz
 
     cdir, _ = corpus
     y = write_pipeline(tmp_path / "p.yaml", tmp_path / "w", f"{cdir}/part*.jsonl",

@@ -194,7 +194,7 @@ def test_invalid_unicode_is_repaired_and_counted_not_fatal(tmp_path):
     texts = ["fine", "bad \ud800 text", ""]
     w.add([Document(str(i), x, {}) for i, x in enumerate(texts)])
     stats = w.close()
-    assert stats["repaired_documents"] == 1 and stats["documents"] == 3
+    assert stats.repaired_documents == 1 and stats.documents == 3
     ds = IndexedDataset(str(tmp_path / "p"))
     fixed = "bad \ud800 text".encode("utf-8", "surrogatepass").decode("utf-8", "replace")
     assert "\ufffd" in fixed

@@ -262,3 +262,54 @@ def test_vocab_merges_params_publish_a_tokenizer_json_and_eod_is_required(tmp_pa
     with pytest.raises(ConfigError, match="no EOD token"):
         run_pipeline(stages, tmp_path / "w3")
     assert not (tmp_path / "w3" / "stages" / "mega" / "parts").exists()
+
+
+def test_group_stats_merge_sums_parts_and_summary_averages():
+    from curator.tokenize.megatron_shards import TOKEN_BINS, GroupStats
+
+    a = GroupStats(part="p/0/web", documents=3, empty_documents=1, sequences=2, sentences=4,
+                   sampled_documents=2, sampled_tokens=10, tokens=12, repaired_documents=1,
+                   hist=[1, 0, 2] + [0] * (TOKEN_BINS - 3))
+    b = GroupStats(part="p/1/web", documents=1, sequences=1, sentences=1, sampled_documents=1,
+                   sampled_tokens=5, tokens=5, hist=[0, 0, 0, 1] + [0] * (TOKEN_BINS - 4))
+    total = a.merge(b)
+    assert total.part == "" and a.documents == 3  # a new total; the parts are unchanged
+    assert total.hist[:5] == [1, 0, 2, 1, 0] and len(total.hist) == TOKEN_BINS
+    assert total.summary() == {
+        "documents": 4, "empty_documents": 1, "repaired_documents": 1, "sequences": 3,
+        "sentences": 5, "sampled_documents": 3, "sampled_tokens": 15, "tokens": 17,
+        "avg_tokens_per_document": 4.25, "avg_tokens_per_sentence": 3.0,
+        "avg_sentences_per_document": 1.67}
+    assert GroupStats().summary()["avg_tokens_per_sentence"] is None
+
+
+def test_tokenize_phase_saved_as_dicts_by_an_earlier_curator_still_merges(tmp_path, corpus,
+                                                                        monkeypatch):
+    """A run killed after the tokenize phase by a curator whose phase results were plain
+    dicts resumes with this one: same corpus_stats as a clean run."""
+    import dataclasses
+    import pickle
+
+    from curator.tokenize import megatron_shards as ms
+
+    stages = [{"read_jsonl": {"paths": corpus["web"][0], "source": "web"}, "id": "web"},
+              {"train_tokenizer": {"vocab_size": 400}, "id": "tok"},
+              {"megatron_shards": {"batch_size": 32}, "id": "mega"}]
+
+    def crash(self, job):  # failure injection: killed in the merge phase
+        raise RuntimeError("injected crash")
+
+    with monkeypatch.context() as m:
+        m.setattr(ms._MergePrefix, "__call__", crash)
+        with pytest.raises(RuntimeError, match="injected crash"):
+            run_pipeline(stages, tmp_path / "w")
+    phases = list((tmp_path / "w" / "stages" / "mega" / "_phases" / "tokenize").iterdir())
+    assert phases
+    for p in phases:  # rewrite the saved results the way the earlier curator saved them
+        fp, res = pickle.loads(p.read_bytes())
+        res["groups"] = {g: dataclasses.asdict(gs) for g, gs in res["groups"].items()}
+        p.write_bytes(pickle.dumps((fp, res)))
+    resumed = stage_artifacts(run_pipeline(stages, tmp_path / "w"), "mega")
+    clean = stage_artifacts(run_pipeline(stages, tmp_path / "clean"), "mega")
+    assert resumed["corpus_stats"] == clean["corpus_stats"]
+    assert resumed["corpus_stats"]["web"]["documents"] == len(corpus["web"][1])

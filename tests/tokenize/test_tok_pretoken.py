@@ -10,7 +10,7 @@ from tokenizers import Tokenizer, normalizers, pre_tokenizers
 
 from curator.tokenize import pretoken
 from curator.tokenize.load import gpt2_tokenizer, load_encoder
-from curator.tokenize.train import TrainTokenizer, train_bpe
+from curator.tokenize.train_tokenizer import TrainTokenizer, train_bpe
 
 WORDS = ["the", "The", "THE", "don't", "it's", "we're", "you've", "I'm", "we'll", "he'd",
          "'S", "'ll", "2024", "3.14", "x2", "e-mail", "foo_bar", "<|endoftext|>", "<|end",

@@ -154,7 +154,7 @@ def test_sentencepiece_too_small_vocab_is_one_config_error(tmp_path, corpus):
 
 
 def test_chunks_keep_newlines_and_respect_the_byte_limit():
-    from curator.tokenize.train import _chunks
+    from curator.tokenize.train_tokenizer import _chunks
 
     doc = "".join(f"line {i} 数据\n" for i in range(200)) + "x" * 300 + "\nend"
     parts = list(_chunks(iter([doc, "", "short\ntext"]), 128))

@@ -232,7 +232,7 @@ def test_bad_blend_is_one_clear_error(blend_path: str, tmp_path, edit, message) 
 
 def test_stage_takes_upstream_blend_artifact(blend_path: str, tmp_path) -> None:
     from curator.core.context import GlobalContext
-    from curator.train.stage import Train
+    from curator.train.train import Train
 
     stage = Train.from_params({"train_iters": 3})
     ctx = GlobalContext(executor=None, fingerprint="f", stage=stage, stage_id="train",
@@ -251,7 +251,7 @@ def test_stage_parameters_mirror_train_config() -> None:
     defaults."""
     import dataclasses
 
-    from curator.train.stage import Train
+    from curator.train.train import Train
 
     fields = {f.name: f.default for f in dataclasses.fields(TrainConfig)}
     params = Train.params_model().model_fields

@@ -24,8 +24,8 @@ import hashlib
 import math
 import os
 import shutil
-from dataclasses import dataclass
-from typing import Any, Literal
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
@@ -49,36 +49,78 @@ from curator.dedup.minhash import MinHasher, band_digests, shingle_hashes
 from curator.dedup.normalize import resolve, word_splitter
 from curator.storage.shards import read_shard
 
+if TYPE_CHECKING:  # pragma: no cover
+    from curator.dedup.backends.redis_cluster import RedisAuth
+
 #: Memory of one bucket entry while its partition is grouped: 16 bytes stored (digest, ref)
 #: plus the sort's index and sorted copies (measured peak ~4x).
 _ENTRY_BYTES = 64
 INDEX_VERSION = 1
 
 
-@dataclass(frozen=True)
-class _Cfg:
-    """What the mapped tasks need (small and picklable)."""
+@dataclass(frozen=True, kw_only=True)
+class Hashing:
+    """What the band digests depend on. A saved index records these (``index.json``) and is
+    usable by ``against`` only where they match."""
 
-    stage_dir: str
     num_perm: int
     seed: int
+    scheme: str
     ngram: int
     shingle: str
     normalize: str
+    language: str
     bands: int
     rows: int
+
+    def index_meta(self) -> dict[str, Any]:
+        """The settings part of ``index.json`` (the key order is the file's)."""
+        return {"version": INDEX_VERSION, **asdict(self)}
+
+    def hasher(self) -> MinHasher:
+        return MinHasher(self.num_perm, self.seed, self.ngram, self.shingle,  # type: ignore[arg-type]
+                         self.normalize, scheme=self.scheme, lang=self.language)  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True, kw_only=True)
+class RedisTarget:
+    """Where the ``redis`` backend keeps bucket keys: ``prefix`` holds this run's keys,
+    ``stage_prefix`` every key of the stage whatever the run (what cleanup removes)."""
+
+    nodes: tuple[str, ...] = ()
+    prefix: str = ""
+    stage_prefix: str = ""
+    batch: int = 10_000
+    ttl_s: int = 0
+    auth: RedisAuth | None = None  # no secret inside: the password is read from the env
+
+
+@dataclass(frozen=True, kw_only=True)
+class FuzzyConfig:
+    """What the mapped tasks need (small and picklable)."""
+
+    stage_dir: str
+    hashing: Hashing
     partitions: int
     score_field: str
     verify: bool
     threshold: float
-    redis_nodes: tuple[str, ...] = ()
-    redis_prefix: str = ""
-    redis_batch: int = 10_000
-    scheme: str = "affine32"
-    redis_stage_prefix: str = ""
-    redis_ttl_s: int = 0
-    redis_auth: Any = None  # RedisAuth (no secret inside: the password is read from the env)
-    language: str = "en"
+    redis: RedisTarget = RedisTarget()
+
+
+def _ids_path(sig_path: str) -> str:
+    """The document ids beside a shard's signature file (``sig/<shard>.npz``)."""
+    return sig_path[:-4] + ".ids.json"
+
+
+def _entries(shard_idx: int, dig: np.ndarray,
+             valid: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """One shard's bucket entries: (band digest, document ref), one per band of each valid
+    document (a document without a whole shingle under ``fineweb`` gets none)."""
+    refs = pack_refs(shard_idx, dig.shape[0])
+    if valid is not None:
+        dig, refs = dig[valid], refs[valid]
+    return dig.reshape(-1), np.repeat(refs, dig.shape[1])
 
 
 class FuzzyDedup(GlobalStage):
@@ -121,23 +163,23 @@ class FuzzyDedup(GlobalStage):
     ) -> None:
         if num_perm < 1 or ngram < 1:
             raise ConfigError("num_perm and ngram must be >= 1")
-        self.threshold, self.num_perm = threshold, num_perm
-        self.shingle, self.ngram = shingle, ngram
+        self.threshold = threshold
         # With verification false positives are cheap (checked exactly), misses are not: the
         # derived banding then favours recall unless the weights are given.
         fpw = false_positive_weight if false_positive_weight is not None else (
             0.1 if verify else 0.5)
         fnw = false_negative_weight if false_negative_weight is not None else 1.0 - fpw
-        self.bands, self.rows = resolve_bands(num_perm, threshold, bands, rows, (fpw, fnw))
-        self.scheme = scheme
-        self.normalize = resolve(normalize, "fuzzy_dedup.normalize")
-        self.language = language
+        n_bands, n_rows = resolve_bands(num_perm, threshold, bands, rows, (fpw, fnw))
+        preset = resolve(normalize, "fuzzy_dedup.normalize")
         if scheme == "datatrove" and shingle != "word":
             raise ConfigError("fuzzy_dedup.scheme: datatrove hashes word n-grams; set "
                               "shingle: word")
-        if self.normalize == "fineweb" and shingle == "word":
+        if preset == "fineweb" and shingle == "word":
             word_splitter(language)  # spaCy present and knows the language: fail before running
-        self.seed, self.keep, self.score_field = seed, keep, score_field
+        self.hashing = Hashing(num_perm=num_perm, seed=seed, scheme=scheme, ngram=ngram,
+                               shingle=shingle, normalize=preset, language=language,
+                               bands=n_bands, rows=n_rows)
+        self.keep, self.score_field = keep, score_field
         self.verify, self.backend = verify, backend
         self.partitions, self.partition_mb = partitions, partition_mb
         self.redis_nodes, self.redis_key_prefix = list(redis_nodes), redis_key_prefix
@@ -170,19 +212,21 @@ class FuzzyDedup(GlobalStage):
         index_shards = [(ix["dir"], name) for ix in indexes for name in ix["shards"]]
         k = len(index_shards)
         total_docs = sum(s.docs for s in shards) + sum(ix["docs"] for ix in indexes)
+        hx = self.hashing
         parts = self.partitions or max(
-            1, math.ceil(total_docs * self.bands * _ENTRY_BYTES / (self.partition_mb << 20)))
+            1, math.ceil(total_docs * hx.bands * _ENTRY_BYTES / (self.partition_mb << 20)))
         # Keys: <redis_key_prefix>:<stage tag>:<fingerprint tag>:<digest>. The stage tag names
         # (work_dir, stage id), so cleaning it also removes keys that a killed run with other
         # parameters (another fingerprint tag) left; short tags keep keys compact.
         stage_tag = hashlib.sha1(f"{os.path.abspath(ctx.work_dir)}\0{ctx.stage_id}".encode())
         stage_prefix = f"{self.redis_key_prefix}:{stage_tag.hexdigest()[:12]}:"
         prefix = f"{stage_prefix}{hashlib.sha1(ctx.fingerprint.encode()).hexdigest()[:8]}:"
-        cfg = _Cfg(ctx.stage_dir, self.num_perm, self.seed, self.ngram, self.shingle,
-                   self.normalize, self.bands, self.rows, parts, self.score_field, self.verify,
-                   self.threshold, tuple(self.redis_nodes), prefix, self.redis_batch,
-                   self.scheme, stage_prefix, self.redis_key_ttl_s, self.redis_auth,
-                   self.language)
+        cfg = FuzzyConfig(
+            stage_dir=ctx.stage_dir, hashing=self.hashing, partitions=parts,
+            score_field=self.score_field, verify=self.verify, threshold=self.threshold,
+            redis=RedisTarget(nodes=tuple(self.redis_nodes), prefix=prefix,
+                              stage_prefix=stage_prefix, batch=self.redis_batch,
+                              ttl_s=self.redis_key_ttl_s, auth=self.redis_auth))
         if self.backend == "redis":
             self.redis_auth.password()  # fail before any work when the variable is not set
             for f in (self.redis_auth.tls_ca_file, self.redis_auth.tls_cert_file,
@@ -244,13 +288,13 @@ class FuzzyDedup(GlobalStage):
                 "counts": comp["size_counts"]}]
         ctx.artifacts["report_tables"] = [{
             "title": "fuzzy dedup", "columns": ["key", "value"],
-            "rows": [["backend", self.backend], ["bands x rows", f"{self.bands} x {self.rows}"],
+            "rows": [["backend", self.backend], ["bands x rows", f"{hx.bands} x {hx.rows}"],
                      ["partitions", parts], ["candidate pairs", comp["edges"]],
                      ["clusters", comp["clusters"]], ["removed", comp["removed"]],
                      ["against indexes", len(indexes)]]}]
         return out
 
-    def _redis_edges(self, ctx: GlobalContext, cfg: _Cfg,
+    def _redis_edges(self, ctx: GlobalContext, cfg: FuzzyConfig,
                      all_res: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Claim every shard's buckets in the cluster (edges to each bucket's owner). Not
         phase-cached: a restarted node may have lost its keys, so a rerun starts clean."""
@@ -267,15 +311,13 @@ class FuzzyDedup(GlobalStage):
         except (OSError, ValueError) as e:
             raise ConfigError(f"fuzzy_dedup.against: '{path}' is not a saved index "
                               f"(no readable index.json): {e}") from None
-        want = {"version": INDEX_VERSION, "num_perm": self.num_perm, "seed": self.seed,
-                "scheme": self.scheme,
-                "ngram": self.ngram, "shingle": self.shingle, "normalize": self.normalize,
-                "bands": self.bands, "rows": self.rows}
+        want = self.hashing.index_meta()
+        language = want.pop("language")
+        if self.hashing.normalize == "fineweb" and self.hashing.shingle == "word":
+            want["language"] = language
         got = dict(meta)
         if isinstance(got.get("normalize"), bool):  # indexes saved before the presets
             got["normalize"] = resolve(got["normalize"])
-        if self.normalize == "fineweb" and self.shingle == "word":
-            want["language"] = self.language
         diff = [f"{k}={got.get(k)!r} (here {v!r})" for k, v in want.items() if got.get(k) != v]
         if diff:
             raise ConfigError(f"fuzzy_dedup.against: index '{path}' was built with different "
@@ -286,15 +328,11 @@ class FuzzyDedup(GlobalStage):
 # -- mapped tasks (module level: picklable for Dask and MPI) ---------------------------------
 
 
-def _split_parts(cfg: _Cfg, shard_idx: int, dig: np.ndarray, name: str,
+def _split_parts(cfg: FuzzyConfig, shard_idx: int, dig: np.ndarray, name: str,
                  valid: np.ndarray | None = None) -> dict[str, Any]:
     """Write one shard's bucket entries split by partition; returns per-partition counts.
     Documents not ``valid`` (no whole shingle under ``fineweb``) get no entries."""
-    refs = pack_refs(shard_idx, dig.shape[0])
-    if valid is not None:
-        dig, refs = dig[valid], refs[valid]
-    refs = np.repeat(refs, dig.shape[1])
-    flat = dig.reshape(-1)
+    flat, refs = _entries(shard_idx, dig, valid)
     part = (flat % np.uint64(cfg.partitions)).astype(np.int64)
     order = np.argsort(part, kind="stable")
     counts = np.bincount(part, minlength=cfg.partitions)
@@ -309,10 +347,10 @@ def _split_parts(cfg: _Cfg, shard_idx: int, dig: np.ndarray, name: str,
     return {"parts_path": path, "parts": counts.tolist()}
 
 
-def _signature_task(cfg: _Cfg, item: tuple[int, str, str]) -> dict[str, Any]:
+def _signature_task(cfg: FuzzyConfig, item: tuple[int, str, str]) -> dict[str, Any]:
     shard_idx, name, path = item
-    hasher = MinHasher(cfg.num_perm, cfg.seed, cfg.ngram, cfg.shingle,  # type: ignore[arg-type]
-                       cfg.normalize, scheme=cfg.scheme, lang=cfg.language)  # type: ignore[arg-type]
+    hx = cfg.hashing
+    hasher = hx.hasher()
     ids: list[str] = []
     texts: list[str] = []
     scores: list[float] = []
@@ -324,12 +362,12 @@ def _signature_task(cfg: _Cfg, item: tuple[int, str, str]) -> dict[str, Any]:
         if not texts:
             return
         sig, full = hasher.signatures(texts)
-        digs.append(band_digests(sig, cfg.bands, cfg.rows))
+        digs.append(band_digests(sig, hx.bands, hx.rows))
         fulls.append(full)
         lens.append(np.fromiter((len(t) for t in texts), dtype=np.int64, count=len(texts)))
         if cfg.verify:
-            hv, off = shingle_hashes(texts, ngram=cfg.ngram, kind=cfg.shingle,  # type: ignore[arg-type]
-                                     do_normalize=cfg.normalize, lang=cfg.language)
+            hv, off = shingle_hashes(texts, ngram=hx.ngram, kind=hx.shingle,  # type: ignore[arg-type]
+                                     do_normalize=hx.normalize, lang=hx.language)
             ends = np.append(off[1:], hv.shape[0])
             for s, e in zip(off, ends):
                 u = np.unique(hv[s:e]).astype(np.uint32)
@@ -346,16 +384,16 @@ def _signature_task(cfg: _Cfg, item: tuple[int, str, str]) -> dict[str, Any]:
         if len(texts) >= 4096:
             flush()
     flush()
-    dig = np.concatenate(digs) if digs else np.empty((0, cfg.bands), dtype=np.uint64)
+    dig = np.concatenate(digs) if digs else np.empty((0, hx.bands), dtype=np.uint64)
     # like datatrove, the fineweb preset gives a document without a whole shingle no signature
     valid = (np.concatenate(fulls) if fulls else np.empty(0, dtype=bool)) \
-        if cfg.normalize == "fineweb" or cfg.scheme == "datatrove" \
+        if hx.normalize == "fineweb" or hx.scheme == "datatrove" \
         else np.ones(dig.shape[0], dtype=bool)
     sig_path = os.path.join(cfg.stage_dir, "sig", f"{name}.npz")
     save_npz(sig_path, digests=dig, valid=valid,
              lengths=np.concatenate(lens) if lens else np.empty(0, dtype=np.int64),
              scores=np.asarray(scores, dtype=np.float64))
-    save_json(sig_path[:-4] + ".ids.json", ids)
+    save_json(_ids_path(sig_path), ids)
     out: dict[str, Any] = {"docs": len(ids), "sig_path": sig_path,
                            **_split_parts(cfg, shard_idx, dig, name, valid)}
     if cfg.verify:
@@ -366,7 +404,7 @@ def _signature_task(cfg: _Cfg, item: tuple[int, str, str]) -> dict[str, Any]:
     return out
 
 
-def _index_split_task(cfg: _Cfg, item: tuple[int, str, str]) -> dict[str, Any]:
+def _index_split_task(cfg: FuzzyConfig, item: tuple[int, str, str]) -> dict[str, Any]:
     shard_idx, index_dir, name = item
     sig_path = os.path.join(index_dir, "sig", f"{name}.npz")
     z = load_npz(sig_path, "fuzzy_dedup index")
@@ -375,7 +413,8 @@ def _index_split_task(cfg: _Cfg, item: tuple[int, str, str]) -> dict[str, Any]:
             **_split_parts(cfg, shard_idx, dig, f"index-{name}", z.get("valid"))}
 
 
-def _bucket_task(cfg: _Cfg, backend: str, item: tuple[int, list[str], int]) -> dict[str, Any]:
+def _bucket_task(cfg: FuzzyConfig, backend: str,
+                 item: tuple[int, list[str], int]) -> dict[str, Any]:
     p, part_paths, expected = item
     ds, rs = [], []
     for path in part_paths:
@@ -400,23 +439,19 @@ def _bucket_task(cfg: _Cfg, backend: str, item: tuple[int, list[str], int]) -> d
     return {"path": path, "edges": int(u.shape[0])}
 
 
-def _redis_task(cfg: _Cfg, verb: str, item: Any) -> Any:
+def _redis_task(cfg: FuzzyConfig, verb: str, item: Any) -> Any:
     from curator.dedup.backends.redis_cluster import RedisBucketStore, redis_edges
 
-    store = RedisBucketStore(list(cfg.redis_nodes), cfg.redis_prefix, cfg.redis_batch,
-                             stage_prefix=cfg.redis_stage_prefix, ttl_s=cfg.redis_ttl_s,
-                             auth=cfg.redis_auth)
+    rt = cfg.redis
+    store = RedisBucketStore(list(rt.nodes), rt.prefix, rt.batch, stage_prefix=rt.stage_prefix,
+                             ttl_s=rt.ttl_s, auth=rt.auth)
     try:
         store.check()
         if verb == "cleanup":
             return store.cleanup()
         shard_idx, sig_path = item
         z = load_npz(sig_path, "fuzzy_dedup redis")
-        dig, refs = z["digests"], pack_refs(shard_idx, z["digests"].shape[0])
-        if "valid" in z:
-            dig, refs = dig[z["valid"]], refs[z["valid"]]
-        refs = np.repeat(refs, dig.shape[1])
-        flat = dig.reshape(-1)
+        flat, refs = _entries(shard_idx, z["digests"], z.get("valid"))
         u, v = redis_edges(store, flat, refs)
         path = os.path.join(cfg.stage_dir, "edges", f"redis-{shard_idx:06d}.npz")
         save_npz(path, u=u, v=v)
@@ -425,7 +460,7 @@ def _redis_task(cfg: _Cfg, verb: str, item: Any) -> Any:
         store.close()
 
 
-def _verify_task(cfg: _Cfg, shingle_paths: list[str | None],
+def _verify_task(cfg: FuzzyConfig, shingle_paths: list[str | None],
                  item: dict[str, Any]) -> dict[str, Any]:
     """Keep only candidate pairs whose exact Jaccard over shingle sets reaches the threshold
     (pairs that involve a document of an ``against`` index are kept unverified)."""
@@ -458,7 +493,7 @@ def _verify_task(cfg: _Cfg, shingle_paths: list[str | None],
     return {"path": path, "edges": int(keep.sum())}
 
 
-def _components_task(cfg: _Cfg, keep_rule: str, item: dict[str, Any]) -> dict[str, Any]:
+def _components_task(cfg: FuzzyConfig, keep_rule: str, item: dict[str, Any]) -> dict[str, Any]:
     from curator.dedup.components import choose_keepers, connected_components
 
     us, vs = [], []
@@ -508,7 +543,7 @@ def _components_task(cfg: _Cfg, keep_rule: str, item: dict[str, Any]) -> dict[st
         for g, kp in zip(gone.tolist(), kept.tolist()):
             ks = int(shard_of[kp])
             if ks not in id_cache:
-                id_cache[ks] = load_json(item["sig"][ks][:-4] + ".ids.json")
+                id_cache[ks] = load_json(_ids_path(item["sig"][ks]))
             rows, dups = per_shard.setdefault(int(shard_of[g]), ([], []))
             rows.append(int(row_of[g]))
             dups.append(id_cache[ks][int(row_of[kp])])
@@ -521,7 +556,7 @@ def _components_task(cfg: _Cfg, keep_rule: str, item: dict[str, Any]) -> dict[st
             "size_labels": labels_sorted, "size_counts": [size_hist[x] for x in labels_sorted]}
 
 
-def _save_index_task(cfg: _Cfg, dest: str, shards: list[tuple[str, str]]) -> str:
+def _save_index_task(cfg: FuzzyConfig, dest: str, shards: list[tuple[str, str]]) -> str:
     """Copy the corpus's band digests and ids to ``dest`` (a reusable index)."""
     os.makedirs(os.path.join(dest, "sig"), exist_ok=True)
     docs = 0
@@ -529,13 +564,9 @@ def _save_index_task(cfg: _Cfg, dest: str, shards: list[tuple[str, str]]) -> str
         z = load_npz(sig_path, "fuzzy_dedup save_index")
         extra = {"valid": z["valid"]} if "valid" in z else {}
         save_npz(os.path.join(dest, "sig", f"{name}.npz"), digests=z["digests"], **extra)
-        shutil.copyfile(sig_path[:-4] + ".ids.json",
+        shutil.copyfile(_ids_path(sig_path),
                         os.path.join(dest, "sig", f"{name}.ids.json"))
         docs += int(z["digests"].shape[0])
     save_json(os.path.join(dest, "index.json"), {
-        "version": INDEX_VERSION, "num_perm": cfg.num_perm, "seed": cfg.seed,
-        "scheme": cfg.scheme,
-        "ngram": cfg.ngram, "shingle": cfg.shingle, "normalize": cfg.normalize,
-        "language": cfg.language,
-        "bands": cfg.bands, "rows": cfg.rows, "shards": [n for n, _ in shards], "docs": docs})
+        **cfg.hashing.index_meta(), "shards": [n for n, _ in shards], "docs": docs})
     return dest

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import io
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -64,6 +64,23 @@ def save_json(path: str, obj: Any) -> None:
 def load_json(path: str) -> Any:
     with open(path, "rb") as f:
         return orjson.loads(f.read())
+
+
+def lookup_ids(shards: Sequence[int], rows: Sequence[int], ids_path: Callable[[int], str]
+               ) -> list[str]:
+    """The user ids at ``(shards[i], rows[i])``, in order. Each shard's id list is loaded once
+    and dropped before the next, so memory is one shard's ids, not the corpus's (kept copies
+    can be anywhere in the corpus)."""
+    out: list[str] = [""] * len(shards)
+    by_shard: dict[int, list[int]] = {}
+    for i, s in enumerate(shards):
+        by_shard.setdefault(s, []).append(i)
+    for s, idx in by_shard.items():
+        ids = load_json(ids_path(s))
+        for i in idx:
+            out[i] = ids[rows[i]]
+        del ids
+    return out
 
 
 def removals_path(stage_dir: str, shard: str) -> str:

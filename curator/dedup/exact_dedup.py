@@ -25,8 +25,8 @@ from curator.core.errors import StageError
 from curator.core.stage import GlobalStage, Shard
 from curator.dedup.common import (
     Remover,
-    load_json,
     load_npz,
+    lookup_ids,
     pack_refs,
     ref_row,
     ref_shard,
@@ -157,11 +157,6 @@ def _removals_task(sdir: str, group_paths: list[str], ids_paths: list[str],
     keep = np.concatenate(kept) if kept else np.empty(0, np.uint64)
     order = np.argsort(removed, kind="stable")
     removed, keep = removed[order], keep[order]
-    ids_cache: dict[int, list[str]] = {}
-    dup_of: list[str] = []
-    for s, row in zip(ref_shard(keep).tolist(), ref_row(keep).tolist()):
-        if s not in ids_cache:
-            ids_cache[s] = load_json(ids_paths[s])
-        dup_of.append(ids_cache[s][row])
+    dup_of = lookup_ids(ref_shard(keep).tolist(), ref_row(keep).tolist(), ids_paths.__getitem__)
     write_removals(sdir, name, ref_row(removed).tolist(), dup_of)
     return int(removed.shape[0])

@@ -37,6 +37,7 @@ from curator.dedup.common import (
     Remover,
     load_json,
     load_npz,
+    lookup_ids,
     pack_refs,
     ref_row,
     ref_shard,
@@ -539,14 +540,12 @@ def _components_task(cfg: FuzzyConfig, keep_rule: str, item: dict[str, Any]) -> 
         gone = np.flatnonzero(keepers != np.arange(nodes.shape[0]))
         gone = gone[shard_of[gone] >= k]  # index documents are never removed
         kept = keepers[gone]
-        id_cache: dict[int, list[str]] = {}
-        for g, kp in zip(gone.tolist(), kept.tolist()):
-            ks = int(shard_of[kp])
-            if ks not in id_cache:
-                id_cache[ks] = load_json(_ids_path(item["sig"][ks]))
+        dup_ids = lookup_ids(shard_of[kept].tolist(), row_of[kept].tolist(),
+                             lambda s: _ids_path(item["sig"][s]))
+        for g, dup in zip(gone.tolist(), dup_ids):
             rows, dups = per_shard.setdefault(int(shard_of[g]), ([], []))
             rows.append(int(row_of[g]))
-            dups.append(id_cache[ks][int(row_of[kp])])
+            dups.append(dup)
         removed_total = int(gone.shape[0])
     for i, name in enumerate(names):
         rows, dups = per_shard.get(k + i, ([], []))

@@ -250,3 +250,23 @@ def test_crash_in_a_late_phase_resumes_without_redoing_signatures(tmp_path, corp
     run_local(y2)
     got = rejected(tmp_path / "w", "fuzzy_dedup")
     assert got and got == rejected(tmp_path / "clean", "fuzzy_dedup")
+
+
+def test_lookup_ids_loads_each_shard_once_and_keeps_order(tmp_path: Path) -> None:
+    """Kept copies can be anywhere in the corpus: their ids are looked up one shard at a time
+    (memory is one shard's ids), each shard's file read once, results in the asked order."""
+    import orjson
+
+    from curator.dedup.common import lookup_ids
+
+    for s in range(3):
+        (tmp_path / f"{s}.json").write_bytes(orjson.dumps([f"s{s}-r{r}" for r in range(5)]))
+    asked: list[int] = []
+
+    def path(s: int) -> str:
+        asked.append(s)
+        return str(tmp_path / f"{s}.json")
+
+    got = lookup_ids([2, 0, 2, 1, 0], [4, 1, 0, 3, 1], path)
+    assert got == ["s2-r4", "s0-r1", "s2-r0", "s1-r3", "s0-r1"]
+    assert sorted(asked) == [0, 1, 2]

@@ -4,13 +4,14 @@ documents of one shard. Below :mod:`curator.core.shard_runner`, which drives the
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections import Counter
 from typing import Any
 
 from curator.core.document import Document
 from curator.core.errors import ConfigError
-from curator.storage.atomic import atomic_open
+from curator.storage.atomic import atomic_open, open_compressed_write
 from curator.storage.limits import DEFAULT_MAX_DOC_MB, mb_to_bytes
 from curator.storage.shards import RecordWriter, dumps
 
@@ -99,8 +100,9 @@ class ShardContext(StageContext):
         self.files: list[str] = []
         #: removals per ``"<meta.source>\t<reason>"`` (the report's source x rule table)
         self.rejected_by_source: Counter[str] = Counter()
-        self._rej: tuple[Any, RecordWriter] | None = None
-        self._quar: tuple[Any, RecordWriter] | None = None
+        #: the rejected / quarantine writers, opened on first use, closed by :meth:`close`
+        self._files = contextlib.ExitStack()
+        self._writers: dict[str, RecordWriter] = {}
 
     # -- the three verbs stages use --------------------------------------------------------
     def reject(self, doc: Document, reason: str, **extra: Any) -> None:
@@ -140,28 +142,25 @@ class ShardContext(StageContext):
 
     # -- plumbing ---------------------------------------------------------------------------
     def _writer(self, kind: str) -> RecordWriter:
-        attr = "_rej" if kind == "rejected" else "_quar"
-        cur = getattr(self, attr)
+        cur = self._writers.get(kind)
         if cur is None:
-            from curator.storage.atomic import open_compressed_write
-
             path = os.path.join(self.work_dir, kind, self.stage_id, f"{self.shard}.jsonl.zst")
-            cm = open_compressed_write(path)
-            fh = cm.__enter__()
-            cur = (cm, RecordWriter(fh))
-            setattr(self, attr, cur)
-        return cur[1]
+            cur = self._writers[kind] = RecordWriter(
+                self._files.enter_context(open_compressed_write(path)))
+        return cur
 
     def close(self, ok: bool = True) -> None:
-        for attr in ("_rej", "_quar"):
-            cur = getattr(self, attr)
-            if cur is not None:
-                cm = cur[0]
-                if ok:
-                    cm.__exit__(None, None, None)
-                else:
-                    cm.__exit__(RuntimeError, RuntimeError("aborted"), None)
-                setattr(self, attr, None)
+        """Publish the rejected/quarantine files (``ok``) or discard their temporaries."""
+        stack, self._files, self._writers = self._files, contextlib.ExitStack(), {}
+        if ok:
+            stack.close()
+        else:  # an exception through the writers makes each discard its temporary file
+            with contextlib.suppress(_Aborted), stack:
+                raise _Aborted
+
+
+class _Aborted(Exception):
+    """Raised through a shard's open writers when the shard failed."""
 
 
 def write_json(path: str, obj: Any) -> None:

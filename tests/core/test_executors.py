@@ -16,6 +16,7 @@ stages:
   - read_jsonl: {{paths: "{data}/*.jsonl", shard_size_mb: 0.01}}
   - helpers_core:min_words: {{n: 5}}
   - helpers_core:hog: {{mb: 200}}
+    checkpoint: true
   - helpers_core:upper_first: {{}}
   - helpers_core:burn: {{ms: 3}}
   - helpers_core:AboveMedian: {{}}
@@ -40,9 +41,10 @@ def test_local_dask_mpi_byte_identical(tmp_path):
     outs = {k: tree_digest(tmp_path / f"w_{k}" / "out") for k in ("local", "dask", "mpi")}
     assert len(outs["local"]) >= 4  # several shards were written
     assert outs["local"] == outs["dask"] == outs["mpi"]
-    for k in ("local", "dask", "mpi"):  # read_jsonl -> min_words -> upper_first ran fused
+    # read_jsonl -> min_words -> hog ran fused (hog is checkpointed), then upper_first -> burn
+    for k in ("local", "dask", "mpi"):
         written = sorted(p.parent.name for p in (tmp_path / f"w_{k}").glob("stages/*/data"))
-        assert written == ["above_median", "upper_first"], (k, written)
+        assert written == ["above_median", "burn", "hog"], (k, written)
     rej = {k: tree_digest(tmp_path / f"w_{k}" / "rejected") for k in ("local", "dask", "mpi")}
     assert rej["local"] == rej["dask"] == rej["mpi"] and rej["local"]
 
@@ -56,7 +58,7 @@ def test_local_dask_mpi_byte_identical(tmp_path):
                    (b["docs_in"], b["docs_out"], b["rejected"], b["artifacts"])
     # CPU seconds and peak RSS per stage come back from Dask workers and MPI ranks: the CPU
     # burnt in the workers is all counted, and the peak is the stage's own (a stage that
-    # wrote 200 MB shows it; the stage after it, in the same processes, does not)
+    # wrote 200 MB shows it; the next chain, in the same processes, does not)
     for k, rep in reports.items():
         st = {s["id"]: s for s in rep["stages"]}
         assert all(s["cpu_s"] >= 0 and s["peak_rss_mb"] > 10 for s in rep["stages"]), k

@@ -107,6 +107,7 @@ def export_onnx(model: Any, seq_length: int, path: str) -> str:
         # that the ONNX writer cannot save
         with torch.no_grad():
             ref = w(x).numpy()
+        _zero_megatron_scratch()
         torch.onnx.export(w, (x,), path, dynamo=True, input_names=["input_ids"],
                           output_names=["logits"], verbose=False)
     got = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(
@@ -115,6 +116,17 @@ def export_onnx(model: Any, seq_length: int, path: str) -> str:
     if err > 1e-3:
         raise InputError(f"{path}: ONNX export differs from torch by {err:.2e}")
     return path
+
+
+def _zero_megatron_scratch() -> None:
+    """Zero Megatron's global scratch buffers before tracing. Attention passes one, never
+    initialised (``torch.empty``), to ``baddbmm(beta=0)``; the exporter saves it as a constant,
+    so without this the model file carried 64 KB of whatever memory held, different on every
+    export (unused by the computation, but not reproducible and not ours to publish)."""
+    from megatron.core import parallel_state
+
+    for t in parallel_state.get_global_memory_buffer().buffer.values():
+        t.zero_()
 
 
 def _python_config(name: str, inputs: list[tuple], outputs: list[tuple], max_batch: int,

@@ -148,7 +148,9 @@ def test_triton_server_generates_like_the_model(repository: str, reference, trit
         server.stop()
 
 
-def test_export_command(checkpoint: str, tmp_path, capsys) -> None:
+def test_export_command(checkpoint: str, repository: str, tmp_path, capsys) -> None:
+    import filecmp
+
     from curator.cli import main
 
     out = tmp_path / "repo"
@@ -162,6 +164,10 @@ def test_export_command(checkpoint: str, tmp_path, capsys) -> None:
     with open(out / "gpt" / "1" / "generation.json") as f:
         gen = json.load(f)
     assert gen["max_new_tokens"] == 4 and gen["checkpoint_iteration"] == 20
+    # the same checkpoint exported in another process gives the same tensors, byte for byte
+    # (Megatron's uninitialised attention scratch buffer used to be saved as a constant)
+    assert filecmp.cmp(out / "gpt" / "1" / "model.onnx.data",
+                       os.path.join(repository, "gpt", "1", "model.onnx.data"), shallow=False)
     # an earlier export (it carries export_triton's marker) is replaced as a whole
     assert main(["export-triton", "--checkpoint", checkpoint, "--output", str(out),
                  "--model-name", "tiny2"]) == 0

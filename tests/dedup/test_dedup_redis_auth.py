@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -245,7 +244,6 @@ def _delete_everywhere(cluster: RedisCluster, key: bytes) -> None:
             cluster.client(p).delete(key)
 
 
-@pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl command")
 def test_tls_only_cluster(tmp_path, tmp_path_factory):
     tls = make_tls_files(tmp_path_factory.mktemp("tls"))
     cluster = RedisCluster(tmp_path_factory.mktemp("redis-tls"), password=SECRET, tls=tls)

@@ -66,6 +66,19 @@ def load_json(path: str) -> Any:
         return orjson.loads(f.read())
 
 
+def gather_partition(stage: str, p: int, expected: int,
+                     columns: dict[str, list[np.ndarray]]) -> list[np.ndarray]:
+    """One partition's columns, concatenated from every shard's pieces (``columns``: dtype
+    name -> pieces), checked against the entry count the writers reported: a short or
+    stale piece must not silently drop duplicates."""
+    out = [np.concatenate(v) if v else np.empty(0, np.dtype(k.split(":")[0]))
+           for k, v in columns.items()]
+    if out and out[0].shape[0] != expected:
+        raise StageError(f"{stage}: partition {p} has {out[0].shape[0]} entries, expected "
+                         f"{expected}; delete the stage folder and rerun")
+    return out
+
+
 def lookup_ids(shards: Sequence[int], rows: Sequence[int], ids_path: Callable[[int], str]
                ) -> list[str]:
     """The user ids at ``(shards[i], rows[i])``, in order. Each shard's id list is loaded once

@@ -21,10 +21,10 @@ import numpy as np
 import xxhash
 
 from curator.core.context import GlobalContext
-from curator.core.errors import StageError
 from curator.core.stage import GlobalStage, Shard
 from curator.dedup.common import (
     Remover,
+    gather_partition,
     load_npz,
     lookup_ids,
     pack_refs,
@@ -122,12 +122,8 @@ def _group_task(sdir: str, item: tuple[int, list[str], int]) -> dict[str, Any]:
         hs.append(z[f"h{p}"])
         ls.append(z[f"l{p}"])
         rs.append(z[f"r{p}"])
-    hi = np.concatenate(hs) if hs else np.empty(0, np.uint64)
-    lo = np.concatenate(ls) if ls else np.empty(0, np.uint64)
-    r = np.concatenate(rs) if rs else np.empty(0, np.uint64)
-    if r.shape[0] != expected:
-        raise StageError(f"exact_dedup: partition {p} has {r.shape[0]} entries, expected "
-                         f"{expected}; delete the stage folder and rerun")
+    hi, lo, r = gather_partition("exact_dedup", p, expected,
+                                 {"uint64:h": hs, "uint64:l": ls, "uint64:r": rs})
     order = np.lexsort((r, lo, hi))
     hi, lo, r = hi[order], lo[order], r[order]
     first = np.r_[True, (hi[1:] != hi[:-1]) | (lo[1:] != lo[:-1])] if r.shape[0] else \

@@ -31,10 +31,11 @@ import numpy as np
 
 from curator.core.context import GlobalContext
 from curator.core.document import meta_value
-from curator.core.errors import ConfigError, StageError
+from curator.core.errors import ConfigError
 from curator.core.stage import GlobalStage, Shard
 from curator.dedup.common import (
     Remover,
+    gather_partition,
     load_json,
     load_npz,
     lookup_ids,
@@ -422,11 +423,7 @@ def _bucket_task(cfg: FuzzyConfig, backend: str,
         z = load_npz(path, "fuzzy_dedup buckets")
         ds.append(z[f"d{p}"])
         rs.append(z[f"r{p}"])
-    d = np.concatenate(ds) if ds else np.empty(0, np.uint64)
-    r = np.concatenate(rs) if rs else np.empty(0, np.uint64)
-    if d.shape[0] != expected:
-        raise StageError(f"fuzzy_dedup: partition {p} has {d.shape[0]} entries, expected "
-                         f"{expected}; delete the stage folder and rerun")
+    d, r = gather_partition("fuzzy_dedup", p, expected, {"uint64:d": ds, "uint64:r": rs})
     if backend == "cudf":
         from curator.dedup.backends.gpu import star_edges_gpu
 

@@ -33,7 +33,7 @@ from curator.core.context import GlobalContext, ShardContext
 from curator.core.document import Document
 from curator.core.errors import StageError
 from curator.core.stage import Shard
-from curator.dedup.common import pack_refs, ref_row
+from curator.dedup.common import gather_partition, pack_refs, ref_row
 from curator.dedup.normalize import normalize_batch
 from curator.storage.atomic import atomic_open
 from curator.storage.shards import read_shard
@@ -257,12 +257,8 @@ def _group_task(cfg: SubdocCfg, prefixes: list[str], item: tuple[int, int, int, 
         hs.append(np.asarray(h[a:b]))
         rs.append(np.asarray(load_npy(f"{prefix}.r.npy", f"{cfg.stage} groups")[a:b]))
         us.append(np.asarray(load_npy(f"{prefix}.u.npy", f"{cfg.stage} groups")[a:b]))
-    h = np.concatenate(hs) if hs else np.empty(0, np.uint64)
-    r = np.concatenate(rs) if rs else np.empty(0, np.uint64)
-    u = np.concatenate(us) if us else np.empty(0, np.uint32)
-    if h.shape[0] != expected:
-        raise StageError(f"{cfg.stage}: partition {p} has {h.shape[0]} entries, expected "
-                         f"{expected}; delete the stage folder and rerun")
+    h, r, u = gather_partition(cfg.stage, p, expected,
+                               {"uint64:h": hs, "uint64:r": rs, "uint32:u": us})
     order = np.lexsort((u, r, h))
     h, r, u = h[order], r[order], u[order]
     n = h.shape[0]

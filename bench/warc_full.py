@@ -231,7 +231,8 @@ def _sample(root: int, out: Any, stop: threading.Event, every_s: float = 30.0) -
     tick, t0 = os.sysconf("SC_CLK_TCK"), time.monotonic()
     out.write("# s cpu_s rss_mb hwm_mb warc_bytes_read loadavg\n")
     while not stop.wait(every_s):
-        cpu = rss = hwm = pos = 0.0
+        cpu = rss = hwm = 0.0
+        pos: dict[str, int] = {}  # per file: a forked helper shares its parent's descriptor
         for pid in _descendants(root):
             try:
                 st = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
@@ -243,12 +244,13 @@ def _sample(root: int, out: Any, stop: threading.Event, every_s: float = 30.0) -
                     elif line.startswith("VmHWM:"):
                         hwm = max(hwm, int(line.split()[1]) / 1024)
                 for fd in Path(f"/proc/{pid}/fd").iterdir():
-                    if os.readlink(fd).endswith(".warc.gz"):
+                    target = os.readlink(fd)
+                    if target.endswith(".warc.gz"):
                         info = Path(f"/proc/{pid}/fdinfo/{fd.name}").read_text()
-                        pos += int(info.split()[1])
+                        pos[target] = max(pos.get(target, 0), int(info.split()[1]))
             except (OSError, ValueError, IndexError):
                 continue
-        out.write(f"{time.monotonic() - t0:.0f} {cpu:.1f} {rss:.1f} {hwm:.1f} {pos:.0f} "
+        out.write(f"{time.monotonic() - t0:.0f} {cpu:.1f} {rss:.1f} {hwm:.1f} {sum(pos.values())} "
                   f"{os.getloadavg()[0]:.1f}\n")
         out.flush()
 

@@ -224,7 +224,8 @@ def _descendants(pid: int) -> list[int]:
     return out
 
 
-def _sample(root: int, out: Any, stop: threading.Event, every_s: float = 30.0) -> None:
+def _sample(root: int, out: Any, stop: threading.Event, every_s: float = 30.0,
+            peak: list[float] | None = None) -> None:
     """Every ``every_s``: seconds since start, CPU s, largest RSS and high-water mark (MB) of
     the run's processes, and the bytes of .warc.gz their readers have reached (``fdinfo``):
     memory along the file, and the rate of a run too long to wait for."""
@@ -250,6 +251,8 @@ def _sample(root: int, out: Any, stop: threading.Event, every_s: float = 30.0) -
                         pos[target] = max(pos.get(target, 0), int(info.split()[1]))
             except (OSError, ValueError, IndexError):
                 continue
+        if peak is not None:
+            peak[0] = max(peak[0], hwm)
         out.write(f"{time.monotonic() - t0:.0f} {cpu:.1f} {rss:.1f} {hwm:.1f} {sum(pos.values())} "
                   f"{os.getloadavg()[0]:.1f}\n")
         out.flush()
@@ -265,7 +268,9 @@ def _timed(cmd: list[str], cwd: Path, log: Path) -> tuple[float, float, float]:
         p = subprocess.Popen([sys.executable, "-c", WRAPPER, *cmd], cwd=cwd, env=env,
                              stdout=fh, stderr=subprocess.STDOUT)
         stop = threading.Event()
-        th = threading.Thread(target=_sample, args=(p.pid, samples, stop), daemon=True)
+        peak = [0.0]
+        th = threading.Thread(target=_sample, args=(p.pid, samples, stop, 30.0, peak),
+                              daemon=True)
         th.start()
         p.wait()
         stop.set()
@@ -275,7 +280,9 @@ def _timed(cmd: list[str], cwd: Path, log: Path) -> tuple[float, float, float]:
     if p.returncode:
         raise SystemExit(f"{cmd[:3]} failed ({p.returncode}):\n" + "\n".join(tail[-40:]))
     _, rss_kib, cpu = next(x for x in reversed(tail) if x.startswith("RUSAGE")).split()
-    return wall, float(cpu), int(rss_kib) / 1024
+    # ru_maxrss does not always see through mpiexec's proxies (they need not wait for their
+    # ranks); the sampler's VmHWM does, but only every 30 s: take the larger.
+    return wall, float(cpu), max(int(rss_kib) / 1024, peak[0])
 
 
 def run_curator(warc: Path, tmp: Path, executor: str, workers: int, logs: Path) -> dict:

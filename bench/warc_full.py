@@ -215,10 +215,13 @@ def _descendants(pid: int) -> list[int]:
     out, todo = [], [pid]
     while todo:
         q = todo.pop()
-        try:
-            kids = Path(f"/proc/{q}/task/{q}/children").read_text().split()
-        except OSError:
-            continue
+        kids = []
+        # every thread's children: Dask starts its worker processes from another thread
+        for task in glob.glob(f"/proc/{q}/task/*/children"):
+            try:
+                kids += Path(task).read_text().split()
+            except OSError:
+                continue
         out += [int(k) for k in kids]
         todo += [int(k) for k in kids]
     return out

@@ -92,10 +92,13 @@ class DaskExecutor(Executor):
             )
             self.client = Client(self.cluster)
         self.size = max(1, len(self.client.scheduler_info().get("workers", {})) or (workers or 1))
-        self.dashboard_link = self.client.dashboard_link
+        # dashboard_address: null turns the LocalCluster's dashboard off, but the scheduler
+        # still serves HTTP (health, metrics) and client.dashboard_link still names it.
+        off = self.cluster is not None and dashboard_address is None
+        self.dashboard_link: str | None = None if off else self.client.dashboard_link
         if log:
             log(f"dask scheduler {self.client.scheduler.address}; "
-                f"dashboard {self.dashboard_link}")
+                f"dashboard {self.dashboard_link or 'off'}")
 
     def map(self, fn: Callable[[Any], Any], items: Sequence[Any],
             progress: Progress | None = None) -> list[Any]:

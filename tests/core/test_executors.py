@@ -81,6 +81,16 @@ def test_dask_dashboard_answers(tmp_path):
             assert b"Dask" in r.read()
 
 
+def test_dask_dashboard_off_is_not_announced():
+    from curator.core.executors import DaskExecutor
+
+    lines: list[str] = []
+    with DaskExecutor(workers=1, dashboard_address=None, log=lines.append) as ex:
+        assert ex.map(abs, [-4]) == [4]
+        assert ex.dashboard_link is None
+    assert lines and lines[0].endswith("dashboard off"), lines
+
+
 def test_mpi_failure_on_one_rank_fails_all_with_message(tmp_path):
     data = tmp_path / "data"
     data.mkdir()

@@ -15,9 +15,11 @@ from typing import Any
 import numpy as np
 
 from curator.core.errors import ConfigError, InputError
+from curator.tokenize.hf_folder import CONFIG, SPECIAL_MAP, declared_eos
 from curator.tokenize.pretoken import PreTokenCache, pretoken_cache
 
-#: Tried in order when no EOD token is named (HF tokenizers).
+#: End-of-document token names ``train_tokenizer`` takes from its ``special_tokens``, first
+#: listed first, when no ``eod_token`` is given.
 EOD_CANDIDATES = ("<|endoftext|>", "[EOD]", "</s>", "<eos>", "<|end_of_text|>", "<|eot_id|>")
 
 _CACHE: dict[tuple[Any, ...], Encoder] = {}
@@ -36,6 +38,8 @@ class Encoder:
     merges_file: str | None = None
     #: GPT-2 style byte-level BPE: a pre-token cache giving the same ids faster (pretoken.py)
     fast: PreTokenCache | None = None
+    #: why ``eod_id`` is None (for the error of a stage that needs one)
+    no_eod_reason: str = ""
 
     def _encode_lists(self, texts: list[str]) -> list[list[int]]:
         if self.type == "sentencepiece":
@@ -143,14 +147,16 @@ def _load(spec: dict[str, Any], eod_token: str | None) -> Encoder:
                 raise ConfigError(f"eod_token '{eod_token}' is not a piece of {path}")
         elif spec.get("eod_id") is not None:
             eod = int(spec["eod_id"])
-        else:
+        else:  # what Megatron's SentencePieceTokenizer and GPTSentencePieceTokenizer append
             eod = sp.eos_id() if sp.eos_id() >= 0 else None
-        return Encoder("sentencepiece", path, sp.get_piece_size(), eod, sp)
+        return Encoder("sentencepiece", path, sp.get_piece_size(), eod, sp,
+                       no_eod_reason=f"{path} has no eos piece (eos_id -1)")
 
     from tokenizers import Tokenizer
 
     vocab_file = merges_file = None
-    if kind == "gpt2bpe" or (kind == "huggingface" and not spec.get("path")):
+    gpt2_files = kind == "gpt2bpe" or (kind == "huggingface" and not spec.get("path"))
+    if gpt2_files:
         vocab_file, merges_file = spec["vocab_file"], spec["merges_file"]
         for p in (vocab_file, merges_file):
             if not os.path.exists(p):
@@ -169,19 +175,34 @@ def _load(spec: dict[str, Any], eod_token: str | None) -> Encoder:
         vocab_file, merges_file = spec.get("vocab_file"), spec.get("merges_file")
     else:
         raise ConfigError(f"unknown tokenizer type '{kind}' (huggingface, sentencepiece)")
+    eod_from = ""
     if eod_token:
         eod = tok.token_to_id(eod_token)
         if eod is None:
             raise ConfigError(f"eod_token '{eod_token}' is not in the vocabulary of {path}")
     elif spec.get("eod_id") is not None:
         eod = int(spec["eod_id"])
+    elif gpt2_files:
+        # Megatron's GPT2BPETokenizer reads vocab.json + merges.txt and ends documents with
+        # <|endoftext|>, whatever else the vocabulary holds
+        eod = tok.token_to_id("<|endoftext|>")
+        eod_from = f"{vocab_file} has no <|endoftext|>"
     else:
-        eod = next((i for t in EOD_CANDIDATES if (i := tok.token_to_id(t)) is not None), None)
+        # what AutoTokenizer.from_pretrained(folder).eos_token_id is, and what Megatron's
+        # HuggingFaceTokenizer appends; a bare tokenizer.json declares none
+        folder = os.path.dirname(path)
+        eos, where = declared_eos(folder)
+        eod = tok.token_to_id(eos) if eos is not None else None
+        if eos is None:
+            eod_from = (f"{path} declares no end-of-document token (no eos_token in a "
+                        f"{CONFIG} or {SPECIAL_MAP} beside it)")
+        elif eod is None:
+            raise InputError(f"{where}: eos_token '{eos}' is not in the vocabulary of {path}")
     # ids need not be contiguous: size the token dtype by the largest id, not the count
     size = max(tok.get_vocab_size(with_added_tokens=True),
                max(tok.get_vocab(with_added_tokens=True).values(), default=-1) + 1)
     return Encoder("huggingface", path, size, eod, tok, vocab_file, merges_file,
-                   pretoken_cache(tok))
+                   pretoken_cache(tok), eod_from)
 
 
 def gpt2_tokenizer(vocab_file: str, merges_file: str) -> Any:

@@ -35,6 +35,7 @@ from curator.core.stage import GlobalStage, Shard
 from curator.storage.atomic import atomic_open
 from curator.storage.shards import read_shard
 from curator.tokenize import megatron
+from curator.tokenize.hf_folder import CONFIG, SPECIAL_MAP, folder_files
 from curator.tokenize.load import Encoder, load_encoder, spec_from_params
 
 #: Token-length histogram: bin i holds documents with 2**(i-1) <= tokens < 2**i (bin 0: none).
@@ -331,16 +332,28 @@ class MegatronShards(GlobalStage):
         return [ctx.output_path(self.output_dir)]
 
     def input_files(self) -> list[str]:
-        return [p for p in (self.tokenizer, self.vocab_file, self.merges_file) if p]
+        """The tokenizer files, those of a folder one by one (its ``tokenizer_config.json``
+        decides the end-of-document token, so editing it reruns the stage)."""
+        out = []
+        for p in (self.tokenizer, self.vocab_file, self.merges_file):
+            if p and os.path.isdir(p):
+                out.extend(folder_files(p) or [p])
+            elif p:
+                out.append(p)
+                if p == self.tokenizer and not p.endswith(".model"):
+                    out.extend(f for f in folder_files(os.path.dirname(os.path.abspath(p)))
+                               if os.path.basename(f) in (CONFIG, SPECIAL_MAP))
+        return out
 
     def run(self, shards: list[Shard], ctx: GlobalContext) -> list[Shard]:
         spec = spec_from_params(self.tokenizer, self.vocab_file, self.merges_file,
                                 ctx.artifact("tokenizer", None), f"stage '{ctx.stage_id}'")
         enc = load_encoder(spec, self.eod_token)  # fail early, on the driver, on a bad tokenizer
         if self.append_eod and enc.eod_id is None:
+            why = f" ({enc.no_eod_reason})" if enc.no_eod_reason else ""
             raise ConfigError(f"stage '{ctx.stage_id}': append_eod is on but the tokenizer has "
-                              "no EOD token; set eod_token to one of its tokens or append_eod: "
-                              "false")
+                              f"no end-of-document token{why}; set megatron_shards.eod_token "
+                              "to one of its tokens, or megatron_shards.append_eod: false")
         desc = enc.describe()
         if spec["type"] == "gpt2bpe":  # downstream stages expect a tokenizer.json path too
             desc["path"] = os.path.join(ctx.artifact_dir, "tokenizer.json")

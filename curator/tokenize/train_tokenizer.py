@@ -31,6 +31,8 @@ from curator.core.errors import ConfigError, InputError
 from curator.core.stage import GlobalStage, Shard
 from curator.storage.atomic import atomic_open
 from curator.storage.shards import read_shard
+from curator.tokenize.hf_folder import special_token_roles, write_hf_config
+from curator.tokenize.load import EOD_CANDIDATES
 
 #: How much more than its even share a shard keeps, so uneven shards still fill the budget.
 OVERSAMPLE = 2.0
@@ -106,12 +108,11 @@ class _Train:
 
 
 def _eod_token(stage: TrainTokenizer) -> str | None:
+    """``eod_token``, else the first of :data:`EOD_CANDIDATES` among the special tokens; else
+    none (never a guess: ``megatron_shards`` then asks for one)."""
     if stage.eod_token:
         return stage.eod_token
-    for t in ("<|endoftext|>", "[EOD]", "</s>"):
-        if t in stage.special_tokens:
-            return t
-    return stage.special_tokens[0] if stage.special_tokens else None
+    return next((t for t in EOD_CANDIDATES if t in stage.special_tokens), None)
 
 
 def _merges_of(tok: Any) -> list[tuple[str, str]]:
@@ -186,6 +187,9 @@ def train_bpe(stage: TrainTokenizer, texts: Iterator[str], out_dir: str) -> dict
     merges_file = next(p for p in files if p.endswith("merges.txt"))
     eod = _eod_token(stage)
     eod_id = tok.token_to_id(eod) if eod else None
+    # a complete Hugging Face folder: AutoTokenizer and Megatron's HuggingFaceTokenizer read
+    # the end-of-document token from it (EOS), the same id the shards end documents with
+    write_hf_config(out_dir, special_token_roles(list(stage.special_tokens), eod))
     return {"type": "huggingface", "path": os.path.abspath(path),
             "vocab_size": tok.get_vocab_size(with_added_tokens=True), "eod_id": eod_id,
             "vocab_file": os.path.abspath(vocab_file),

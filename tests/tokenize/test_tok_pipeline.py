@@ -156,8 +156,11 @@ def _wordlevel(path: str, size: int) -> Tokenizer:
 
 
 def test_int32_existing_tokenizer_json_on_dask(tmp_path):
-    """A 70k vocabulary needs int32; an existing tokenizer.json; a real Dask LocalCluster."""
+    """A 70k vocabulary needs int32; an existing tokenizer folder (its EOS declared the way
+    transformers 4 writes it, an AddedToken dict); a real Dask LocalCluster."""
     t = _wordlevel(str(tmp_path / "tokenizer.json"), 70_000)
+    (tmp_path / "tokenizer_config.json").write_text(json.dumps(
+        {"eos_token": {"__type": "AddedToken", "content": "<|endoftext|>", "special": True}}))
     rng = np.random.default_rng(3)
     paths = []
     for k in range(3):
@@ -259,7 +262,7 @@ def test_vocab_merges_params_publish_a_tokenizer_json_and_eod_is_required(tmp_pa
     t2.save(str(tmp_path / "noeod.json"))
     stages = [base[0], {"megatron_shards": {"tokenizer": str(tmp_path / "noeod.json")},
                         "id": "mega"}]
-    with pytest.raises(ConfigError, match="no EOD token"):
+    with pytest.raises(ConfigError, match="no end-of-document token"):
         run_pipeline(stages, tmp_path / "w3")
     assert not (tmp_path / "w3" / "stages" / "mega" / "parts").exists()
 

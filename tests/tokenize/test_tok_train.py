@@ -189,6 +189,7 @@ def test_sparse_ids_size_the_token_dtype(tmp_path):
                                    unk_token="[UNK]"))
     t.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
     t.save(str(tmp_path / "t.json"))
-    enc = load_encoder(spec_from_params(str(tmp_path / "t.json"), None, None, None, "t"))
+    enc = load_encoder(spec_from_params(str(tmp_path / "t.json"), None, None, None, "t"),
+                       "<|endoftext|>")
     assert enc.vocab_size == 70_001 and enc.eod_id == 70_000
     assert token_dtype(enc.vocab_size).__name__ == "int32"

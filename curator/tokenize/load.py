@@ -206,14 +206,13 @@ def _load(spec: dict[str, Any], eod_token: str | None) -> Encoder:
 
 
 def gpt2_tokenizer(vocab_file: str, merges_file: str) -> Any:
-    """A byte-level BPE tokenizer from GPT-2 style files (what Megatron's GPT2BPETokenizer
-    reads); tokens that look special (``<|...|>``) are matched whole."""
+    """A byte-level BPE tokenizer from GPT-2 style files, giving the ids of Megatron's
+    GPT2BPETokenizer: it knows no special tokens, so a document's literal ``<|endoftext|>``
+    is encoded as text (a ``tokenizer.json`` that lists it as a special token, like
+    Megatron's HuggingFaceTokenizer reading it, gives the token's id instead)."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers
 
     tok = Tokenizer(models.BPE.from_file(vocab_file, merges_file))
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
-    specials = [t for t in tok.get_vocab() if t.startswith("<|") and t.endswith("|>")]
-    if specials:
-        tok.add_special_tokens(specials)
     return tok

@@ -251,9 +251,14 @@ def test_vocab_merges_params_publish_a_tokenizer_json_and_eod_is_required(tmp_pa
     mega = stage_artifacts(run_pipeline(stages, tmp_path / "w2"), "mega")
     used = mega["tokenizer"]
     assert used["vocab_file"] == tok["vocab_file"] and used["eod_id"] == tok["eod_id"]
-    text = corpus["wiki"][1][5]["text"] + " <|endoftext|> tail"
+    text = corpus["wiki"][1][5]["text"] + " tail"
     assert Tokenizer.from_file(used["path"]).encode(text).ids == Tokenizer.from_file(
         tok["path"]).encode(text).ids
+    # as Megatron's GPT2BPETokenizer (which knows no special tokens), a literal <|endoftext|>
+    # in a document is text there; tokenizer.json (the HF route) has it as the special token
+    lit = "a <|endoftext|> b"
+    assert tok["eod_id"] not in Tokenizer.from_file(used["path"]).encode(lit).ids
+    assert tok["eod_id"] in Tokenizer.from_file(tok["path"]).encode(lit).ids
     # a tokenizer without an EOD token: a clear error before anything is tokenized
     _wordlevel(str(tmp_path / "plain.json"), 100)
     t = Tokenizer.from_file(str(tmp_path / "plain.json"))

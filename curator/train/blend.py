@@ -79,8 +79,34 @@ def load_blend(path: str) -> Blend:
                          "sentencepiece")
     tpath = tok["path"] if os.path.isabs(tok["path"]) else os.path.join(base, tok["path"])
     tok = {**tok, "path": tpath}
+    if tok["type"] == "huggingface":
+        _check_declared_eos(path, tok)
     return Blend(path=os.path.abspath(path), prefixes=prefixes, weights=weights, split=split,
                  tokenizer=tok)
+
+
+def _check_declared_eos(path: str, tok: dict[str, Any]) -> None:
+    """The EOS the tokenizer folder declares (what Megatron-LM's HuggingFaceTokenizer and
+    AutoTokenizer read from it) must be the ``eod_id`` the shards were written with: training
+    by one and reading data made by another would put a wrong token between documents."""
+    from curator.tokenize.hf_folder import declared_eos
+
+    tpath = tok["path"]
+    if not os.path.isfile(tpath):
+        return
+    eos, where = declared_eos(os.path.dirname(tpath))
+    if eos is None:
+        return
+    from tokenizers import Tokenizer
+
+    try:
+        eos_id = Tokenizer.from_file(tpath).token_to_id(eos)
+    except Exception as e:  # the Rust error types are not importable
+        raise InputError(f"{tpath}: not a tokenizers JSON file: {e}") from None
+    if eos_id != int(tok["eod_id"]):
+        raise InputError(f"{path}: tokenizer eod_id {tok['eod_id']} is not the eos_token "
+                         f"'{eos}' (id {eos_id}) that {where} declares; write the shards and "
+                         "blend.json again with this tokenizer, or fix its eos_token")
 
 
 def split_bookends(split: str) -> list[tuple[float, float] | None]:

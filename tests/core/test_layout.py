@@ -235,6 +235,7 @@ FAMILY_DEPS: dict[str, set[str]] = {
     "curator.extract": {"curator.filters"},     # url_blocklist reads the shipped domain lists
     "curator.classifiers": {"curator.filters"},  # fastText loading (langid), verify_file
     "curator.deploy": {"curator.train"},        # export loads the trained model
+    "curator.train": {"curator.tokenize"},      # the tokenizer folder's declared EOS (hf_folder)
 }
 
 #: Upward imports not fixed yet, each with its way out. An entry that no longer happens fails

@@ -89,7 +89,10 @@ def declared_eos(folder: str) -> tuple[str | None, str | None]:
                 doc = json.load(f)
         except (OSError, ValueError) as e:
             raise InputError(f"{path}: not a JSON file: {e}") from None
-        tok = _token(doc.get("eos_token")) if isinstance(doc, dict) else None
+        value = doc.get("eos_token") if isinstance(doc, dict) else None
+        tok = _token(value)
+        if value is not None and tok is None:
+            raise InputError(f"{path}: eos_token {json.dumps(value)} is not a token")
         if tok is not None:
             found.append((tok, path))
     if not found:

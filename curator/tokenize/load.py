@@ -123,13 +123,30 @@ def spec_from_params(tokenizer: str | None, vocab_file: str | None, merges_file:
 
 
 def load_encoder(spec: dict[str, Any], eod_token: str | None = None) -> Encoder:
-    """Load (once per process) the tokenizer described by ``spec``."""
-    key = tuple(sorted((k, str(v)) for k, v in spec.items())) + (eod_token,)
+    """Load (once per process) the tokenizer described by ``spec``; files edited since (a
+    folder's declared EOS, say) load again."""
+    key = tuple(sorted((k, str(v)) for k, v in spec.items())) + (eod_token, _stamp(spec))
     enc = _CACHE.get(key)
     if enc is None:
         enc = _load(spec, eod_token)
         _CACHE[key] = enc
     return enc
+
+
+def _stamp(spec: dict[str, Any]) -> tuple[tuple[int, int], ...]:
+    """(mtime_ns, size) of the files a spec reads, the folder's special-token files too."""
+    paths = [spec[k] for k in ("path", "vocab_file", "merges_file") if spec.get(k)]
+    if spec.get("path"):
+        folder = os.path.dirname(spec["path"])
+        paths += [os.path.join(folder, CONFIG), os.path.join(folder, SPECIAL_MAP)]
+    out = []
+    for p in paths:
+        try:
+            st = os.stat(p)
+            out.append((st.st_mtime_ns, st.st_size))
+        except OSError:
+            out.append((0, -1))
+    return tuple(out)
 
 
 def _load(spec: dict[str, Any], eod_token: str | None) -> Encoder:
@@ -194,8 +211,8 @@ def _load(spec: dict[str, Any], eod_token: str | None) -> Encoder:
         eos, where = declared_eos(folder)
         eod = tok.token_to_id(eos) if eos is not None else None
         if eos is None:
-            eod_from = (f"{path} declares no end-of-document token (no eos_token in a "
-                        f"{CONFIG} or {SPECIAL_MAP} beside it)")
+            eod_from = (f"{path} declares none: no eos_token in a {CONFIG} or "
+                        f"{SPECIAL_MAP} beside it")
         elif eod is None:
             raise InputError(f"{where}: eos_token '{eos}' is not in the vocabulary of {path}")
     # ids need not be contiguous: size the token dtype by the largest id, not the count

@@ -199,7 +199,7 @@ def test_megatron_shards_refuses_a_tokenizer_json_that_declares_no_eos(tmp_path)
     assert r.returncode != 0 and "Traceback" not in r.stderr
     (line,) = [x for x in r.stderr.splitlines() if x.startswith("curator: error:")]
     assert "megatron_shards.eod_token" in line and str(folder / "tokenizer.json") in line
-    assert "declares no end-of-document token" in line
+    assert "tokenizer.json declares none: no eos_token in a tokenizer_config.json" in line
     assert not (tmp_path / "out").exists() or not os.listdir(tmp_path / "out")
 
     # declared in the folder, the way transformers does: used, and a rerun sees an edit
@@ -234,6 +234,15 @@ def test_declared_eos_not_in_the_vocabulary_is_an_input_error(tmp_path):
     (tmp_path / "special_tokens_map.json").write_text(json.dumps({"eos_token": "</s>"}))
     with pytest.raises(InputError, match=r"special_tokens_map.json: eos_token '</s>' is not"):
         load_encoder(spec_from_params(str(tmp_path), None, None, None, "t"))
+    (tmp_path / "special_tokens_map.json").write_text(json.dumps({"eos_token": 5}))
+    with pytest.raises(InputError, match=r"special_tokens_map.json: eos_token 5 is not a token"):
+        load_encoder(spec_from_params(str(tmp_path), None, None, None, "t2"))
+    # the per-process cache sees an edited declaration (curator.run() twice in one process)
+    spec = spec_from_params(str(tmp_path), None, None, None, "t3")
+    (tmp_path / "special_tokens_map.json").write_text(json.dumps({"eos_token": "<|eot|>"}))
+    assert load_encoder(spec).eod_id == 2
+    (tmp_path / "special_tokens_map.json").write_text(json.dumps({"eos_token": "<|endoftext|>"}))
+    assert load_encoder(spec).eod_id == 1
 
 
 # --- Megatron-LM's own preprocess_data.py ---------------------------------------------------

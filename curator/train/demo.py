@@ -32,6 +32,8 @@ def write_demo_blend(root: str, sources: dict[str, int] | None = None,
     from megatron.core.datasets.indexed_dataset import IndexedDatasetBuilder
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
+    from curator.tokenize.hf_folder import special_token_roles, write_hf_config
+
     sources = sources or {"web": 2000, "books": 1000}
     root = os.path.abspath(root)
     os.makedirs(root, exist_ok=True)
@@ -49,6 +51,9 @@ def write_demo_blend(root: str, sources: dict[str, int] | None = None,
                             initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
     tok_path = os.path.join(root, "tokenizer.json")
     tok.save(tok_path)
+    # a complete Hugging Face folder, as train_tokenizer writes: Megatron-LM's
+    # HuggingFaceTokenizer and curator train read its EOS from tokenizer_config.json
+    write_hf_config(root, special_token_roles(["<|endoftext|>"], "<|endoftext|>"))
     eod = tok.token_to_id("<|endoftext|>")
     data_prefix: list[float | str] = []
     for name, docs in texts.items():

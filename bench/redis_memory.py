@@ -165,10 +165,10 @@ def _docs(corpus: Path):
 def digests(corpus: Path) -> tuple[np.ndarray, float]:
     """(docs x bands) band digests with fuzzy_dedup's defaults, and the CPU seconds spent."""
     from curator.dedup.fuzzy_dedup import FuzzyDedup
-    from curator.dedup.minhash import MinHasher, band_digests
+    from curator.dedup.minhash import band_digests
 
-    st = FuzzyDedup()  # the stage's defaults decide shingles, permutations and banding
-    h = MinHasher(st.num_perm, st.seed, st.ngram, st.shingle, st.normalize, scheme=st.scheme)
+    st = FuzzyDedup().hashing  # the stage's defaults decide shingles, permutations and banding
+    h = st.hasher()
     t = time.process_time()
     out, batch = [], []
     for text in _docs(corpus):
@@ -183,19 +183,25 @@ def digests(corpus: Path) -> tuple[np.ndarray, float]:
 
 def insert(cluster: Cluster, dig: np.ndarray, ttl_s: int) -> dict:
     """Claim every band digest as the stage does; measure; remove the keys."""
-    from curator.dedup.backends.redis_cluster import DEFAULT_TTL_S, RedisBucketStore
-    from curator.dedup.common import pack_refs
+    from curator.dedup.backends.redis_cluster import (
+        DEFAULT_TTL_S,
+        RedisBucketStore,
+        buckets_for,
+    )
 
     base = cluster.memory()
-    # same key shape as the stage: <prefix>:<12 hex stage tag>:<8 hex fingerprint tag>:
+    # same key shape as the stage: <prefix>:<12 hex stage tag>:<8 hex fingerprint tag>:, and
+    # as many bucket hashes as the stage would make for this many entries
     stage_prefix = "curator:0123456789ab:"
     store = RedisBucketStore(cluster.nodes, stage_prefix + "cdef0123:", stage_prefix=stage_prefix,
-                             ttl_s=ttl_s if ttl_s >= 0 else DEFAULT_TTL_S)
+                             ttl_s=ttl_s if ttl_s >= 0 else DEFAULT_TTL_S,
+                             buckets=buckets_for(dig.size))
     t, c, server0 = time.perf_counter(), time.process_time(), cluster.cpu_s()
     shard = 50_000
     for s in range(0, dig.shape[0], shard):  # one claim per shard of documents, as the stage
         d = dig[s:s + shard]
-        refs = np.repeat(pack_refs(s // shard, d.shape[0]), d.shape[1])
+        # dense document numbers, as the stage stores them
+        refs = np.repeat(np.arange(s, s + d.shape[0], dtype=np.uint64), d.shape[1])
         store.claim(d.reshape(-1), refs)
     wall, cpu = time.perf_counter() - t, time.process_time() - c
     after, server = cluster.memory(), cluster.cpu_s() - server0
@@ -204,6 +210,8 @@ def insert(cluster: Cluster, dig: np.ndarray, ttl_s: int) -> dict:
     used = [a[0] - b[0] for a, b in zip(after, base)]
     keys = sum(a[2] for a in after)
     return {"mode": "insert", "ttl_s": store.ttl_s, "keys": keys, "removed": removed,
+            "buckets": store.buckets, "entries": int(dig.size),
+            "bytes_per_entry": round(sum(used) / dig.size, 1),
             "used_mb_per_master": [round(u / 1e6, 1) for u in used],
             "used_mb": round(sum(used) / 1e6, 1), "bytes_per_key": round(sum(used) / keys, 1),
             "claim_wall_s": round(wall, 1), "claim_client_cpu_s": round(cpu, 1),

@@ -638,6 +638,18 @@ class RedisBucketStore:
             self._guard(rc.nodes_manager.initialize)
             return self._slot_owners().get(key_slot(key), "?")
 
+        for name, r in self._guard(self._primaries):
+            before = begun["nodes"].get(name)
+            info = self._guard(r.info, where=name)
+            if before and before[0] == str(info.get("run_id", "")) and \
+                    int(info.get("evicted_keys", 0)) > before[1]:
+                policy = self._guard(lambda r=r: r.config_get("maxmemory-policy"),
+                                     where=name).get("maxmemory-policy", "?")
+                raise StageError(
+                    f"redis {name}: out of memory: it evicted "
+                    f"{int(info['evicted_keys']) - before[1]} keys during the run "
+                    f"(maxmemory-policy {policy}); raise maxmemory or add nodes, and use "
+                    f"maxmemory-policy noeviction; {gone}")
         for hx in begun["sentinels"]:
             key = bytes.fromhex(hx)
             if not self._guard(lambda key=key: rc.exists(key)):
@@ -653,18 +665,6 @@ class RedisBucketStore:
                     f"redis {owner_of(key)}: {sent - got} of {sent} bucket writes of this run "
                     "are missing (the node lost writes: flushed, restarted, or failed over to "
                     f"a replica that had not received them); {gone}")
-        for name, r in self._guard(self._primaries):
-            before = begun["nodes"].get(name)
-            info = self._guard(r.info, where=name)
-            if before and before[0] == str(info.get("run_id", "")) and \
-                    int(info.get("evicted_keys", 0)) > before[1]:
-                policy = self._guard(lambda r=r: r.config_get("maxmemory-policy"),
-                                     where=name).get("maxmemory-policy", "?")
-                raise StageError(
-                    f"redis {name}: out of memory: it evicted "
-                    f"{int(info['evicted_keys']) - before[1]} keys during the run "
-                    f"(maxmemory-policy {policy}); raise maxmemory or add nodes, and use "
-                    f"maxmemory-policy noeviction; {gone}")
 
     def cleanup(self) -> int:
         """Delete every key under the stage prefix on every primary (this run's and those of

@@ -231,7 +231,7 @@ def peer(root: Path, dig: np.ndarray, sigs: np.ndarray) -> dict:
                                                  "redis": {"host": "127.0.0.1", "port": port}})
                 with lsh.insertion_session(buffer_size=10_000) as s:
                     for i, sig in enumerate(sigs):
-                        s.insert(i, MinHash(num_perm=hx.num_perm,
+                        s.insert(i, MinHash(num_perm=hx.num_perm, scheme="legacy",
                                             hashvalues=sig.astype(np.uint64)))
             used = int(r.info("memory")["used_memory"]) - base
             out[f"{who}_bytes_per_doc"] = round(used / n, 1)

@@ -609,7 +609,10 @@ class RedisBucketStore:
         """Before the first claim: a sentinel key on every primary and each node's eviction
         count. Picklable (hex keys), for :meth:`verify`."""
         out: dict[str, Any] = {"sentinels": [], "nodes": {}}
+        serving = set(self._slot_owners().values()) if not self.plain else None
         for name, r in self._guard(self._primaries):
+            if serving is not None and name not in serving:
+                continue  # a primary without slots (just added) holds no bucket
             key = self._meta_key(name, b"s")
 
             def mark(r: Any = r, key: bytes = key) -> tuple[str, int]:

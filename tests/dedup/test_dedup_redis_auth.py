@@ -21,7 +21,7 @@ from helpers_dedup import (
     make_corpus,
     make_tls_files,
     rejected,
-    wait_until,
+    start_frozen_run,
     write_pipeline,
 )
 from redis.crc import key_slot
@@ -168,11 +168,6 @@ def test_acl_user_with_password_works(pw_cluster, monkeypatch):
         bad.check()
 
 
-def _last_node_by_name(cluster: RedisCluster) -> int:
-    """The node a claim writes to last (the store goes through nodes sorted by name)."""
-    return max(cluster.ports, key=lambda p: f"127.0.0.1:{p}")
-
-
 def test_killed_run_keys_expire_and_a_rerun_with_other_parameters_removes_them(
         tmp_path, pw_cluster):
     make_corpus(tmp_path / "c", n_base=120, seed=12, shards=4)
@@ -184,24 +179,14 @@ def test_killed_run_keys_expire_and_a_rerun_with_other_parameters_removes_them(
     foreign = b"curator:another-work-dir:k"  # another stage's key: must survive
     _set_on_owner(pw_cluster, foreign)
 
-    # Writes to the node the claim reaches last are paused, so the run is inside its claim
-    # (keys on the other nodes, the final cleanup not reached) for as long as we need.
-    paused = _last_node_by_name(pw_cluster)
-    pw_cluster.client(paused).execute_command("CLIENT", "PAUSE", 60_000, "WRITE")
-    run = subprocess.Popen([sys.executable, "-m", "curator", "run", str(first)], cwd=REPO,
-                           env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                           start_new_session=True)
+    # The run stops itself (failure injection) right after its first shard's claim: keys on
+    # the nodes, the final cleanup not reached; then it is killed.
+    run = start_frozen_run(tmp_path, ["run", str(first)], env)
     try:
-        others = [p for p in pw_cluster.ports if p != paused]
-        wait_until(lambda: run.poll() is None and sum(
-            len(pw_cluster.client(p).keys("curator:*")) for p in others) > 1,
-            timeout=120, what="the run's first keys")
-        assert run.poll() is None, run.communicate()
         os.killpg(run.pid, signal.SIGKILL)
         _out, err = run.communicate(timeout=60)
         assert run.returncode == -signal.SIGKILL
     finally:
-        pw_cluster.client(paused).execute_command("CLIENT", "UNPAUSE")
         if run.poll() is None:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(run.pid, signal.SIGKILL)

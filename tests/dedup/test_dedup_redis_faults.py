@@ -28,6 +28,7 @@ from helpers_dedup import (
     free_ports,
     make_corpus,
     rejected,
+    start_frozen_run,
     wait_until,
     write_pipeline,
 )
@@ -37,25 +38,6 @@ from curator.dedup.backends.redis_cluster import RedisBucketStore
 
 FUZZY = "{shingle: word, ngram: 5, threshold: 0.7"
 
-FREEZE = '''
-import os, runpy, signal, sys
-from curator.dedup.backends import redis_cluster as rc
-
-claim = rc.RedisBucketStore.claim
-
-def frozen_after_first(self, *a, **k):
-    out = claim(self, *a, **k)
-    marker = os.environ["FREEZE_MARKER"]
-    if not os.path.exists(marker):
-        with open(marker, "w") as f:
-            f.write(str(os.getpid()))
-        os.kill(os.getpid(), signal.SIGSTOP)
-    return out
-
-rc.RedisBucketStore.claim = frozen_after_first
-sys.argv = ["curator", *sys.argv[1:]]
-runpy.run_module("curator", run_name="__main__", alter_sys=True)
-'''
 
 
 def _stage(nodes: list[str], extra: str = "") -> str:
@@ -193,21 +175,7 @@ def _frozen_run(tmp_path: Path, nodes: list[str]) -> tuple[subprocess.Popen, Pat
     make_corpus(tmp_path / "c", n_base=120, seed=24, shards=6)
     y = write_pipeline(tmp_path / "r.yaml", tmp_path / "w", f"{tmp_path}/c/part*.jsonl",
                        _stage(nodes))
-    (tmp_path / "freeze.py").write_text(FREEZE)
-    marker = tmp_path / "frozen.pid"
-    run = subprocess.Popen([sys.executable, str(tmp_path / "freeze.py"), "run", str(y)],
-                           cwd=REPO, env=dict(_env(), FREEZE_MARKER=str(marker)),
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                           start_new_session=True)
-
-    def stopped() -> bool:
-        assert run.poll() is None, run.communicate()
-        if not marker.exists():
-            return False
-        stat = Path(f"/proc/{run.pid}/stat").read_text()
-        return stat.rsplit(")", 1)[1].split()[0] == "T"
-
-    wait_until(stopped, timeout=120, what="the run to stop after its first claim")
+    run = start_frozen_run(tmp_path, ["run", str(y)], _env())
     return run, y
 
 

@@ -195,6 +195,8 @@ class FuzzyDedup(GlobalStage):
         self.verify, self.backend = verify, backend
         self.partitions, self.partition_mb = partitions, partition_mb
         self.redis_nodes, self.redis_key_prefix = list(redis_nodes), redis_key_prefix
+        if redis_batch < 1:
+            raise ConfigError("redis_batch must be >= 1 (bucket entries per script call)")
         self.redis_batch = redis_batch
         if redis_key_ttl_s < 0:
             raise ConfigError("redis_key_ttl_s must be >= 0 (0: keys never expire)")

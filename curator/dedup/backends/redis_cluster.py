@@ -220,8 +220,10 @@ class RedisBucketStore:
         self.stage_prefix = (stage_prefix if stage_prefix is not None else prefix).encode()
         if not self.prefix.startswith(self.stage_prefix):
             raise ValueError("stage_prefix must be a prefix of prefix")
-        if batch < 1 or buckets < 1:
+        if batch < 1:
             raise ConfigError("fuzzy_dedup.redis_batch must be >= 1")
+        if buckets < 1:
+            raise ValueError("buckets must be >= 1")
         self.batch = batch
         self.timeout_s = timeout_s
         if ttl_s < 0:

@@ -144,7 +144,11 @@ def start_redis(tmp: Path) -> tuple[subprocess.Popen, int]:
 def bench_lsh(docs: list[str]) -> None:
     from datasketch import MinHash, MinHashLSH
 
-    from curator.dedup.backends.redis_cluster import RedisBucketStore, redis_edges
+    from curator.dedup.backends.redis_cluster import (
+        RedisBucketStore,
+        buckets_for,
+        redis_edges,
+    )
     from curator.dedup.common import pack_refs
 
     sigs = MinHasher(NUM_PERM, SEED, 5, "word")(docs)
@@ -153,10 +157,11 @@ def bench_lsh(docs: list[str]) -> None:
     try:
         # curator: claim every band bucket of every document (insert and query in one command)
         def ours() -> int:
-            store = RedisBucketStore([f"127.0.0.1:{port}"], "curator:bench:")
             dig = band_digests(sigs, BANDS, ROWS).reshape(-1)
+            store = RedisBucketStore([f"127.0.0.1:{port}"], "curator:bench:",
+                                     buckets=buckets_for(dig.size))  # as the stage sizes it
             refs = np.repeat(pack_refs(0, sigs.shape[0]), BANDS)
-            u, _ = redis_edges(store, dig, refs)  # insert + query: one SET NX GET per entry
+            u, _ = redis_edges(store, dig, refs)  # insert + query: one script call per batch
             store.cleanup()
             store.close()
             return int(u.shape[0])

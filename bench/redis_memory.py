@@ -162,40 +162,110 @@ def _docs(corpus: Path):
                         yield orjson.loads(line)["text"]
 
 
-def digests(corpus: Path) -> tuple[np.ndarray, float]:
-    """(docs x bands) band digests with fuzzy_dedup's defaults, and the CPU seconds spent."""
+def digests(corpus: Path, keep_sigs: int = 0) -> tuple[np.ndarray, float, np.ndarray]:
+    """(docs x bands) band digests with fuzzy_dedup's defaults, the CPU seconds spent, and the
+    MinHash signatures of the first ``keep_sigs`` documents (for the peer)."""
     from curator.dedup.fuzzy_dedup import FuzzyDedup
-    from curator.dedup.minhash import MinHasher, band_digests
+    from curator.dedup.minhash import band_digests
 
-    st = FuzzyDedup()  # the stage's defaults decide shingles, permutations and banding
-    h = MinHasher(st.num_perm, st.seed, st.ngram, st.shingle, st.normalize, scheme=st.scheme)
+    st = FuzzyDedup().hashing  # the stage's defaults decide shingles, permutations and banding
+    h = st.hasher()
     t = time.process_time()
-    out, batch = [], []
+    out, batch, sigs = [], [], []
+    kept = 0
+
+    def flush() -> None:
+        nonlocal kept
+        sig = h.signatures(batch)[0]
+        out.append(band_digests(sig, st.bands, st.rows))
+        if kept < keep_sigs:
+            sigs.append(sig[:keep_sigs - kept])
+            kept += sigs[-1].shape[0]
+        batch.clear()
+
     for text in _docs(corpus):
         batch.append(text)
         if len(batch) == 4096:
-            out.append(band_digests(h.signatures(batch)[0], st.bands, st.rows))
-            batch = []
+            flush()
     if batch:
-        out.append(band_digests(h.signatures(batch)[0], st.bands, st.rows))
-    return np.concatenate(out), time.process_time() - t
+        flush()
+    keep = np.concatenate(sigs) if sigs else np.empty((0, st.num_perm), np.uint32)
+    return np.concatenate(out), time.process_time() - t, keep
+
+
+def peer(root: Path, dig: np.ndarray, sigs: np.ndarray) -> dict:
+    """datasketch ``MinHashLSH`` with Redis storage (one Redis set per bucket, plus a list of
+    bucket keys per document) and curator's store, the same documents on the same kind of
+    plain ``redis-server`` (datasketch's storage does not speak Redis Cluster), one fresh
+    server each; ``used_memory`` after inserting minus the empty server's."""
+    import redis
+    from datasketch import MinHash, MinHashLSH
+
+    from curator.dedup.backends.redis_cluster import RedisBucketStore, buckets_for
+    from curator.dedup.fuzzy_dedup import FuzzyDedup
+
+    hx = FuzzyDedup().hashing
+    n = sigs.shape[0]
+    out: dict = {"mode": "peer", "peer_docs": n}
+    for who in ("curator", "datasketch"):
+        (port,) = _free_ports(1)
+        d = root / f"peer-{who}"
+        d.mkdir(parents=True, exist_ok=True)
+        proc = subprocess.Popen([REDIS_SERVER, "--port", str(port), "--bind", "127.0.0.1",
+                                 "--dir", str(d), "--save", "", "--appendonly", "no"],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            r = redis.Redis("127.0.0.1", port)
+            Cluster._wait(r.ping)
+            base = int(r.info("memory")["used_memory"])
+            if who == "curator":
+                sub = dig[:n]
+                store = RedisBucketStore([f"127.0.0.1:{port}"], "curator:0123456789ab:cdef0123:",
+                                         buckets=buckets_for(sub.size))
+                store.claim(sub.reshape(-1), np.repeat(np.arange(n, dtype=np.uint64),
+                                                       sub.shape[1]))
+                store.close()
+            else:
+                lsh = MinHashLSH(num_perm=hx.num_perm, params=(hx.bands, hx.rows),
+                                 storage_config={"type": "redis", "basename": b"ds",
+                                                 "redis": {"host": "127.0.0.1", "port": port}})
+                with lsh.insertion_session(buffer_size=10_000) as s:
+                    for i, sig in enumerate(sigs):
+                        s.insert(i, MinHash(num_perm=hx.num_perm, scheme="legacy",
+                                            hashvalues=sig.astype(np.uint64)))
+            used = int(r.info("memory")["used_memory"]) - base
+            out[f"{who}_bytes_per_doc"] = round(used / n, 1)
+        finally:
+            proc.terminate()
+            proc.wait(timeout=30)
+    print(f"ratio bytes/doc datasketch MinHashLSH(redis) / curator: "
+          f"{out['datasketch_bytes_per_doc'] / out['curator_bytes_per_doc']:.1f}x "
+          f"({out['datasketch_bytes_per_doc']:.0f} vs {out['curator_bytes_per_doc']:.0f} "
+          f"bytes per document, {n} documents, one plain redis-server each)", flush=True)
+    return out
 
 
 def insert(cluster: Cluster, dig: np.ndarray, ttl_s: int) -> dict:
     """Claim every band digest as the stage does; measure; remove the keys."""
-    from curator.dedup.backends.redis_cluster import DEFAULT_TTL_S, RedisBucketStore
-    from curator.dedup.common import pack_refs
+    from curator.dedup.backends.redis_cluster import (
+        DEFAULT_TTL_S,
+        RedisBucketStore,
+        buckets_for,
+    )
 
     base = cluster.memory()
-    # same key shape as the stage: <prefix>:<12 hex stage tag>:<8 hex fingerprint tag>:
+    # same key shape as the stage: <prefix>:<12 hex stage tag>:<8 hex fingerprint tag>:, and
+    # as many bucket hashes as the stage would make for this many entries
     stage_prefix = "curator:0123456789ab:"
     store = RedisBucketStore(cluster.nodes, stage_prefix + "cdef0123:", stage_prefix=stage_prefix,
-                             ttl_s=ttl_s if ttl_s >= 0 else DEFAULT_TTL_S)
+                             ttl_s=ttl_s if ttl_s >= 0 else DEFAULT_TTL_S,
+                             buckets=buckets_for(dig.size))
     t, c, server0 = time.perf_counter(), time.process_time(), cluster.cpu_s()
     shard = 50_000
     for s in range(0, dig.shape[0], shard):  # one claim per shard of documents, as the stage
         d = dig[s:s + shard]
-        refs = np.repeat(pack_refs(s // shard, d.shape[0]), d.shape[1])
+        # dense document numbers, as the stage stores them
+        refs = np.repeat(np.arange(s, s + d.shape[0], dtype=np.uint64), d.shape[1])
         store.claim(d.reshape(-1), refs)
     wall, cpu = time.perf_counter() - t, time.process_time() - c
     after, server = cluster.memory(), cluster.cpu_s() - server0
@@ -204,6 +274,8 @@ def insert(cluster: Cluster, dig: np.ndarray, ttl_s: int) -> dict:
     used = [a[0] - b[0] for a, b in zip(after, base)]
     keys = sum(a[2] for a in after)
     return {"mode": "insert", "ttl_s": store.ttl_s, "keys": keys, "removed": removed,
+            "buckets": store.buckets, "entries": int(dig.size),
+            "bytes_per_entry": round(sum(used) / dig.size, 1),
             "used_mb_per_master": [round(u / 1e6, 1) for u in used],
             "used_mb": round(sum(used) / 1e6, 1), "bytes_per_key": round(sum(used) / keys, 1),
             "claim_wall_s": round(wall, 1), "claim_client_cpu_s": round(cpu, 1),
@@ -259,10 +331,16 @@ def stage(cluster: Cluster, corpus: Path, tmp: Path) -> dict:
 
 def _report(r: dict, meta: dict, json_path: str | None) -> None:
     """Print one row as soon as it is measured (and append it to ``json_path``)."""
-    keys = r.get("keys", r.get("keys_at_peak", 0))
-    r.update(meta, bytes_per_doc=round(r["used_mb"] * 1e6 / meta["n"], 1),
-             keys_per_doc=round(keys / meta["n"], 2), loadavg=round(os.getloadavg()[0], 1))
+    r.update(meta, loadavg=round(os.getloadavg()[0], 1))
+    if "used_mb" in r:
+        keys = r.get("keys", r.get("keys_at_peak", 0))
+        r.update(bytes_per_doc=round(r["used_mb"] * 1e6 / meta["n"], 1),
+                 keys_per_doc=round(keys / meta["n"], 2))
     print(json.dumps(r), flush=True)
+    if "used_mb" in r:
+        print(f"bytes per document in a 3-master cluster ({r['mode']}, {meta['n']} documents, "
+              f"{meta['bands']} bands, redis_key_ttl_s {r.get('ttl_s', 'default')}): "
+              f"{r['bytes_per_doc']:.0f} (goal <= 250)", flush=True)
     if json_path:
         with open(json_path, "a") as f:
             f.write(json.dumps(r) + "\n")
@@ -276,6 +354,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--stage", action="store_true", help="also run the whole fuzzy_dedup stage")
     ap.add_argument("--no-ttl-variant", action="store_true", help="skip the ttl 0 insert run")
     ap.add_argument("--json", help="append each row to this JSON-lines file")
+    ap.add_argument("--peer-docs", type=int, default=0,
+                    help="also store the first N documents with datasketch's MinHashLSH on a "
+                    "plain redis-server, and curator's store on another (ratio of bytes/doc)")
     args = ap.parse_args(argv)
     ver = subprocess.run([REDIS_SERVER, "--version"], capture_output=True,
                          text=True).stdout.split()[2]
@@ -287,7 +368,7 @@ def main(argv: list[str] | None = None) -> int:
             t = time.perf_counter()
             corpus = generate(tmp / "corpus", n)
             gen_s = time.perf_counter() - t
-            dig, kernel_cpu = digests(corpus.path)
+            dig, kernel_cpu, sigs = digests(corpus.path, args.peer_docs)
             docs, bands = dig.shape
             unique = int(np.unique(dig.reshape(-1)).shape[0])
             meta = dict(n=docs, bands=bands, unique_digests=unique,
@@ -300,6 +381,8 @@ def main(argv: list[str] | None = None) -> int:
                     _report(insert(c, dig, ttl), meta, args.json)
                 finally:
                     c.close()
+            if args.peer_docs:
+                _report(peer(tmp, dig, sigs), meta, args.json)
             if args.stage:
                 c = Cluster(tmp / "redis-stage")
                 try:

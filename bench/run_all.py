@@ -60,6 +60,12 @@ BENCHES = [
                                       "10000"),
           "MinHash signatures/s vs datasketch/datatrove, LSH on Redis vs datasketch, fuzzy dedup "
           "peak memory; synthetic documents"),
+    Bench("redis_memory", "redis_memory.py",
+          ("--n", "100000", "--no-ttl-variant", "--peer-docs", "20000"),
+          "Redis memory of fuzzy dedup's redis backend (INFO memory used_memory): bytes per "
+          "document in a 3-master cluster, and vs datasketch MinHashLSH(redis storage) on a "
+          "plain redis-server; bench/scale.py's synthetic web-like corpus, stage defaults "
+          "(9 bands x 13 rows)"),
     Bench("tokenize (real text)", "bench_tokenize.py",
           ("--corpus", PYDOCS, "--docs", "600", "--repeat", "2"),
           "tokenize + Megatron .bin/.idx vs datatrove MegatronDocumentTokenizer, byte-identical "
@@ -103,6 +109,7 @@ def ratio_lines(output: str) -> list[str]:
             continue
         low = s.lower()
         if ("ratio" in low or "byte-identical" in low or "bit-identical" in low
+                or "bytes per document" in low
                 or re.search(r"\d\.\d+x\b", s)):
             keep.append(s)
     return keep

@@ -6,11 +6,13 @@ Phases (each a resumable ``ctx.map``; results never depend on the number of work
    (``sig/``) and split by ``digest % partitions`` into bucket entries (``parts/``).
 2. buckets -> candidate edges ``(smallest ref in bucket, ref)``:
    ``embedded``/``cudf``: per partition, a sort of that partition's entries (``buckets``);
-   ``redis``: per shard, one ``SET key ref NX GET`` per entry in a Redis Cluster (pipelined per
-   node): the reply is the bucket's owner, giving edge ``(owner, ref)``; same components as the
-   embedded edges. Redone on a rerun (after removing every key of the stage, whatever the
-   parameters of the run that left them): a restarted node may have lost its data, so this step
-   is never marked done early. Keys carry a TTL (``redis_key_ttl_s``).
+   ``redis``: per shard, each entry claims its bucket in a Redis Cluster (first writer wins,
+   one script call per batch and node, buckets packed into small hashes): the bucket's owner
+   gives edge ``(owner, ref)``; same components as the embedded edges. Sentinels and witness
+   counters checked after the last claim stop the stage if keys were lost meanwhile. Redone on
+   a rerun (after removing every key of the stage, whatever the parameters of the run that
+   left them): a restarted node may have lost its data, so this step is never marked done
+   early. Keys carry a TTL (``redis_key_ttl_s``).
 3. ``verify`` (optional): drop candidate pairs whose exact shingle Jaccard is below threshold.
 4. ``components``: connected components over all edges; per component keep one document by
    ``keep`` (documents of an ``against`` index always win); removal lists per input shard.
@@ -95,6 +97,14 @@ class RedisTarget:
     batch: int = 10_000
     ttl_s: int = 0
     auth: RedisAuth | None = None  # no secret inside: the password is read from the env
+    buckets: int = 1  # bucket hashes (``buckets_for`` the run's entries)
+
+    def store(self) -> Any:
+        from curator.dedup.backends.redis_cluster import RedisBucketStore
+
+        return RedisBucketStore(list(self.nodes), self.prefix, self.batch,
+                                stage_prefix=self.stage_prefix, ttl_s=self.ttl_s,
+                                auth=self.auth, buckets=self.buckets)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -185,6 +195,8 @@ class FuzzyDedup(GlobalStage):
         self.verify, self.backend = verify, backend
         self.partitions, self.partition_mb = partitions, partition_mb
         self.redis_nodes, self.redis_key_prefix = list(redis_nodes), redis_key_prefix
+        if redis_batch < 1:
+            raise ConfigError("redis_batch must be >= 1 (bucket entries per script call)")
         self.redis_batch = redis_batch
         if redis_key_ttl_s < 0:
             raise ConfigError("redis_key_ttl_s must be >= 0 (0: keys never expire)")
@@ -223,12 +235,15 @@ class FuzzyDedup(GlobalStage):
         stage_tag = hashlib.sha1(f"{os.path.abspath(ctx.work_dir)}\0{ctx.stage_id}".encode())
         stage_prefix = f"{self.redis_key_prefix}:{stage_tag.hexdigest()[:12]}:"
         prefix = f"{stage_prefix}{hashlib.sha1(ctx.fingerprint.encode()).hexdigest()[:8]}:"
+        from curator.dedup.backends.redis_cluster import buckets_for
+
         cfg = FuzzyConfig(
             stage_dir=ctx.stage_dir, hashing=self.hashing, partitions=parts,
             score_field=self.score_field, verify=self.verify, threshold=self.threshold,
             redis=RedisTarget(nodes=tuple(self.redis_nodes), prefix=prefix,
                               stage_prefix=stage_prefix, batch=self.redis_batch,
-                              ttl_s=self.redis_key_ttl_s, auth=self.redis_auth))
+                              ttl_s=self.redis_key_ttl_s, auth=self.redis_auth,
+                              buckets=buckets_for(total_docs * hx.bands)))
         if self.backend == "redis":
             self.redis_auth.password()  # fail before any work when the variable is not set
             for f in (self.redis_auth.tls_ca_file, self.redis_auth.tls_cert_file,
@@ -300,9 +315,17 @@ class FuzzyDedup(GlobalStage):
                      all_res: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Claim every shard's buckets in the cluster (edges to each bucket's owner). Not
         phase-cached: a restarted node may have lost its keys, so a rerun starts clean."""
-        items = [(i, r["sig_path"]) for i, r in enumerate(all_res)]
-        ctx.map(functools.partial(_redis_task, cfg, "cleanup"), [None])
+        offsets = os.path.join(cfg.stage_dir, "redis", "offsets.npz")
+        save_npz(offsets, offsets=np.concatenate(
+            ([0], np.cumsum([r["docs"] for r in all_res])))[:-1].astype(np.int64))
+        items = [(i, r["sig_path"], offsets) for i, r in enumerate(all_res)]
+        begun = ctx.map(functools.partial(_redis_task, cfg, "begin"), [None])[0]
         files = ctx.map(functools.partial(_redis_task, cfg, "claim"), items)
+        witness: dict[str, int] = {}
+        for f in files:
+            for k, n in f.pop("witness").items():
+                witness[k] = witness.get(k, 0) + n
+        ctx.map(functools.partial(_redis_task, cfg, "verify"), [(begun, witness)])
         ctx.map(functools.partial(_redis_task, cfg, "cleanup"), [None])
         return files
 
@@ -438,22 +461,31 @@ def _bucket_task(cfg: FuzzyConfig, backend: str,
 
 
 def _redis_task(cfg: FuzzyConfig, verb: str, item: Any) -> Any:
-    from curator.dedup.backends.redis_cluster import RedisBucketStore, redis_edges
+    """``begin`` (remove the stage's old keys, write the sentinels), ``claim`` (one shard),
+    ``verify`` (no key lost since ``begin``) or ``cleanup``."""
+    from curator.dedup.backends.redis_cluster import redis_edges
 
-    rt = cfg.redis
-    store = RedisBucketStore(list(rt.nodes), rt.prefix, rt.batch, stage_prefix=rt.stage_prefix,
-                             ttl_s=rt.ttl_s, auth=rt.auth)
+    store = cfg.redis.store()
     try:
         store.check()
         if verb == "cleanup":
             return store.cleanup()
-        shard_idx, sig_path = item
+        if verb == "begin":
+            store.cleanup()
+            return store.begin()
+        if verb == "verify":
+            begun, witness = item
+            store.verify(begun, witness)
+            return None
+        shard_idx, sig_path, offsets = item
         z = load_npz(sig_path, "fuzzy_dedup redis")
         flat, refs = _entries(shard_idx, z["digests"], z.get("valid"))
-        u, v = redis_edges(store, flat, refs)
+        off = load_npz(offsets, "fuzzy_dedup redis")["offsets"]
+        u, v = redis_edges(store, flat, refs, off)
         path = os.path.join(cfg.stage_dir, "edges", f"redis-{shard_idx:06d}.npz")
         save_npz(path, u=u, v=v)
-        return {"path": path, "edges": int(u.shape[0])}
+        return {"path": path, "edges": int(u.shape[0]),
+                "witness": {k.hex(): n for k, n in store.witness.items()}}
     finally:
         store.close()
 

@@ -8,6 +8,7 @@ import random
 import shutil
 import socket
 import subprocess
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -160,6 +161,51 @@ class RedisCluster:
     def close(self) -> None:
         for port in list(self.procs):
             self.stop_node(port)
+
+
+# -- freezing a run at a deterministic point (failure injection) --------------------------------
+
+#: ``python freeze.py run pipeline.yaml``: curator, with ``RedisBucketStore.claim`` wrapped so
+#: that the process stops itself (SIGSTOP) right after the first claim returned.
+FREEZE = '''
+import os, runpy, signal, sys
+from curator.dedup.backends import redis_cluster as rc
+
+claim = rc.RedisBucketStore.claim
+
+def frozen_after_first(self, *a, **k):
+    out = claim(self, *a, **k)
+    marker = os.environ["FREEZE_MARKER"]
+    if not os.path.exists(marker):
+        with open(marker, "w") as f:
+            f.write(str(os.getpid()))
+        os.kill(os.getpid(), signal.SIGSTOP)
+    return out
+
+rc.RedisBucketStore.claim = frozen_after_first
+sys.argv = ["curator", *sys.argv[1:]]
+runpy.run_module("curator", run_name="__main__", alter_sys=True)
+'''
+
+
+def start_frozen_run(tmp: Path, args: list[str], env: dict[str, str]) -> subprocess.Popen:
+    """Start ``curator *args`` under :data:`FREEZE` (own process group) and return once it is
+    stopped after its first shard's claim (state ``T`` in ``/proc``)."""
+    (tmp / "freeze.py").write_text(FREEZE)
+    marker = tmp / "frozen.pid"
+    run = subprocess.Popen([sys.executable, str(tmp / "freeze.py"), *args], cwd=REPO,
+                           env=dict(env, FREEZE_MARKER=str(marker)), stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True, start_new_session=True)
+
+    def stopped() -> bool:
+        assert run.poll() is None, run.communicate()
+        if not marker.exists():
+            return False
+        stat = Path(f"/proc/{run.pid}/stat").read_text()
+        return stat.rsplit(")", 1)[1].split()[0] == "T"
+
+    wait_until(stopped, timeout=120, what="the run to stop after its first claim")
+    return run
 
 
 # -- corpora ----------------------------------------------------------------------------------

@@ -19,18 +19,32 @@ from curator.dedup.backends.redis_cluster import RedisBucketStore, redis_edges
 FUZZY = "{shingle: word, ngram: 5, threshold: 0.7"
 
 
+def _fields(cluster, pattern: str) -> list[int]:
+    """Per master: the bucket entries (hash fields) under ``pattern``."""
+    out = []
+    for p in cluster.ports:
+        r = redis.Redis(port=p)
+        out.append(sum(r.hlen(k) for k in r.keys(pattern) if r.type(k) == b"hash"))
+    return out
+
+
 def test_bucket_store_spreads_keys_and_cleans_up(redis_cluster):
-    store = RedisBucketStore(redis_cluster.nodes, "curator:test-store:", batch=500)
+    store = RedisBucketStore(redis_cluster.nodes, "curator:test-store:", batch=500,
+                             buckets=40)
     rng = np.random.default_rng(1)
-    digests = rng.integers(0, 2**63, size=3000, dtype=np.uint64)
+    digests = rng.integers(0, 2**64 - 1, size=3000, dtype=np.uint64)
     digests[1000:1500] = digests[:500]  # buckets with two members
     digests[2000:2100] = digests[:100]  # ... and some with three
     refs = np.arange(3000, dtype=np.uint64) + (np.uint64(3) << np.uint64(32))
     try:
         owners = store.claim(digests, refs)
-        per_node = [len(redis.Redis(port=p).keys("curator:test-store:*"))
-                    for p in redis_cluster.ports]
+        per_node = _fields(redis_cluster, "curator:test-store:b*")
         assert sum(per_node) == 2400 and min(per_node) > 500  # spread over all masters
+        # 40 hashes of ~60 entries: Redis keeps them in the compact listpack encoding
+        hashes = [(p, k) for p in redis_cluster.ports
+                  for k in redis.Redis(port=p).keys("curator:test-store:b*")]
+        assert len(hashes) == 40
+        assert {redis.Redis(port=p).object("encoding", k) for p, k in hashes} == {b"listpack"}
         want = refs.copy()
         want[1000:1500] = refs[:500]
         want[2000:2100] = refs[:100]
@@ -47,8 +61,24 @@ def test_bucket_store_spreads_keys_and_cleans_up(redis_cluster):
         mask = want != refs
         assert set(zip(eu.tolist(), ev.tolist())) == set(zip(want[mask].tolist(),
                                                               refs[mask].tolist()))
-        assert store.cleanup() == 2400
+        # the witness counters hold what the nodes acknowledged: 3 claims, one per node each
+        assert sum(store.witness.values()) == 3000 + 10 + 3000 and len(store.witness) == 3
+        assert store.cleanup() == 40 + 3
         assert redis_cluster.keys("curator:test-store:*") == 0
+    finally:
+        store.close()
+
+
+def test_digests_that_share_a_hash_stay_apart(redis_cluster):
+    """Digests with the same bucket number and different remainders (and the reverse) are
+    different buckets: the field keeps every bit the key does not."""
+    store = RedisBucketStore(redis_cluster.nodes, "curator:test-split:", buckets=7)
+    top = np.uint64(2**64 - 7)  # bucket 2**64-7 % 7, the largest remainder
+    d = np.array([3, 3 + 7, 3 + 7 * 2**40, top, top - np.uint64(7), 3, top], dtype=np.uint64)
+    try:
+        owners = store.claim(d, np.arange(7, dtype=np.uint64) + np.uint64(2**40))
+        assert (owners - np.uint64(2**40)).tolist() == [0, 1, 2, 3, 4, 0, 3]
+        store.cleanup()
     finally:
         store.close()
 
@@ -123,15 +153,15 @@ def test_redis_example_pipeline_on_dask(tmp_path, redis_cluster):
 
 
 def test_claim_follows_a_slot_that_moved(redis_cluster):
-    """A slot moved after the client cached the layout: the raw write gets MOVED and the
-    batch is redone through redis-py, which follows the redirection."""
+    """A slot moved after the client cached the layout: the script meets a non-local key,
+    the store refreshes the layout and sends the batch again (claims are idempotent)."""
     from redis.crc import key_slot
 
     store = RedisBucketStore(redis_cluster.nodes, "curator:test-moved:", batch=100)
     try:
         store.check()  # caches the slot layout
         digest = np.array([12345], dtype=np.uint64)
-        key = store._keys(digest)[0]
+        key = store.bucket_key(12345 % store.buckets)
         slot = key_slot(key)
         conns = {p: redis.Redis(port=p) for p in redis_cluster.ports}
         ids = {p: c.execute_command("CLUSTER", "MYID") for p, c in conns.items()}
@@ -145,11 +175,11 @@ def test_claim_follows_a_slot_that_moved(redis_cluster):
         for c in conns.values():
             c.execute_command("CLUSTER", "SETSLOT", slot, "NODE", ids[dst])
         calls = []
-        pipeline = store.rc.pipeline
-        store.rc.pipeline = lambda *a, **k: (calls.append(1), pipeline(*a, **k))[1]  # spy
+        init = store.rc.nodes_manager.initialize
+        store.rc.nodes_manager.initialize = lambda *a, **k: (calls.append(1), init(*a, **k))[1]
         refs = np.array([7], dtype=np.uint64)
         assert store.claim(digest, refs).tolist() == [7]
-        assert calls  # the redirection was followed through redis-py
+        assert calls  # the layout was refreshed and the batch sent again
         assert store.claim(digest, np.array([9], dtype=np.uint64)).tolist() == [7]
         assert conns[dst].exists(key) == 1
         store.cleanup()
@@ -185,7 +215,7 @@ def test_single_plain_redis_server(tmp_path):
         refs = np.arange(5, dtype=np.uint64)
         assert store.claim(digests, refs).tolist() == [0, 1, 0, 3, 1]
         assert store.plain
-        assert store.cleanup() == 3
+        assert store.cleanup() == 3 + 1  # three bucket hashes, one witness counter
         store.close()
     finally:
         proc.terminate()

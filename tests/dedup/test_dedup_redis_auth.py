@@ -21,7 +21,7 @@ from helpers_dedup import (
     make_corpus,
     make_tls_files,
     rejected,
-    wait_until,
+    start_frozen_run,
     write_pipeline,
 )
 from redis.crc import key_slot
@@ -78,24 +78,28 @@ def test_store_keys_have_a_ttl_and_cleanup_takes_the_whole_stage(pw_cluster, mon
     try:
         old.claim(d, refs)
         other.claim(d[:10], refs[:10])
-        assert old.keys_with_ttl(sample=1000) == (1000, 0)  # every key expires
+        n_old = len({int(x) % old.buckets for x in d}) + len(old.witness)  # hashes + counters
+        n_other = len({int(x) % other.buckets for x in d[:10]}) + len(other.witness)
+        assert old.keys_with_ttl(sample=10_000) == (n_old, 0)  # every key expires
         ttls = [pw_cluster.client(p).ttl(k) for p in pw_cluster.ports
                 for k in pw_cluster.client(p).keys(stage + "fp-old:*")]
-        assert len(ttls) == 1000 and all(3500 < t <= 3600 for t in ttls)
+        assert len(ttls) == n_old and all(3500 < t <= 3600 for t in ttls)
         other_ttls = [pw_cluster.client(p).ttl(k) for p in pw_cluster.ports
                       for k in pw_cluster.client(p).keys("curator:other-stage:*")]
         # the default TTL (7 days) applies when none is given
-        assert len(other_ttls) == 10 and all(6 * 86400 < t <= 7 * 86400 for t in other_ttls)
+        assert len(other_ttls) == n_other and all(6 * 86400 < t <= 7 * 86400
+                                                  for t in other_ttls)
         # a run with another fingerprint removes the earlier run's keys, not another stage's
-        assert new.cleanup() == 1000
+        assert new.cleanup() == n_old
         assert pw_cluster.keys(stage + "*") == 0
-        assert pw_cluster.keys("curator:other-stage:*") == 10
-        assert other.cleanup() == 10
+        assert pw_cluster.keys("curator:other-stage:*") == n_other
+        assert other.cleanup() == n_other
         # ttl 0: no expiry (documented as discouraged)
         forever = RedisBucketStore(pw_cluster.nodes, stage + "x:", ttl_s=0, auth=auth)
         forever.claim(d[:5], refs[:5])
-        assert forever.keys_with_ttl() == (5, 5)
-        assert forever.cleanup() == 5
+        n = 5 + len(forever.witness)
+        assert forever.keys_with_ttl() == (n, n)
+        assert forever.cleanup() == n
         forever.close()
     finally:
         for s in (old, new, other):
@@ -111,9 +115,10 @@ def test_prefix_with_glob_characters_cleans_only_its_own_keys(pw_cluster, monkey
         d = np.arange(1, 51, dtype=np.uint64)
         glob.claim(d, d)
         plain.claim(d, d)
-        assert glob.cleanup() == 50
-        assert pw_cluster.keys("curXa:*") == 50
-        assert plain.cleanup() == 50
+        n = 50 + len(plain.witness)  # one hash per digest, one witness counter per node
+        assert glob.cleanup() == 50 + len(glob.witness)
+        assert pw_cluster.keys("curXa:*") == n
+        assert plain.cleanup() == n
     finally:
         glob.close()
         plain.close()
@@ -154,18 +159,13 @@ def test_acl_user_with_password_works(pw_cluster, monkeypatch):
         store.check()
         d = np.arange(1, 101, dtype=np.uint64)
         assert np.array_equal(store.claim(d, d), d)
-        assert store.cleanup() == 100
+        assert store.cleanup() == 100 + len(store.witness)
     finally:
         store.close()
     monkeypatch.setenv(ENV, "wrong")
     bad = RedisBucketStore(pw_cluster.nodes, "curator:acl:", auth=RedisAuth("curator", ENV))
     with pytest.raises(StageError, match="authentication failed for user 'curator'"):
         bad.check()
-
-
-def _last_node_by_name(cluster: RedisCluster) -> int:
-    """The node a claim writes to last (the store goes through nodes sorted by name)."""
-    return max(cluster.ports, key=lambda p: f"127.0.0.1:{p}")
 
 
 def test_killed_run_keys_expire_and_a_rerun_with_other_parameters_removes_them(
@@ -179,24 +179,14 @@ def test_killed_run_keys_expire_and_a_rerun_with_other_parameters_removes_them(
     foreign = b"curator:another-work-dir:k"  # another stage's key: must survive
     _set_on_owner(pw_cluster, foreign)
 
-    # Writes to the node the claim reaches last are paused, so the run is inside its claim
-    # (keys on the other nodes, the final cleanup not reached) for as long as we need.
-    paused = _last_node_by_name(pw_cluster)
-    pw_cluster.client(paused).execute_command("CLIENT", "PAUSE", 60_000, "WRITE")
-    run = subprocess.Popen([sys.executable, "-m", "curator", "run", str(first)], cwd=REPO,
-                           env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                           start_new_session=True)
+    # The run stops itself (failure injection) right after its first shard's claim: keys on
+    # the nodes, the final cleanup not reached; then it is killed.
+    run = start_frozen_run(tmp_path, ["run", str(first)], env)
     try:
-        others = [p for p in pw_cluster.ports if p != paused]
-        wait_until(lambda: run.poll() is None and sum(
-            len(pw_cluster.client(p).keys("curator:*")) for p in others) > 1,
-            timeout=120, what="the run's first keys")
-        assert run.poll() is None, run.communicate()
         os.killpg(run.pid, signal.SIGKILL)
         _out, err = run.communicate(timeout=60)
         assert run.returncode == -signal.SIGKILL
     finally:
-        pw_cluster.client(paused).execute_command("CLIENT", "UNPAUSE")
         if run.poll() is None:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(run.pid, signal.SIGKILL)

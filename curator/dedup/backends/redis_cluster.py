@@ -1,14 +1,25 @@
 """LSH buckets in a Redis Cluster, for corpora whose buckets do not fit one machine (a single
 plain Redis server works too, when it is the only node given).
 
-Keys are ``<stage prefix><fingerprint tag>:<8-byte band digest>`` (the digest is already
-salted by the band), so they spread over all hash slots; a bucket is one 8-byte value, its owner
-(the first document that claimed it). Each entry is one ``SET key ref NX GET EX ttl``: insert
-and query in a single command, batched per node as one pipelined write (no cross-slot multi-key
-commands). Every key carries a TTL, so keys of a run that was killed and never rerun expire on
-their own; :meth:`cleanup` removes every key of the *stage* prefix with ``SCAN`` on each
-primary, so a rerun with other parameters (another fingerprint tag) also removes the keys an
-earlier, killed run left.
+Layout (measured ~150-170 bytes per document with 9 bands, see docs/scale.md): a band digest
+``d`` is split into a bucket number ``d % buckets`` and a remainder ``d // buckets``; the
+bucket is a small Redis *hash* ``<run prefix>b<bucket number>`` whose fields are remainders
+(binary, 5-8 bytes) and whose values are document numbers (decimal, so Redis stores them as
+integers). ``buckets`` is chosen so that a hash holds ~64 fields on average: it stays in
+Redis' compact listpack encoding (``hash-max-listpack-entries``, 128 by default), about
+13-15 bytes per entry instead of ~180 for a key of its own.
+
+One Lua script call per batch and node claims a batch of entries: ``HSETNX`` (first writer
+wins), ``HGET`` for the owner otherwise; it returns only the entries that found an owner,
+and adds the batch size to a per-node *witness counter* as its last write. Keys carry a TTL.
+
+Loss detection: :meth:`begin` writes a sentinel key on each primary before the first claim;
+:meth:`verify` checks after the last claim that every sentinel is still there, that every
+witness counter holds what the claims were told, and that no node evicted keys. A flush, a
+restart or failover to a replica without the data, an eviction or an expiry during the run
+therefore stops the stage with one line instead of giving fewer duplicates. Every reply
+error other than a redirection (MOVED/ASK/TRYAGAIN) is fatal, with one line naming the node
+and the cause (e.g. out of memory), and no key bytes in any message.
 
 Credentials and TLS come from :class:`RedisAuth`; the password is read from an environment
 variable when a connection is made, so it is never part of the pipeline file, the fingerprint,
@@ -18,9 +29,12 @@ a TLS failure and a node that is down each have their own.
 
 from __future__ import annotations
 
+import binascii
+import math
 import os
 import re
 import ssl
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -40,6 +54,10 @@ def _retry(attempts: int) -> Any:
 
     return Retry(ExponentialBackoff(cap=0.5, base=0.05), attempts)
 
+
+#: Average fields per bucket hash: half of Redis' default ``hash-max-listpack-entries`` (128),
+#: so that (Poisson) almost no hash outgrows the compact encoding.
+BUCKET_FILL = 64
 
 #: Default lifetime of a bucket key: longer than any one claim phase, short enough that keys
 #: of an abandoned run do not stay for good.
@@ -93,7 +111,11 @@ def _chain(err: BaseException) -> list[BaseException]:
 
 
 def _one_line(err: BaseException) -> str:
-    return " ".join(str(err).split())[:300]
+    """The error's text on one line, printable ASCII only: redis-py quotes the command in some
+    messages, and the keys are binary."""
+    text = re.sub(r"b'(?:[^'\\]|\\.)*'", "<key>", str(err))
+    text = "".join(c if " " <= c <= "~" else " " for c in text)
+    return " ".join(text.split())[:300]
 
 
 def auth_problem(err: BaseException, auth: RedisAuth) -> str | None:
@@ -119,8 +141,9 @@ def auth_problem(err: BaseException, auth: RedisAuth) -> str | None:
             return (f"authentication failed for {user} with {secret} ({_one_line(e)}); check "
                     "redis_username and the password")
         if isinstance(e, (AuthorizationError, NoPermissionError)):
-            return (f"{user} is not allowed to run the commands fuzzy_dedup needs (SET, SCAN, "
-                    f"UNLINK, CLUSTER INFO): {_one_line(e)}")
+            return (f"{user} is not allowed to run the commands fuzzy_dedup needs (EVAL, "
+                    f"HSETNX, HGET, HLEN, EXPIRE, INCRBY, SET, GET, EXISTS, SCAN, UNLINK, INFO, "
+                    f"CLUSTER INFO): {_one_line(e)}")
         if isinstance(e, ssl.SSLError) or "SSL" in text or "TLS" in text:
             return (f"TLS connection failed ({_one_line(e)}); check redis_tls and "
                     "redis_tls_ca_file / redis_tls_cert_file / redis_tls_key_file")
@@ -139,26 +162,82 @@ def parse_nodes(nodes: list[str]) -> list[tuple[str, int]]:
     return out
 
 
+#: The claim script. ARGV: ttl (0: none), witness counter key, then (key, field, value) per
+#: entry. Keys are passed as arguments, not declared: declared keys must share one hash slot,
+#: while ``allow-cross-slot-keys`` lets the script touch any key *of this node*. Returns
+#: ``{entry number, owner, ...}`` for the entries whose bucket already had an owner. The
+#: counter is the last write, so a node that loses the tail of its writes (a replica that lagged,
+#: a flush) loses the increments that followed them, which :meth:`RedisBucketStore.verify` sees.
+#: No ``allow-oom`` flag: a node over ``maxmemory`` refuses the whole call with ``OOM``.
+CLAIM_SCRIPT = b"""#!lua flags=allow-cross-slot-keys
+local ttl = tonumber(ARGV[1])
+local out = {}
+local n = 0
+for i = 3, #ARGV, 3 do
+  local k, f = ARGV[i], ARGV[i + 1]
+  if redis.call('HSETNX', k, f, ARGV[i + 2]) == 1 then
+    if ttl > 0 and redis.call('HLEN', k) == 1 then redis.call('EXPIRE', k, ttl) end
+  else
+    out[#out + 1] = n
+    out[#out + 1] = redis.call('HGET', k, f)
+  end
+  n = n + 1
+end
+redis.call('INCRBY', ARGV[2], n)
+if ttl > 0 then redis.call('EXPIRE', ARGV[2], ttl) end
+return out
+"""
+
+#: Reply errors that only mean "ask another node" (the slot moved or is moving); anything else
+#: is fatal. Inside a script a moved slot reads "Script attempted to access a non local key".
+_REDIRECT = re.compile(r"^(MOVED|ASK|TRYAGAIN)\b|non local key")
+_CRC_TABLE = np.array([binascii.crc_hqx(bytes([i]), 0) for i in range(256)], dtype=np.uint32)
+
+
+class _Redirect(Exception):
+    """A batch met a slot that moved: refresh the layout and send it again (idempotent)."""
+
+
+def _error_code(err: BaseException) -> str:
+    """``OOM``, ``MOVED``, ... : redis-py strips the code into ``status_code``."""
+    code = getattr(err, "status_code", None)
+    return f"{code} {err}" if code else str(err)
+
+
 class RedisBucketStore:
     """Cluster-aware bucket store; create one per task (it holds connections)."""
 
     def __init__(self, nodes: list[str], prefix: str, batch: int = 10_000,
                  timeout_s: float = 10.0, *, stage_prefix: str | None = None,
-                 ttl_s: int = DEFAULT_TTL_S, auth: RedisAuth | None = None) -> None:
+                 ttl_s: int = DEFAULT_TTL_S, auth: RedisAuth | None = None,
+                 buckets: int = 1 << 16) -> None:
         """``prefix``: this run's keys; ``stage_prefix`` (a prefix of ``prefix``, default
-        ``prefix``): what :meth:`cleanup` removes, i.e. the keys of every run of the stage."""
+        ``prefix``): what :meth:`cleanup` removes, i.e. the keys of every run of the stage.
+        ``buckets``: how many hashes the digests are spread over (:func:`buckets_for`); every
+        store of one run must use the same number."""
         self.nodes = parse_nodes(nodes)
         self.prefix = prefix.encode()
         self.stage_prefix = (stage_prefix if stage_prefix is not None else prefix).encode()
         if not self.prefix.startswith(self.stage_prefix):
             raise ValueError("stage_prefix must be a prefix of prefix")
+        if batch < 1:
+            raise ConfigError("fuzzy_dedup.redis_batch must be >= 1")
+        if buckets < 1:
+            raise ValueError("buckets must be >= 1")
         self.batch = batch
         self.timeout_s = timeout_s
         if ttl_s < 0:
             raise ConfigError("fuzzy_dedup.redis_key_ttl_s must be >= 0 (0: keys never expire)")
-        self.ttl = b"" if not ttl_s else b"$2\r\nEX\r\n$%d\r\n%d\r\n" % (len(str(ttl_s)), ttl_s)
         self.ttl_s = ttl_s
         self.auth = auth or RedisAuth()
+        self.buckets = int(buckets)
+        # widths of the bucket number in the key and of the remainder in the field
+        self.key_width = max(1, math.ceil(self.buckets.bit_length() / 8))
+        self.field_width = max(1, math.ceil(((2**64 - 1) // self.buckets).bit_length() / 8))
+        self.nonce = os.urandom(6).hex().encode()  # this store's witness counters
+        #: witness counter key -> entries that its node acknowledged (see :meth:`verify`)
+        self.witness: dict[bytes, int] = {}
+        self._tags: dict[str, bytes] = {}
         self._rc: Any = None
         #: True when the single node given is a plain Redis server, not a cluster.
         self.plain = False
@@ -199,27 +278,76 @@ class RedisBucketStore:
         return redis.Redis(host, port, socket_timeout=2, socket_connect_timeout=2,
                            retry=_retry(0), **self.auth.connection_kwargs())
 
-    def _guard(self, fn: Callable[[], T]) -> T:
+    def _guard(self, fn: Callable[[], T], where: str | None = None) -> T:
+        """Run ``fn``; any redis error becomes one :class:`StageError` line (``where``: the
+        ``host:port`` the call went to, when known)."""
         from redis.exceptions import RedisClusterException, RedisError
 
         try:
             return fn()
+        except StageError:
+            raise
         except (RedisError, RedisClusterException) as e:
-            raise StageError(self._diagnose(e)) from None
+            raise StageError(self._diagnose(e, where)) from None
 
-    def _diagnose(self, err: Exception) -> str:
-        """One line: wrong credentials or TLS trouble, else the node that is down (from the
-        error, else by pinging each node the cluster knows about)."""
-        cluster = "redis cluster " + ",".join(f"{h}:{p}" for h, p in self.nodes)
+    @property
+    def _cluster_name(self) -> str:
+        return "redis cluster " + ",".join(f"{h}:{p}" for h, p in self.nodes)
+
+    def _reply_error(self, err: BaseException, where: str | None) -> str | None:
+        """The line for an error *reply* (the server answered, with an error), else None."""
+        from redis.exceptions import ClusterDownError, ResponseError
+
+        if not isinstance(err, (ResponseError, ClusterDownError)):
+            return None
+        text = _error_code(err)
+        code = text.split(" ", 1)[0]
+        who = f"redis {where}" if where else self._cluster_name
+        if isinstance(err, ClusterDownError) or "CLUSTERDOWN" in text or \
+                "cluster is down" in text:
+            dead = self._find_dead_node()
+            if dead:
+                return (f"redis node {dead} is down or unreachable ({who} says the cluster is "
+                        "down); nothing was marked done: rerun when it is back")
+            return (f"{who}: the cluster is down ({_one_line(err)}); nothing was marked done: "
+                    "rerun when it is healthy")
+        if code == "OOM" or "OOM command not allowed" in text:
+            return (f"{who}: out of memory (maxmemory reached); raise maxmemory or add nodes "
+                    "(docs/scale.md: Redis sizing); nothing was marked done")
+        if code == "LOADING" or "loading the dataset" in text:
+            return (f"{who}: the node restarted and is still loading its data; nothing was "
+                    "marked done: rerun when it has loaded")
+        if code == "READONLY" or code == "MASTERDOWN":
+            return (f"{who}: the node is a replica that cannot take writes ({_one_line(err)}); "
+                    "give primaries in redis_nodes; nothing was marked done")
+        if code == "WRONGTYPE" or "WRONGTYPE" in text:
+            return (f"{who}: a key under the stage's prefix "
+                    f"'{self.stage_prefix.decode(errors='replace')}' holds another type (does "
+                    "another program write there? change redis_key_prefix); nothing was "
+                    "marked done")
+        if code == "BUSY":
+            return (f"{who}: busy running another script ({_one_line(err)}); nothing was "
+                    "marked done: rerun")
+        return (f"{who}: the server refused fuzzy_dedup's command ({_one_line(err)}); nothing "
+                "was marked done")
+
+    def _diagnose(self, err: Exception, where: str | None = None) -> str:
+        """One line: wrong credentials or TLS trouble, an error reply from a node (naming it
+        and the cause), else the node that is down (from the error, else by pinging each
+        node the cluster knows about)."""
+        cluster = self._cluster_name
         why = auth_problem(err, self.auth)
         if why is not None:
             return f"{cluster}: {why}; nothing was marked done"
-        m = _ADDR.search(str(err))
-        bad = f"{m.group(1)}:{m.group(2)}" if m else None
+        line = self._reply_error(err, where)
+        if line is not None:
+            return line
+        msg = _one_line(err)
+        m = _ADDR.search(msg)
+        bad = f"{m.group(1)}:{m.group(2)}" if m else where
         if bad is None:
             bad = self._find_dead_node()
         where = f"redis node {bad}" if bad else cluster
-        msg = " ".join(str(err).split())[:300]
         # a TLS client talking to a plain port (or the reverse) sees a timeout or a reset
         if self.auth.tls:
             hint = " (or it does not speak TLS: redis_tls is on)"
@@ -269,12 +397,63 @@ class RedisBucketStore:
 
         self._guard(probe)
 
-    # -- bucket verbs ----------------------------------------------------------------------
-    def _keys(self, digests: np.ndarray) -> list[bytes]:
-        raw = digests.astype(">u8").tobytes()
-        p = self.prefix
-        return [p + raw[i:i + 8] for i in range(0, len(raw), 8)]
+    # -- keys --------------------------------------------------------------------------------
+    def _split(self, digests: np.ndarray) -> tuple[np.ndarray, bytes, bytes]:
+        """(bucket numbers, key bytes, field bytes): entry ``i``'s key suffix and field are the
+        ``i``-th fixed-width slices."""
+        d = digests.astype(np.uint64, copy=False)
+        b = d % np.uint64(self.buckets)
+        rest = d // np.uint64(self.buckets)
+        kb = b.astype(">u8").view(np.uint8).reshape(-1, 8)[:, 8 - self.key_width:]
+        fb = rest.astype(">u8").view(np.uint8).reshape(-1, 8)[:, 8 - self.field_width:]
+        return b, np.ascontiguousarray(kb).tobytes(), np.ascontiguousarray(fb).tobytes()
 
+    def bucket_key(self, bucket: int) -> bytes:
+        """The hash that holds bucket number ``bucket``."""
+        return self.prefix + b"b" + int(bucket).to_bytes(self.key_width, "big")
+
+    def _slots(self, kb: bytes) -> np.ndarray:
+        """Hash slot of each bucket key (CRC16 of the key, vectorised, as Redis computes it;
+        keys with a ``{`` fall back to redis-py's ``key_slot`` for the hash-tag rule)."""
+        from redis.crc import key_slot
+
+        w = self.key_width
+        n = len(kb) // w
+        head = self.prefix + b"b"
+        if b"{" in head:
+            return np.fromiter((key_slot(head + kb[i * w:(i + 1) * w]) for i in range(n)),
+                               dtype=np.int64, count=n)
+        crc = np.full(n, binascii.crc_hqx(head, 0), dtype=np.uint32)
+        cols = np.frombuffer(kb, dtype=np.uint8).reshape(n, w)
+        for j in range(w):
+            crc = ((crc << 8) & 0xFFFF) ^ _CRC_TABLE[((crc >> 8) ^ cols[:, j]) & 0xFF]
+        slots = (crc & 0x3FFF).astype(np.int64)
+        for i in np.flatnonzero((cols == ord("{")).any(axis=1)).tolist():
+            slots[i] = key_slot(head + kb[i * w:(i + 1) * w])
+        return slots
+
+    def _meta_key(self, node: str, kind: bytes) -> bytes:
+        """A key of ``kind`` (sentinel ``s``, counter ``c<nonce>``) that lives on ``node``:
+        its hash tag is searched for a slot that the node serves."""
+        tag = self._tags.get(node)
+        if tag is None:
+            tag = b"0"
+            if not self.plain:
+                from redis.crc import key_slot
+
+                owner = self._slot_owners()
+                for i in range(1 << 20):
+                    t = str(i).encode()
+                    if owner.get(key_slot(self.prefix + b"m{" + t + b"}")) == node:
+                        tag = t
+                        break
+            self._tags[node] = tag
+        return self.prefix + b"m{" + tag + b"}" + kind
+
+    def _slot_owners(self) -> dict[int, str]:
+        return {s: ns[0].name for s, ns in self.rc.nodes_manager.slots_cache.items() if ns}
+
+    # -- bucket verbs ----------------------------------------------------------------------
     def keys_with_ttl(self, sample: int = 100) -> tuple[int, int]:
         """(keys seen, keys without a TTL) over up to ``sample`` keys of this run (a check)."""
         rc = self.rc
@@ -293,80 +472,204 @@ class RedisBucketStore:
         return self._guard(run)
 
     def claim(self, digests: np.ndarray, refs: np.ndarray) -> np.ndarray:
-        """For each entry, atomically make ``refs[i]`` the owner of bucket ``digests[i]`` unless
-        the bucket has one (``SET key ref NX GET EX ttl``); returns each bucket's owner (``refs[i]``
+        """For each entry, atomically make ``refs[i]`` (a document number) the owner of bucket
+        ``digests[i]`` unless the bucket has one; returns each bucket's owner (``refs[i]``
         itself where it became the owner).
 
-        One round trip per batch and node: keys are routed by hash slot here and the commands
-        are written as raw RESP, so the cost per entry is a few microseconds of Python. Which
-        entry becomes owner depends on timing, but the *components* of the edges
-        ``(owner, ref)`` do not: every member of a bucket is joined to the same owner.
+        One script call per batch and node: entries are routed by hash slot here and written
+        as raw RESP, and the reply lists only the entries that met an owner, so the cost per
+        entry is about a microsecond of Python. Which entry becomes owner depends on timing,
+        but the *components* of the edges ``(owner, ref)`` do not: every member of a bucket is
+        joined to the same owner.
         """
-        keys = self._keys(digests)
-        vals = refs.astype(">u8").tobytes()
+        n = int(digests.shape[0])
         owners = refs.astype(np.uint64).copy()
-
-        def run() -> None:
-            for client, idx in self._by_node(keys):
+        if n == 0:
+            return owners
+        _, kb, fb = self._split(digests)
+        vals = [b"%d" % v for v in owners.tolist()]
+        pending = np.arange(n)
+        for attempt in range(4):
+            redo: list[np.ndarray] = []
+            for node, idx in self._by_node(kb, pending):
                 for s in range(0, len(idx), self.batch):
-                    self._claim_batch(client, keys, vals, idx[s:s + self.batch], owners)
-
-        self._guard(run)
+                    part = idx[s:s + self.batch]
+                    try:
+                        self._guard(lambda node=node, part=part: self._claim_batch(
+                            node, kb, fb, vals, part, owners), where=node)
+                    except _Redirect:
+                        redo.append(part)
+            if not redo:
+                return owners
+            pending = np.concatenate(redo)
+            self._guard(self.rc.nodes_manager.initialize)  # the slots moved: new layout
+            self._tags.clear()
+            time.sleep(0.05 * 2 ** attempt)  # TRYAGAIN: a migration is under way
+        self._guard(lambda: self._claim_slowly(kb, fb, vals, pending, owners))
         return owners
 
-    def _by_node(self, keys: list[bytes]) -> list[tuple[Any, list[int]]]:
+    def _by_node(self, kb: bytes, idx: np.ndarray) -> list[tuple[str, np.ndarray]]:
         rc = self.rc  # connects first: that decides ``plain``
         if self.plain:
-            return [(rc, list(range(len(keys))))]
-        from redis.crc import key_slot
+            h, p = self.nodes[0]
+            return [(f"{h}:{p}", idx)]
+        w = self.key_width
+        slots = self._slots(b"".join(kb[i * w:(i + 1) * w] for i in idx.tolist()))
+        owner = self._slot_owners()
+        names = sorted(set(owner.values()))
+        number = {name: j for j, name in enumerate(names)}
+        table = np.full(16384, -1, dtype=np.int64)
+        for s, name in owner.items():
+            table[s] = number[name]
+        where = table[slots]
+        if (where < 0).any():  # a slot nobody serves: the layout is stale or the cluster down
+            self._guard(rc.nodes_manager.initialize)
+            self.check()
+            raise StageError(f"{self._cluster_name}: some hash slots have no node; nothing was "
+                             "marked done: rerun when the cluster is healthy")
+        return [(name, idx[where == j]) for j, name in enumerate(names)
+                if (where == j).any()]
 
-        groups: dict[str, tuple[Any, list[int]]] = {}
-        nm = rc.nodes_manager
-        for i, k in enumerate(keys):
-            node = nm.get_node_from_slot(key_slot(k))
-            g = groups.get(node.name)
-            if g is None:
-                g = groups[node.name] = (rc.get_redis_connection(node), [])
-            g[1].append(i)
-        return [groups[n] for n in sorted(groups)]
+    def _client(self, node: str) -> Any:
+        if self.plain:
+            return self.rc
+        n = self.rc.nodes_manager.get_node(node_name=node)
+        if n is None:
+            raise _Redirect()
+        return self.rc.get_redis_connection(n)
 
-    def _claim_batch(self, client: Any, keys: list[bytes], vals: bytes, idx: list[int],
-                     owners: np.ndarray) -> None:
+    def _claim_batch(self, node: str, kb: bytes, fb: bytes, vals: list[bytes],
+                     idx: np.ndarray, owners: np.ndarray) -> None:
         from redis.exceptions import ResponseError
 
-        parts = []
-        ttl = self.ttl
-        nargs = 7 if ttl else 5
-        for i in idx:
-            k = keys[i]
-            parts.append(b"*%d\r\n$3\r\nSET\r\n$%d\r\n%s\r\n$8\r\n%s\r\n$2\r\nNX\r\n$3\r\nGET\r\n%s"
-                         % (nargs, len(k), k, vals[8 * i:8 * i + 8], ttl))
-        pool = client.connection_pool
+        kw, fw = self.key_width, self.field_width
+        head = self.prefix + b"b"
+        klen = b"$%d\r\n" % (len(head) + kw)
+        flen = b"$%d\r\n" % fw
+        counter = self._meta_key(node, b"c" + self.nonce)
+        ttl = b"%d" % self.ttl_s
+        parts = [b"*%d\r\n$4\r\nEVAL\r\n$%d\r\n%s\r\n$1\r\n0\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n"
+                 % (5 + 3 * len(idx), len(CLAIM_SCRIPT), CLAIM_SCRIPT, len(ttl), ttl,
+                    len(counter), counter)]
+        for i in idx.tolist():
+            v = vals[i]
+            parts.append(b"%s%s%s\r\n%s%s\r\n$%d\r\n%s\r\n" % (
+                klen, head, kb[i * kw:(i + 1) * kw], flen, fb[i * fw:(i + 1) * fw],
+                len(v), v))
+        pool = self._client(node).connection_pool
         conn = pool.get_connection()
-        replies: list[Any] = []
-        moved = False
         try:
             conn.send_packed_command([b"".join(parts)])
-            for _ in idx:
-                try:
-                    replies.append(conn.read_response())
-                except ResponseError:  # MOVED/ASK: the cluster is resharding
-                    replies.append(None)
-                    moved = True
+            try:
+                reply = conn.read_response()
+            except ResponseError as e:
+                if _REDIRECT.search(_error_code(e)):
+                    raise _Redirect() from None
+                raise
+        except (_Redirect, ResponseError):
+            raise
         except BaseException:
             conn.disconnect()
             raise
         finally:
             pool.release(conn)
-        if moved and not self.plain:  # redo through redis-py, which follows redirections
-            pipe = self.rc.pipeline(transaction=False)
-            for i in idx:
-                args = ("EX", self.ttl_s) if self.ttl_s else ()
-                pipe.execute_command("SET", keys[i], vals[8 * i:8 * i + 8], "NX", "GET", *args)
-            replies = pipe.execute()
-        for i, rep in zip(idx, replies):
-            if rep is not None:
-                owners[i] = int.from_bytes(rep, "big")
+        self.witness[counter] = self.witness.get(counter, 0) + len(idx)
+        if reply:
+            pos = np.asarray(reply[0::2], dtype=np.int64)
+            got = np.fromiter((int(x) for x in reply[1::2]), dtype=np.uint64, count=len(pos))
+            owners[idx[pos]] = got
+
+    def _claim_slowly(self, kb: bytes, fb: bytes, vals: list[bytes], idx: np.ndarray,
+                      owners: np.ndarray) -> None:
+        """Entries whose slot is still migrating: one command at a time through redis-py,
+        which follows ASK redirections (rare; not witnessed by a counter)."""
+        kw, fw = self.key_width, self.field_width
+        head = self.prefix + b"b"
+        rc = self.rc
+        for i in idx.tolist():
+            k, f = head + kb[i * kw:(i + 1) * kw], fb[i * fw:(i + 1) * fw]
+            if rc.hsetnx(k, f, vals[i]):
+                if self.ttl_s:
+                    rc.expire(k, self.ttl_s, nx=True)
+            else:
+                got = rc.hget(k, f)
+                if got is None:
+                    raise StageError(f"{self._cluster_name}: a bucket written a moment ago is "
+                                     "gone (keys are being lost); nothing was marked done")
+                owners[i] = int(got)
+
+    # -- loss detection ----------------------------------------------------------------------
+    def _primaries(self) -> list[tuple[str, Any]]:
+        """(host:port, client) of every primary."""
+        rc = self.rc
+        if self.plain:
+            h, p = self.nodes[0]
+            return [(f"{h}:{p}", rc)]
+        return [(n.name, rc.get_redis_connection(n)) for n in rc.get_primaries()]
+
+    def begin(self) -> dict[str, Any]:
+        """Before the first claim: a sentinel key on every primary and each node's eviction
+        count. Picklable (hex keys), for :meth:`verify`."""
+        out: dict[str, Any] = {"sentinels": [], "nodes": {}}
+        serving = set(self._slot_owners().values()) if not self.plain else None
+        for name, r in self._guard(self._primaries):
+            if serving is not None and name not in serving:
+                continue  # a primary without slots (just added) holds no bucket
+            key = self._meta_key(name, b"s")
+
+            def mark(r: Any = r, key: bytes = key) -> tuple[str, int]:
+                r.set(key, b"1", ex=self.ttl_s or None)
+                info = r.info()
+                return str(info.get("run_id", "")), int(info.get("evicted_keys", 0))
+
+            run_id, evicted = self._guard(mark, where=name)
+            out["sentinels"].append(key.hex())
+            out["nodes"][name] = [run_id, evicted]
+        return out
+
+    def verify(self, begun: dict[str, Any], witness: dict[str, int]) -> None:
+        """After the last claim: fail with one line, naming the node, if keys of this run were
+        lost while it ran (the buckets would be incomplete: fewer duplicates found)."""
+        from redis.crc import key_slot
+
+        rc = self.rc
+        gone = (f"the buckets are incomplete, so nothing was marked done: rerun "
+                f"(redis_key_ttl_s is {self.ttl_s})")
+
+        def owner_of(key: bytes) -> str:
+            if self.plain:
+                h, p = self.nodes[0]
+                return f"{h}:{p}"
+            self._guard(rc.nodes_manager.initialize)
+            return self._slot_owners().get(key_slot(key), "?")
+
+        for name, r in self._guard(self._primaries):
+            before = begun["nodes"].get(name)
+            info = self._guard(r.info, where=name)
+            if before and before[0] == str(info.get("run_id", "")) and \
+                    int(info.get("evicted_keys", 0)) > before[1]:
+                policy = self._guard(lambda r=r: r.config_get("maxmemory-policy"),
+                                     where=name).get("maxmemory-policy", "?")
+                raise StageError(
+                    f"redis {name}: out of memory: it evicted "
+                    f"{int(info['evicted_keys']) - before[1]} keys during the run "
+                    f"(maxmemory-policy {policy}); raise maxmemory or add nodes, and use "
+                    f"maxmemory-policy noeviction; {gone}")
+        for hx in begun["sentinels"]:
+            key = bytes.fromhex(hx)
+            if not self._guard(lambda key=key: rc.exists(key)):
+                raise StageError(
+                    f"redis {owner_of(key)}: keys of this run vanished while it ran (the node "
+                    "was flushed, restarted empty or replaced by a replica without the data, "
+                    f"or the keys expired); {gone}")
+        for hx, sent in sorted(witness.items()):
+            key = bytes.fromhex(hx)
+            got = int(self._guard(lambda key=key: rc.get(key)) or 0)
+            if got < sent:
+                raise StageError(
+                    f"redis {owner_of(key)}: {sent - got} of {sent} bucket writes of this run "
+                    "are missing (the node lost writes: flushed, restarted, or failed over to "
+                    f"a replica that had not received them); {gone}")
 
     def cleanup(self) -> int:
         """Delete every key under the stage prefix on every primary (this run's and those of
@@ -407,21 +710,39 @@ class RedisBucketStore:
             self._rc = None
 
 
+def buckets_for(entries: int) -> int:
+    """How many bucket hashes for ``entries`` claims: ~:data:`BUCKET_FILL` fields each."""
+    return max(1, math.ceil(entries / BUCKET_FILL))
+
+
 def _glob_escape(prefix: bytes) -> bytes:
     """``prefix`` as a literal in a ``SCAN MATCH`` pattern."""
     return _GLOB.sub(rb"\\\1", prefix)
 
 
-def redis_edges(store: RedisBucketStore, digests: np.ndarray,
-                refs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def redis_edges(store: RedisBucketStore, digests: np.ndarray, refs: np.ndarray,
+                offsets: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Edges ``(bucket owner, ref)`` for this shard's entries. Over all shards they connect
     exactly the documents that :func:`~curator.dedup.backends.embedded.star_edges` connects
-    (same components), so both backends remove the same documents."""
+    (same components), so both backends remove the same documents.
+
+    ``offsets`` (first document number of each shard): the buckets then hold dense document
+    numbers (smaller in Redis than ``shard << 32 | row`` references) and the owners are mapped
+    back to references here."""
     from curator.dedup.backends.embedded import unique_edges
+    from curator.dedup.common import ROW_BITS, ref_row, ref_shard
 
     if digests.shape[0] == 0:
         e = np.empty(0, dtype=np.uint64)
         return e, e
-    owners = store.claim(digests, refs)
+    if offsets is None:
+        owners = store.claim(digests, refs)
+    else:
+        off = np.asarray(offsets, dtype=np.int64)
+        dense = (off[ref_shard(refs)] + ref_row(refs)).astype(np.uint64)
+        got = store.claim(digests, dense).astype(np.int64)
+        shard = np.searchsorted(off, got, side="right") - 1
+        owners = (shard.astype(np.uint64) << np.uint64(ROW_BITS)) | \
+            (got - off[shard]).astype(np.uint64)
     m = owners != refs
     return unique_edges(owners[m], refs[m])

@@ -253,6 +253,7 @@ def loads(text: str, source: str = "<pipeline>", overrides: list[str] | None = N
         raise ConfigError(f"{source}: {e}") from None
 
     nodes = _build_nodes(cfg, where)
+    _check_outputs(cfg, nodes, where)
     pipe = Pipeline(cfg, nodes, source_file=source, raw=data)
     _fingerprint(pipe)
     return pipe
@@ -321,6 +322,72 @@ def _build_nodes(cfg: PipelineConfig, where: Any) -> list[StageNode]:
         ids.add(sid)
         nodes.append(StageNode(sid, stage, inputs, line=None, checkpoint=checkpoint))
     return nodes
+
+
+#: What curator itself keeps in a work_dir; no stage output may be (or be inside) one of them.
+OWN_NAMES = ("stages", "rejected", "quarantine", "report.json", "report.html", "_outputs.json")
+
+
+def _check_outputs(cfg: PipelineConfig, nodes: list[StageNode], where: Any) -> None:
+    """Refuse, before anything runs, two output folders that are the same or one inside the
+    other (the second stage would overwrite or clear the first's files) and an output inside
+    curator's own folders of the work_dir (``stages/<id>/...``, ``rejected/``...), naming both
+    stages and their YAML lines. Remote outputs are compared as URLs."""
+    from curator.core.shard_context import StageContext
+
+    work_dir = os.path.abspath(cfg.work_dir)
+    real_wd = os.path.realpath(work_dir)
+    seen: list[tuple[tuple[str, ...], str, str]] = []  # (path parts, node id, where)
+    for i, n in enumerate(nodes):
+        kind = next(k for k in cfg.stages[i] if k not in RESERVED)
+        loc: tuple[Any, ...] = ("stages", i, kind)
+        try:
+            dirs = n.stage.output_dirs(StageContext(stage_id=n.id, work_dir=work_dir,
+                                                    artifacts={}))
+        except ConfigError as e:
+            raise ConfigError(f"{where(loc)}: {e}") from None
+        for d in dirs:
+            key = next((k for k, v in n.stage.params.items() if isinstance(v, str) and v
+                        and _same_output(v, d, work_dir)), None)
+            at = where(loc + (key,) if key else loc)
+            parts = _parts(d)
+            mine = _parts(real_wd)
+            if len(parts) > len(mine) and parts[:len(mine)] == mine and \
+                    parts[len(mine)] in OWN_NAMES:
+                inner = "/".join(parts[len(mine):])
+                raise ConfigError(f"{at}: stages[{i}] '{n.id}': output folder '{d}' is inside "
+                                  f"curator's own '{inner}' in the work_dir; give the output a "
+                                  "folder of its own")
+            for other, oid, oat in seen:
+                k = min(len(other), len(parts))
+                if other[:k] == parts[:k]:
+                    how = ("the same folder as" if len(other) == len(parts) else
+                           "inside the output folder of" if len(parts) > len(other) else
+                           "a parent of the output folder of")
+                    raise ConfigError(
+                        f"{at}: stages[{i}] '{n.id}': output folder '{d}' is {how} stage "
+                        f"'{oid}' ({oat}); one would overwrite or clear the other's files: give "
+                        "each output a folder of its own")
+            seen.append((parts, n.id, at))
+
+
+def _parts(path: str) -> tuple[str, ...]:
+    """A folder as comparable components: a local one resolved (``..``, symlinks), a URL by
+    its scheme and ``/``-separated path."""
+    if "://" in path and not path.startswith("file://"):
+        scheme, rest = path.split("://", 1)
+        return (scheme + "://", *[p for p in rest.split("/") if p])
+    real = os.path.realpath(path.removeprefix("file://"))
+    return tuple(p for p in real.split(os.sep) if p)
+
+
+def _same_output(value: str, resolved: str, work_dir: str) -> bool:
+    """Whether parameter ``value`` names output folder ``resolved`` (to point at its line)."""
+    if "://" in value and not value.startswith("file://"):
+        return value.rstrip("/") == resolved.rstrip("/")
+    v = value.removeprefix("file://")
+    full = v if os.path.isabs(v) else os.path.join(work_dir, v)
+    return os.path.normpath(full) == os.path.normpath(resolved.removeprefix("file://"))
 
 
 def _fingerprint(pipe: Pipeline) -> None:

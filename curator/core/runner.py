@@ -42,18 +42,19 @@ from curator.core.shard_context import DEFAULT_MAX_DOC_BYTES, HIST_BINS
 from curator.core.shard_runner import (
     ShardTask,
     Step,
-    _read_json,
     _remove_files,
     id_hash_path,
     out_shards,
+    read_marker,
     run_shard,
     shard_key,
     source_key,
     stage_dir,
+    written_outputs,
 )
 from curator.core.stage import GlobalStage, Shard, ShardSpec, Source, Stage
 from curator.core.usage import Meter, Usage, stage_usage
-from curator.storage.outputs import check_output_dir, claim_output_dir
+from curator.storage.outputs import adopt, check_output_dir, claim_output_dir, missing_or_foreign
 from curator.storage.shards import SHARD_SUFFIX
 
 __all__ = ["Runner", "count_duplicate_ids", "shard_key", "source_key", "stage_dir"]
@@ -150,6 +151,7 @@ class Runner:
                 _check_writable(self.work_dir)
                 if self.lock is None or not self.lock.held:
                     own_lock = WorkDirLock(self.work_dir).acquire()
+                self._adopt_work_dir()
             except CuratorError as e:
                 error = (type(e), str(e))
         error = self.ex.broadcast(error)
@@ -160,6 +162,25 @@ class Runner:
         finally:
             if own_lock is not None:
                 own_lock.release()
+
+    def _adopt_work_dir(self) -> None:
+        """A work_dir copied (``cp -a``) or moved since its last run: its markers' paths are
+        rebased on read (:func:`~curator.core.shard_runner.read_marker`), its claims on output
+        folders outside it are dropped when the original still exists, and the intermediate
+        phase results of global stages, which may name the original's files, are dropped."""
+        origin = adopt(self.work_dir)
+        if origin is None:
+            return
+        dropped = 0
+        with contextlib.suppress(OSError), os.scandir(os.path.join(self.work_dir, "stages")) as it:
+            for e in it:
+                phases = os.path.join(e.path, "_phases")
+                if os.path.isdir(phases):
+                    shutil.rmtree(phases, ignore_errors=True)
+                    dropped += 1
+        self.log(f"work_dir was copied or moved from {origin}: its results are reused where "
+                 "their files are here" + (f"; unfinished phases of {dropped} stage(s) restart"
+                                           if dropped else ""))
 
     def _run(self) -> dict[str, Any]:
         cfg = self.pipe.config
@@ -224,7 +245,8 @@ class Runner:
                 p.names = [s.name for s in p.inputs]
                 p.keys = [shard_key(eff, s.name, s.key or s.path) for s in p.inputs]
                 p.state = input_state(eff, p.inputs)
-            p.done = _read_json(os.path.join(stage_dir(self.work_dir, node.id), "_SUCCESS.json"))
+            p.done = read_marker(os.path.join(stage_dir(self.work_dir, node.id), "_SUCCESS.json"),
+                                 self.work_dir)
             plans.append(p)
         return plans
 
@@ -237,8 +259,11 @@ class Runner:
         def reusable(k: int, p: _Plan) -> bool:
             if not p.done or p.done.get("state") != p.state:
                 return False
-            # the group's output must exist (a stage that ran fused has no files)
-            return k < last or all(s.get("path") for s in p.done.get("shards", []))
+            # the group's output must exist (a stage that ran fused has no files), and so must
+            # every file the stages wrote (one deleted by hand makes its shard redo)
+            if k == last and not all(s.get("path") for s in p.done.get("shards", [])):
+                return False
+            return not missing_or_foreign(written_outputs(p.done), self.work_dir)
 
         if all(reusable(k, p) for k, p in enumerate(plans)):
             results = {}
@@ -289,7 +314,8 @@ class Runner:
                 dups = count_duplicate_ids(id_files) if self.ex.is_root else 0
                 if dups:
                     agg["counters"]["duplicate_ids"] = dups
-            result = self._result(node, p.state, p.after, p.files, out, {}, agg, [], secs)
+            result = self._result(node, p.state, p.after, p.files, out, {}, agg, [], secs,
+                                  stats[k])
             if len(group) > 1:
                 result["fused"] = [n.id for n in group]
             results[node.id] = result
@@ -313,8 +339,9 @@ class Runner:
         eff = effective_fingerprint(node.fingerprint, after, files)
         inputs = input_shards(self.pipe, node, self.results)
         state = input_state(eff, inputs)
-        done = _read_json(os.path.join(sdir, "_SUCCESS.json"))
-        if done and done.get("state") == state:
+        done = read_marker(os.path.join(sdir, "_SUCCESS.json"), self.work_dir)
+        if done and done.get("state") == state and not missing_or_foreign(
+                written_outputs(done), self.work_dir):
             self.log(f"[{node.id}] done earlier, skipped")
             done["skipped"] = True
             return done
@@ -345,7 +372,7 @@ class Runner:
                         driver=driver.stop())
         agg["counters"] = dict(Counter(agg["counters"]) + gctx.counters)
         result = self._result(node, state, after, files, out, gctx.artifacts, agg, inputs,
-                              time.perf_counter() - t0)
+                              time.perf_counter() - t0, gctx.shard_stats)
         if self.ex.is_root:
             write_json(os.path.join(sdir, "_SUCCESS.json"), result)
             self._log_stage(node.id, agg, result["seconds"])
@@ -354,7 +381,8 @@ class Runner:
 
     def _result(self, node: StageNode, state: str, after: dict[str, str], files: Any,
                 out: list[Shard], artifacts: dict[str, Any], agg: dict[str, Any],
-                global_inputs: list[Shard], seconds: float) -> dict[str, Any]:
+                global_inputs: list[Shard], seconds: float,
+                shard_stats: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
         """A stage's ``_SUCCESS.json``: what it made, from what, with its stats."""
         stage = node.stage
         return {
@@ -374,6 +402,10 @@ class Runner:
             # what a global stage read, to say which inputs changed when it is stale
             "input_keys": {s.name: s.key for s in global_inputs},
             "seconds": round(seconds, 3),
+            # files written outside the stage folder (checked before a rerun reuses them),
+            # and where the work_dir was (a copied work_dir rebases the paths above)
+            "written": [f for st in shard_stats for f in st.get("files") or []],
+            "work_dir": self.work_dir,
         }
 
     def _log_stage(self, sid: str, agg: dict[str, Any], seconds: float) -> None:
@@ -424,8 +456,8 @@ class Runner:
                 ["its input shards changed"] if isinstance(node.stage, GlobalStage) else
                 [f"global stage(s) above it changed: {', '.join(after)}"])
             self.log(f"[{node.id}] rerunning: {'; '.join(why)}")
-        for marker in _markers(sdir):
-            _remove_files(marker.get("files") or [])
+        for marker in _markers(sdir, self.work_dir):
+            _remove_files(marker.get("files") or [], self.work_dir)
         for d in (sdir, os.path.join(self.work_dir, "rejected", node.id),
                   os.path.join(self.work_dir, "quarantine", node.id)):
             shutil.rmtree(d, ignore_errors=True)
@@ -515,11 +547,11 @@ def read_stage_key(sdir: str) -> tuple[str | None, dict[str, Any] | None]:
         return raw.decode(errors="replace").strip(), None
 
 
-def _markers(sdir: str) -> Iterator[dict[str, Any]]:
+def _markers(sdir: str, work_dir: str) -> Iterator[dict[str, Any]]:
     with contextlib.suppress(OSError), os.scandir(os.path.join(sdir, "_done")) as it:
         for e in it:
             if e.name.endswith(".json"):
-                m = _read_json(e.path)
+                m = read_marker(e.path, work_dir)
                 if m:
                     yield m
 
@@ -531,8 +563,8 @@ def _remove_obsolete(work_dir: str, stage_id: str, names: set[str]) -> None:
     with contextlib.suppress(OSError), os.scandir(os.path.join(sdir, "_done")) as it:
         stale = [e.name[:-5] for e in it if e.name.endswith(".json") and e.name[:-5] not in names]
     for name in stale:
-        m = _read_json(os.path.join(sdir, "_done", f"{name}.json")) or {}
-        _remove_files(m.get("files") or [])
+        m = read_marker(os.path.join(sdir, "_done", f"{name}.json"), work_dir) or {}
+        _remove_files(m.get("files") or [], work_dir)
         for p in (os.path.join(sdir, "data", f"{name}{SHARD_SUFFIX}"),
                   os.path.join(work_dir, "rejected", stage_id, f"{name}.jsonl.zst"),
                   os.path.join(work_dir, "quarantine", stage_id, f"{name}.jsonl.zst"),

@@ -18,17 +18,19 @@ from curator.core.identity import describe_input_change, digest, explain
 from curator.core.lock import LOCK_NAME
 from curator.core.pipeline import Pipeline, StageNode
 from curator.core.runner import (
-    _read_json,
     effective_fingerprint,
     files_changed,
     input_state,
     list_source,
     param_files,
+    read_marker,
     read_stage_key,
     shard_key,
     stage_dir,
+    written_outputs,
 )
 from curator.core.stage import Shard
+from curator.storage.outputs import missing_or_foreign
 
 
 @dataclass
@@ -80,7 +82,7 @@ def pipeline_status(pipe: Pipeline) -> list[StageStatus]:
 
 
 def _not_written(wd: str, stage_id: str) -> bool:
-    done = _read_json(os.path.join(stage_dir(wd, stage_id), "_SUCCESS.json")) or {}
+    done = read_marker(os.path.join(stage_dir(wd, stage_id), "_SUCCESS.json"), wd) or {}
     return any(not s.get("path") for s in done.get("shards", []))
 
 
@@ -88,7 +90,7 @@ def _node_status(pipe: Pipeline, node: StageNode, wd: str,
                  known: dict[str, dict[str, Any] | None]
                  ) -> tuple[StageStatus, dict[str, Any] | None]:
     sdir = stage_dir(wd, node.id)
-    done = _read_json(os.path.join(sdir, "_SUCCESS.json"))
+    done = read_marker(os.path.join(sdir, "_SUCCESS.json"), wd)
     old_key, old_identity = read_stage_key(sdir)
     started = old_key is not None or done is not None
     unknown = [a for a in node.inputs if known[a] is None]
@@ -118,13 +120,18 @@ def _node_status(pipe: Pipeline, node: StageNode, wd: str,
         state = input_state(eff, inputs)
         names = [s.name for s in inputs]
         details = [(s.name, shard_key(eff, s.name, s.key or s.path), None) for s in inputs]
-    if done and done.get("state") == state:
+    gone = missing_or_foreign(written_outputs(done), wd) if done else []
+    if done and done.get("state") == state and not gone:
         return (StageStatus(node.id, "done", len(done["shards"]), 0),
                 {"state": state, "kind": kind, "shards": done["shards"]})
     st = StageStatus(node.id, "stale" if done else "to run")
     legacy = ["made by a curator from before input identities were recorded: redone once"] if (
         (done is not None and "state" not in done) or (old_key is not None and not old_identity)
     ) else []
+    if kind == "global" and gone and done and done.get("state") == state:
+        st.reasons = [f"{len(gone)} output file(s) missing or not this work_dir's: "
+                      f"{_rel(gone[0], wd)}"]
+        return st, None
     if kind == "global":
         if legacy:
             st.reasons = legacy
@@ -140,9 +147,17 @@ def _node_status(pipe: Pipeline, node: StageNode, wd: str,
     config_changed = old_key is not None and old_key != eff
     redo, why = 0, []
     for name, key, read in details:
-        marker = None if config_changed else _read_json(
-            os.path.join(sdir, "_done", f"{name}.json"))
-        if marker and marker.get("key") == key:
+        marker = None if config_changed else read_marker(
+            os.path.join(sdir, "_done", f"{name}.json"), wd)
+        lost = missing_or_foreign(_marker_outputs(marker), wd) if marker else []
+        if marker and marker.get("key") == key and not lost:
+            continue
+        if lost and marker and marker.get("key") == key:
+            redo += 1
+            if len(why) < 3:
+                why.append(f"{name}: output file(s) missing or not this work_dir's: "
+                           f"{_rel(lost[0], wd)}" + (f" (+{len(lost) - 1})" if len(lost) > 1
+                                                     else ""))
             continue
         redo += 1
         if marker and len(why) < 3:
@@ -165,10 +180,24 @@ def _node_status(pipe: Pipeline, node: StageNode, wd: str,
     return st, {"state": state, "kind": kind, "shards": shards}
 
 
+def _marker_outputs(marker: dict[str, Any]) -> list[str]:
+    """Files a shard marker says were made: its output shard (when written) and what the stage
+    wrote outside its folder."""
+    stats = marker.get("stats") if isinstance(marker.get("stats"), dict) else {}
+    path = stats.get("path") if isinstance(stats, dict) else None
+    files = [f for f in marker.get("files") or [] if isinstance(f, str)]
+    return ([path] if isinstance(path, str) and path else []) + files
+
+
+def _rel(path: str, wd: str) -> str:
+    return os.path.relpath(path, wd) if path.startswith(wd + os.sep) else path
+
+
 def _artifacts(pipe: Pipeline, node: StageNode, known: dict[str, Any]) -> dict[str, Any]:
     arts: dict[str, Any] = {}
     for anc in reversed(pipe.ancestors(node.id)):
-        done = _read_json(os.path.join(stage_dir(pipe.work_dir, anc), "_SUCCESS.json")) or {}
+        done = read_marker(os.path.join(stage_dir(pipe.work_dir, anc), "_SUCCESS.json"),
+                           pipe.work_dir) or {}
         arts.update(done.get("artifacts") or {})
     return arts
 

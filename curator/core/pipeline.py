@@ -73,6 +73,10 @@ class PipelineConfig(BaseModel):
     #: a reader materialises, in MiB. Bigger ones are skipped while they stream and quarantined
     #: with reason ``too_large``; a reader's own ``max_doc_mb`` parameter overrides it.
     max_doc_mb: float = Field(default=DEFAULT_MAX_DOC_MB, gt=0)
+    #: How input files are known between runs: ``stat`` (size, mtime, ctime, inode: free) or
+    #: ``content`` (size and an xxh3-128 hash of every local input file: each rerun reads them
+    #: all once). See docs/running.md, "What a rerun reuses".
+    identity: Literal["stat", "content"] = "stat"
 
     @field_validator("progress", mode="before")
     @classmethod

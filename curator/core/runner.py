@@ -95,13 +95,15 @@ def count_duplicate_ids(paths: Sequence[str], batch: int = ID_HASH_BATCH) -> int
 
 def list_source(stage: Source, stage_id: str, fingerprint: str, work_dir: str,
                 artifacts: dict[str, Any], max_doc_bytes: int = DEFAULT_MAX_DOC_BYTES,
+                content: bool = False,
                 ) -> tuple[list[ShardSpec], list[str], list[dict[str, Any]]]:
     """(shard specs, their keys, the identity of what each reads) of a source (root only)."""
     specs = stage.shards(StageContext(
         stage_id=stage_id, work_dir=work_dir, artifacts=artifacts, max_doc_bytes=max_doc_bytes))
     _check_specs(stage_id, specs)
     paths = [stage.input_paths(sp) for sp in specs]
-    ids = identities([p for ps in paths for p in ps], getattr(stage, "storage_options", None))
+    ids = identities([p for ps in paths for p in ps], getattr(stage, "storage_options", None),
+                     content=content)
     reads = [{p: ids[p] for p in ps} for ps in paths]
     keys = [source_key(fingerprint, sp, rd) for sp, rd in zip(specs, reads, strict=True)]
     return specs, keys, reads
@@ -141,6 +143,8 @@ class Runner:
         self.log = log if (log and executor.is_root) else (lambda _msg: None)
         self.results: dict[str, dict[str, Any]] = {}
         self.lock = lock
+        #: ``identity: content``: input files are known by a hash of their bytes too
+        self.content = pipeline.config.identity == "content"
 
     def run(self) -> dict[str, Any]:
         """Run every stage that is not already done; return the run summary (report data)."""
@@ -219,7 +223,8 @@ class Runner:
         after = global_ancestors(self.pipe, head.id, self.results)
         plans: list[_Plan] = []
         for k, node in enumerate(group):
-            files = self.ex.broadcast(param_files(node.stage) if self.ex.is_root else None)
+            files = self.ex.broadcast(param_files(node.stage, self.content) if self.ex.is_root
+                                      else None)
             eff = effective_fingerprint(node.fingerprint, after, files)
             p = _Plan(node, after, files, eff, "")
             if isinstance(node.stage, Source):
@@ -228,7 +233,7 @@ class Runner:
                     try:
                         listing = list_source(node.stage, node.id, eff, self.work_dir,
                                               self._upstream_artifacts(node),
-                                              self.pipe.max_doc_bytes)
+                                              self.pipe.max_doc_bytes, self.content)
                     except CuratorError as e:
                         listing = (type(e), str(e))
                 listing = self.ex.broadcast(listing)
@@ -335,7 +340,7 @@ class Runner:
         assert isinstance(stage, GlobalStage)
         artifacts = self._upstream_artifacts(node)
         after = global_ancestors(self.pipe, node.id, self.results)
-        files = self.ex.broadcast(param_files(stage) if self.ex.is_root else None)
+        files = self.ex.broadcast(param_files(stage, self.content) if self.ex.is_root else None)
         eff = effective_fingerprint(node.fingerprint, after, files)
         inputs = input_shards(self.pipe, node, self.results)
         state = input_state(eff, inputs)
@@ -497,16 +502,34 @@ def effective_fingerprint(fingerprint: str, after: dict[str, str],
     return digest({"fp": fingerprint, "after": after, **({"files": files} if files else {})})
 
 
-def param_files(stage: Stage) -> dict[str, Any]:
-    """Identity of the files ``stage``'s parameters name (globs expanded)."""
+def param_files(stage: Stage, content: bool = False) -> dict[str, Any]:
+    """Identity of the files ``stage``'s parameters name: those typed :data:`FilePath` /
+    :data:`DirPath` (a folder: every file under it) and ``Stage.input_files`` (globs
+    expanded). ``content``: with a hash of each local file (pipeline ``identity: content``)."""
     import glob
 
+    named = dict.fromkeys(stage.input_files(), "file")
+    named.update(stage.input_paths_of_params())
     paths: list[str] = []
-    for p in stage.input_files():
+    for p in named:
         local = "://" not in p or p.startswith("file://")
-        paths.extend(sorted(glob.glob(p)) or [p] if local and any(c in p for c in "*?[")
-                     else [p])
-    return identities(paths, getattr(stage, "storage_options", None)) if paths else {}
+        if local and any(c in p for c in "*?["):
+            paths.extend(sorted(glob.glob(p)) or [p])
+        elif local and os.path.isdir(p.removeprefix("file://")):  # a folder: its files
+            paths.extend(_files_under(p.removeprefix("file://")) or [p])
+        else:
+            paths.append(p)
+    return identities(paths, getattr(stage, "storage_options", None),
+                      content=content) if paths else {}
+
+
+def _files_under(folder: str) -> list[str]:
+    """Every file under ``folder``, sorted (what a folder parameter's identity is made of)."""
+    out = []
+    for dirpath, dirnames, filenames in os.walk(folder):
+        dirnames.sort()
+        out += [os.path.join(dirpath, f) for f in sorted(filenames)]
+    return out
 
 
 def files_changed(done: dict[str, Any] | None, files: dict[str, Any]) -> list[str]:

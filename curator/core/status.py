@@ -101,7 +101,8 @@ def _node_status(pipe: Pipeline, node: StageNode, wd: str,
                            reasons=[f"upstream '{first}' reruns first"]), None
     after = {a: known[a]["state"] for a in sorted(pipe.ancestors(node.id))  # type: ignore[index]
              if known[a]["kind"] == "global"}  # type: ignore[index]
-    files = param_files(node.stage)
+    content = pipe.config.identity == "content"
+    files = param_files(node.stage, content)
     eff = effective_fingerprint(node.fingerprint, after, files)
     config = [] if not started else explain(old_identity, node.identity) if (
         old_identity or old_key) else []
@@ -109,7 +110,8 @@ def _node_status(pipe: Pipeline, node: StageNode, wd: str,
     kind = node.stage.kind
     if kind == "source":
         specs, keys, reads = list_source(node.stage, node.id, eff, wd,
-                                         _artifacts(pipe, node, known), pipe.max_doc_bytes)
+                                         _artifacts(pipe, node, known), pipe.max_doc_bytes,
+                                         content)
         state = digest({"fp": eff, "shards": [[sp.name, k] for sp, k in
                                               zip(specs, keys, strict=True)]})
         names = [sp.name for sp in specs]

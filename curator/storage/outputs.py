@@ -101,8 +101,8 @@ def _in_other_work_dir(path: str, here: str) -> bool:
 
 def _is_work_dir(path: str) -> bool:
     """``path`` is still a curator work_dir (a copy's original, as opposed to a move)."""
-    return os.path.exists(os.path.join(path, REGISTRY)) or os.path.isdir(
-        os.path.join(path, "stages")) and os.path.exists(os.path.join(path, "report.json"))
+    return os.path.exists(os.path.join(path, REGISTRY)) or (os.path.isdir(
+        os.path.join(path, "stages")) and os.path.exists(os.path.join(path, "report.json")))
 
 
 def _inside(path: str, folder: str) -> bool:

@@ -31,7 +31,7 @@ import numpy as np
 from curator.core.context import GlobalContext, StageContext
 from curator.core.document import Document, meta_value
 from curator.core.errors import ConfigError
-from curator.core.stage import GlobalStage, Shard
+from curator.core.stage import DirPath, FilePath, GlobalStage, OutputDir, Shard
 from curator.storage.atomic import atomic_open
 from curator.storage.shards import read_shard
 from curator.tokenize import megatron
@@ -296,10 +296,10 @@ class MegatronShards(GlobalStage):
 
     def __init__(
         self,
-        output_dir: str = "megatron",
-        tokenizer: str | None = None,
-        vocab_file: str | None = None,
-        merges_file: str | None = None,
+        output_dir: OutputDir = "megatron",
+        tokenizer: DirPath | None = None,
+        vocab_file: FilePath | None = None,
+        merges_file: FilePath | None = None,
         eod_token: str | None = None,
         append_eod: bool = True,
         split_sentences: bool = False,
@@ -329,9 +329,6 @@ class MegatronShards(GlobalStage):
 
     def output_dirs(self, ctx: StageContext) -> list[str]:
         return [ctx.output_path(self.output_dir)]
-
-    def input_files(self) -> list[str]:
-        return [p for p in (self.tokenizer, self.vocab_file, self.merges_file) if p]
 
     def run(self, shards: list[Shard], ctx: GlobalContext) -> list[Shard]:
         spec = spec_from_params(self.tokenizer, self.vocab_file, self.merges_file,

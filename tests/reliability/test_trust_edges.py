@@ -5,7 +5,6 @@ beside its folder) and checks that nothing in it was touched."""
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 from pathlib import Path
@@ -21,11 +20,9 @@ work_dir: {wd}
 progress: off
 stages:
   - read_jsonl: {{paths: "{data}/*.jsonl"}}
-  - min_words: {{n: {n}}}
+  - word_count_filter: {{min_words: {n}}}
   - write_jsonl: {{path: out, compression: none}}
 """
-# min_words is a built-in? no: use word_count_filter
-PIPE = PIPE.replace("min_words: {{n: {n}}}", "word_count_filter: {{min_words: {n}}}")
 
 
 def setup(tmp_path: Path, shards: int = 2) -> tuple[Path, dict[str, tuple]]:

@@ -195,20 +195,39 @@ def env_overrides(environ: dict[str, str] | None = None) -> list[str]:
     return out
 
 
-def load(path: str, overrides: list[str] | None = None) -> Pipeline:
+def load(path: str | int | Any, overrides: list[str] | None = None) -> Pipeline:
     """Read, override (``a.b=c``), validate and build a pipeline; ``ConfigError`` on any fault.
-    Environment overrides (:func:`env_overrides`) apply before ``overrides``."""
+    Environment overrides (:func:`env_overrides`) apply before ``overrides``.
+
+    ``path`` may also be an open file descriptor or a file object: it is read from where it
+    stands and left open (the caller owns it)."""
+    if not isinstance(path, str | int | os.PathLike):
+        source = str(getattr(path, "name", "<stream>"))
+        text = path.read(MAX_PIPELINE_CHARS + 1)
+        if isinstance(text, bytes):
+            try:
+                text = text.decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise ConfigError(f"{source}: not a UTF-8 text file ({e.reason} at byte "
+                                  f"{e.start})") from e
+        return _load_text(text, source, overrides)
     try:
-        with open(path, encoding="utf-8") as f:
+        # a descriptor is the caller's: read it, never close it
+        with open(path, encoding="utf-8", closefd=not isinstance(path, int)) as f:
             text = f.read(MAX_PIPELINE_CHARS + 1)
     except OSError as e:
         raise ConfigError(f"{path}: cannot read pipeline file: {e.strerror}") from e
     except UnicodeDecodeError as e:
         raise ConfigError(f"{path}: not a UTF-8 text file ({e.reason} at byte {e.start})") from e
+    return _load_text(text, f"<fd {path}>" if isinstance(path, int) else os.fspath(path),
+                      overrides)
+
+
+def _load_text(text: str, source: str, overrides: list[str] | None) -> Pipeline:
     if len(text) > MAX_PIPELINE_CHARS:
-        raise ConfigError(f"{path}: pipeline file larger than {MAX_PIPELINE_CHARS:,} characters; "
-                          "is this the right file?")
-    return loads(text, source=path, overrides=env_overrides() + list(overrides or []))
+        raise ConfigError(f"{source}: pipeline file larger than {MAX_PIPELINE_CHARS:,} "
+                          "characters; is this the right file?")
+    return loads(text, source=source, overrides=env_overrides() + list(overrides or []))
 
 
 #: Most YAML nodes a pipeline file may stand for once its aliases are expanded. Anchors and

@@ -143,6 +143,8 @@ class Runner:
         self.log = log if (log and executor.is_root) else (lambda _msg: None)
         self.results: dict[str, dict[str, Any]] = {}
         self.lock = lock
+        #: the stage being worked on, named by a disk error outside a shard task
+        self._at = ""
         #: ``identity: content``: input files are known by a hash of their bytes too
         self.content = pipeline.config.identity == "content"
 
@@ -191,6 +193,7 @@ class Runner:
         t_start = time.perf_counter()
         self._check_outputs()
         for group in self.pipe.fused_groups():
+            self._at = group[0].id
             try:
                 if isinstance(group[0].stage, GlobalStage):
                     self.results[group[0].id] = self._run_global(group[0])
@@ -200,7 +203,7 @@ class Runner:
                 line = fs_error_line(e)
                 if line is None or os.environ.get("CURATOR_DEBUG"):
                     raise
-                raise StageError(f"stage '{group[0].id}': {line}") from None
+                raise StageError(f"stage '{self._at}': {line}") from None
         summary = {
             "name": cfg.name,
             "work_dir": self.work_dir,
@@ -280,11 +283,15 @@ class Runner:
             return results
         if self.ex.is_root:
             for p in plans:
+                self._at = p.node.id
                 self._reset_if_stale(p.node, p.eff, p.after, p.files, p.done)
+            self._at = group[0].id
         self.ex.barrier()
         artifacts = self._upstream_artifacts(group[0])
         for p in plans:
+            self._at = p.node.id
             self._claim_outputs(p.node, artifacts)
+        self._at = group[0].id
         label = group[0].id if len(group) == 1 else f"{group[0].id}..{group[-1].id}"
         progress = Progress(label, enabled=self.ex.is_root, mode=self.pipe.config.progress)
         head = plans[0]
@@ -310,6 +317,7 @@ class Runner:
         results: dict[str, dict[str, Any]] = {}
         for k, p in enumerate(plans):
             node = p.node
+            self._at = node.id  # a disk error writing its result names it
             # one pass did every stage: each gets the share of the wall time its own work took
             secs = wall * (busy[k] / sum(busy) if sum(busy) > 0 else 1 / len(plans))
             out = out_shards(stats[k])

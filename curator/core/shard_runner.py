@@ -357,9 +357,16 @@ def run_shard(task: ShardTask) -> list[dict[str, Any]]:
             s0["docs_in"] = (s0["docs_out"] + sum(ctx0.rejected.values())
                              + sum(ctx0.quarantined.values()))
             s0["sources"] = dict(sources)
+            culprit.append(0)  # what fails from here on is the source's own file
             _write_id_hashes(id_hash_path(task.work_dir, steps[0].stage_id, task.name), doc_ids)
-        for c in ctxs:
+            culprit.clear()
+        # publishing a step's rejected/quarantined records can fail too (a full disk): that
+        # step is named, not the first of the chain
+        for k, c in enumerate(ctxs):
+            if not culprit:
+                culprit.append(k)
             c.close(ok=True)
+            culprit.clear()
     except CuratorError:
         for c in ctxs:
             c.close(ok=False)
@@ -407,7 +414,14 @@ def run_shard(task: ShardTask) -> list[dict[str, Any]]:
     if last:
         markers[last]["group"] = markers[:last]
     for k in (last, *range(last)):
-        write_json(marker_path(task.work_dir, steps[k].stage_id, task.name), markers[k])
+        try:
+            write_json(marker_path(task.work_dir, steps[k].stage_id, task.name), markers[k])
+        except OSError as e:
+            line = fs_error_line(e)
+            if line is None or os.environ.get("CURATOR_DEBUG"):
+                raise
+            raise StageError(f"stage '{steps[k].stage_id}' failed on shard '{task.name}': "
+                             f"{line}") from None
     return stats
 
 

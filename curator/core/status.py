@@ -10,10 +10,12 @@ stage named as the reason.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from dataclasses import dataclass, field
 from typing import Any
 
+from curator.core.errors import CuratorError
 from curator.core.identity import describe_input_change, digest, explain
 from curator.core.lock import LOCK_NAME
 from curator.core.pipeline import Pipeline, StageNode
@@ -219,6 +221,115 @@ def _changed_inputs(done: dict[str, Any], node: StageNode, known: dict[str, Any]
     return ", ".join(parts)
 
 
+#: The folders of a stage that curator creates in the work_dir, by kind.
+STAGE_FOLDERS = ("stages", "rejected", "quarantine")
+
+
+@dataclass
+class Leftover:
+    """What a stage no longer in the pipeline left in the work_dir: its curator-made folders
+    (``stages/<id>``, ``rejected/<id>``, ``quarantine/<id>``) and output folders it claimed."""
+
+    id: str
+    folders: list[str] = field(default_factory=list)
+    outputs: list[str] = field(default_factory=list)
+    bytes: int = 0
+
+
+def leftovers(pipe: Pipeline) -> list[Leftover]:
+    """Stage folders in the work_dir whose id no stage of ``pipe`` has (a stage removed or
+    renamed), and output folders claimed by a stage that no current stage declares. Only real
+    folders (not symlinks) directly under ``stages/``, ``rejected/``, ``quarantine/``; a
+    ``stages/<id>`` folder without a curator marker in it is not counted as curator's."""
+    from curator.core.shard_context import StageContext
+    from curator.storage.outputs import _registry
+
+    wd = pipe.work_dir
+    ids = {n.id for n in pipe.nodes}
+    found: dict[str, Leftover] = {}
+    for kind in STAGE_FOLDERS:
+        top = os.path.join(wd, kind)
+        try:
+            entries = sorted(os.scandir(top), key=lambda e: e.name)
+        except OSError:
+            continue
+        for e in entries:
+            if e.name in ids or not e.is_dir(follow_symlinks=False):
+                continue
+            if kind == "stages" and not any(os.path.lexists(os.path.join(e.path, m)) for m in (
+                    "_FINGERPRINT", "_SUCCESS.json", "_done", "_phases")):
+                continue
+            lo = found.setdefault(e.name, Leftover(e.name))
+            lo.folders.append(os.path.join(kind, e.name))
+            lo.bytes += _size(e.path)
+    declared: set[str] = set()
+    for n in pipe.nodes:
+        try:
+            dirs = n.stage.output_dirs(StageContext(stage_id=n.id, work_dir=wd, artifacts={}))
+        except CuratorError:
+            continue
+        declared.update(os.path.realpath(d) for d in dirs if "://" not in d)
+    for path, owner in sorted(_registry(wd).items()):
+        if "://" not in path and path not in declared:
+            found.setdefault(f"({owner})", Leftover(f"({owner})")).outputs.append(path)
+    return list(found.values())
+
+
+def _size(folder: str) -> int:
+    total = 0
+    for dirpath, _dirs, files in os.walk(folder):
+        for f in files:
+            with contextlib.suppress(OSError):
+                total += os.lstat(os.path.join(dirpath, f)).st_size
+    return total
+
+
+def render_leftovers(items: list[Leftover], source: str | None) -> list[str]:
+    """The lines ``curator status`` adds for :func:`leftovers`, with the offer to prune."""
+    if not items:
+        return []
+    lines = ["not in this pipeline any more (a stage removed or renamed):"]
+    for lo in items:
+        if lo.folders:
+            lines.append(f"  {lo.id}: {', '.join(lo.folders)} ({_human(lo.bytes)})")
+        for out in lo.outputs:
+            lines.append(f"  output folder {out} claimed by {lo.id}: kept (your data); "
+                         "delete it yourself if unwanted")
+    if any(lo.folders for lo in items):
+        lines.append(f"`curator prune {source or 'FILE'}` lists them, `--yes` removes them "
+                     "(only these curator-made folders)")
+    return lines
+
+
+def _human(n: int) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1024 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024  # type: ignore[assignment]
+    return f"{n} B"
+
+
+def prune(pipe: Pipeline, items: list[Leftover]) -> list[str]:
+    """Remove the curator-made folders of ``items`` and drop their stale output claims from
+    the registry (the output folders themselves are kept); returns what was removed."""
+    import shutil
+
+    from curator.storage.outputs import _registry, write_registry
+
+    wd = pipe.work_dir
+    removed = []
+    for lo in items:
+        for rel in lo.folders:
+            path = os.path.join(wd, rel)
+            if os.path.isdir(path) and not os.path.islink(path):
+                shutil.rmtree(path)
+                removed.append(rel)
+    stale = {p for lo in items for p in lo.outputs}
+    if stale:
+        write_registry(wd, {k: v for k, v in _registry(wd).items() if k not in stale})
+    return removed
+
+
 def render(pipe: Pipeline, rows: list[StageStatus]) -> str:
     """The table ``curator status`` prints, plus who holds the work_dir if a run is going."""
     width = max(len(r.id) for r in rows)
@@ -230,6 +341,7 @@ def render(pipe: Pipeline, rows: list[StageStatus]) -> str:
     todo = [r for r in rows if r.status != "done"]
     lines.append("nothing to do: a rerun reuses every stage" if not todo else
                  f"a rerun redoes {len(todo)} of {len(rows)} stages")
+    lines += render_leftovers(leftovers(pipe), pipe.source_file)
     return "\n".join(lines)
 
 

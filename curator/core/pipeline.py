@@ -31,6 +31,7 @@ from curator.core.identity import KEY_FORMAT, code_identity, digest
 from curator.core.registry import is_builtin, resolve
 from curator.core.stage import Stage
 from curator.storage.limits import DEFAULT_MAX_DOC_MB
+from curator.storage.outputs import protected_reason
 
 RESERVED = {"id", "inputs", "checkpoint"}
 #: A pipeline file is a page of YAML; anything this large is the wrong file (or an attack).
@@ -370,6 +371,8 @@ def _check_outputs(cfg: PipelineConfig, nodes: list[StageNode], where: Any) -> N
         except ConfigError as e:
             raise ConfigError(f"{where(loc)}: {e}") from None
         for d in dirs:
+            if protected_reason(d, work_dir, n.stage.replaces_outputs):
+                continue  # the work_dir, the current folder...: refused by name at run start
             key = next((k for k, v in n.stage.params.items() if isinstance(v, str) and v
                         and _same_output(v, d, work_dir)), None)
             at = where(loc + (key,) if key else loc)

@@ -43,6 +43,14 @@ def _protected(work_dir: str | None, replaces: bool) -> dict[str, str]:
     return out
 
 
+def protected_reason(path: str, work_dir: str | None, replaces: bool = False) -> str | None:
+    """Why ``path`` may never be an output folder (``"the work_dir"``, ``"a parent of the
+    current folder"``...), or ``None``."""
+    if "://" in path and not path.startswith("file://"):
+        return None
+    return _protected(work_dir, replaces).get(os.path.realpath(path.removeprefix("file://")))
+
+
 REGISTRY = "_outputs.json"
 
 

@@ -35,11 +35,12 @@ def resolved(kind: str, segs: list[str]) -> PurePosixPath:
 
 
 def overlap_free(outs: list[PurePosixPath]) -> bool:
+    # an output that *is* the work_dir is refused by `curator run` before any stage runs,
+    # by name, with the other protected folders (the current folder, home): not by validate
+    outs = [a for a in outs if a != WORK]
     for i, a in enumerate(outs):
         if a.is_relative_to(WORK) and a != WORK and a.relative_to(WORK).parts[0] in OWN:
             return False
-        # (an output that *is* the work_dir is refused by `curator run` before any stage
-        # runs, with the other protected folders: the current folder, home; not here)
         for b in outs[:i]:
             if a.is_relative_to(b) or b.is_relative_to(a):
                 return False

@@ -45,7 +45,7 @@ from curator.core.stage import Shard, ShardSpec, ShardStage, Source, Stage
 from curator.core.usage import Meter, Usage
 from curator.storage.atomic import atomic_open
 from curator.storage.limits import TOO_LARGE
-from curator.storage.outputs import missing_or_foreign, rebase, trusted
+from curator.storage.outputs import claimed, missing_or_foreign, rebase, trusted
 from curator.storage.shards import SHARD_SUFFIX, read_shard, record_writer
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -449,8 +449,13 @@ def _remove_files(paths: Sequence[str], work_dir: str) -> None:
     """Files a stage wrote for a shard outside its own folder (``ctx.wrote``), now obsolete.
     Only files inside the work_dir or a folder it claimed are removed (a marker copied from
     another work_dir may name that one's files: they are never touched)."""
+    claims: list[str] | None = None
     for p in paths:
-        if isinstance(p, str) and "://" not in p and trusted(p, work_dir):
+        if not isinstance(p, str) or "://" in p:
+            continue
+        if claims is None:
+            claims = list(claimed(work_dir))
+        if trusted(p, work_dir, claims):
             with contextlib.suppress(OSError):
                 os.unlink(p)
 

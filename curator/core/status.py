@@ -242,7 +242,7 @@ def leftovers(pipe: Pipeline) -> list[Leftover]:
     folders (not symlinks) directly under ``stages/``, ``rejected/``, ``quarantine/``; a
     ``stages/<id>`` folder without a curator marker in it is not counted as curator's."""
     from curator.core.shard_context import StageContext
-    from curator.storage.outputs import _registry
+    from curator.storage.outputs import claimed
 
     wd = pipe.work_dir
     ids = {n.id for n in pipe.nodes}
@@ -269,7 +269,7 @@ def leftovers(pipe: Pipeline) -> list[Leftover]:
         except CuratorError:
             continue
         declared.update(os.path.realpath(d) for d in dirs if "://" not in d)
-    for path, owner in sorted(_registry(wd).items()):
+    for path, owner in sorted(claimed(wd).items()):
         if "://" not in path and path not in declared:
             found.setdefault(f"({owner})", Leftover(f"({owner})")).outputs.append(path)
     return list(found.values())
@@ -314,7 +314,7 @@ def prune(pipe: Pipeline, items: list[Leftover]) -> list[str]:
     the registry (the output folders themselves are kept); returns what was removed."""
     import shutil
 
-    from curator.storage.outputs import _registry, write_registry
+    from curator.storage.outputs import claimed, write_registry
 
     wd = pipe.work_dir
     removed = []
@@ -326,7 +326,7 @@ def prune(pipe: Pipeline, items: list[Leftover]) -> list[str]:
                 removed.append(rel)
     stale = {p for lo in items for p in lo.outputs}
     if stale:
-        write_registry(wd, {k: v for k, v in _registry(wd).items() if k not in stale})
+        write_registry(wd, {k: v for k, v in claimed(wd).items() if k not in stale})
     return removed
 
 

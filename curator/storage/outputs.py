@@ -107,6 +107,12 @@ def _in_other_work_dir(path: str, here: str) -> bool:
     return False
 
 
+def claimed(work_dir: str) -> dict[str, str]:
+    """``realpath -> owner`` of the output folders this work_dir's stages claimed (rebased
+    or dropped for a copied or moved work_dir)."""
+    return _registry(work_dir)
+
+
 def _is_work_dir(path: str) -> bool:
     """``path`` is still a curator work_dir (a copy's original, as opposed to a move)."""
     return os.path.exists(os.path.join(path, REGISTRY)) or (os.path.isdir(
@@ -130,27 +136,35 @@ def rebase(obj: Any, old: str, new: str) -> Any:
     return obj
 
 
-def trusted(path: str, work_dir: str) -> bool:
+def trusted(path: str, work_dir: str, claims: list[str] | None = None) -> bool:
     """May curator delete (or reuse) file ``path`` for this work_dir? Only when it lies inside
     the work_dir or inside an output folder this work_dir's stages claimed (remote URLs: when
     they lie under a claimed URL prefix). Anything else (a file of the work_dir this one was
-    copied from, a user's file) is never touched."""
+    copied from, a user's file) is never touched. ``claims``: the registry's folders, when
+    the caller checks many paths."""
+    roots = list(claimed(work_dir)) if claims is None else claims
     if "://" in path and not path.startswith("file://"):
-        return any(_inside(path, k) for k in _registry(work_dir) if "://" in k)
+        return any(_inside(path, k) for k in roots if "://" in k)
     real = os.path.realpath(path.removeprefix("file://"))
     if _inside(real, os.path.realpath(work_dir)):
         return True
-    return any(_inside(real, k) for k in _registry(work_dir) if "://" not in k)
+    return any(_inside(real, k) for k in roots if "://" not in k)
 
 
 def missing_or_foreign(paths: list[str], work_dir: str) -> list[str]:
     """The ``paths`` (output files a marker lists) that are gone or lie outside what this
     work_dir owns (:func:`trusted`): a result that names them is not valid any more."""
-    out = []
+    out: list[str] = []
+    claims: list[str] | None = None
     for p in paths:
         if "://" in p and not p.startswith("file://"):
             continue  # remote outputs are not checked (a HEAD per file per rerun)
-        if not os.path.exists(p.removeprefix("file://")) or not trusted(p, work_dir):
+        if not os.path.exists(p.removeprefix("file://")):
+            out.append(p)
+            continue
+        if claims is None:
+            claims = list(claimed(work_dir))
+        if not trusted(p, work_dir, claims):
             out.append(p)
     return out
 

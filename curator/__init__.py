@@ -4,12 +4,15 @@ The public API is deliberately small::
 
     from curator import Document, Filter, Modifier, BatchStage, ShardStage, GlobalStage, Source
     from curator import filter, modifier   # decorators for plain functions
+    from curator import FilePath, DirPath     # parameter types: the file's content is in the key
     from curator import run, load, RunResult   # run or validate a pipeline file from Python
 """
 
 from curator.core.document import Document
 from curator.core.stage import (
     BatchStage,
+    DirPath,
+    FilePath,
     Filter,
     GlobalStage,
     Modifier,
@@ -28,7 +31,9 @@ from curator.api import RunResult, load, run  # after __version__: core modules 
 
 __all__ = [
     "BatchStage",
+    "DirPath",
     "Document",
+    "FilePath",
     "Filter",
     "GlobalStage",
     "Modifier",

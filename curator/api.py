@@ -73,9 +73,10 @@ def _override_list(overrides: Overrides) -> list[str]:
     return list(overrides)
 
 
-def load(path: str, overrides: Overrides = None) -> Any:
+def load(path: str | int | Any, overrides: Overrides = None) -> Any:
     """Load and validate a pipeline file without running it (``curator validate``); returns
-    a :class:`curator.core.pipeline.Pipeline`. Raises :class:`curator.core.errors.ConfigError`
+    a :class:`curator.core.pipeline.Pipeline`. ``path`` may be an open file descriptor or
+    file object: it is read and left open. Raises :class:`curator.core.errors.ConfigError`
     with the same one-line message the command prints."""
     from curator.core import pipeline as pl
 

@@ -11,6 +11,7 @@ Errors a user can fix print one line and exit non-zero (2 for an invalid pipelin
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import logging
 import os
@@ -86,6 +87,29 @@ def cmd_status(args: argparse.Namespace) -> int:
     if args.work_dir:
         overrides.append(f"work_dir={args.work_dir}")
     return _print_status(pl.load(args.file, overrides))
+
+
+def cmd_prune(args: argparse.Namespace) -> int:
+    """Remove the folders of stages no longer in the pipeline (``curator status`` lists
+    them); without ``--yes`` only list them."""
+    from curator.core import pipeline as pl
+    from curator.core.lock import WorkDirLock
+    from curator.core.status import leftovers, prune, render_leftovers
+
+    pipe = pl.load(args.file, list(args.set or []))
+    items = leftovers(pipe)
+    if not any(lo.folders or lo.outputs for lo in items):
+        print(f"{args.file}: nothing to prune in {pipe.work_dir}")
+        return 0
+    if not args.yes:
+        print("\n".join(render_leftovers(items, args.file)[:-1]))
+        print("rerun with --yes to remove these curator-made folders")
+        return 0
+    with WorkDirLock(pipe.work_dir):  # never under a running pipeline
+        removed = prune(pipe, items)
+    for rel in removed:
+        print(f"removed {os.path.join(pipe.work_dir, rel)}")
+    return 0
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
@@ -187,6 +211,13 @@ def build_parser() -> argparse.ArgumentParser:
     st.add_argument("--work-dir")
     st.set_defaults(func=cmd_status)
 
+    pr = sub.add_parser("prune", help="remove the folders of stages no longer in the pipeline "
+                        "(lists them; --yes removes)")
+    pr.add_argument("file")
+    pr.add_argument("--set", action="append", metavar="KEY=VALUE")
+    pr.add_argument("--yes", action="store_true", help="remove them (default: only list)")
+    pr.set_defaults(func=cmd_prune)
+
     v = sub.add_parser("validate", help="check a pipeline YAML without running it")
     v.add_argument("file")
     v.add_argument("--set", action="append", metavar="KEY=VALUE")
@@ -222,6 +253,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stderr.write(f"curator: error: {e}\n")
         sys.stderr.flush()
         return e.exit_code
+    except BrokenPipeError:  # `curator stages | head`: the reader left; so do we, quietly
+        with contextlib.suppress(OSError):
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())  # the interpreter's final flush goes there
+        return 141  # 128 + SIGPIPE, what a shell tool killed by the signal reports
     except OSError as e:  # disk full, no permission, read-only: one line, any command
         line = fs_error_line(e)
         if line is None or os.environ.get("CURATOR_DEBUG"):

@@ -36,7 +36,7 @@ from urllib.parse import urlsplit
 from curator.acquire.download import DownloadError, FetchResult, Verify, fetch, is_local_url
 from curator.core.context import ShardContext, StageContext
 from curator.core.document import Document
-from curator.core.stage import Params, ShardSpec, Source
+from curator.core.stage import OutputDir, Params, ShardSpec, Source
 
 
 class DownloadParams(Params):
@@ -45,7 +45,7 @@ class DownloadParams(Params):
     :class:`DownloadSource` whose ``__init__`` does not."""
 
     #: Folder (relative: under work_dir) for downloads.
-    download_dir: str = "downloads"
+    download_dir: OutputDir = "downloads"
     #: Delete a downloaded file once its shard has been read (saves disk on big crawls).
     delete_after_read: bool = False
     #: Attempts after the first failed one, with exponential backoff from ``backoff_s``.

@@ -8,6 +8,7 @@ from typing import Any
 from curator.acquire.warc import Reader, _WarcExtracting
 from curator.core.context import StageContext
 from curator.core.errors import ConfigError
+from curator.core.stage import DocumentPaths
 from curator.extract.extract_html import DEFAULT_EXTRACTOR, Extractor
 from curator.storage.paths import expand_paths
 
@@ -20,7 +21,8 @@ class ReadWarc(_WarcExtracting):
     #: finished read_warc stage (all would rerun once).
     params_excluded = ("delete_after_read", "http_timeout_s")
 
-    def __init__(self, paths: str | list[str], extractor: Extractor = DEFAULT_EXTRACTOR,
+    def __init__(self, paths: DocumentPaths | list[DocumentPaths],
+                 extractor: Extractor = DEFAULT_EXTRACTOR,
                  timeout_s: float = 10.0, max_page_mb: float = 10.0, reader: Reader = "fastwarc",
                  **download: Any) -> None:
         """``**download``: the :class:`~curator.acquire.base.DownloadParams` (but

@@ -29,6 +29,7 @@ from curator.acquire.download import fetch, join_url
 from curator.core.context import ShardContext, StageContext
 from curator.core.document import Document
 from curator.core.errors import ConfigError, InputError
+from curator.core.stage import DocumentPaths
 from curator.extract.timeout import ExtractTimeout, time_limit
 from curator.storage.limits import TOO_LARGE
 from curator.storage.paths import expand_paths
@@ -217,7 +218,7 @@ class Wikipedia(DownloadSource):
     def __init__(self, language: str | None = None, dump_date: str = "latest",
                  base_url: str = WIKIMEDIA_BASE_URL, limit_per_file: int | None = None,
                  min_chars: int = 1, timeout_s: float = 30.0,
-                 paths: str | list[str] | None = None,
+                 paths: DocumentPaths | list[DocumentPaths] | None = None,
                  max_doc_mb: float | None = None,
                  drop_sections: list[str] | None = None, **download: Any) -> None:
         """``**download``: the :class:`~curator.acquire.base.DownloadParams`."""

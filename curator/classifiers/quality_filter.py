@@ -13,7 +13,7 @@ from curator.classifiers.quality import _unit, hq_scores, load_model, normalize
 from curator.core.context import ShardContext
 from curator.core.document import Document
 from curator.core.errors import ConfigError
-from curator.core.stage import BatchStage
+from curator.core.stage import BatchStage, FilePath
 
 
 class QualityFilter(BatchStage):
@@ -22,7 +22,7 @@ class QualityFilter(BatchStage):
 
     name = "quality_filter"
 
-    def __init__(self, model_path: str | None = None,
+    def __init__(self, model_path: FilePath | None = None,
                  mode: Literal["threshold", "pareto"] = "threshold", threshold: float = 0.5,
                  alpha: float = 9.0, seed: int = 0, max_chars: int = 20_000,
                  label_only: bool = False, batch_size: int = 1024) -> None:
@@ -33,9 +33,6 @@ class QualityFilter(BatchStage):
         self.model_path = os.path.abspath(model_path) if model_path else None
         self.mode, self.threshold, self.alpha, self.seed = mode, threshold, alpha, seed
         self.max_chars, self.label_only, self.batch_size = max_chars, label_only, batch_size
-
-    def input_files(self) -> list[str]:
-        return [self.model_path] if self.model_path else []
 
     def keep_mask(self, scores: np.ndarray, ids: list[str]) -> np.ndarray:
         if self.mode == "threshold":

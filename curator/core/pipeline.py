@@ -31,6 +31,7 @@ from curator.core.identity import KEY_FORMAT, code_identity, digest
 from curator.core.registry import is_builtin, resolve
 from curator.core.stage import Stage
 from curator.storage.limits import DEFAULT_MAX_DOC_MB
+from curator.storage.outputs import protected_reason
 
 RESERVED = {"id", "inputs", "checkpoint"}
 #: A pipeline file is a page of YAML; anything this large is the wrong file (or an attack).
@@ -73,6 +74,10 @@ class PipelineConfig(BaseModel):
     #: a reader materialises, in MiB. Bigger ones are skipped while they stream and quarantined
     #: with reason ``too_large``; a reader's own ``max_doc_mb`` parameter overrides it.
     max_doc_mb: float = Field(default=DEFAULT_MAX_DOC_MB, gt=0)
+    #: How input files are known between runs: ``stat`` (size, mtime, ctime, inode: free) or
+    #: ``content`` (size and an xxh3-128 hash of every local input file: each rerun reads them
+    #: all once). See docs/running.md, "What a rerun reuses".
+    identity: Literal["stat", "content"] = "stat"
 
     @field_validator("progress", mode="before")
     @classmethod
@@ -191,20 +196,39 @@ def env_overrides(environ: dict[str, str] | None = None) -> list[str]:
     return out
 
 
-def load(path: str, overrides: list[str] | None = None) -> Pipeline:
+def load(path: str | int | Any, overrides: list[str] | None = None) -> Pipeline:
     """Read, override (``a.b=c``), validate and build a pipeline; ``ConfigError`` on any fault.
-    Environment overrides (:func:`env_overrides`) apply before ``overrides``."""
+    Environment overrides (:func:`env_overrides`) apply before ``overrides``.
+
+    ``path`` may also be an open file descriptor or a file object: it is read from where it
+    stands and left open (the caller owns it)."""
+    if not isinstance(path, str | int | os.PathLike):
+        source = str(getattr(path, "name", "<stream>"))
+        text = path.read(MAX_PIPELINE_CHARS + 1)
+        if isinstance(text, bytes):
+            try:
+                text = text.decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise ConfigError(f"{source}: not a UTF-8 text file ({e.reason} at byte "
+                                  f"{e.start})") from e
+        return _load_text(text, source, overrides)
     try:
-        with open(path, encoding="utf-8") as f:
+        # a descriptor is the caller's: read it, never close it
+        with open(path, encoding="utf-8", closefd=not isinstance(path, int)) as f:
             text = f.read(MAX_PIPELINE_CHARS + 1)
     except OSError as e:
         raise ConfigError(f"{path}: cannot read pipeline file: {e.strerror}") from e
     except UnicodeDecodeError as e:
         raise ConfigError(f"{path}: not a UTF-8 text file ({e.reason} at byte {e.start})") from e
+    return _load_text(text, f"<fd {path}>" if isinstance(path, int) else os.fspath(path),
+                      overrides)
+
+
+def _load_text(text: str, source: str, overrides: list[str] | None) -> Pipeline:
     if len(text) > MAX_PIPELINE_CHARS:
-        raise ConfigError(f"{path}: pipeline file larger than {MAX_PIPELINE_CHARS:,} characters; "
-                          "is this the right file?")
-    return loads(text, source=path, overrides=env_overrides() + list(overrides or []))
+        raise ConfigError(f"{source}: pipeline file larger than {MAX_PIPELINE_CHARS:,} "
+                          "characters; is this the right file?")
+    return loads(text, source=source, overrides=env_overrides() + list(overrides or []))
 
 
 #: Most YAML nodes a pipeline file may stand for once its aliases are expanded. Anchors and
@@ -253,6 +277,7 @@ def loads(text: str, source: str = "<pipeline>", overrides: list[str] | None = N
         raise ConfigError(f"{source}: {e}") from None
 
     nodes = _build_nodes(cfg, where)
+    _check_outputs(cfg, nodes, where)
     pipe = Pipeline(cfg, nodes, source_file=source, raw=data)
     _fingerprint(pipe)
     return pipe
@@ -321,6 +346,74 @@ def _build_nodes(cfg: PipelineConfig, where: Any) -> list[StageNode]:
         ids.add(sid)
         nodes.append(StageNode(sid, stage, inputs, line=None, checkpoint=checkpoint))
     return nodes
+
+
+#: What curator itself keeps in a work_dir; no stage output may be (or be inside) one of them.
+OWN_NAMES = ("stages", "rejected", "quarantine", "report.json", "report.html", "_outputs.json")
+
+
+def _check_outputs(cfg: PipelineConfig, nodes: list[StageNode], where: Any) -> None:
+    """Refuse, before anything runs, two output folders that are the same or one inside the
+    other (the second stage would overwrite or clear the first's files) and an output inside
+    curator's own folders of the work_dir (``stages/<id>/...``, ``rejected/``...), naming both
+    stages and their YAML lines. Remote outputs are compared as URLs."""
+    from curator.core.shard_context import StageContext
+
+    work_dir = os.path.abspath(cfg.work_dir)
+    real_wd = os.path.realpath(work_dir)
+    seen: list[tuple[tuple[str, ...], str, str]] = []  # (path parts, node id, where)
+    for i, n in enumerate(nodes):
+        kind = next(k for k in cfg.stages[i] if k not in RESERVED)
+        loc: tuple[Any, ...] = ("stages", i, kind)
+        try:
+            dirs = n.stage.output_dirs(StageContext(stage_id=n.id, work_dir=work_dir,
+                                                    artifacts={}))
+        except ConfigError as e:
+            raise ConfigError(f"{where(loc)}: {e}") from None
+        for d in dirs:
+            if protected_reason(d, work_dir, n.stage.replaces_outputs):
+                continue  # the work_dir, the current folder...: refused by name at run start
+            key = next((k for k, v in n.stage.params.items() if isinstance(v, str) and v
+                        and _same_output(v, d, work_dir)), None)
+            at = where(loc + (key,) if key else loc)
+            parts = _parts(d)
+            mine = _parts(real_wd)
+            if len(parts) > len(mine) and parts[:len(mine)] == mine and \
+                    parts[len(mine)] in OWN_NAMES:
+                inner = "/".join(parts[len(mine):])
+                raise ConfigError(f"{at}: stages[{i}] '{n.id}': output folder '{d}' is inside "
+                                  f"curator's own '{inner}' in the work_dir; give the output a "
+                                  "folder of its own")
+            for other, oid, oat in seen:
+                k = min(len(other), len(parts))
+                if other[:k] == parts[:k]:
+                    how = ("the same folder as" if len(other) == len(parts) else
+                           "inside the output folder of" if len(parts) > len(other) else
+                           "a parent of the output folder of")
+                    raise ConfigError(
+                        f"{at}: stages[{i}] '{n.id}': output folder '{d}' is {how} stage "
+                        f"'{oid}' ({oat}); one would overwrite or clear the other's files: give "
+                        "each output a folder of its own")
+            seen.append((parts, n.id, at))
+
+
+def _parts(path: str) -> tuple[str, ...]:
+    """A folder as comparable components: a local one resolved (``..``, symlinks), a URL by
+    its scheme and ``/``-separated path."""
+    if "://" in path and not path.startswith("file://"):
+        scheme, rest = path.split("://", 1)
+        return (scheme + "://", *[p for p in rest.split("/") if p])
+    real = os.path.realpath(path.removeprefix("file://"))
+    return tuple(p for p in real.split(os.sep) if p)
+
+
+def _same_output(value: str, resolved: str, work_dir: str) -> bool:
+    """Whether parameter ``value`` names output folder ``resolved`` (to point at its line)."""
+    if "://" in value and not value.startswith("file://"):
+        return value.rstrip("/") == resolved.rstrip("/")
+    v = value.removeprefix("file://")
+    full = v if os.path.isabs(v) else os.path.join(work_dir, v)
+    return os.path.normpath(full) == os.path.normpath(resolved.removeprefix("file://"))
 
 
 def _fingerprint(pipe: Pipeline) -> None:

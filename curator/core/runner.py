@@ -42,18 +42,19 @@ from curator.core.shard_context import DEFAULT_MAX_DOC_BYTES, HIST_BINS
 from curator.core.shard_runner import (
     ShardTask,
     Step,
-    _read_json,
     _remove_files,
     id_hash_path,
     out_shards,
+    read_marker,
     run_shard,
     shard_key,
     source_key,
     stage_dir,
+    written_outputs,
 )
 from curator.core.stage import GlobalStage, Shard, ShardSpec, Source, Stage
 from curator.core.usage import Meter, Usage, stage_usage
-from curator.storage.outputs import check_output_dir, claim_output_dir
+from curator.storage.outputs import adopt, check_output_dir, claim_output_dir, missing_or_foreign
 from curator.storage.shards import SHARD_SUFFIX
 
 __all__ = ["Runner", "count_duplicate_ids", "shard_key", "source_key", "stage_dir"]
@@ -94,13 +95,15 @@ def count_duplicate_ids(paths: Sequence[str], batch: int = ID_HASH_BATCH) -> int
 
 def list_source(stage: Source, stage_id: str, fingerprint: str, work_dir: str,
                 artifacts: dict[str, Any], max_doc_bytes: int = DEFAULT_MAX_DOC_BYTES,
+                content: bool = False,
                 ) -> tuple[list[ShardSpec], list[str], list[dict[str, Any]]]:
     """(shard specs, their keys, the identity of what each reads) of a source (root only)."""
     specs = stage.shards(StageContext(
         stage_id=stage_id, work_dir=work_dir, artifacts=artifacts, max_doc_bytes=max_doc_bytes))
     _check_specs(stage_id, specs)
     paths = [stage.input_paths(sp) for sp in specs]
-    ids = identities([p for ps in paths for p in ps], getattr(stage, "storage_options", None))
+    ids = identities([p for ps in paths for p in ps], getattr(stage, "storage_options", None),
+                     content=content)
     reads = [{p: ids[p] for p in ps} for ps in paths]
     keys = [source_key(fingerprint, sp, rd) for sp, rd in zip(specs, reads, strict=True)]
     return specs, keys, reads
@@ -140,6 +143,10 @@ class Runner:
         self.log = log if (log and executor.is_root) else (lambda _msg: None)
         self.results: dict[str, dict[str, Any]] = {}
         self.lock = lock
+        #: the stage being worked on, named by a disk error outside a shard task
+        self._at = ""
+        #: ``identity: content``: input files are known by a hash of their bytes too
+        self.content = pipeline.config.identity == "content"
 
     def run(self) -> dict[str, Any]:
         """Run every stage that is not already done; return the run summary (report data)."""
@@ -150,6 +157,7 @@ class Runner:
                 _check_writable(self.work_dir)
                 if self.lock is None or not self.lock.held:
                     own_lock = WorkDirLock(self.work_dir).acquire()
+                self._adopt_work_dir()
             except CuratorError as e:
                 error = (type(e), str(e))
         error = self.ex.broadcast(error)
@@ -161,11 +169,31 @@ class Runner:
             if own_lock is not None:
                 own_lock.release()
 
+    def _adopt_work_dir(self) -> None:
+        """A work_dir copied (``cp -a``) or moved since its last run: its markers' paths are
+        rebased on read (:func:`~curator.core.shard_runner.read_marker`), its claims on output
+        folders outside it are dropped when the original still exists, and the intermediate
+        phase results of global stages, which may name the original's files, are dropped."""
+        origin = adopt(self.work_dir)
+        if origin is None:
+            return
+        dropped = 0
+        with contextlib.suppress(OSError), os.scandir(os.path.join(self.work_dir, "stages")) as it:
+            for e in it:
+                phases = os.path.join(e.path, "_phases")
+                if os.path.isdir(phases):
+                    shutil.rmtree(phases, ignore_errors=True)
+                    dropped += 1
+        self.log(f"work_dir was copied or moved from {origin}: its results are reused where "
+                 "their files are here" + (f"; unfinished phases of {dropped} stage(s) restart"
+                                           if dropped else ""))
+
     def _run(self) -> dict[str, Any]:
         cfg = self.pipe.config
         t_start = time.perf_counter()
         self._check_outputs()
         for group in self.pipe.fused_groups():
+            self._at = group[0].id
             try:
                 if isinstance(group[0].stage, GlobalStage):
                     self.results[group[0].id] = self._run_global(group[0])
@@ -175,7 +203,7 @@ class Runner:
                 line = fs_error_line(e)
                 if line is None or os.environ.get("CURATOR_DEBUG"):
                     raise
-                raise StageError(f"stage '{group[0].id}': {line}") from None
+                raise StageError(f"stage '{self._at}': {line}") from None
         summary = {
             "name": cfg.name,
             "work_dir": self.work_dir,
@@ -198,7 +226,8 @@ class Runner:
         after = global_ancestors(self.pipe, head.id, self.results)
         plans: list[_Plan] = []
         for k, node in enumerate(group):
-            files = self.ex.broadcast(param_files(node.stage) if self.ex.is_root else None)
+            files = self.ex.broadcast(param_files(node.stage, self.content) if self.ex.is_root
+                                      else None)
             eff = effective_fingerprint(node.fingerprint, after, files)
             p = _Plan(node, after, files, eff, "")
             if isinstance(node.stage, Source):
@@ -207,7 +236,7 @@ class Runner:
                     try:
                         listing = list_source(node.stage, node.id, eff, self.work_dir,
                                               self._upstream_artifacts(node),
-                                              self.pipe.max_doc_bytes)
+                                              self.pipe.max_doc_bytes, self.content)
                     except CuratorError as e:
                         listing = (type(e), str(e))
                 listing = self.ex.broadcast(listing)
@@ -224,7 +253,8 @@ class Runner:
                 p.names = [s.name for s in p.inputs]
                 p.keys = [shard_key(eff, s.name, s.key or s.path) for s in p.inputs]
                 p.state = input_state(eff, p.inputs)
-            p.done = _read_json(os.path.join(stage_dir(self.work_dir, node.id), "_SUCCESS.json"))
+            p.done = read_marker(os.path.join(stage_dir(self.work_dir, node.id), "_SUCCESS.json"),
+                                 self.work_dir)
             plans.append(p)
         return plans
 
@@ -237,8 +267,11 @@ class Runner:
         def reusable(k: int, p: _Plan) -> bool:
             if not p.done or p.done.get("state") != p.state:
                 return False
-            # the group's output must exist (a stage that ran fused has no files)
-            return k < last or all(s.get("path") for s in p.done.get("shards", []))
+            # the group's output must exist (a stage that ran fused has no files), and so must
+            # every file the stages wrote (one deleted by hand makes its shard redo)
+            if k == last and not all(s.get("path") for s in p.done.get("shards", [])):
+                return False
+            return not missing_or_foreign(written_outputs(p.done), self.work_dir)
 
         if all(reusable(k, p) for k, p in enumerate(plans)):
             results = {}
@@ -250,11 +283,15 @@ class Runner:
             return results
         if self.ex.is_root:
             for p in plans:
+                self._at = p.node.id
                 self._reset_if_stale(p.node, p.eff, p.after, p.files, p.done)
+            self._at = group[0].id
         self.ex.barrier()
         artifacts = self._upstream_artifacts(group[0])
         for p in plans:
+            self._at = p.node.id
             self._claim_outputs(p.node, artifacts)
+        self._at = group[0].id
         label = group[0].id if len(group) == 1 else f"{group[0].id}..{group[-1].id}"
         progress = Progress(label, enabled=self.ex.is_root, mode=self.pipe.config.progress)
         head = plans[0]
@@ -280,6 +317,7 @@ class Runner:
         results: dict[str, dict[str, Any]] = {}
         for k, p in enumerate(plans):
             node = p.node
+            self._at = node.id  # a disk error writing its result names it
             # one pass did every stage: each gets the share of the wall time its own work took
             secs = wall * (busy[k] / sum(busy) if sum(busy) > 0 else 1 / len(plans))
             out = out_shards(stats[k])
@@ -289,7 +327,8 @@ class Runner:
                 dups = count_duplicate_ids(id_files) if self.ex.is_root else 0
                 if dups:
                     agg["counters"]["duplicate_ids"] = dups
-            result = self._result(node, p.state, p.after, p.files, out, {}, agg, [], secs)
+            result = self._result(node, p.state, p.after, p.files, out, {}, agg, [], secs,
+                                  stats[k])
             if len(group) > 1:
                 result["fused"] = [n.id for n in group]
             results[node.id] = result
@@ -309,12 +348,13 @@ class Runner:
         assert isinstance(stage, GlobalStage)
         artifacts = self._upstream_artifacts(node)
         after = global_ancestors(self.pipe, node.id, self.results)
-        files = self.ex.broadcast(param_files(stage) if self.ex.is_root else None)
+        files = self.ex.broadcast(param_files(stage, self.content) if self.ex.is_root else None)
         eff = effective_fingerprint(node.fingerprint, after, files)
         inputs = input_shards(self.pipe, node, self.results)
         state = input_state(eff, inputs)
-        done = _read_json(os.path.join(sdir, "_SUCCESS.json"))
-        if done and done.get("state") == state:
+        done = read_marker(os.path.join(sdir, "_SUCCESS.json"), self.work_dir)
+        if done and done.get("state") == state and not missing_or_foreign(
+                written_outputs(done), self.work_dir):
             self.log(f"[{node.id}] done earlier, skipped")
             done["skipped"] = True
             return done
@@ -345,7 +385,7 @@ class Runner:
                         driver=driver.stop())
         agg["counters"] = dict(Counter(agg["counters"]) + gctx.counters)
         result = self._result(node, state, after, files, out, gctx.artifacts, agg, inputs,
-                              time.perf_counter() - t0)
+                              time.perf_counter() - t0, gctx.shard_stats)
         if self.ex.is_root:
             write_json(os.path.join(sdir, "_SUCCESS.json"), result)
             self._log_stage(node.id, agg, result["seconds"])
@@ -354,7 +394,8 @@ class Runner:
 
     def _result(self, node: StageNode, state: str, after: dict[str, str], files: Any,
                 out: list[Shard], artifacts: dict[str, Any], agg: dict[str, Any],
-                global_inputs: list[Shard], seconds: float) -> dict[str, Any]:
+                global_inputs: list[Shard], seconds: float,
+                shard_stats: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
         """A stage's ``_SUCCESS.json``: what it made, from what, with its stats."""
         stage = node.stage
         return {
@@ -374,6 +415,10 @@ class Runner:
             # what a global stage read, to say which inputs changed when it is stale
             "input_keys": {s.name: s.key for s in global_inputs},
             "seconds": round(seconds, 3),
+            # files written outside the stage folder (checked before a rerun reuses them),
+            # and where the work_dir was (a copied work_dir rebases the paths above)
+            "written": [f for st in shard_stats for f in st.get("files") or []],
+            "work_dir": self.work_dir,
         }
 
     def _log_stage(self, sid: str, agg: dict[str, Any], seconds: float) -> None:
@@ -424,8 +469,8 @@ class Runner:
                 ["its input shards changed"] if isinstance(node.stage, GlobalStage) else
                 [f"global stage(s) above it changed: {', '.join(after)}"])
             self.log(f"[{node.id}] rerunning: {'; '.join(why)}")
-        for marker in _markers(sdir):
-            _remove_files(marker.get("files") or [])
+        for marker in _markers(sdir, self.work_dir):
+            _remove_files(marker.get("files") or [], self.work_dir)
         for d in (sdir, os.path.join(self.work_dir, "rejected", node.id),
                   os.path.join(self.work_dir, "quarantine", node.id)):
             shutil.rmtree(d, ignore_errors=True)
@@ -465,16 +510,34 @@ def effective_fingerprint(fingerprint: str, after: dict[str, str],
     return digest({"fp": fingerprint, "after": after, **({"files": files} if files else {})})
 
 
-def param_files(stage: Stage) -> dict[str, Any]:
-    """Identity of the files ``stage``'s parameters name (globs expanded)."""
+def param_files(stage: Stage, content: bool = False) -> dict[str, Any]:
+    """Identity of the files ``stage``'s parameters name: those typed :data:`FilePath` /
+    :data:`DirPath` (a folder: every file under it) and ``Stage.input_files`` (globs
+    expanded). ``content``: with a hash of each local file (pipeline ``identity: content``)."""
     import glob
 
+    named = dict.fromkeys(stage.input_files(), "file")
+    named.update(stage.input_paths_of_params())
     paths: list[str] = []
-    for p in stage.input_files():
+    for p in named:
         local = "://" not in p or p.startswith("file://")
-        paths.extend(sorted(glob.glob(p)) or [p] if local and any(c in p for c in "*?[")
-                     else [p])
-    return identities(paths, getattr(stage, "storage_options", None)) if paths else {}
+        if local and any(c in p for c in "*?["):
+            paths.extend(sorted(glob.glob(p)) or [p])
+        elif local and os.path.isdir(p.removeprefix("file://")):  # a folder: its files
+            paths.extend(_files_under(p.removeprefix("file://")) or [p])
+        else:
+            paths.append(p)
+    return identities(paths, getattr(stage, "storage_options", None),
+                      content=content) if paths else {}
+
+
+def _files_under(folder: str) -> list[str]:
+    """Every file under ``folder``, sorted (what a folder parameter's identity is made of)."""
+    out = []
+    for dirpath, dirnames, filenames in os.walk(folder):
+        dirnames.sort()
+        out += [os.path.join(dirpath, f) for f in sorted(filenames)]
+    return out
 
 
 def files_changed(done: dict[str, Any] | None, files: dict[str, Any]) -> list[str]:
@@ -515,11 +578,11 @@ def read_stage_key(sdir: str) -> tuple[str | None, dict[str, Any] | None]:
         return raw.decode(errors="replace").strip(), None
 
 
-def _markers(sdir: str) -> Iterator[dict[str, Any]]:
+def _markers(sdir: str, work_dir: str) -> Iterator[dict[str, Any]]:
     with contextlib.suppress(OSError), os.scandir(os.path.join(sdir, "_done")) as it:
         for e in it:
             if e.name.endswith(".json"):
-                m = _read_json(e.path)
+                m = read_marker(e.path, work_dir)
                 if m:
                     yield m
 
@@ -531,8 +594,8 @@ def _remove_obsolete(work_dir: str, stage_id: str, names: set[str]) -> None:
     with contextlib.suppress(OSError), os.scandir(os.path.join(sdir, "_done")) as it:
         stale = [e.name[:-5] for e in it if e.name.endswith(".json") and e.name[:-5] not in names]
     for name in stale:
-        m = _read_json(os.path.join(sdir, "_done", f"{name}.json")) or {}
-        _remove_files(m.get("files") or [])
+        m = read_marker(os.path.join(sdir, "_done", f"{name}.json"), work_dir) or {}
+        _remove_files(m.get("files") or [], work_dir)
         for p in (os.path.join(sdir, "data", f"{name}{SHARD_SUFFIX}"),
                   os.path.join(work_dir, "rejected", stage_id, f"{name}.jsonl.zst"),
                   os.path.join(work_dir, "quarantine", stage_id, f"{name}.jsonl.zst"),

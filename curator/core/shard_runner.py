@@ -45,6 +45,7 @@ from curator.core.stage import Shard, ShardSpec, ShardStage, Source, Stage
 from curator.core.usage import Meter, Usage
 from curator.storage.atomic import atomic_open
 from curator.storage.limits import TOO_LARGE
+from curator.storage.outputs import claimed, missing_or_foreign, rebase, trusted
 from curator.storage.shards import SHARD_SUFFIX, read_shard, record_writer
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -149,7 +150,7 @@ def _resumable(task: ShardTask) -> list[dict[str, Any]] | None:
     redone for the whole group. A step whose own marker is missing (a kill between two marker
     writes) gets it back; an existing file is never rewritten."""
     last = task.steps[-1]
-    m = _read_json(marker_path(task.work_dir, last.stage_id, task.name))
+    m = read_marker(marker_path(task.work_dir, last.stage_id, task.name), task.work_dir)
     if not m or m.get("key") != last.key or not isinstance(m.get("stats"), dict):
         return None
     if last.write and not m["stats"].get("path"):  # made fused earlier, now materialised
@@ -158,6 +159,12 @@ def _resumable(task: ShardTask) -> list[dict[str, Any]] | None:
     if len(above) != len(task.steps) - 1 or any(
             not isinstance(e, dict) or e.get("key") != st.key
             for e, st in zip(above, task.steps, strict=False)):
+        return None
+    # what the markers say was written must still be there, and be this work_dir's
+    made = [m["stats"]["path"]] if last.write else []
+    for e in (*above, m):
+        made += [f for f in e.get("files") or [] if isinstance(f, str)]
+    if missing_or_foreign(made, task.work_dir):
         return None
     for e, st in zip(above, task.steps, strict=False):
         path = marker_path(task.work_dir, st.stage_id, task.name)
@@ -172,9 +179,9 @@ def _clear(task: ShardTask) -> None:
     materialised, its earlier output shard) even if this attempt sets nothing aside."""
     for st in reversed(task.steps):  # the last step's marker (the group's) goes first
         marker = marker_path(task.work_dir, st.stage_id, task.name)
-        m = _read_json(marker)
+        m = read_marker(marker, task.work_dir)
         if m:
-            _remove_files(m.get("files") or [])
+            _remove_files(m.get("files") or [], task.work_dir)
         paths = [os.path.join(task.work_dir, kind, st.stage_id, f"{task.name}.jsonl.zst")
                  for kind in ("rejected", "quarantine")]
         if len(task.steps) > 1:  # the markers are rewritten last step last
@@ -350,9 +357,16 @@ def run_shard(task: ShardTask) -> list[dict[str, Any]]:
             s0["docs_in"] = (s0["docs_out"] + sum(ctx0.rejected.values())
                              + sum(ctx0.quarantined.values()))
             s0["sources"] = dict(sources)
+            culprit.append(0)  # what fails from here on is the source's own file
             _write_id_hashes(id_hash_path(task.work_dir, steps[0].stage_id, task.name), doc_ids)
-        for c in ctxs:
+            culprit.clear()
+        # publishing a step's rejected/quarantined records can fail too (a full disk): that
+        # step is named, not the first of the chain
+        for k, c in enumerate(ctxs):
+            if not culprit:
+                culprit.append(k)
             c.close(ok=True)
+            culprit.clear()
     except CuratorError:
         for c in ctxs:
             c.close(ok=False)
@@ -381,6 +395,7 @@ def run_shard(task: ShardTask) -> list[dict[str, Any]]:
             counters=dict(c.counters), length_hist=hists[k],
             rejected_by_source=dict(c.rejected_by_source),
             seconds=round(max(own, 0.0), 4), resumed=False, key=st.key,
+            files=list(c.files),
             # one process ran the whole chain: its CPU is split by each step's share of the
             # pass's time, its peak RSS is the chain's (an upper bound for each step)
             **Usage(used.cpu_s * (max(own, 0.0) / total if total > 0 else 1 / len(steps)),
@@ -395,11 +410,18 @@ def run_shard(task: ShardTask) -> list[dict[str, Any]]:
         else:
             read = {"upstream": f"{steps[k - 1].stage_id} (fused)"}
         markers.append({"fingerprint": st.fingerprint, "key": st.key, "read": read,
-                        "files": ctxs[k].files, "stats": stats[k]})
+                        "files": ctxs[k].files, "stats": stats[k], "work_dir": task.work_dir})
     if last:
         markers[last]["group"] = markers[:last]
     for k in (last, *range(last)):
-        write_json(marker_path(task.work_dir, steps[k].stage_id, task.name), markers[k])
+        try:
+            write_json(marker_path(task.work_dir, steps[k].stage_id, task.name), markers[k])
+        except OSError as e:
+            line = fs_error_line(e)
+            if line is None or os.environ.get("CURATOR_DEBUG"):
+                raise
+            raise StageError(f"stage '{steps[k].stage_id}' failed on shard '{task.name}': "
+                             f"{line}") from None
     return stats
 
 
@@ -423,11 +445,19 @@ def source_key(fingerprint: str, spec: ShardSpec, read: dict[str, Any]) -> str:
     return digest({"fp": fingerprint, "shard": spec.name, "data": spec.data, "read": read})
 
 
-def _remove_files(paths: Sequence[str]) -> None:
-    """Files a stage wrote for a shard outside its own folder (``ctx.wrote``), now obsolete."""
+def _remove_files(paths: Sequence[str], work_dir: str) -> None:
+    """Files a stage wrote for a shard outside its own folder (``ctx.wrote``), now obsolete.
+    Only files inside the work_dir or a folder it claimed are removed (a marker copied from
+    another work_dir may name that one's files: they are never touched)."""
+    claims: list[str] | None = None
     for p in paths:
-        with contextlib.suppress(OSError):
-            os.unlink(p)
+        if not isinstance(p, str) or "://" in p:
+            continue
+        if claims is None:
+            claims = list(claimed(work_dir))
+        if trusted(p, work_dir, claims):
+            with contextlib.suppress(OSError):
+                os.unlink(p)
 
 
 def run_shard_tasks(executor: Executor, stage: Stage, stage_id: str, fingerprint: str,
@@ -452,6 +482,24 @@ def out_shards(stats: Sequence[dict[str, Any]]) -> list[Shard]:
     """The shards a stage's per-shard stats describe (path ``""``: streamed, not written)."""
     return [Shard(st["shard"], st["path"], st["docs_out"], st["bytes_out"], st.get("key", ""))
             for st in stats]
+
+
+def read_marker(path: str, work_dir: str) -> dict[str, Any] | None:
+    """A shard or stage marker; when it was written in another place (the work_dir was copied
+    or moved: its ``work_dir`` differs), the paths in it that lay under that place are rebased
+    onto ``work_dir``, so a copy reads and checks its own files, never the original's."""
+    m = _read_json(path)
+    if m and isinstance(m.get("work_dir"), str) and m["work_dir"] != work_dir:
+        m = rebase(m, m["work_dir"], work_dir)
+    return m
+
+
+def written_outputs(done: dict[str, Any]) -> list[str]:
+    """The files a stage result (``_SUCCESS.json``) says its stage made: its output shards
+    and what it wrote outside its folder (``ctx.wrote``)."""
+    paths = [s.get("path") for s in done.get("shards") or [] if isinstance(s, dict)]
+    paths += done.get("written") or []
+    return [p for p in paths if isinstance(p, str) and p]
 
 
 def _read_json(path: str) -> dict[str, Any] | None:

@@ -29,7 +29,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, create_model
 
@@ -69,6 +69,77 @@ class Shard:
     bytes: int = 0
     #: What the shard's content depends on (set by the runner; see curator.core.identity).
     key: str = ""
+
+
+# -- parameters that name files -------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PathParam:
+    """Marks a parameter's type as naming a file or folder (``Annotated[str, PathParam(...)]``;
+    use :data:`FilePath`, :data:`DirPath`, :data:`OutputDir`). Plain metadata on the type,
+    so it works the same in an ``__init__`` signature, a :class:`Params` mixin or a pydantic
+    model field, and inside ``X | None``, ``list[X]`` or ``dict[str, X]``.
+
+    ``role="input"``: the stage reads it (a word list, a model, a tokenizer folder): the
+    identity of its content (every file of a folder; size, mtime, ctime and inode, or a hash
+    with ``identity: content``) is part of the stage's key, so editing the file reruns the
+    stage (:func:`path_params`). ``role="output"``: a folder or file the stage writes.
+    ``role="documents"``: a source's input documents (known per shard, not per stage)."""
+
+    kind: str  # "file" | "dir"
+    role: str = "input"  # "input" | "output" | "documents"
+
+
+#: A parameter naming a file the stage reads (globs allowed); part of the stage's key.
+FilePath = Annotated[str, PathParam("file")]
+#: A parameter naming a folder the stage reads (a tokenizer, a model); every file in it is
+#: part of the stage's key.
+DirPath = Annotated[str, PathParam("dir")]
+#: A parameter naming a folder the stage writes (also declare it in ``output_dirs``).
+OutputDir = Annotated[str, PathParam("dir", "output")]
+#: A parameter naming a file the stage writes.
+OutputFile = Annotated[str, PathParam("file", "output")]
+#: A source's document files (globs): each shard's key holds the identity of the files it
+#: reads, so a changed file reruns exactly its shards (not the whole stage).
+DocumentPaths = Annotated[str, PathParam("file", "documents")]
+
+
+def _path_marker(tp: Any) -> PathParam | None:
+    """The :class:`PathParam` inside a type (``FilePath | None``, ``list[FilePath]``...)."""
+    if get_origin(tp) is Annotated:
+        args = get_args(tp)
+        for m in args[1:]:
+            if isinstance(m, PathParam):
+                return m
+        return _path_marker(args[0])
+    for a in get_args(tp):
+        found = _path_marker(a)
+        if found is not None:
+            return found
+    return None
+
+
+def path_params(cls: type[Stage], role: str = "input") -> dict[str, PathParam]:
+    """``name -> PathParam`` of a stage's parameters typed as paths with ``role``, read from
+    its parameter model (so a pydantic model's fields work the same)."""
+    out: dict[str, PathParam] = {}
+    for name, fi in cls.params_model().model_fields.items():
+        marker = next((m for m in fi.metadata if isinstance(m, PathParam)), None) or \
+            _path_marker(fi.annotation)
+        if marker is not None and marker.role == role:
+            out[name] = marker
+    return out
+
+
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value] if value else []
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _strings(v)]
+    if isinstance(value, list | tuple):
+        return [s for v in value for s in _strings(v)]
+    return []
 
 
 class Stage:
@@ -144,10 +215,21 @@ class Stage:
         return {k: v for k, v in self.__dict__.items() if not k.startswith("_cache")}
 
     def input_files(self) -> list[str]:
-        """Files named by parameters that the stage reads besides its input documents (a
-        model, a task list, a blend). Their identity (size, mtime_ns, inode; remote: ETag...)
-        is part of the stage's key: a changed file reruns the stage. Globs are expanded."""
+        """Files the stage reads besides its input documents that no parameter typed
+        :data:`FilePath` / :data:`DirPath` names (those count already, see
+        :meth:`input_paths_of_params`): files derived from a parameter, say. Their identity is
+        part of the stage's key: a changed file reruns the stage. Globs are expanded."""
         return []
+
+    def input_paths_of_params(self) -> dict[str, str]:
+        """``path -> "file" | "dir"`` of every parameter typed as an input path, from the
+        validated parameters (:func:`path_params`)."""
+        params = getattr(self, "params", None) or {}
+        out: dict[str, str] = {}
+        for name, marker in path_params(type(self)).items():
+            for p in _strings(params.get(name)):
+                out.setdefault(p, marker.kind)
+        return out
 
     def output_dirs(self, ctx: StageContext) -> list[str]:
         """Folders this stage writes outside its stage folder (resolved with

@@ -10,25 +10,29 @@ stage named as the reason.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from dataclasses import dataclass, field
 from typing import Any
 
+from curator.core.errors import CuratorError
 from curator.core.identity import describe_input_change, digest, explain
 from curator.core.lock import LOCK_NAME
 from curator.core.pipeline import Pipeline, StageNode
 from curator.core.runner import (
-    _read_json,
     effective_fingerprint,
     files_changed,
     input_state,
     list_source,
     param_files,
+    read_marker,
     read_stage_key,
     shard_key,
     stage_dir,
+    written_outputs,
 )
 from curator.core.stage import Shard
+from curator.storage.outputs import missing_or_foreign
 
 
 @dataclass
@@ -80,7 +84,7 @@ def pipeline_status(pipe: Pipeline) -> list[StageStatus]:
 
 
 def _not_written(wd: str, stage_id: str) -> bool:
-    done = _read_json(os.path.join(stage_dir(wd, stage_id), "_SUCCESS.json")) or {}
+    done = read_marker(os.path.join(stage_dir(wd, stage_id), "_SUCCESS.json"), wd) or {}
     return any(not s.get("path") for s in done.get("shards", []))
 
 
@@ -88,7 +92,7 @@ def _node_status(pipe: Pipeline, node: StageNode, wd: str,
                  known: dict[str, dict[str, Any] | None]
                  ) -> tuple[StageStatus, dict[str, Any] | None]:
     sdir = stage_dir(wd, node.id)
-    done = _read_json(os.path.join(sdir, "_SUCCESS.json"))
+    done = read_marker(os.path.join(sdir, "_SUCCESS.json"), wd)
     old_key, old_identity = read_stage_key(sdir)
     started = old_key is not None or done is not None
     unknown = [a for a in node.inputs if known[a] is None]
@@ -99,7 +103,8 @@ def _node_status(pipe: Pipeline, node: StageNode, wd: str,
                            reasons=[f"upstream '{first}' reruns first"]), None
     after = {a: known[a]["state"] for a in sorted(pipe.ancestors(node.id))  # type: ignore[index]
              if known[a]["kind"] == "global"}  # type: ignore[index]
-    files = param_files(node.stage)
+    content = pipe.config.identity == "content"
+    files = param_files(node.stage, content)
     eff = effective_fingerprint(node.fingerprint, after, files)
     config = [] if not started else explain(old_identity, node.identity) if (
         old_identity or old_key) else []
@@ -107,7 +112,8 @@ def _node_status(pipe: Pipeline, node: StageNode, wd: str,
     kind = node.stage.kind
     if kind == "source":
         specs, keys, reads = list_source(node.stage, node.id, eff, wd,
-                                         _artifacts(pipe, node, known), pipe.max_doc_bytes)
+                                         _artifacts(pipe, node, known), pipe.max_doc_bytes,
+                                         content)
         state = digest({"fp": eff, "shards": [[sp.name, k] for sp, k in
                                               zip(specs, keys, strict=True)]})
         names = [sp.name for sp in specs]
@@ -118,13 +124,18 @@ def _node_status(pipe: Pipeline, node: StageNode, wd: str,
         state = input_state(eff, inputs)
         names = [s.name for s in inputs]
         details = [(s.name, shard_key(eff, s.name, s.key or s.path), None) for s in inputs]
-    if done and done.get("state") == state:
+    gone = missing_or_foreign(written_outputs(done), wd) if done else []
+    if done and done.get("state") == state and not gone:
         return (StageStatus(node.id, "done", len(done["shards"]), 0),
                 {"state": state, "kind": kind, "shards": done["shards"]})
     st = StageStatus(node.id, "stale" if done else "to run")
     legacy = ["made by a curator from before input identities were recorded: redone once"] if (
         (done is not None and "state" not in done) or (old_key is not None and not old_identity)
     ) else []
+    if kind == "global" and gone and done and done.get("state") == state:
+        st.reasons = [f"{len(gone)} output file(s) missing or not this work_dir's: "
+                      f"{_rel(gone[0], wd)}"]
+        return st, None
     if kind == "global":
         if legacy:
             st.reasons = legacy
@@ -140,9 +151,17 @@ def _node_status(pipe: Pipeline, node: StageNode, wd: str,
     config_changed = old_key is not None and old_key != eff
     redo, why = 0, []
     for name, key, read in details:
-        marker = None if config_changed else _read_json(
-            os.path.join(sdir, "_done", f"{name}.json"))
-        if marker and marker.get("key") == key:
+        marker = None if config_changed else read_marker(
+            os.path.join(sdir, "_done", f"{name}.json"), wd)
+        lost = missing_or_foreign(_marker_outputs(marker), wd) if marker else []
+        if marker and marker.get("key") == key and not lost:
+            continue
+        if lost and marker and marker.get("key") == key:
+            redo += 1
+            if len(why) < 3:
+                why.append(f"{name}: output file(s) missing or not this work_dir's: "
+                           f"{_rel(lost[0], wd)}" + (f" (+{len(lost) - 1})" if len(lost) > 1
+                                                     else ""))
             continue
         redo += 1
         if marker and len(why) < 3:
@@ -165,10 +184,24 @@ def _node_status(pipe: Pipeline, node: StageNode, wd: str,
     return st, {"state": state, "kind": kind, "shards": shards}
 
 
+def _marker_outputs(marker: dict[str, Any]) -> list[str]:
+    """Files a shard marker says were made: its output shard (when written) and what the stage
+    wrote outside its folder."""
+    stats = marker.get("stats") if isinstance(marker.get("stats"), dict) else {}
+    path = stats.get("path") if isinstance(stats, dict) else None
+    files = [f for f in marker.get("files") or [] if isinstance(f, str)]
+    return ([path] if isinstance(path, str) and path else []) + files
+
+
+def _rel(path: str, wd: str) -> str:
+    return os.path.relpath(path, wd) if path.startswith(wd + os.sep) else path
+
+
 def _artifacts(pipe: Pipeline, node: StageNode, known: dict[str, Any]) -> dict[str, Any]:
     arts: dict[str, Any] = {}
     for anc in reversed(pipe.ancestors(node.id)):
-        done = _read_json(os.path.join(stage_dir(pipe.work_dir, anc), "_SUCCESS.json")) or {}
+        done = read_marker(os.path.join(stage_dir(pipe.work_dir, anc), "_SUCCESS.json"),
+                           pipe.work_dir) or {}
         arts.update(done.get("artifacts") or {})
     return arts
 
@@ -188,6 +221,115 @@ def _changed_inputs(done: dict[str, Any], node: StageNode, known: dict[str, Any]
     return ", ".join(parts)
 
 
+#: The folders of a stage that curator creates in the work_dir, by kind.
+STAGE_FOLDERS = ("stages", "rejected", "quarantine")
+
+
+@dataclass
+class Leftover:
+    """What a stage no longer in the pipeline left in the work_dir: its curator-made folders
+    (``stages/<id>``, ``rejected/<id>``, ``quarantine/<id>``) and output folders it claimed."""
+
+    id: str
+    folders: list[str] = field(default_factory=list)
+    outputs: list[str] = field(default_factory=list)
+    bytes: int = 0
+
+
+def leftovers(pipe: Pipeline) -> list[Leftover]:
+    """Stage folders in the work_dir whose id no stage of ``pipe`` has (a stage removed or
+    renamed), and output folders claimed by a stage that no current stage declares. Only real
+    folders (not symlinks) directly under ``stages/``, ``rejected/``, ``quarantine/``; a
+    ``stages/<id>`` folder without a curator marker in it is not counted as curator's."""
+    from curator.core.shard_context import StageContext
+    from curator.storage.outputs import claimed
+
+    wd = pipe.work_dir
+    ids = {n.id for n in pipe.nodes}
+    found: dict[str, Leftover] = {}
+    for kind in STAGE_FOLDERS:
+        top = os.path.join(wd, kind)
+        try:
+            entries = sorted(os.scandir(top), key=lambda e: e.name)
+        except OSError:
+            continue
+        for e in entries:
+            if e.name in ids or not e.is_dir(follow_symlinks=False):
+                continue
+            if kind == "stages" and not any(os.path.lexists(os.path.join(e.path, m)) for m in (
+                    "_FINGERPRINT", "_SUCCESS.json", "_done", "_phases")):
+                continue
+            lo = found.setdefault(e.name, Leftover(e.name))
+            lo.folders.append(os.path.join(kind, e.name))
+            lo.bytes += _size(e.path)
+    declared: set[str] = set()
+    for n in pipe.nodes:
+        try:
+            dirs = n.stage.output_dirs(StageContext(stage_id=n.id, work_dir=wd, artifacts={}))
+        except CuratorError:
+            continue
+        declared.update(os.path.realpath(d) for d in dirs if "://" not in d)
+    for path, owner in sorted(claimed(wd).items()):
+        if "://" not in path and path not in declared:
+            found.setdefault(f"({owner})", Leftover(f"({owner})")).outputs.append(path)
+    return list(found.values())
+
+
+def _size(folder: str) -> int:
+    total = 0
+    for dirpath, _dirs, files in os.walk(folder):
+        for f in files:
+            with contextlib.suppress(OSError):
+                total += os.lstat(os.path.join(dirpath, f)).st_size
+    return total
+
+
+def render_leftovers(items: list[Leftover], source: str | None) -> list[str]:
+    """The lines ``curator status`` adds for :func:`leftovers`, with the offer to prune."""
+    if not items:
+        return []
+    lines = ["not in this pipeline any more (a stage removed or renamed):"]
+    for lo in items:
+        if lo.folders:
+            lines.append(f"  {lo.id}: {', '.join(lo.folders)} ({_human(lo.bytes)})")
+        for out in lo.outputs:
+            lines.append(f"  output folder {out} claimed by {lo.id}: kept (your data); "
+                         "delete it yourself if unwanted")
+    if any(lo.folders for lo in items):
+        lines.append(f"`curator prune {source or 'FILE'}` lists them, `--yes` removes them "
+                     "(only these curator-made folders)")
+    return lines
+
+
+def _human(n: int) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1024 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024  # type: ignore[assignment]
+    return f"{n} B"
+
+
+def prune(pipe: Pipeline, items: list[Leftover]) -> list[str]:
+    """Remove the curator-made folders of ``items`` and drop their stale output claims from
+    the registry (the output folders themselves are kept); returns what was removed."""
+    import shutil
+
+    from curator.storage.outputs import claimed, write_registry
+
+    wd = pipe.work_dir
+    removed = []
+    for lo in items:
+        for rel in lo.folders:
+            path = os.path.join(wd, rel)
+            if os.path.isdir(path) and not os.path.islink(path):
+                shutil.rmtree(path)
+                removed.append(rel)
+    stale = {p for lo in items for p in lo.outputs}
+    if stale:
+        write_registry(wd, {k: v for k, v in claimed(wd).items() if k not in stale})
+    return removed
+
+
 def render(pipe: Pipeline, rows: list[StageStatus]) -> str:
     """The table ``curator status`` prints, plus who holds the work_dir if a run is going."""
     width = max(len(r.id) for r in rows)
@@ -199,6 +341,7 @@ def render(pipe: Pipeline, rows: list[StageStatus]) -> str:
     todo = [r for r in rows if r.status != "done"]
     lines.append("nothing to do: a rerun reuses every stage" if not todo else
                  f"a rerun redoes {len(todo)} of {len(rows)} stages")
+    lines += render_leftovers(leftovers(pipe), pipe.source_file)
     return "\n".join(lines)
 
 

@@ -34,7 +34,7 @@ import numpy as np
 from curator.core.context import GlobalContext
 from curator.core.document import meta_value
 from curator.core.errors import ConfigError
-from curator.core.stage import GlobalStage, Shard
+from curator.core.stage import GlobalStage, OutputDir, Shard
 from curator.dedup.common import (
     Remover,
     gather_partition,
@@ -170,7 +170,7 @@ class FuzzyDedup(GlobalStage):
         redis_tls_ca_file: str | None = None,
         redis_tls_cert_file: str | None = None,
         redis_tls_key_file: str | None = None,
-        save_index: str | None = None,
+        save_index: OutputDir | None = None,
         against: list[str] = [],  # noqa: B006
     ) -> None:
         if num_perm < 1 or ngram < 1:

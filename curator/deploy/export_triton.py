@@ -7,11 +7,10 @@ publishes ``triton_repository`` (the folder to give ``tritonserver --model-repos
 
 from __future__ import annotations
 
-import os
 from typing import Any, Literal
 
 from curator.core.context import GlobalContext, StageContext
-from curator.core.stage import GlobalStage, Shard
+from curator.core.stage import DirPath, GlobalStage, OutputDir, Shard
 
 
 class ExportTriton(GlobalStage):
@@ -22,8 +21,8 @@ class ExportTriton(GlobalStage):
 
     def __init__(
         self,
-        output: str = "triton_repository",
-        checkpoint: str = "",
+        output: OutputDir = "triton_repository",
+        checkpoint: DirPath = "",
         model_name: str = "curator_gpt",
         max_new_tokens: int = 16,
         max_batch_size: int = 8,
@@ -42,11 +41,6 @@ class ExportTriton(GlobalStage):
         self.instances = instances
         self.max_queue_delay_us = max_queue_delay_us
         self.stop_at_eod = stop_at_eod
-
-    def input_files(self) -> list[str]:
-        # a checkpoint folder changes when its tracker (the last complete iteration) does
-        return [os.path.join(self.checkpoint, "latest_checkpointed_iteration.txt")] if (
-            self.checkpoint) else []
 
     def output_dirs(self, ctx: StageContext) -> list[str]:
         return [ctx.output_path(self.output)]

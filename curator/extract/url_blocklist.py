@@ -24,7 +24,7 @@ import numpy as np
 from curator.core.context import ShardContext
 from curator.core.document import Document
 from curator.core.errors import ConfigError
-from curator.core.stage import ShardStage
+from curator.core.stage import FilePath, ShardStage
 
 #: Blocklists loaded in this process, keyed by the stage's parameters.
 _TABLES: dict[tuple[Any, ...], tuple[set[str], np.ndarray | None, re.Pattern[str] | None]] = {}
@@ -59,7 +59,7 @@ class UrlBlocklist(ShardStage):
 
     name = "url_blocklist"
 
-    def __init__(self, domains: list[str] | None = None, domain_files: list[str] | None = None,
+    def __init__(self, domains: list[str] | None = None, domain_files: list[FilePath] | None = None,
                  patterns: list[str] | None = None, url_field: str = "url",
                  drop_missing_url: bool = False, builtin: bool = False,
                  allow_domains: list[str] | None = None) -> None:

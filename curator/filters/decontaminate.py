@@ -34,7 +34,7 @@ import xxhash
 from curator.core.context import GlobalContext, ShardContext
 from curator.core.document import Document
 from curator.core.errors import ConfigError, InputError
-from curator.core.stage import GlobalStage, Shard
+from curator.core.stage import FilePath, GlobalStage, Shard
 from curator.storage.atomic import atomic_open, open_compressed_read
 from curator.storage.paths import expand_paths
 from curator.storage.shards import read_shard
@@ -290,7 +290,7 @@ class Decontaminate(GlobalStage):
 
     name = "decontaminate"
 
-    def __init__(self, tasks: dict[str, str | list[str]], fields: list[str] | None = None,
+    def __init__(self, tasks: dict[str, FilePath | list[FilePath]], fields: list[str] | None = None,
                  n: int = 13, min_ngram_words: int = 8, max_matches: int = 10,
                  mode: Literal["cut", "drop"] = "cut", cut_chars: int = 200,
                  min_fragment_chars: int = 200, max_splits: int = 10,
@@ -314,9 +314,6 @@ class Decontaminate(GlobalStage):
         self.max_matches, self.mode = max_matches, mode
         self.cut_chars, self.min_fragment_chars = cut_chars, min_fragment_chars
         self.max_splits, self.split_documents = max_splits, split_documents
-
-    def input_files(self) -> list[str]:
-        return [p for paths in self.tasks.values() for p in paths]
 
     def run(self, shards: list[Shard], ctx: GlobalContext) -> list[Shard]:
         items = [(t, expand_paths(p, what=f"decontaminate.tasks.{t}"))

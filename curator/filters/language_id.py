@@ -13,7 +13,7 @@ from typing import Any
 from curator.core.context import ShardContext
 from curator.core.document import Document
 from curator.core.errors import ConfigError
-from curator.core.stage import BatchStage
+from curator.core.stage import BatchStage, FilePath
 
 DEFAULT_MODEL = os.path.join(os.path.dirname(__file__), "models", "lid.176.ftz")
 _MODELS: dict[str, Any] = {}
@@ -64,7 +64,7 @@ class LanguageId(BatchStage):
     name = "language_id"
 
     def __init__(self, languages: list[str] | None = None, min_score: float = 0.65,
-                 model_path: str | None = None, label_only: bool = False,
+                 model_path: FilePath | None = None, label_only: bool = False,
                  batch_size: int = 1024) -> None:
         self.languages = frozenset(languages) if languages else None
         self.min_score = min_score

@@ -44,10 +44,28 @@ class _Sample:
 
 
 def _number(v: Any) -> float | None:
+    """A score as a float: a number, or a string holding one ("0.73", as some tools write
+    them); ``None`` for anything else (missing, null, NaN, "high", a bool)."""
+    if isinstance(v, str):
+        try:
+            v = float(v.strip())
+        except ValueError:
+            return None
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         return None
     f = float(v)
     return f if f == f else None  # NaN counts as missing
+
+
+def _invalid(meta: dict[str, Any], keys: list[str]) -> tuple[str, Any] | None:
+    """The first score present with a value that is not a number (``"high"``, ``true``, a
+    list): such a document cannot be placed, and putting it in the lowest bucket would hide a
+    broken upstream; it is rejected with the key and value instead."""
+    for k in keys:
+        v = meta_value(meta, k)
+        if v is not None and _number(v) is None and not (isinstance(v, float) and v != v):
+            return k, v
+    return None
 
 
 def _sample_task(keys: tuple[str, ...], limit: int, seed: int, out_dir: str,
@@ -127,8 +145,13 @@ class _Assign:
         return score, min(score * st.buckets // st.resolution, st.buckets - 1)
 
     def __call__(self, docs: Iterator[Document], ctx: ShardContext) -> Iterator[Document]:
-        field = self.stage.field
+        field, keys = self.stage.field, self.stage.scores
         for doc in docs:
+            bad = _invalid(doc.meta, keys)
+            if bad is not None:
+                ctx.reject(doc, "quality_buckets:invalid_score", key=bad[0],
+                           value=repr(bad[1])[:80])
+                continue
             lv = self.level(doc.meta)
             if lv is None:
                 ctx.count("quality_buckets:no_score")

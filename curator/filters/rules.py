@@ -28,7 +28,7 @@ from typing import Any, ClassVar, Literal
 from curator.core.context import ShardContext
 from curator.core.document import Document
 from curator.core.errors import ConfigError
-from curator.core.stage import Filter
+from curator.core.stage import FilePath, Filter
 from curator.filters.features import DocFeatures
 from curator.text.words import has_no_space_script, split_words
 
@@ -527,10 +527,10 @@ class BadWords(HeuristicRule):
     source = ("C4 (List of Dirty, Naughty, Obscene or Otherwise Bad Words); built-in lists: "
               "glin-profanity 4.1.0 (MIT), see docs/filters.md")
 
-    def __init__(self, words: list[str] = [], path: str | None = None,  # noqa: B006
+    def __init__(self, words: list[str] = [], path: FilePath | None = None,  # noqa: B006
                  max_count: int = 0, builtin: bool = False,
                  languages: list[str] | None = None,
-                 paths: dict[str, str] = {},  # noqa: B006
+                 paths: dict[str, FilePath] = {},  # noqa: B006
                  allow: list[str] = [],  # noqa: B006
                  language_field: str = "language",
                  default_language: str | None = "en") -> None:

@@ -18,7 +18,7 @@ import orjson
 from curator.core.context import ShardContext, StageContext
 from curator.core.document import Document
 from curator.core.errors import InputError
-from curator.core.stage import ShardSpec, ShardStage, Source
+from curator.core.stage import DocumentPaths, OutputDir, ShardSpec, ShardStage, Source
 from curator.storage.atomic import compression_of, open_compressed_read, open_compressed_write
 from curator.storage.limits import TOO_LARGE, iter_capped_lines, line_reader
 from curator.storage.paths import expand_paths
@@ -45,7 +45,8 @@ class ReadJsonl(Source):
 
     name = "read_jsonl"
 
-    def __init__(self, paths: str | list[str], text_field: str = "text", id_field: str = "id",
+    def __init__(self, paths: DocumentPaths | list[DocumentPaths], text_field: str = "text",
+                 id_field: str = "id",
                  source: str | None = None, shard_size_mb: float = 64.0,
                  storage_options: dict[str, Any] | None = None,
                  ids: Literal["keep", "rewrite"] = "keep",
@@ -207,7 +208,7 @@ class WriteJsonl(ShardStage):
     name = "write_jsonl"
     passthrough = True
 
-    def __init__(self, path: str, compression: Literal["none", "gzip", "zstd"] = "gzip",
+    def __init__(self, path: OutputDir, compression: Literal["none", "gzip", "zstd"] = "gzip",
                  flat: bool = True) -> None:
         self.path = path
         self.compression = compression

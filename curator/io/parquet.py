@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 from curator.core.context import ShardContext, StageContext
 from curator.core.document import Document
-from curator.core.stage import ShardSpec, ShardStage, Source
+from curator.core.stage import DocumentPaths, OutputDir, ShardSpec, ShardStage, Source
 from curator.io.jsonl import relative_names, set_source
 from curator.storage.atomic import atomic_open
 from curator.storage.limits import TOO_LARGE
@@ -25,7 +25,8 @@ class ReadParquet(Source):
 
     name = "read_parquet"
 
-    def __init__(self, paths: str | list[str], text_field: str = "text", id_field: str = "id",
+    def __init__(self, paths: DocumentPaths | list[DocumentPaths], text_field: str = "text",
+                 id_field: str = "id",
                  source: str | None = None, row_groups_per_shard: int = 8,
                  storage_options: dict[str, Any] | None = None,
                  ids: Literal["keep", "rewrite"] = "keep",
@@ -101,7 +102,7 @@ class WriteParquet(ShardStage):
     name = "write_parquet"
     passthrough = True
 
-    def __init__(self, path: str, compression: str = "zstd", row_group_size: int = 10_000
+    def __init__(self, path: OutputDir, compression: str = "zstd", row_group_size: int = 10_000
                  ) -> None:
         self.path = path
         self.compression = compression

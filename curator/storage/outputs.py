@@ -12,6 +12,7 @@ stages claimed. Commands without a work_dir (``curator export-triton``) put a ma
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import orjson
 
@@ -42,6 +43,14 @@ def _protected(work_dir: str | None, replaces: bool) -> dict[str, str]:
     return out
 
 
+def protected_reason(path: str, work_dir: str | None, replaces: bool = False) -> str | None:
+    """Why ``path`` may never be an output folder (``"the work_dir"``, ``"a parent of the
+    current folder"``...), or ``None``."""
+    if "://" in path and not path.startswith("file://"):
+        return None
+    return _protected(work_dir, replaces).get(os.path.realpath(path.removeprefix("file://")))
+
+
 REGISTRY = "_outputs.json"
 
 
@@ -52,16 +61,112 @@ def owner_of(path: str, work_dir: str | None = None) -> str | None:
             return str(orjson.loads(f.read()).get("stage"))
     except (OSError, orjson.JSONDecodeError, AttributeError):
         pass
-    return _registry(work_dir).get(path) if work_dir else None
+    return _registry(work_dir).get(os.path.realpath(path)) if work_dir else None
 
 
 def _registry(work_dir: str) -> dict[str, str]:
+    """``realpath -> owner`` of the folders this work_dir's stages claimed. The registry
+    records where the work_dir was (``work_dir``); in a copied or moved work_dir its claims
+    inside the work_dir follow it (rebased), and its claims outside it are kept only when the
+    work_dir was moved, never when it was copied (the original still owns those folders)."""
     try:
         with open(os.path.join(work_dir, REGISTRY), "rb") as f:
             reg = orjson.loads(f.read())
-        return reg if isinstance(reg, dict) else {}
     except (OSError, orjson.JSONDecodeError):
         return {}
+    if not isinstance(reg, dict):
+        return {}
+    here = os.path.realpath(work_dir)
+    if not isinstance(reg.get("outputs"), dict):  # the format before the origin was kept
+        return {k: v for k, v in reg.items() if isinstance(v, str)
+                and not _in_other_work_dir(k, here)}
+    outputs = {k: v for k, v in reg["outputs"].items() if isinstance(v, str)}
+    origin = reg.get("work_dir")
+    if not isinstance(origin, str) or origin == here:
+        return outputs
+    copied = _is_work_dir(origin)
+    out: dict[str, str] = {}
+    for path, owner in outputs.items():
+        if _inside(path, origin):
+            out[here + path[len(origin):]] = owner
+        elif not copied and not _in_other_work_dir(path, here):
+            out[path] = owner
+    return out
+
+
+def _in_other_work_dir(path: str, here: str) -> bool:
+    """``path`` lies inside a curator work_dir other than ``here`` (a claim copied along with
+    a work_dir: the folder is that work_dir's, never this one's)."""
+    if "://" in path or _inside(path, here):
+        return False
+    parent = os.path.dirname(path)
+    while parent and parent != os.path.dirname(parent):
+        if parent != here and _is_work_dir(parent):
+            return True
+        parent = os.path.dirname(parent)
+    return False
+
+
+def claimed(work_dir: str) -> dict[str, str]:
+    """``realpath -> owner`` of the output folders this work_dir's stages claimed (rebased
+    or dropped for a copied or moved work_dir)."""
+    return _registry(work_dir)
+
+
+def _is_work_dir(path: str) -> bool:
+    """``path`` is still a curator work_dir (a copy's original, as opposed to a move)."""
+    return os.path.exists(os.path.join(path, REGISTRY)) or (os.path.isdir(
+        os.path.join(path, "stages")) and os.path.exists(os.path.join(path, "report.json")))
+
+
+def _inside(path: str, folder: str) -> bool:
+    folder = folder.rstrip(os.sep) or os.sep
+    return path == folder or path.startswith(folder + os.sep) or folder == os.sep
+
+
+def rebase(obj: Any, old: str, new: str) -> Any:
+    """``obj`` (a JSON value read from a marker) with every path under ``old`` moved under
+    ``new``: the records of a copied or moved work_dir then name its own files."""
+    if isinstance(obj, str):
+        return new + obj[len(old):] if _inside(obj, old) and old != os.sep else obj
+    if isinstance(obj, list):
+        return [rebase(x, old, new) for x in obj]
+    if isinstance(obj, dict):
+        return {rebase(k, old, new): rebase(v, old, new) for k, v in obj.items()}
+    return obj
+
+
+def trusted(path: str, work_dir: str, claims: list[str] | None = None) -> bool:
+    """May curator delete (or reuse) file ``path`` for this work_dir? Only when it lies inside
+    the work_dir or inside an output folder this work_dir's stages claimed (remote URLs: when
+    they lie under a claimed URL prefix). Anything else (a file of the work_dir this one was
+    copied from, a user's file) is never touched. ``claims``: the registry's folders, when
+    the caller checks many paths."""
+    roots = list(claimed(work_dir)) if claims is None else claims
+    if "://" in path and not path.startswith("file://"):
+        return any(_inside(path, k) for k in roots if "://" in k)
+    real = os.path.realpath(path.removeprefix("file://"))
+    if _inside(real, os.path.realpath(work_dir)):
+        return True
+    return any(_inside(real, k) for k in roots if "://" not in k)
+
+
+def missing_or_foreign(paths: list[str], work_dir: str) -> list[str]:
+    """The ``paths`` (output files a marker lists) that are gone or lie outside what this
+    work_dir owns (:func:`trusted`): a result that names them is not valid any more."""
+    out: list[str] = []
+    claims: list[str] | None = None
+    for p in paths:
+        if "://" in p and not p.startswith("file://"):
+            continue  # remote outputs are not checked (a HEAD per file per rerun)
+        if not os.path.exists(p.removeprefix("file://")):
+            out.append(p)
+            continue
+        if claims is None:
+            claims = list(claimed(work_dir))
+        if not trusted(p, work_dir, claims):
+            out.append(p)
+    return out
 
 
 def check_output_dir(path: str, owner: str, *, work_dir: str | None = None,
@@ -122,8 +227,37 @@ def claim_output_dir(path: str, owner: str, *, work_dir: str | None = None,
         return full
     reg = _registry(work_dir)
     key = os.path.realpath(full)
-    if reg.get(key) != owner:
+    here = os.path.realpath(work_dir)
+    if reg.get(key) != owner or _origin(work_dir) != here:
         reg[key] = owner
-        with atomic_open(os.path.join(work_dir, REGISTRY), "wb") as f:
-            f.write(orjson.dumps(reg, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS))
+        write_registry(work_dir, reg)
     return full
+
+
+def _origin(work_dir: str) -> str | None:
+    """Where the work_dir was when its registry was last written."""
+    try:
+        with open(os.path.join(work_dir, REGISTRY), "rb") as f:
+            reg = orjson.loads(f.read())
+    except (OSError, orjson.JSONDecodeError):
+        return None
+    return reg.get("work_dir") if isinstance(reg, dict) else None
+
+
+def write_registry(work_dir: str, reg: dict[str, str]) -> None:
+    """Write the claims ``reg`` with the work_dir's current location."""
+    with atomic_open(os.path.join(work_dir, REGISTRY), "wb") as f:
+        f.write(orjson.dumps({"work_dir": os.path.realpath(work_dir), "outputs": reg},
+                             option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS))
+
+
+def adopt(work_dir: str) -> str | None:
+    """Record the work_dir's current location in its registry; returns the earlier location
+    when the work_dir was copied or moved since (its claims rebased or dropped on the way,
+    see :func:`_registry`), else ``None`` (also for a new work_dir, or one whose registry
+    predates the recorded location)."""
+    origin, here = _origin(work_dir), os.path.realpath(work_dir)
+    if origin == here:
+        return None
+    write_registry(work_dir, _registry(work_dir))
+    return origin

@@ -20,7 +20,7 @@ from typing import Any
 
 from curator.core.context import GlobalContext, write_json
 from curator.core.errors import ConfigError
-from curator.core.stage import GlobalStage, Shard
+from curator.core.stage import GlobalStage, OutputFile, Shard
 from curator.tokenize.megatron import read_index
 from curator.tokenize.megatron_shards import BUCKET_SEP
 
@@ -111,7 +111,7 @@ class Blend(GlobalStage):
         epochs: dict[str, float] | None = None,
         total_tokens: int | None = None,
         split: str = "949,50,1",
-        output: str = "blend.json",
+        output: OutputFile = "blend.json",
         seq_length_hint: int | None = None,
         bucket_weights: dict[int | str, float] | None = None,
     ) -> None:

@@ -31,7 +31,7 @@ import numpy as np
 from curator.core.context import GlobalContext, StageContext
 from curator.core.document import Document, meta_value
 from curator.core.errors import ConfigError
-from curator.core.stage import GlobalStage, Shard
+from curator.core.stage import DirPath, FilePath, GlobalStage, OutputDir, Shard
 from curator.storage.atomic import atomic_open
 from curator.storage.shards import read_shard
 from curator.tokenize import megatron
@@ -300,10 +300,10 @@ class MegatronShards(GlobalStage):
 
     def __init__(
         self,
-        output_dir: str = "megatron",
-        tokenizer: str | None = None,
-        vocab_file: str | None = None,
-        merges_file: str | None = None,
+        output_dir: OutputDir = "megatron",
+        tokenizer: DirPath | None = None,
+        vocab_file: FilePath | None = None,
+        merges_file: FilePath | None = None,
         eod_token: str | None = None,
         append_eod: bool = True,
         split_sentences: bool = False,
@@ -335,18 +335,14 @@ class MegatronShards(GlobalStage):
         return [ctx.output_path(self.output_dir)]
 
     def input_files(self) -> list[str]:
-        """The tokenizer files, those of a folder one by one (its ``tokenizer_config.json``
-        decides the end-of-document token, so editing it reruns the stage)."""
-        out = []
-        for p in (self.tokenizer, self.vocab_file, self.merges_file):
-            if p and os.path.isdir(p):
-                out.extend(folder_files(p) or [p])
-            elif p:
-                out.append(p)
-                if p == self.tokenizer and not p.endswith(".model"):
-                    out.extend(f for f in folder_files(os.path.dirname(os.path.abspath(p)))
-                               if os.path.basename(f) in (CONFIG, SPECIAL_MAP))
-        return out
+        """The ``tokenizer_config.json`` / ``special_tokens_map.json`` beside a ``tokenizer``
+        given as a file (they decide the end-of-document token, so editing one reruns the
+        stage); a folder's files count already through its :data:`DirPath` type."""
+        p = self.tokenizer
+        if not p or os.path.isdir(p) or p.endswith(".model"):
+            return []
+        return [f for f in folder_files(os.path.dirname(os.path.abspath(p)))
+                if os.path.basename(f) in (CONFIG, SPECIAL_MAP)]
 
     def run(self, shards: list[Shard], ctx: GlobalContext) -> list[Shard]:
         spec = spec_from_params(self.tokenizer, self.vocab_file, self.merges_file,

@@ -28,7 +28,7 @@ import xxhash
 
 from curator.core.context import GlobalContext, StageContext
 from curator.core.errors import ConfigError, InputError
-from curator.core.stage import GlobalStage, Shard
+from curator.core.stage import FilePath, GlobalStage, OutputDir, Shard
 from curator.storage.atomic import atomic_open
 from curator.storage.shards import read_shard
 from curator.tokenize.hf_folder import special_token_roles, write_hf_config
@@ -342,8 +342,8 @@ class TrainTokenizer(GlobalStage):
         max_mb: float = 1024.0,
         seed: int = 0,
         min_frequency: int = 2,
-        init_vocab: str | None = None,
-        init_merges: str | None = None,
+        init_vocab: FilePath | None = None,
+        init_merges: FilePath | None = None,
         sp_model_type: Literal["bpe", "unigram"] = "bpe",
         character_coverage: float = 0.9995,
         pad_id: int = 0,
@@ -356,7 +356,7 @@ class TrainTokenizer(GlobalStage):
         keep_whitespace: bool = True,
         max_sentence_length: int = 16384,
         threads: int = 1,
-        output_dir: str | None = None,
+        output_dir: OutputDir | None = None,
     ) -> None:
         if vocab_size < 2:
             raise ConfigError("vocab_size must be at least 2")

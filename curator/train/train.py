@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from curator.core.context import GlobalContext, write_json
 from curator.core.errors import InputError
-from curator.core.stage import GlobalStage, Shard
+from curator.core.stage import FilePath, GlobalStage, OutputDir, Shard
 
 
 class Train(GlobalStage):
@@ -23,8 +23,8 @@ class Train(GlobalStage):
 
     def __init__(
         self,
-        blend: str = "",
-        save: str = "train/checkpoints",
+        blend: FilePath = "",
+        save: OutputDir = "train/checkpoints",
         num_layers: int = 2,
         hidden_size: int = 64,
         num_attention_heads: int = 4,

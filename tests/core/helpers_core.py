@@ -12,7 +12,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-from curator import Document, GlobalStage, Shard, filter, modifier
+from curator import Document, FilePath, GlobalStage, Shard, filter, modifier
 from curator.core.context import GlobalContext, ShardContext
 from curator.storage.shards import read_shard
 
@@ -48,6 +48,14 @@ def make_corpus(path: str, n: int, seed: int = 0, bad_lines: int = 0) -> list[di
 def min_words(doc: Document, n: int = 10) -> bool:
     """Keep documents with at least ``n`` words."""
     return len(doc.text.split()) >= n
+
+
+@filter
+def not_listed(doc: Document, words: FilePath = "") -> bool:
+    """Drop documents holding a word listed (one per line) in the file ``words``: a custom
+    stage whose parameter names a file (its content is part of the stage's key)."""
+    listed = set(Path(words).read_text().split()) if words else set()
+    return not (set(doc.text.split()) & listed)
 
 
 @modifier

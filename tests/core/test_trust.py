@@ -70,7 +70,7 @@ def test_changed_input_reruns_exactly_its_shards_and_what_is_below(tmp_path):
         f.write(json.dumps({"id": "added", "text": "a brand new document with enough words"})
                 + "\n")
     st = run_cli("status", "p.yaml", cwd=tmp_path).stdout
-    assert "1 of 3 shards to redo" in st and "b.jsonl (mtime_ns, size)" in st
+    assert "1 of 3 shards to redo" in st and "b.jsonl (ctime_ns, mtime_ns, size)" in st
     run_cli("run", "p.yaml", cwd=tmp_path)
     after = stamps(wd)
     changed = {k for k in before if before[k] != after.get(k)}

@@ -178,22 +178,32 @@ def test_example_pipeline_validates() -> None:
 
 
 def test_missing_scores_and_bad_expression_in_yaml(tmp_path) -> None:
-    """Documents without any score (missing, a string, NaN) go to level 0 and are counted, or
-    are rejected with missing: drop; a select expression that is not allowed stops the run
-    before it starts, with one line naming it."""
+    """Documents without any score (missing, null) go to level 0 and are counted, or are
+    rejected with missing: drop; a score that is not a number ("high", true) is never level 0
+    silently: the document is rejected with reason quality_buckets:invalid_score, key and
+    value (issue 23); a numeric string ("7.5") is a number. A select expression that is not
+    allowed stops the run before it starts, with one line naming it."""
     from helpers import run_cli
 
     recs = [{"id": str(i), "text": "t", "s": float(i)} for i in range(20)]
     recs += [{"id": "none", "text": "t"}, {"id": "str", "text": "t", "s": "high"},
+             {"id": "bool", "text": "t", "s": True}, {"id": "numstr", "text": "t", "s": "19.5"},
              {"id": "nan", "text": "t", "s": None}]  # (JSON has no NaN)
     data = write_jsonl(tmp_path / "in.jsonl", recs)
-    for missing, kept in (("lowest", 23), ("drop", 20)):
+    for missing, kept in (("lowest", 23), ("drop", 21)):
         run = run_pipeline(tmp_path / missing, [
             {"read_jsonl": {"paths": str(data)}},
             {"quality_buckets": {"scores": ["s"], "missing": missing}, "id": "qb"}])
         out = {d.id: d.meta for d in run.docs("qb")}
         assert len(out) == kept
-        assert run.stage("qb")["counters"]["quality_buckets:no_score"] == 3
+        assert run.stage("qb")["counters"]["quality_buckets:no_score"] == 2
+        assert run.stage("qb")["rejected"]["quality_buckets:invalid_score"] == 2
+        assert "str" not in out and "bool" not in out
+        assert out["numstr"]["quality_bucket"] == 4
+        rejected = run.rejected("qb")
+        bad = {r["id"]: r["rejected"] for r in rejected
+               if r["rejected"]["reason"] == "quality_buckets:invalid_score"}
+        assert bad["str"]["key"] == "s" and bad["str"]["value"] == "'high'"
         assert [out[str(i)]["quality_bucket"] for i in range(0, 20, 4)] == [0, 1, 2, 3, 4]
         if missing == "lowest":
             assert out["none"]["quality_bucket"] == out["nan"]["quality_bucket"] == 0

@@ -260,3 +260,31 @@ def test_native_writer_that_writes_short_is_not_published(tmp_path):
     assert rust.filename == "/x/vocab.json"
     other = ValueError("not an OS error")
     assert as_os_error(other, "/x") is other
+
+
+def test_enospc_in_a_fused_chain_names_the_stage_whose_file_filled_the_disk(tmp_path):
+    """``read_jsonl -> min_words -> upper_first`` run fused, one pass per shard; the middle
+    stage rejects most documents and ``rejected/`` is a 16 KB tmpfs. Its rejected file fills
+    it when published: the error names 'min_words' (issue 23: it named the chain's first stage,
+    'read_jsonl'), the rerun with room completes."""
+    rng = __import__("random").Random(3)
+    with open(tmp_path / "d.jsonl", "w") as f:
+        for i in range(600):  # random words: the rejected file compresses badly
+            words = " ".join("".join(rng.choice("abcdefghijklmnopqrstuvwxyz")
+                                     for _ in range(rng.randint(3, 9))) for _ in range(12))
+            f.write(json.dumps({"id": f"d{i}", "text": words if i % 10 else words * 4})
+                    + "\n")
+    wd = tmp_path / "w"
+    (tmp_path / "p.yaml").write_text(
+        f"name: fused\nwork_dir: {wd}\nprogress: off\nstages:\n"
+        f"  - read_jsonl: {{paths: {tmp_path / 'd.jsonl'}}}\n"
+        "  - helpers_core:min_words: {n: 20}\n"
+        "  - helpers_core:upper_first: {}\n")
+    res = in_small_fs(wd / "rejected", "16k", [*CURATOR, "run", "p.yaml"], cwd=tmp_path)
+    line = one_error_line(res)
+    assert "stage 'min_words'" in line and "[ENOSPC]" in line, line
+    assert "rejected/min_words/" in line
+    assert not left_in_mount(res)
+    run_cli("run", "p.yaml", cwd=tmp_path)
+    rep = json.loads((wd / "report.json").read_text())
+    assert [s["docs_out"] for s in rep["stages"]] == [600, 60, 60]

@@ -150,3 +150,27 @@ def test_read_warc_stage_on_every_peer_archive(tmp_path: Any) -> None:
         assert st["counters"]["records_read"] == 29 + 16 + 1 + 1 + 1
         assert not [r for r in read_side(work, "quarantine", "web")
                     if "bad WARC" in r["reason"]]
+
+
+def test_a_source_that_keeps_little_says_what_it_skipped(tmp_path: Any) -> None:
+    """Through the ``curator`` command: warcio's POST test archive holds no HTML page. The
+    stage's terminal line says what was skipped, by kind, and report.html lists the kinds;
+    a source that keeps most of what it read says nothing more."""
+    from helpers import run_cli
+
+    post = os.path.join(PEERS, "warcio", "post-test.warc.gz")
+    cw = os.path.join(PEERS, "fastwarc", "clueweb-quirk.warc.gz")
+    (tmp_path / "p.yaml").write_text(
+        f"name: skipped\nwork_dir: {tmp_path / 'w'}\nstages:\n"
+        f"  - id: post\n    read_warc: {{paths: {post}, extractor: resiliparse}}\n"
+        f"  - id: cw\n    read_warc: {{paths: {cw}, extractor: resiliparse}}\n")
+    r = run_cli("run", str(tmp_path / "p.yaml"))
+    out = r.stdout + r.stderr
+    line = next(ln for ln in out.splitlines() if "[post] 0 -> 0 docs" in ln)
+    assert line.endswith("; kept 0 of 3 candidate records: 3 requests skipped: not a page, "
+                         "3 responses skipped: no HTML content type"), line
+    cw_line = next(ln for ln in out.splitlines() if "[cw] 29 -> " in ln)
+    assert "-> 29 docs" in cw_line and "skipped" not in cw_line, cw_line
+    html = (tmp_path / "w" / "report.html").read_text()
+    assert "Input records not made into documents, by kind" in html
+    assert "<td>response</td><td>no HTML content type</td><td>3</td>" in html

@@ -9,13 +9,13 @@ next gzip header; a file that ends inside a record hands on what it has (marked
 ``warc_truncated: file_end``). In a stream there are no boundaries to resynchronise on: a bad
 header ends the file with one quarantine record.
 
-Parsers: WARC records are parsed by FastWARC (``reader: fastwarc``, the default, in quirks
-mode so ClueWeb's WARC/0.18 with LF-only HTTP headers parses) or by warcio (``reader:
-warcio``); ARC records by warcio or, for the default reader, by :func:`_arc_records` (FastWARC
-reads no ARC). Both readers give the same pages, with the same bodies: transfer and content
-encodings are undone by one shared decoder (:func:`decode_payload`, bounded), not by either
-library, and the test suite checks both against warcio's own reading of FastWARC's and warcio's
-test archives.
+Parsers: WARC records are parsed by FastWARC (``reader: fastwarc``, the default; HTTP
+headers in quirks mode, so ClueWeb's WARC/0.18 with LF-only HTTP headers parses) or by
+warcio (``reader: warcio``); ARC records by warcio or, for the default reader, by
+:func:`_arc_records` (FastWARC reads no ARC). Both readers give the same pages with the same
+bodies: transfer and content encodings are undone by one shared decoder
+(:func:`decode_payload`, bounded), not by either library, and the test suite checks both
+against warcio's own reading of FastWARC's and warcio's test archives.
 
 Pages are HTML ``response`` and ``resource`` records (and ARC records); the record type and
 content type are checked from the headers before the payload is read or decoded, and the raw
@@ -416,18 +416,18 @@ def _warcio_records(stream: Any, path: str, offset: int | None, max_body: int
 
 def _fastwarc_records(stream: Any, path: str, offset: int | None, max_body: int
                       ) -> Iterator[WarcRecord | str]:
-    """The same as :func:`_warcio_records` for WARC, parsed by FastWARC (2.x API). Quirks mode
-    parses ClueWeb's WARC/0.18 records with LF-only HTTP headers (strict mode reads their
-    HTTP headers into the page and finds no content type) and skips stray bytes between
-    records as warcio does. The payload is read only for HTML, undecoded (``auto_decode``
-    off): :func:`decode_payload` undoes the encodings for both readers alike, within the cap."""
+    """The same as :func:`_warcio_records` for WARC, parsed by FastWARC (2.x API). WARC
+    headers are parsed strictly (stray bytes between records are a bad record, as in warcio);
+    HTTP headers only for possible pages, in quirks mode, which reads ClueWeb's LF-only HTTP
+    headers (strict mode reads them into the page and finds no content type). The payload is
+    read only for HTML, undecoded (``auto_decode`` off): :func:`decode_payload` undoes the
+    encodings for both readers alike, within the cap."""
     from fastwarc.warc import ArchiveIterator, WarcRecordType
 
     kinds = _fastwarc_kinds(WarcRecordType)
     page, bad = (WarcRecordType.response | WarcRecordType.resource,
                  (WarcRecordType.no_type,))
-    for rec in ArchiveIterator(stream, parse_http=True, auto_decode="none", quirks_mode=True,
-                               fsspec_args=False):
+    for rec in ArchiveIterator(stream, parse_http=False, auto_decode="none", fsspec_args=False):
         rtype = rec.record_type
         if not rtype & page:
             if rtype in bad:
@@ -435,7 +435,10 @@ def _fastwarc_records(stream: Any, path: str, offset: int | None, max_body: int
             yield kinds.get(int(rtype), "unknown-type record")
             continue
         h = rec.headers
-        http = rec.http_headers if rec.is_http else None
+        http = None
+        if rec.is_http:
+            rec.parse_http(auto_decode="none", quirks_mode=True)
+            http = rec.http_headers
         ctype = ((http if http is not None else h).get("Content-Type")) or ""
         if not _is_html(ctype):
             yield kinds[int(rtype)]

@@ -143,6 +143,9 @@ def test_fuzz_peer_archives_mutated_never_escape_the_reader(data, name, reader):
     (never raise, never loop), and quarantine records are readable and name the file."""
     with open(os.path.join(PEERS, name), "rb") as f:
         raw = f.read()
+    with Sandbox() as sb:  # unharmed, the archive reads cleanly
+        assert list(iter_warc(os.path.join(PEERS, name), sb.ctx, reader=reader)) is not None
+        assert sb.quarantined() == [] and sb.ctx.counters["records_read"] > 0
     with Sandbox() as sb:
         path = sb.path(os.path.basename(name))
         with open(path, "wb") as f:

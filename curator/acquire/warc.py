@@ -249,35 +249,37 @@ def iter_warc(path: str, ctx: ShardContext, max_member_bytes: int = MAX_MEMBER_B
     skipped: dict[str, int] = {}
     read = 0
     if kind.endswith(".gz"):
-        for offset, data, complete in _members(path, ctx, max_member_bytes):
-            lone = None if arc else _lone_non_page(data)
-            if lone:  # two thirds of a Common Crawl file: no parser needed to skip them
-                skipped[lone] = skipped.get(lone, 0) + 1
-                continue
-            try:
-                recs = list(parse(io.BytesIO(data), path, offset, max_member_bytes))
-            except Exception as e:
-                if not complete:
-                    ctx.quarantine(b"", "truncated gzip member (file ends inside a record)",
-                                   file=path, offset=offset)
+        try:
+            for offset, data, complete in _members(path, ctx, max_member_bytes):
+                lone = None if arc else _lone_non_page(data)
+                if lone:  # two thirds of a Common Crawl file: no parser needed to skip them
+                    skipped[lone] = skipped.get(lone, 0) + 1
                     continue
-                ctx.quarantine(data[:2000], f"bad WARC record: {type(e).__name__}: {e}",
-                               file=path, offset=offset)
-                ctx.count("warc_bad_records")
-                continue
-            if not complete:
-                if not recs:
-                    ctx.quarantine(b"", "truncated gzip member (file ends inside a record)",
+                try:
+                    recs = list(parse(io.BytesIO(data), path, offset, max_member_bytes))
+                except Exception as e:
+                    if not complete:
+                        ctx.quarantine(b"", "truncated gzip member (file ends inside a record)",
+                                       file=path, offset=offset)
+                        continue
+                    ctx.quarantine(data[:2000], f"bad WARC record: {type(e).__name__}: {e}",
                                    file=path, offset=offset)
-                elif isinstance(recs[-1], WarcRecord) and not recs[-1].truncated:
-                    recs[-1].truncated = "file_end"  # the file ends inside this record
-            for r in recs:
-                if isinstance(r, str):
-                    skipped[r] = skipped.get(r, 0) + 1
-                else:
-                    read += 1
-                    yield r
-        _count_kinds(ctx, skipped, read)
+                    ctx.count("warc_bad_records")
+                    continue
+                if not complete:
+                    if not recs:
+                        ctx.quarantine(b"", "truncated gzip member (file ends inside a record)",
+                                       file=path, offset=offset)
+                    elif isinstance(recs[-1], WarcRecord) and not recs[-1].truncated:
+                        recs[-1].truncated = "file_end"  # the file ends inside this record
+                for r in recs:
+                    if isinstance(r, str):
+                        skipped[r] = skipped.get(r, 0) + 1
+                    else:
+                        read += 1
+                        yield r
+        finally:  # also when the consumer stops early
+            _count_kinds(ctx, skipped, read)
         return
     # One stream: a bad header ends the file (no member boundaries to resynchronise on).
     with open(path, "rb") as raw:
@@ -309,17 +311,13 @@ def _lone_non_page(data: bytes) -> str | None:
     if not data.startswith(b"WARC/1."):
         return None
     end = data.find(b"\r\n\r\n", 0, 1 << 16)
-    i = data.find(b"\r\nWARC-Type: ", 0, end)
-    if i < 0:
+    i = data.find(b"\r\nWARC-Type: ", 0, end) if end > 0 else -1
+    j = data.find(b"\r\n", i + 13, end + 2) if i >= 0 else -1
+    kind = _LONE.get(data[i + 13:j]) if j >= 0 else None
+    k = data.find(b"\r\nContent-Length: ", 0, end) if kind else -1
+    m = data.find(b"\r\n", k + 18, end + 2) if k >= 0 else -1
+    if m < 0:
         return None
-    j = data.find(b"\r\n", i + 13, end + 2)
-    kind = _LONE.get(data[i + 13:j])
-    if kind is None:
-        return None
-    k = data.find(b"\r\nContent-Length: ", 0, end)
-    if k < 0:
-        return None
-    m = data.find(b"\r\n", k + 18, end + 2)
     length = data[k + 18:m]
     if not length.isdigit() or end + 4 + int(length) + 4 != len(data):
         return None

@@ -1,11 +1,12 @@
-"""``read_warc``: extract HTML main text from any local or remote WARC files (reading and
-extraction are shared with ``common_crawl`` in :mod:`curator.acquire.warc`)."""
+"""``read_warc``: extract HTML main text from any local or remote web archives (WARC, gzip or
+LZ4 compressed or not, and ARC; reading and extraction are shared with ``common_crawl`` in
+:mod:`curator.acquire.warc`)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from curator.acquire.warc import Reader, _WarcExtracting
+from curator.acquire.warc import ARCHIVE_SUFFIXES, Reader, _WarcExtracting, archive_kind
 from curator.core.context import StageContext
 from curator.core.errors import ConfigError
 from curator.core.stage import DocumentPaths
@@ -14,7 +15,7 @@ from curator.storage.paths import expand_paths
 
 
 class ReadWarc(_WarcExtracting):
-    """Extract HTML main text from WARC files (local or remote paths or globs)."""
+    """Extract HTML main text from web archives (local or remote paths or globs)."""
 
     name = "read_warc"
     #: Never parameters of read_warc: adding them would change the fingerprint of every
@@ -36,11 +37,12 @@ class ReadWarc(_WarcExtracting):
 
     def urls(self, ctx: StageContext) -> list[str]:
         found = expand_paths(self.paths, self.storage_options, f"{ctx.stage_id}.paths")
-        bad = [p for p in found if not p.endswith((".warc", ".warc.gz"))]
+        bad = [p for p in found if archive_kind(p) is None]
         if bad:
-            raise ConfigError(f"{ctx.stage_id}.paths: '{bad[0]}' is not a .warc or .warc.gz")
+            raise ConfigError(f"{ctx.stage_id}.paths: '{bad[0]}' is not a web archive (names "
+                              f"end in {', '.join(ARCHIVE_SUFFIXES)})")
         return found
 
     def specs(self, ctx: StageContext) -> list[dict[str, Any]]:
-        return [{"url": u, "verify": "gzip" if u.endswith(".gz") else "none"}
+        return [{"url": u, "verify": "gzip" if u.lower().endswith(".gz") else "none"}
                 for u in self.urls(ctx)]

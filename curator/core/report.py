@@ -179,6 +179,40 @@ def input_checks(stages: list[dict[str, Any]]) -> list[list[Any]]:
     return rows
 
 
+#: Prefix of the counters a source keeps of the records it read and did not make documents
+#: of: ``skipped:<kind>: <why>`` (the kind a singular noun: "response", "metadata record").
+#: ``records_read`` counts the records that could have been documents.
+SKIPPED_PREFIX = "skipped:"
+
+
+def skipped_kinds(counters: dict[str, Any]) -> list[tuple[str, str, int]]:
+    """``(kind, why, records)`` of a stage's ``skipped:`` counters, most first."""
+    out = []
+    for k, v in counters.items():
+        if k.startswith(SKIPPED_PREFIX):
+            kind, _, why = k[len(SKIPPED_PREFIX):].partition(": ")
+            out.append((kind, why, v))
+    return sorted(out, key=lambda t: (-t[2], t[0], t[1]))
+
+
+def skipped_note(agg: dict[str, Any], n: int = 4) -> str:
+    """What a source skipped, by kind, when it kept less than half of the records it read
+    ("kept 0 of 29 candidate records: 29 responses skipped: no HTML content type"); ""
+    otherwise.
+    A source that silently keeps nothing is the failure this is for (ClueWeb09 once read as
+    "0 -> 0 docs")."""
+    c = agg.get("counters") or {}
+    kinds = skipped_kinds(c)
+    read = c.get("records_read", 0)
+    if not kinds or agg.get("docs_out", 0) * 2 >= max(read, 1):
+        return ""
+    parts = [f"{v} {kind if v == 1 else kind + 's'} skipped: {why}" for kind, why, v in kinds[:n]]
+    if len(kinds) > n:
+        parts.append(f"{sum(v for *_, v in kinds[n:])} more of {len(kinds) - n} other kinds")
+    return (f"kept {agg.get('docs_out', 0)} of {read} candidate records: "
+            + ", ".join(parts))
+
+
 #: Counters shown in their own table: items replaced by pii_redact, words matched by
 #: bad_words_filter (per language).
 FOUND_PREFIXES = ("pii:", "bad_words:", "bad_words_docs:")
@@ -305,7 +339,10 @@ def render_html(summary: dict[str, Any]) -> str:
     quarantine = [[s["id"], r, n] for s in stages for r, n in s["quarantined"].items()]
     counters = [[s["id"], k, v] for s in stages for k, v in collapse_groups(
         {k: v for k, v in s.get("counters", {}).items()
-         if not k.startswith((*FOUND_PREFIXES, "language:"))})]
+         if not k.startswith((*FOUND_PREFIXES, "language:", SKIPPED_PREFIX))})]
+    skipped = [[s["id"], kind, why, v, (s.get("counters") or {}).get("records_read", "-"),
+                s["docs_out"]]
+               for s in stages for kind, why, v in skipped_kinds(s.get("counters") or {})]
     languages = per_stage_top(stages, _languages)
     nb = max((len(s["length_hist"]) for s in stages), default=0)
     last_nz = max((i for s in stages for i, c in enumerate(s["length_hist"]) if c), default=1)
@@ -371,6 +408,9 @@ wall time {summary['seconds']:.2f}s; work_dir <code>{_e(summary['work_dir'])}</c
 {_table(*by_source, "by-source") if by_source[1] else "<p>No document was removed.</p>"}
 {"<h2>Found and replaced (PII per kind, listed words per language)</h2>"
  + _table(["stage", "what", "kind / language", "count"], found, "found") if found else ""}
+{"<h2>Input records not made into documents, by kind</h2>" + _table(
+    ["stage", "kind", "why", "records", "records read", "docs out"], skipped, "skipped")
+ if skipped else ""}
 <h2>Quarantined input records</h2>
 {_table(["stage", "reason", "records"], quarantine, "quarantine") if quarantine else
  "<p>No input record was quarantined.</p>"}

@@ -38,6 +38,7 @@ from curator.core.identity import describe_input_change, digest, explain, identi
 from curator.core.lock import WorkDirLock
 from curator.core.pipeline import Pipeline, StageNode
 from curator.core.progress import Progress
+from curator.core.report import skipped_note
 from curator.core.shard_context import DEFAULT_MAX_DOC_BYTES, HIST_BINS
 from curator.core.shard_runner import (
     ShardTask,
@@ -649,8 +650,9 @@ def _stage_line(sid: str, agg: dict[str, Any], secs: float) -> str:
     extra = f", {q} quarantined" if q else ""
     if agg.get("shards_resumed"):
         extra += f", {agg['shards_resumed']} shards reused"
+    note = skipped_note(agg)
     return (f"[{sid}] {agg['docs_in']} -> {agg['docs_out']} docs ({removed} removed{extra}) "
-            f"in {secs:.2f}s")
+            f"in {secs:.2f}s" + (f"; {note}" if note else ""))
 
 
 def _check_specs(stage_id: str, specs: Any) -> None:

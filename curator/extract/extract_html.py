@@ -35,21 +35,46 @@ class DecodeError(ValueError):
     """No charset decodes the page cleanly."""
 
 
+#: WHATWG encoding labels Python does not know.
+_LABELS = {"x-sjis": "cp932", "windows-31j": "cp932", "x-gbk": "gb18030",
+           "x-euc-jp": "euc_jp", "x-cp1251": "cp1251", "x-cp1250": "cp1250",
+           "unicode-1-1-utf-8": "utf-8", "x-unicode20utf8": "utf-8",
+           "x-mac-cyrillic": "mac-cyrillic"}
+#: What browsers (the WHATWG encoding standard) decode a label's pages as: the superset the
+#: servers meant. latin-1/ascii are windows-1252; GB2312/GBK pages are decoded by the GB18030
+#: decoder; Shift_JIS is windows-31j (cp932), EUC-KR is windows-949, Big5 includes HKSCS.
+_WHATWG = {"latin-1": "cp1252", "iso8859-1": "cp1252", "ascii": "cp1252",
+           "gb2312": "gb18030", "gbk": "gb18030", "shift_jis": "cp932", "euc_kr": "cp949",
+           "big5": "big5hkscs", "iso8859-9": "cp1254", "tis-620": "cp874",
+           "iso8859-11": "cp874"}
+#: Byte order marks, which decide a page's encoding before any label (WHATWG "decode").
+_BOMS = ((b"\xef\xbb\xbf", "utf-8"), (b"\xff\xfe", "utf-16-le"), (b"\xfe\xff", "utf-16-be"))
+
+
 def _norm_codec(name: str | None) -> str | None:
     if not name:
         return None
+    label = name.strip().lower()
     try:
-        codec = codecs.lookup(name.strip().lower()).name
+        codec = codecs.lookup(_LABELS.get(label, label)).name
     except LookupError:
         return None
-    # Browsers (and the WHATWG encoding standard) read latin-1 / ascii labels as cp1252.
-    return "cp1252" if codec in ("latin-1", "iso8859-1", "ascii") else codec
+    return _WHATWG.get(codec, codec)
 
 
 def decode_html(body: bytes, content_type: str | None = None) -> tuple[str, str]:
-    """Decode a page: the HTTP header's charset, else a ``<meta charset>``, else UTF-8, else a
-    statistical guess. Returns ``(text, charset)``; raises :class:`DecodeError` when none of
-    them decodes without errors (the caller quarantines the record)."""
+    """Decode a page as browsers do: a byte order mark, else the HTTP header's charset, else
+    a ``<meta charset>`` (or ``http-equiv``), else UTF-8, else a statistical guess; labels
+    mean what the WHATWG encoding standard says (GB2312 pages decode as GB18030, Shift_JIS
+    as windows-31j...). Returns ``(text, charset)`` (the text without its BOM); raises
+    :class:`DecodeError` when none of them decodes without errors (the caller quarantines the
+    record)."""
+    for bom, cs in _BOMS:
+        if body.startswith(bom):
+            try:
+                return body[len(bom):].decode(cs), cs
+            except UnicodeDecodeError:
+                break  # a BOM followed by something else: the labels decide
     tried: list[str] = []
     candidates: list[str | None] = []
     if content_type:

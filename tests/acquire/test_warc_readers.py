@@ -1,5 +1,6 @@
 """The FastWARC reader (default) and the warcio reader give the same records, counters and
-quarantine entries, on the bundled Common Crawl sample and on damaged input."""
+quarantine entries, on the bundled Common Crawl sample and on damaged input (the peers' own
+test archives: test_peer_archives.py)."""
 
 from __future__ import annotations
 
@@ -51,7 +52,8 @@ def test_readers_agree_on_the_bundled_sample(tmp_path) -> None:
     assert all(r.url.startswith("https://") and r.record_id.startswith("<urn:uuid:")
                for r in recs)
     assert all(r.content_type.startswith("text/html") for r in recs)
-    assert counters == {"warc_non_response": 62, "warc_non_html": 2}
+    assert counters == {"skipped:request: not a page": 62,
+                        "skipped:response: no HTML content type": 2, "records_read": 62}
 
 
 def _gzip_encoded_member(url: str, html: bytes) -> bytes:
@@ -96,14 +98,19 @@ def test_readers_agree_on_damaged_and_mixed_records(tmp_path) -> None:
     recs, counters, quarantined = _same(path, str(tmp_path))
     assert [r.url for r in recs] == ["https://a.example/1", "https://a.example/lower",
                                      "https://a.example/x", "https://a.example/gz",
-                                     "https://a.example/2"]
-    assert all(r.body == html for r in recs)
-    assert recs[-1].truncated == "length"
-    # skipped records are counted, never silently dropped
-    assert counters["warc_non_html"] == 2 and counters["warc_non_response"] == 2
+                                     "https://a.example/2", "https://a.example/cut"]
+    assert all(r.body == html for r in recs[:-1])
+    assert recs[-2].truncated == "length"
+    # the file ends inside the last record: what there is of it, marked
+    assert recs[-1].truncated == "file_end" and html.startswith(recs[-1].body)
+    # skipped records are counted by kind, never silently dropped
+    assert counters["skipped:response: no HTML content type"] == 2
+    assert counters["skipped:request: not a page"] == 1
+    assert counters["skipped:metadata record: not a page"] == 1
+    assert counters["records_read"] == 8
     assert counters["warc_bad_records"] == 1 and counters["warc_corrupt_members"] == 1
     assert counters["warc_truncated_files"] == 1
-    assert sum(quarantined.values()) == 3
+    assert sum(quarantined.values()) == 2
 
 
 def test_readers_agree_on_uncompressed_warc_and_stop_at_a_bad_header(tmp_path) -> None:
@@ -116,7 +123,7 @@ def test_readers_agree_on_uncompressed_warc_and_stop_at_a_bad_header(tmp_path) -
     recs, counters, quarantined = _same(str(p), str(tmp_path))
     assert [r.url for r in recs] == ["https://b.example/0", "https://b.example/1"]
     assert [r.offset for r in recs] == [0, len(plain[0])]
-    assert counters == {"warc_bad_records": 1}
+    assert counters == {"warc_bad_records": 1, "records_read": 2}
     assert len(quarantined) == 1
 
 
@@ -129,3 +136,25 @@ def test_unknown_reader_is_a_config_error(tmp_path) -> None:
                        reader="nope"))  # type: ignore[arg-type]
     with pytest.raises(Exception, match="reader"):
         ReadWarc.from_params({"paths": SAMPLE[0], "reader": "nope"})
+
+
+def test_the_lone_record_shortcut_agrees_with_both_parsers(tmp_path) -> None:
+    """Members holding one request/metadata/warcinfo record are skipped by a few byte
+    searches; on every member of the sample and of the peers' archives the shortcut names the
+    kind both parsers name, or leaves the member to them."""
+    from curator.acquire.warc import _fastwarc_records, _lone_non_page, _members, _warcio_records
+
+    peers = os.path.join(ROOT, "tests", "acquire", "data", "peers")
+    files = SAMPLE + sorted(glob.glob(os.path.join(peers, "*", "*.warc.gz")))
+    ctx = ShardContext(shard="s", stage_id="t", work_dir=str(tmp_path), artifacts={})
+    taken = 0
+    for path in files:
+        for offset, data, _ in _members(path, ctx):
+            lone = _lone_non_page(data)
+            if lone is None:
+                continue
+            taken += 1
+            for parse in (_fastwarc_records, _warcio_records):
+                assert list(parse(io.BytesIO(data), path, offset, 1 << 20)) == [lone]
+    ctx.close()
+    assert taken >= 62 + 17 + 16

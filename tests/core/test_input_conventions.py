@@ -198,3 +198,19 @@ def test_report_input_checks_count_every_too_large_reason():
                                "empty page": 5}},
               {"id": "clean", "counters": {"tokens": 9}, "quarantined": {"empty page": 1}}]
     assert input_checks(stages) == [["web", 4, 4, 0]]
+
+
+def test_stage_line_says_what_a_source_skipped_when_it_kept_less_than_half() -> None:
+    counters = {"records_read": 30, "skipped:response: no HTML content type": 29,
+                "skipped:warcinfo record: not a page": 1}
+    agg = {"docs_in": 1, "docs_out": 1, "rejected": {}, "quarantined": {}, "counters": counters}
+    assert _stage_line("web", agg, 1.0) == (
+        "[web] 1 -> 1 docs (0 removed) in 1.00s; kept 1 of 30 candidate records: 29 responses "
+        "skipped: no HTML content type, 1 warcinfo record skipped: not a page")
+    agg["docs_out"] = 15  # half kept: the line stays short
+    assert _stage_line("web", agg, 1.0) == "[web] 1 -> 15 docs (0 removed) in 1.00s"
+    # nothing that could be a page, nothing kept: still said
+    agg = {"docs_in": 0, "docs_out": 0, "rejected": {}, "quarantined": {},
+           "counters": {"skipped:request: not a page": 2}}
+    assert _stage_line("web", agg, 1.0).endswith(
+        "kept 0 of 0 candidate records: 2 requests skipped: not a page")

@@ -126,6 +126,36 @@ def test_fuzz_warc_random_bytes_never_escape_the_reader(junk, gz):
         assert all(r["reason"] and r["file"] == sb.path(name) for r in q)
 
 
+PEERS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "acquire",
+                     "data", "peers")
+#: Small archives of the peers' suites, one per reader path: ARC (curator's own reader for the
+#: default), .arc.gz, LZ4 (a stream), an HTML resource record, a chunked payload.
+PEER_FILES = ["warcio/example.arc", "warcio/example.arc.gz",
+              "fastwarc/block-sized-records.warc.lz4", "warcio/example-resource.warc.gz",
+              "warcio/example-iana.org-chunked.warc"]
+
+
+@FUZZ
+@given(data=st.data(), name=st.sampled_from(PEER_FILES),
+       reader=st.sampled_from(["fastwarc", "warcio"]))
+def test_fuzz_peer_archives_mutated_never_escape_the_reader(data, name, reader):
+    """ARC, LZ4 and the other formats the peers' archives bring, mutated: both readers return
+    (never raise, never loop), and quarantine records are readable and name the file."""
+    with open(os.path.join(PEERS, name), "rb") as f:
+        raw = f.read()
+    with Sandbox() as sb:  # unharmed, the archive reads cleanly
+        assert list(iter_warc(os.path.join(PEERS, name), sb.ctx, reader=reader)) is not None
+        assert sb.quarantined() == [] and sb.ctx.counters["records_read"] > 0
+    with Sandbox() as sb:
+        path = sb.path(os.path.basename(name))
+        with open(path, "wb") as f:
+            f.write(mutate(raw, data.draw))
+        recs = list(iter_warc(path, sb.ctx, reader=reader))
+        q = sb.quarantined()
+        assert all(isinstance(r.body, bytes) and isinstance(r.url, str) for r in recs)
+        assert all(r["reason"] and r["file"] == path for r in q)
+
+
 @FUZZ
 @given(data=st.data(), n=st.integers(2, 5))
 def test_fuzz_warc_damage_to_one_record_costs_no_other(data, n):

@@ -325,7 +325,7 @@ class Runner:
         self._claim_outputs(node, artifacts)
         progress = Progress(node.id, enabled=self.ex.is_root, mode=self.pipe.config.progress)
         gctx = GlobalContext(
-            executor=self.ex, fingerprint=state, stage=stage, progress=progress,
+            executor=self.ex, fingerprint=state, stage=stage, progress=progress, log=self.log,
             stage_id=node.id, work_dir=self.work_dir, artifacts=artifacts,
             save_rejected=self.pipe.config.save_rejected, max_doc_bytes=self.pipe.max_doc_bytes,
         )

@@ -79,6 +79,27 @@ def _save(path: str, state: dict[str, Any]) -> None:
         raise err from None
 
 
+def load_checkpoint(path: str, map_location: Any = "cpu") -> dict[str, Any]:
+    """A checkpoint file read without running code: ``torch.load(weights_only=True)`` unpickles
+    only tensors and plain containers (what our checkpoints hold: state dicts, the config and
+    model_config dicts, the RNG state), so a file from elsewhere cannot run anything. One that
+    holds more is refused with one line naming it."""
+    import pickle
+
+    try:
+        state = torch.load(path, map_location=map_location, weights_only=True)
+    except pickle.UnpicklingError as e:
+        why = str(e).split("\n")[0].strip().rstrip(".")
+        raise InputError(f"{path}: not loaded: it holds more than tensors and plain values "
+                         f"(torch.load weights_only: {why[:200]})") from None
+    except (RuntimeError, EOFError) as e:  # not a torch file, truncated
+        raise InputError(f"{path}: not a readable checkpoint ({type(e).__name__}: "
+                         f"{str(e).splitlines()[0][:200] if str(e) else 'empty'})") from None
+    if not isinstance(state, dict):
+        raise InputError(f"{path}: not a curator checkpoint (a {type(state).__name__})")
+    return state
+
+
 def _write_tracker(save: str, iteration: int) -> None:
     with atomic_open(os.path.join(save, TRACKER), "w") as f:
         f.write(str(iteration))
@@ -117,7 +138,7 @@ def load_model_state(checkpoint_dir: str) -> tuple[dict[str, Any], dict[str, Any
     path = checkpoint_file(checkpoint_dir, it)
     if not os.path.exists(path):
         raise InputError(f"{path}: missing; export needs a TP=1, PP=1 checkpoint")
-    state = torch.load(path, map_location="cpu", weights_only=False)
+    state = load_checkpoint(path)
     return state["model"], state["model_config"], it
 
 
@@ -222,7 +243,7 @@ def _train(cfg: TrainConfig, blend: Any, bookends: list[Any], layout: ParallelLa
     start = 0
     resumed_from = latest_iteration(save)
     if resumed_from is not None:
-        state = torch.load(ckpt(resumed_from), map_location=device, weights_only=False)
+        state = load_checkpoint(ckpt(resumed_from), map_location=device)
         old = state["config"]
         diff = [k for k in RESUME_KEYS if old.get(k) != cfg.to_dict()[k]]
         if diff:

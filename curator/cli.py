@@ -17,13 +17,15 @@ import os
 import sys
 import time
 from collections.abc import Sequence
+from typing import Any
 
 from curator import __version__
 from curator.core.errors import CuratorError, fs_error_line
+from curator.core.redact import redact
 
 
 def _log(msg: str) -> None:
-    print(f"{time.strftime('%H:%M:%S')} {msg}", file=sys.stderr, flush=True)
+    print(f"{time.strftime('%H:%M:%S')} {redact(msg)}", file=sys.stderr, flush=True)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -209,7 +211,31 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+class _Redacting:
+    """A text stream that masks secrets (:func:`~curator.core.redact.redact`) in what is
+    written through it: every line curator, a library's logger or a warning prints."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def write(self, s: str) -> int:
+        self._stream.write(redact(s))
+        return len(s)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    out, err = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = _Redacting(out), _Redacting(err)
+    try:
+        return _main(argv)
+    finally:
+        sys.stdout, sys.stderr = out, err
+
+
+def _main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     add_import_paths(getattr(args, "file", None))
@@ -219,14 +245,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         if os.environ.get("CURATOR_DEBUG"):
             raise
         # one write() call: lines from several MPI ranks sharing a pipe stay whole
-        sys.stderr.write(f"curator: error: {e}\n")
+        sys.stderr.write(f"curator: error: {redact(str(e))}\n")
         sys.stderr.flush()
         return e.exit_code
     except OSError as e:  # disk full, no permission, read-only: one line, any command
         line = fs_error_line(e)
         if line is None or os.environ.get("CURATOR_DEBUG"):
             raise
-        sys.stderr.write(f"curator: error: curator {args.command}: {line}\n")
+        sys.stderr.write(f"curator: error: curator {args.command}: {redact(line)}\n")
         sys.stderr.flush()
         return 1
     except KeyboardInterrupt:

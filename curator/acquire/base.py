@@ -36,6 +36,7 @@ from urllib.parse import urlsplit
 from curator.acquire.download import DownloadError, FetchResult, Verify, fetch, is_local_url
 from curator.core.context import ShardContext, StageContext
 from curator.core.document import Document
+from curator.core.redact import redact
 from curator.core.stage import Params, ShardSpec, Source
 
 
@@ -126,7 +127,7 @@ class DownloadSource(Source, DownloadParams):
         except DownloadError as e:
             if self.on_download_error != "skip":
                 raise
-            ctx.quarantine({"url": shard.data["url"]}, f"download failed: {e}")
+            ctx.quarantine({"url": redact(shard.data["url"])}, f"download failed: {e}")
             ctx.count("files_failed")
             return None
 

@@ -28,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from curator.core.errors import ConfigError
 from curator.core.identity import KEY_FORMAT, code_identity, digest
+from curator.core.redact import redact_value
 from curator.core.registry import is_builtin, resolve
 from curator.core.stage import Stage
 from curator.storage.limits import DEFAULT_MAX_DOC_MB
@@ -333,9 +334,10 @@ def _fingerprint(pipe: Pipeline) -> None:
     fps: dict[str, str] = {}
     for n in pipe.nodes:
         cls = type(n.stage)
+        # a URL's password is no part of what a result depends on (and must not be stored)
         n.identity = {"stage": n.stage.name, "code": code_identity(cls, is_builtin(cls)),
-                      "params": n.stage.params, "inputs": {i: fps[i] for i in n.inputs},
-                      "format": KEY_FORMAT}
+                      "params": redact_value(n.stage.params),
+                      "inputs": {i: fps[i] for i in n.inputs}, "format": KEY_FORMAT}
         if n.stage.kind == "source" and pipe.config.max_doc_mb != DEFAULT_MAX_DOC_MB:
             n.identity["max_doc_mb"] = pipe.config.max_doc_mb
         n.fingerprint = fps[n.id] = digest(n.identity)

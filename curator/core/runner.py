@@ -38,6 +38,7 @@ from curator.core.identity import describe_input_change, digest, explain, identi
 from curator.core.lock import WorkDirLock
 from curator.core.pipeline import Pipeline, StageNode
 from curator.core.progress import Progress
+from curator.core.redact import redact, redact_value
 from curator.core.shard_context import DEFAULT_MAX_DOC_BYTES, HIST_BINS
 from curator.core.shard_runner import (
     ShardTask,
@@ -137,7 +138,10 @@ class Runner:
         self.pipe = pipeline
         self.ex = executor
         self.work_dir = pipeline.work_dir
-        self.log = log if (log and executor.is_root) else (lambda _msg: None)
+        # every line passes redact(): a URL's password or a secret from the environment
+        # never reaches the terminal, whoever calls the runner
+        self.log = (lambda msg: log(redact(msg))) if (log and executor.is_root) else (
+            lambda _msg: None)
         self.results: dict[str, dict[str, Any]] = {}
         self.lock = lock
 
@@ -365,7 +369,7 @@ class Runner:
             "files": files,
             "stage": stage.name,
             "kind": stage.kind,
-            "params": stage.params,
+            "params": redact_value(stage.params),
             "inputs": node.inputs,
             "shards": [{"name": s.name, "path": s.path, "docs": s.docs, "bytes": s.bytes,
                         "key": s.key} for s in out],

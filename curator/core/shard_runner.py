@@ -34,6 +34,7 @@ import xxhash
 from curator.core.document import Document
 from curator.core.errors import CuratorError, StageError, fs_error_line
 from curator.core.identity import digest
+from curator.core.redact import redact_value
 from curator.core.shard_context import (
     DEFAULT_MAX_DOC_BYTES,
     HIST_BINS,
@@ -394,7 +395,7 @@ def run_shard(task: ShardTask) -> list[dict[str, Any]]:
             read = task.read if task.spec is not None else {"upstream": task.input_path}
         else:
             read = {"upstream": f"{steps[k - 1].stage_id} (fused)"}
-        markers.append({"fingerprint": st.fingerprint, "key": st.key, "read": read,
+        markers.append({"fingerprint": st.fingerprint, "key": st.key, "read": redact_value(read),
                         "files": ctxs[k].files, "stats": stats[k]})
     if last:
         markers[last]["group"] = markers[:last]

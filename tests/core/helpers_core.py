@@ -12,7 +12,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-from curator import Document, GlobalStage, Shard, filter, modifier
+from curator import Document, Filter, GlobalStage, Shard, filter, modifier
 from curator.core.context import GlobalContext, ShardContext
 from curator.storage.shards import read_shard
 
@@ -76,6 +76,23 @@ def crash_on_id(doc: Document, id: str = "", marker: str = "") -> bool:
             f.write("crashed")
         os.kill(os.getpid(), signal.SIGKILL)
     return True
+
+
+class LeakyReason(Filter):
+    """Test helper (tests/security): rejects short documents with a reason that quotes the
+    value of the environment variable ``env``, as a client library's error message might, and
+    takes a secret-named parameter ``api_password`` it never uses."""
+
+    name = "leaky_reason"
+
+    def __init__(self, env: str = "CURATOR_TEST_API_TOKEN", api_password: str = "",
+                 min_words: int = 10) -> None:
+        self.env, self.min_words = env, min_words
+
+    def check(self, doc: Document) -> str | None:
+        if len(doc.text.split()) < self.min_words:
+            return f"service refused token {os.environ.get(self.env, '')}"
+        return None
 
 
 class TagShard(GlobalStage):

@@ -167,6 +167,28 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_tls_certs(args: argparse.Namespace) -> int:
+    import re
+
+    from curator.core.tls import CLIENT, make_certs
+
+    hosts = [h.strip() for h in ",".join(args.hosts).split(",") if h.strip()]
+    bad = [h for h in hosts if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._:-]*", h)]
+    if not hosts or bad:
+        raise CuratorError(f"tls-certs --hosts: give host names or addresses, comma-separated"
+                           f"{' (not ' + ', '.join(repr(b) for b in bad) + ')' if bad else ''}")
+    if CLIENT in hosts:
+        raise CuratorError(f"tls-certs --hosts: '{CLIENT}' is the name of the client "
+                           "certificate; rename that host")
+    if args.days < 1:
+        raise CuratorError("tls-certs --days must be >= 1")
+    for path in make_certs(args.dir, hosts, days=args.days):
+        print(path)
+    print(f"give each node {args.dir}/ca.pem and its own <host>.pem/.key (keep ca.key "
+          "on this machine); the client uses client.pem/.key: docs/cluster.md")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="curator", description=__doc__.split("\n")[0])
     p.add_argument("--version", action="version", version=f"curator {__version__}")
@@ -196,6 +218,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("stages", help="list the built-in stages")
     s.set_defaults(func=cmd_stages)
+
+    tc = sub.add_parser("tls-certs", help="make a CA and mutual-TLS certificates for the "
+                        "nodes of a Dask cluster (docs/cluster.md)")
+    tc.add_argument("dir", help="folder to write ca.pem/.key, <host>.pem/.key, client.pem/.key")
+    tc.add_argument("--hosts", action="append", required=True,
+                    help="the cluster's host names or addresses, comma-separated")
+    tc.add_argument("--days", type=int, default=365, help="validity (default 365)")
+    tc.set_defaults(func=cmd_tls_certs)
 
     rep = sub.add_parser("report", help="re-render report.html from a work_dir's report.json")
     rep.add_argument("work_dir")

@@ -39,6 +39,15 @@ MAX_PIPELINE_CHARS = 1 << 20
 _ID_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
 
 
+class TLSConfig(BaseModel):
+    """``executor.tls``: mutual TLS to a Dask scheduler (files from ``curator tls-certs``)."""
+
+    model_config = ConfigDict(extra="forbid")
+    ca_file: str
+    cert: str
+    key: str
+
+
 class ExecutorConfig(BaseModel):
     """Where the pipeline runs."""
 
@@ -51,6 +60,8 @@ class ExecutorConfig(BaseModel):
     #: Dask: an existing scheduler (``tcp://host:8786``) or its scheduler file.
     address: str | None = None
     scheduler_file: str | None = None
+    #: Dask: the CA, certificate and key to reach a ``tls://`` scheduler with (mutual TLS).
+    tls: TLSConfig | None = None
     dashboard_address: str | None = "127.0.0.1:0"
     #: MPI: ``dynamic`` hands shards out from a queue on rank 0 as ranks become free;
     #: ``static`` stripes them ``rank, rank+size, ...`` (the old behaviour).

@@ -14,7 +14,6 @@ import signal
 import socket
 import ssl
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 

@@ -70,6 +70,18 @@ def prepare_server(runtime_dir: str, venv: str | None = None) -> tuple[list[str]
     return cmd, env
 
 
+def exposure_warning(host: str, http_port: int, grpc_port: int) -> str | None:
+    """The warning for a server bound beyond loopback: Triton has no authentication, so
+    anyone who reaches the port can run inference (and read model metadata and statistics)."""
+    from curator.core.tls import is_loopback
+
+    if is_loopback(host):
+        return None
+    return (f"warning: Triton has no authentication: anyone who can reach {host}:{http_port} "
+            f"(HTTP) or :{grpc_port} (gRPC) can query the model and read its statistics; keep "
+            "it on 127.0.0.1 behind an authenticating reverse proxy (docs/deploy.md)")
+
+
 def server_command(repository: str, runtime_dir: str, *, http_port: int = 8000,
                    grpc_port: int = 8001, metrics_port: int = 8002, host: str = "127.0.0.1",
                    venv: str | None = None) -> tuple[list[str], dict[str, str]]:

@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from typing import IO, Any
 
 from curator.acquire.base import DownloadSource
-from curator.acquire.download import fetch, join_url, require_protocol
+from curator.acquire.download import fetch, join_url, listed_url, require_protocol
 from curator.core.context import ShardContext, StageContext
 from curator.core.document import Document
 from curator.core.errors import ConfigError, InputError
@@ -220,8 +220,8 @@ class Arxiv(DownloadSource):
             out = out[: self.limit]
         specs = []
         for rel, yymm, md5 in out:
-            spec: dict[str, Any] = {"url": join_url(self.base_url, rel), "rel": rel,
-                                    "yymm": yymm}
+            spec: dict[str, Any] = {"url": listed_url(self.base_url, rel, join_url(
+                self.base_url, "src", "arXiv_src_manifest.xml")), "rel": rel, "yymm": yymm}
             if md5:
                 spec["checksum"] = ["md5", md5]
             specs.append(spec)

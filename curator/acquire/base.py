@@ -104,7 +104,10 @@ class DownloadSource(Source, DownloadParams):
     def download(self, spec: ShardSpec, ctx: ShardContext) -> FetchResult:
         url = spec.data["url"]
         rel = spec.data.get("rel") or _url_rel_path(url)
-        dest = os.path.join(ctx.output_path(self.download_dir), ctx.stage_id, rel)
+        root = os.path.join(ctx.output_path(self.download_dir), ctx.stage_id)
+        dest = os.path.normpath(os.path.join(root, rel))
+        if not dest.startswith(os.path.normpath(root) + os.sep):  # a spec from a custom source
+            raise DownloadError(f"{redact(url)}: its download path '{rel}' leaves {root}")
         cs = spec.data.get("checksum")
         res = fetch(url, dest, verify=spec.data.get("verify", self.verify),
                     retries=self.retries, backoff=self.backoff_s, timeout=self.http_timeout_s,

@@ -25,7 +25,7 @@ from collections.abc import Iterator
 from typing import IO, Any
 
 from curator.acquire.base import DownloadSource
-from curator.acquire.download import fetch, join_url
+from curator.acquire.download import fetch, join_url, listed_url
 from curator.core.context import ShardContext, StageContext
 from curator.core.document import Document
 from curator.core.errors import ConfigError, InputError
@@ -318,8 +318,8 @@ class Wikipedia(DownloadSource):
                 continue
             info = files[fname]
             rel = f"{self.wiki}/{date}/{fname}"
-            spec: dict[str, Any] = {"url": join_url(self.base_url, rel), "rel": rel,
-                                    "date": date}
+            spec: dict[str, Any] = {"url": listed_url(self.base_url, rel, join_url(
+                self.base_url, self.wiki, date, "dumpstatus.json")), "rel": rel, "date": date}
             if info.get("sha1"):
                 spec["checksum"] = ["sha1", info["sha1"]]
             elif info.get("md5"):

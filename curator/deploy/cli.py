@@ -57,9 +57,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 def cmd_serve(args: argparse.Namespace) -> int:
     import shlex
 
-    from curator.deploy.serve import server_command
-
-    from curator.deploy.serve import exposure_warning
+    from curator.deploy.serve import exposure_warning, server_command
 
     warning = exposure_warning(args.host, args.http_port, args.grpc_port)
     if warning:

@@ -230,6 +230,9 @@ class Arxiv(DownloadSource):
     def _from_manifest(self, ctx: StageContext) -> list[tuple[str, str, str]] | None:
         import xml.etree.ElementTree as ET
 
+        from defusedxml import DefusedXmlException
+        from defusedxml import ElementTree as safe_xml
+
         url = join_url(self.base_url, "src", "arXiv_src_manifest.xml")
         dest = os.path.join(ctx.stage_dir, "listing", "arXiv_src_manifest.xml")
         try:
@@ -240,13 +243,13 @@ class Arxiv(DownloadSource):
             return None
         out = []
         try:
-            for f in ET.parse(res.path).getroot().iter("file"):
+            for f in safe_xml.parse(res.path).getroot().iter("file"):
                 name = f.findtext("filename") or ""
                 m = _BUNDLE.search(name)
                 if m:
                     out.append((name if "/" in name else f"src/{name}", m.group(1),
                                 f.findtext("md5sum") or ""))
-        except ET.ParseError as e:
+        except (ET.ParseError, DefusedXmlException) as e:
             raise InputError(f"{url}: not a valid manifest: {e}") from None
         return out
 

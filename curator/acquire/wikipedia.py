@@ -20,9 +20,12 @@ from __future__ import annotations
 import bz2
 import os
 import re
-import xml.etree.ElementTree as ET
+import xml.etree.ElementTree as ET  # types only: parsing goes through defusedxml
 from collections.abc import Iterator
 from typing import IO, Any
+
+from defusedxml import DefusedXmlException
+from defusedxml import ElementTree as safe_xml
 
 from curator.acquire.base import DownloadSource
 from curator.acquire.download import fetch, join_url, listed_url
@@ -151,8 +154,8 @@ def iter_pages(path: str, ctx: ShardContext, max_page_bytes: int | None = None
             for kind, offset, data in split_pages(fh, cap):
                 if kind == "page":
                     try:
-                        el = ET.fromstring(data)
-                    except ET.ParseError as e:
+                        el = safe_xml.fromstring(data)  # no entity expansion, no DTD fetch
+                    except (ET.ParseError, DefusedXmlException) as e:
                         ctx.quarantine(data[:2000], f"bad page XML: {e}", file=path,
                                        offset=offset)
                         ctx.count("wiki_bad_pages")
@@ -197,8 +200,8 @@ def _siteinfo(header: bytes) -> dict[str, Any]:
     base = ""
     if a >= 0 and b > a:
         try:
-            si = ET.fromstring(header[a: b + len(b"</siteinfo>")])
-        except ET.ParseError:
+            si = safe_xml.fromstring(header[a: b + len(b"</siteinfo>")])
+        except (ET.ParseError, DefusedXmlException):
             return {"namespaces": names, "base": base}
         for ns in si.iter():
             if _local(ns.tag) == "namespace":

@@ -248,7 +248,7 @@ class Runner:
             results = {}
             for p in plans:
                 self.log(f"[{p.node.id}] done earlier, skipped")
-                assert p.done is not None
+                assert p.done is not None  # noqa: S101 - invariant (skipped plans have one)
                 p.done["skipped"] = True
                 results[p.node.id] = p.done
             return results
@@ -310,7 +310,7 @@ class Runner:
     def _run_global(self, node: StageNode) -> dict[str, Any]:
         sdir = stage_dir(self.work_dir, node.id)
         stage = node.stage
-        assert isinstance(stage, GlobalStage)
+        assert isinstance(stage, GlobalStage)  # noqa: S101 - invariant (kind is "global")
         artifacts = self._upstream_artifacts(node)
         after = global_ancestors(self.pipe, node.id, self.results)
         files = self.ex.broadcast(param_files(stage) if self.ex.is_root else None)

@@ -36,7 +36,7 @@ def _venv_info(venv: str) -> dict[str, str]:
             "'libdir': sysconfig.get_config_var('LIBDIR'), 'site': site.getsitepackages()[0], "
             "'pytriton': os.path.dirname(pytriton.__file__), "
             "'version': f'{sys.version_info[0]}.{sys.version_info[1]}'}))")
-    p = subprocess.run([py, "-c", code], capture_output=True, text=True)
+    p = subprocess.run([py, "-c", code], capture_output=True, text=True)  # noqa: S603 - venv python
     if p.returncode:
         raise InputError(f"{venv}: nvidia-pytriton is not installed there "
                          f"({p.stderr.strip()[-200:]}); run scripts/setup_triton.sh")

@@ -84,7 +84,7 @@ def atomic_open(path: str, mode: str = "wb") -> Iterator[IO[Any]]:
 
 
 def _host_tag() -> str:
-    return hashlib.sha1(socket.gethostname().encode()).hexdigest()[:8]
+    return hashlib.sha1(socket.gethostname().encode(), usedforsecurity=False).hexdigest()[:8]
 
 
 _HOST = _host_tag()

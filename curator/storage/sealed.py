@@ -99,6 +99,6 @@ def load(path: str, key: bytes, label: str = "") -> Any:
         raise Unsealed("its HMAC does not verify under this work_dir's key")
     try:
         # verified above: written by this user's own run in this work_dir
-        return pickle.loads(body)
+        return pickle.loads(body)  # noqa: S301 - HMAC-verified under a 0600 work_dir key
     except Exception as e:  # a bug in an older curator's pickling, a class gone since
         raise Unsealed(f"it no longer unpickles ({type(e).__name__})") from None

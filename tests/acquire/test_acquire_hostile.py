@@ -291,10 +291,13 @@ def _cc_with_listing(mirror: Mirror, entries: list[str]) -> list[str]:
     return rels
 
 
+_URL = "names a URL or scheme, not a path under the mirror"
+
+
 @pytest.mark.parametrize(("entry", "why"), [
-    ("file:///etc/passwd", "names a URL or scheme, not a path under the mirror"),
-    ("s3://someone-elses-bucket/x.warc.gz", "names a URL or scheme, not a path under the mirror"),
-    ("http://169.254.169.254/latest/meta-data/x.warc.gz", "names a URL or scheme, not a path under the mirror"),
+    ("file:///etc/passwd", _URL),
+    ("s3://someone-elses-bucket/x.warc.gz", _URL),
+    ("http://169.254.169.254/latest/meta-data/x.warc.gz", _URL),
     ("/etc/passwd", "is an absolute or local path"),
     ("../../../../outside.warc.gz", "climbs out of the mirror with '..'"),
     ("crawl-data/x/../../../../../outside.warc.gz", "climbs out of the mirror with '..'"),

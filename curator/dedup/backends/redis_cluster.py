@@ -18,6 +18,7 @@ a TLS failure and a node that is down each have their own.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import ssl
@@ -400,10 +401,8 @@ class RedisBucketStore:
 
     def close(self) -> None:
         if self._rc is not None:
-            try:
+            with contextlib.suppress(Exception):  # closing a broken connection may fail too
                 self._rc.close()
-            except Exception:
-                pass
             self._rc = None
 
 

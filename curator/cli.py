@@ -259,10 +259,11 @@ class _Redacting:
 def main(argv: Sequence[str] | None = None) -> int:
     out, err = sys.stdout, sys.stderr
     sys.stdout, sys.stderr = _Redacting(out), _Redacting(err)
-    try:
-        return _main(argv)
-    finally:
-        sys.stdout, sys.stderr = out, err
+    # restored on return only: an exception's traceback is printed (after this returns)
+    # through the redacting streams too
+    rc = _main(argv)
+    sys.stdout, sys.stderr = out, err
+    return rc
 
 
 def _main(argv: Sequence[str] | None = None) -> int:

@@ -4,6 +4,7 @@ on all three: the work is keyed on shards, never on how many workers there are."
 
 from __future__ import annotations
 
+import logging
 import os
 import ssl
 import threading
@@ -13,6 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from curator.core.errors import ConfigError, CuratorError, StageError
+from curator.core.redact import redact
 from curator.core.tls import TLSFiles, dask_config_tls, is_loopback, scheduler_address, tls_files
 
 Progress = Callable[[Any], None]
@@ -95,6 +97,9 @@ class DaskExecutor(Executor):
                 host="127.0.0.1",
             )
             self.client = Client(self.cluster)
+        # workers log a failed task with its exception; mask secrets there too (every worker,
+        # also ones started or restarted later)
+        self.client.register_plugin(_redacting_plugin(), name="curator-redact-logs")
         self.size = max(1, len(self.client.scheduler_info().get("workers", {})) or (workers or 1))
         # dashboard_address: null turns the LocalCluster's dashboard off, but the scheduler
         # still serves HTTP (health, metrics) and client.dashboard_link still names it.
@@ -318,6 +323,42 @@ def _connect(address: str | None, scheduler_file: str | None, tls: TLSFiles | No
             raise
         why = " ".join(str(e).split())[:300] or type(e).__name__
         raise CuratorError(f"dask scheduler {shown}: cannot connect ({why})") from None
+
+
+class RedactingFilter(logging.Filter):
+    """A log filter that masks secrets (:func:`~curator.core.redact.redact`) in each record."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            msg = record.getMessage()
+        except Exception:  # a malformed record: leave it to the handler
+            return True
+        record.msg, record.args = redact(msg), ()
+        if record.exc_text:
+            record.exc_text = redact(record.exc_text)
+        return True
+
+
+def redact_log_handlers() -> None:
+    """Put a :class:`RedactingFilter` on every log handler of this process (idempotent)."""
+    loggers = [logging.getLogger(), *(lg for lg in logging.Logger.manager.loggerDict.values()
+                                      if isinstance(lg, logging.Logger))]
+    for lg in loggers:
+        for h in lg.handlers:
+            if not any(isinstance(f, RedactingFilter) for f in h.filters):
+                h.addFilter(RedactingFilter())
+
+
+def _redacting_plugin() -> Any:
+    from distributed.diagnostics.plugin import WorkerPlugin
+
+    class RedactLogs(WorkerPlugin):
+        idempotent = True
+
+        def setup(self, worker: Any) -> None:
+            redact_log_handlers()
+
+    return RedactLogs()
 
 
 def _chain(err: BaseException) -> list[BaseException]:

@@ -34,7 +34,7 @@ import xxhash
 from curator.core.document import Document
 from curator.core.errors import CuratorError, StageError, fs_error_line
 from curator.core.identity import digest
-from curator.core.redact import redact_value
+from curator.core.redact import redact, redact_value
 from curator.core.shard_context import (
     DEFAULT_MAX_DOC_BYTES,
     HIST_BINS,
@@ -363,7 +363,8 @@ def run_shard(task: ShardTask) -> list[dict[str, Any]]:
             c.close(ok=False)
         if os.environ.get("CURATOR_DEBUG"):
             raise
-        why = fs_error_line(e) or f"{type(e).__name__}: {e}"
+        # redacted here, on the worker: the message also lands in the worker's own log
+        why = redact(fs_error_line(e) or f"{type(e).__name__}: {e}")
         sid = steps[culprit[0] if culprit else 0].stage_id
         raise StageError(f"stage '{sid}' failed on shard '{task.name}': {why}") from e
     total = time.perf_counter() - t0

@@ -41,7 +41,7 @@ def _exists(fs: Any, root: str) -> bool:
         return True
     except FileNotFoundError as e:
         inner = _inner(e)
-        if inner is None:
+        if inner is None or getattr(inner, "status", None) in (404, 410):
             return False
         raise inner from None
 

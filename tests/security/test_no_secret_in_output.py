@@ -187,3 +187,20 @@ def test_redis_url_password_is_masked_in_the_error(tmp_path, env):
     assert not _leaks(p.stdout + p.stderr), p.stderr
     assert not any(_leaks(_readable(f)) for f in tmp_path.rglob("*")
                    if f.is_file() and f != pipe)
+
+
+@pytest.mark.parametrize("stage", ["helpers_core:LeakyReason: {fail_on: doc-3-7}",
+                                   "helpers_core:LeakyPhase: {}"])
+def test_a_failing_task_on_dask_workers_leaks_no_secret(tmp_path, env, monkeypatch, stage):
+    """A task that fails with a library's error quoting secrets: masked in curator's line and
+    in what the Dask workers log (they print failed tasks with their exception)."""
+    monkeypatch.setenv("CURATOR_TEST_URL_PW", SECRETS["url_password"])
+    make_corpus(str(tmp_path / "a.jsonl"), 40, seed=3)
+    pipe = tmp_path / "p.yaml"
+    pipe.write_text(f"name: d\nwork_dir: {tmp_path / 'w'}\nprogress: off\n"
+                    "executor: {type: dask, workers: 1}\nstages:\n"
+                    f"  - read_jsonl: {{paths: {tmp_path / 'a.jsonl'}}}\n  - {stage}\n")
+    p = run_cli("run", str(pipe), check=False)
+    assert p.returncode != 0
+    assert "https://alice:***@api.example/ refused token ***" in p.stderr, p.stderr
+    assert not _leaks(p.stdout + p.stderr), p.stderr

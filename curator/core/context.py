@@ -74,8 +74,9 @@ class GlobalContext(StageContext):
         if len(set(keys)) != len(keys):
             raise ValueError(f"phase '{phase}': keys must be unique")
         pdir = os.path.join(self.stage_dir, "_phases", phase)
-        if self._key is None:
-            self._key = sealed.work_dir_key(self.work_dir)
+        if self._key is None:  # made (or replaced) by the root alone, then shared
+            self._key = self.executor.broadcast(
+                sealed.work_dir_key(self.work_dir) if self.executor.is_root else None)
         tasks = [_PhaseTask(fn, item, os.path.join(pdir, f"{k}.pkl"), self.fingerprint,
                             self._key, f"{self.stage_id}/{phase}/{k}")
                  for item, k in zip(items, keys, strict=True)]

@@ -95,8 +95,9 @@ class DaskExecutor(Executor):
                 n_workers=n, threads_per_worker=threads_per_worker, processes=True,
                 memory_limit=memory_limit, dashboard_address=dashboard_address,
                 host="127.0.0.1",
+                **({"protocol": "tls://", "security": tls.security()} if tls else {}),
             )
-            self.client = Client(self.cluster)
+            self.client = Client(self.cluster, security=tls.security() if tls else None)
         # workers log a failed task with its exception; mask secrets there too (every worker,
         # also ones started or restarted later)
         self.client.register_plugin(_redacting_plugin(), name="curator-redact-logs")

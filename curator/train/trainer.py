@@ -79,6 +79,32 @@ def _save(path: str, state: dict[str, Any]) -> None:
         raise err from None
 
 
+def unsafe_cache_files(cache: str) -> list[str]:
+    """Files of megatron's dataset index cache that are not plain numpy arrays. Megatron loads
+    them with ``numpy.load(allow_pickle=True)``, which unpickles (runs) any file that is not
+    an ``.npy`` array, so only arrays without Python objects may stay."""
+    import numpy as np
+
+    bad = []
+    for root, _dirs, files in os.walk(cache):
+        for name in files:
+            if not name.endswith(".npy"):
+                continue
+            path = os.path.join(root, name)
+            try:
+                with open(path, "rb") as f:
+                    fmt = np.lib.format
+                    read = (fmt.read_array_header_1_0 if fmt.read_magic(f) == (1, 0)
+                            else fmt.read_array_header_2_0)
+                    dtype = read(f)[2]
+                ok = not dtype.hasobject
+            except (OSError, ValueError):
+                ok = False
+            if not ok:
+                bad.append(path)
+    return sorted(bad)
+
+
 def load_checkpoint(path: str, map_location: Any = "cpu") -> dict[str, Any]:
     """A checkpoint file read without running code: ``torch.load(weights_only=True)`` unpickles
     only tensors and plain containers (what our checkpoints hold: state dicts, the config and
@@ -214,8 +240,15 @@ def _train(cfg: TrainConfig, blend: Any, bookends: list[Any], layout: ParallelLa
     gb = cfg.global_batch_size
     n_evals = cfg.train_iters // cfg.eval_interval + 1 if cfg.eval_interval else 0
     sizes = [cfg.train_iters * gb, n_evals * cfg.eval_iters * gb, 0]
-    train_ds, valid_ds, _ = build_datasets(cfg, blend, bookends, sizes,
-                                           os.path.join(save, "dataset_cache"))
+    cache = os.path.join(save, "dataset_cache")
+    if rank == 0:
+        for path in unsafe_cache_files(cache):
+            os.unlink(path)
+            if log:
+                log(f"train: {path}: not a plain numpy array (megatron would unpickle it); "
+                    "removed, the index is rebuilt")
+    dist.barrier()
+    train_ds, valid_ds, _ = build_datasets(cfg, blend, bookends, sizes, cache)
     if len(train_ds) == 0:
         raise ConfigError(f"train: the blend yields no {cfg.seq_length}-token training samples")
 

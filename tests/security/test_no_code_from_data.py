@@ -139,3 +139,32 @@ def test_checkpoint_that_holds_code_is_refused_by_export_and_resume(tmp_path):
                 str(tmp_path / "m"), check=False)
     assert p.returncode != 0 and "Traceback" not in p.stderr, p.stderr
     assert f"{f}: not loaded" in p.stderr and not canary.exists()
+
+
+def test_planted_file_in_megatrons_dataset_cache_is_removed_not_unpickled(tmp_path):
+    """Megatron loads its dataset index cache with numpy.load(allow_pickle=True): a pickle
+    planted there (under a name it looks for, or any other .npy) is removed before training,
+    and the run's losses equal a clean run's."""
+    from curator.train.config import TrainConfig
+    from curator.train.demo import write_demo_blend
+    from curator.train.trainer import train, unsafe_cache_files
+
+    blend = write_demo_blend(str(tmp_path / "c"), {"tiny": 60}, vocab_size=320)
+    cfg = dict(blend=blend, train_iters=3, num_threads=1, log_interval=1, seq_length=32,
+               global_batch_size=2, micro_batch_size=1)
+    clean = train(TrainConfig(**cfg, save=str(tmp_path / "clean")), log=None)
+    cache = tmp_path / "clean" / "dataset_cache"
+    names = sorted(p.name for p in cache.glob("*.npy"))
+    assert names and not unsafe_cache_files(str(cache))
+    # the same cache, with every index replaced by a planted pickle, in a new save folder
+    planted = tmp_path / "planted" / "dataset_cache"
+    planted.mkdir(parents=True)
+    canary = tmp_path / "PWNED"
+    for f in cache.iterdir():  # the descriptions too, so that megatron takes it as a cache hit
+        (planted / f.name).write_bytes(pickle.dumps(_Canary(str(canary))) if f.suffix == ".npy"
+                                       else f.read_bytes())
+    lines: list[str] = []
+    again = train(TrainConfig(**cfg, save=str(tmp_path / "planted")), log=lines.append)
+    assert not canary.exists()
+    assert sum("not a plain numpy array" in ln for ln in lines) == len(names)
+    assert again["losses"] == clean["losses"]

@@ -23,6 +23,10 @@ SECRET_ENV = re.compile(r"PASSW(OR)?D|SECRET|TOKEN|API_?KEY|ACCESS_?KEY|PRIVATE_
 #: Parameter names whose values are secrets (narrow: ``eod_token`` is a tokenizer setting).
 SECRET_PARAM = re.compile(r"^(.*[_-])?(passw(or)?d|secret|secret_?key|api_?key|access_?key|"
                           r"private_?key|credentials?)$", re.IGNORECASE)
+#: Keys whose values are secrets inside ``storage_options`` (fsspec: s3fs ``key``/``secret``/
+#: ``token``, HTTP ``headers: {Authorization: ...}``), where names are the backend's.
+SECRET_OPTION = re.compile(r"key|secret|token|passw|auth|credential|session|cookie",
+                           re.IGNORECASE)
 #: URL query parameters whose values are secrets (pre-signed S3/GCS/Azure URLs, API keys).
 SECRET_QUERY = re.compile(r"^(.*[_-])?(passw(or)?d|secret|token|key|api_?key|access_?key|"
                           r"credentials?|signature|sig|x-amz-signature|x-amz-credential|"
@@ -73,19 +77,23 @@ def redact(text: str) -> str:
     return text
 
 
-def redact_value(obj: Any, *, env: bool = False) -> Any:
+def redact_value(obj: Any, *, env: bool = False, _options: bool = False) -> Any:
     """``obj`` (parameters, a report) with every string passed through :func:`redact_url`
     (:func:`redact` with ``env``; dict keys, which may be URLs, always through
-    :func:`redact_url`) and the values of secret-named keys masked."""
+    :func:`redact_url`) and the values of secret-named keys masked (under ``storage_options``,
+    of any key naming a key, token, secret, password or auth header)."""
     if isinstance(obj, str):
         return redact(obj) if env else redact_url(obj)
     if isinstance(obj, dict):
         out = {}
         for k, v in obj.items():
-            secret = isinstance(k, str) and SECRET_PARAM.match(k) and isinstance(v, str) and v
+            name = k if isinstance(k, str) else ""
+            secret = bool(isinstance(v, str) and v and (
+                SECRET_PARAM.match(name) or (_options and SECRET_OPTION.search(name))))
             out[redact_url(k) if isinstance(k, str) else k] = (
-                MASK if secret else redact_value(v, env=env))
+                MASK if secret else redact_value(
+                    v, env=env, _options=_options or name == "storage_options"))
         return out
     if isinstance(obj, list | tuple):
-        return type(obj)(redact_value(v, env=env) for v in obj)
+        return type(obj)(redact_value(v, env=env, _options=_options) for v in obj)
     return obj

@@ -26,12 +26,14 @@ SECRETS = {
     "env_aws": "AWS-ENV-SECRET-5x",
     "unreachable_password": "PW-UNREACH-SECRET-6x",
     "redis_password": "PW-REDIS-SECRET-7x",
+    "header_token": "HDR-BEARER-SECRET-8x",
 }
 
 
 class _AuthServer:
     """HTTP on 127.0.0.1 serving ``root``: ``/a.jsonl`` only with alice's password (Basic
-    auth, as from ``http://alice:pw@host/``), ``/b.jsonl`` only with the signature query."""
+    auth, as from ``http://alice:pw@host/``), ``/b.jsonl`` only with the signature query,
+    ``/c.jsonl`` only with the bearer token (``storage_options: {headers: ...}``)."""
 
     def __init__(self, root: Path) -> None:
         self.seen_auth: list[str] = []
@@ -46,7 +48,9 @@ class _AuthServer:
             def _send(self, head_only: bool) -> None:
                 path, _, query = self.path.partition("?")
                 ok = (path == "/a.jsonl" and self.headers.get("Authorization") == want) or (
-                    path == "/b.jsonl" and SECRETS["query_signature"] in query)
+                    path == "/b.jsonl" and SECRETS["query_signature"] in query) or (
+                    path == "/c.jsonl" and self.headers.get("Authorization")
+                    == f"Bearer {SECRETS['header_token']}")
                 if self.headers.get("Authorization"):
                     outer.seen_auth.append(path)
                 f = root / path.lstrip("/")
@@ -121,18 +125,23 @@ def test_no_secret_in_any_file_or_line_of_a_run(tmp_path, env):
     data.mkdir()
     make_corpus(str(data / "a.jsonl"), 150, seed=1, bad_lines=3)
     make_corpus(str(data / "b.jsonl"), 100, seed=2)
+    make_corpus(str(data / "c.jsonl"), 50, seed=6)
     srv = _AuthServer(data)
     run_dir = tmp_path / "run"  # everything the run may write: work_dir, outputs
     wd = run_dir / "w"
     pipe = tmp_path / "p.yaml"
     pipe.write_text(
         f"name: secrets\nwork_dir: {wd}\nprogress: off\nstages:\n"
-        f"  - read_jsonl:\n      paths:\n"
+        f"  - id: basic\n    read_jsonl:\n      paths:\n"
         f"        - http://alice:{SECRETS['url_password']}@127.0.0.1:{srv.port}/a.jsonl\n"
         f"        - http://127.0.0.1:{srv.port}/b.jsonl?X-Amz-Signature="
         f"{SECRETS['query_signature']}\n"
         f"      shard_size_mb: 0.004\n"
+        f"  - id: bearer\n    read_jsonl:\n      paths: http://127.0.0.1:{srv.port}/c.jsonl\n"
+        f"      storage_options: {{headers: {{Authorization: 'Bearer "
+        f"{SECRETS['header_token']}'}}}}\n"
         f"  - helpers_core:LeakyReason: {{api_password: {SECRETS['param_password']}}}\n"
+        f"    inputs: [basic, bearer]\n"
         f"  - write_jsonl: {{path: {run_dir / 'out'}}}\n")
     printed = []
     try:
@@ -144,7 +153,7 @@ def test_no_secret_in_any_file_or_line_of_a_run(tmp_path, env):
         srv.close()
     # the secrets were in play: the authenticated source was read, short docs rejected with
     # the reason that quoted the token, bad lines quarantined
-    assert "/a.jsonl" in srv.seen_auth
+    assert "/a.jsonl" in srv.seen_auth and "/c.jsonl" in srv.seen_auth
     files = [f for f in run_dir.rglob("*") if f.is_file()]
     rejected = b"".join(_readable(f) for f in files if "rejected" in f.parts)
     assert b"service refused token ***" in rejected

@@ -242,3 +242,13 @@ def test_plain_tcp_scheduler_on_a_network_address_runs_with_one_warning(tmp_path
     assert f"dask scheduler tcp://{host}:" in warnings[0]
     assert "anyone who can reach it can run code on every worker" in warnings[0]
     assert json.loads((tmp_path / "w" / "report.json").read_text())["executor"]["type"] == "dask"
+
+
+def test_dasks_own_tls_configuration_is_honoured(tmp_path, certs, tls_cluster, monkeypatch):
+    """No executor.tls, but Dask's configuration names the CA and a client certificate."""
+    monkeypatch.setenv("DASK_DISTRIBUTED__COMM__TLS__CA_FILE", str(certs / "ca.pem"))
+    monkeypatch.setenv("DASK_DISTRIBUTED__COMM__TLS__CLIENT__CERT", str(certs / "client.pem"))
+    monkeypatch.setenv("DASK_DISTRIBUTED__COMM__TLS__CLIENT__KEY", str(certs / "client.key"))
+    p = run_cli("run", str(_pipeline(tmp_path, tls_cluster, "")))
+    assert "dask scheduler tls://127.0.0.1:" in p.stderr
+    assert json.loads((tmp_path / "w" / "report.json").read_text())["stages"][1]["docs_in"] == 150

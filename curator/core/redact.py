@@ -11,6 +11,7 @@ environment). No curator imports: any layer may use it.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from typing import Any
@@ -51,11 +52,31 @@ def _query(m: re.Match[str]) -> str:
     return f"{m['head']}{MASK}" if SECRET_QUERY.match(m["name"]) else m[0]
 
 
+@functools.lru_cache(maxsize=1024)
+def _secret_name(name: str) -> bool:
+    return SECRET_ENV.search(name) is not None
+
+
 def env_secrets() -> list[str]:
     """Values of this process's environment variables named like secrets, longest first."""
-    vals = {v for k, v in os.environ.items()
-            if len(v) >= MIN_SECRET_LEN and SECRET_ENV.search(k)}
+    vals = {v for k, v in os.environ.items() if len(v) >= MIN_SECRET_LEN and _secret_name(k)}
     return sorted(vals, key=len, reverse=True)
+
+
+@functools.lru_cache(maxsize=1)
+def _process_secrets() -> tuple[str, ...]:
+    return tuple(env_secrets())
+
+
+@functools.lru_cache(maxsize=4096)
+def redact_fast(text: str) -> str:
+    """:func:`redact` for a worker's hot path (a rejected document's reason): the environment
+    is read once per process and results are cached, a few hundred ns a call."""
+    text = redact_url(text)
+    for v in _process_secrets():
+        if v in text:
+            text = text.replace(v, MASK)
+    return text
 
 
 def redact_url(text: str) -> str:

@@ -298,7 +298,8 @@ def _connect(address: str | None, scheduler_file: str | None, tls: TLSFiles | No
     if addr and tls is not None and not addr.startswith("tls://"):
         raise ConfigError(f"executor.tls is set but dask scheduler {addr} does not speak TLS; "
                           "start it with --protocol tls and the certificates (docs/cluster.md)")
-    if addr and tls is None and addr.startswith("tcp://") and not is_loopback(addr) and log:
+    plain = addr is not None and (addr.startswith("tcp://") or "://" not in addr)
+    if addr and tls is None and plain and not is_loopback(addr) and log:
         log(f"warning: dask scheduler {addr} is plain TCP on a network address: anyone who can "
             "reach it can run code on every worker; use mutual TLS (executor.tls, "
             "docs/cluster.md)")

@@ -168,7 +168,10 @@ def make_certs(out_dir: str, hosts: list[str], days: int = 365) -> list[str]:
         written.append(path)
 
     ca_path, ca_key_path = os.path.join(out_dir, "ca.pem"), os.path.join(out_dir, "ca.key")
-    if os.path.exists(ca_path) and os.path.exists(ca_key_path):
+    if os.path.exists(ca_path) != os.path.exists(ca_key_path):  # never replace half a CA
+        raise ConfigError(f"{out_dir}: holds only one of ca.pem and ca.key; put the CA's key "
+                          "back to add certificates, or use an empty folder for a new CA")
+    if os.path.exists(ca_path):
         ca_cert = x509.load_pem_x509_certificate(_read(ca_path, "ca.pem"))
         ca_key = serialization.load_pem_private_key(_read(ca_key_path, "ca.key"), None)
     else:

@@ -18,13 +18,15 @@ import os
 import sys
 import time
 from collections.abc import Sequence
+from typing import Any
 
 from curator import __version__
 from curator.core.errors import CuratorError, fs_error_line
+from curator.core.redact import redact
 
 
 def _log(msg: str) -> None:
-    print(f"{time.strftime('%H:%M:%S')} {msg}", file=sys.stderr, flush=True)
+    print(f"{time.strftime('%H:%M:%S')} {redact(msg)}", file=sys.stderr, flush=True)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -189,6 +191,28 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_tls_certs(args: argparse.Namespace) -> int:
+    import re
+
+    from curator.core.tls import CLIENT, make_certs
+
+    hosts = [h.strip() for h in ",".join(args.hosts).split(",") if h.strip()]
+    bad = [h for h in hosts if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._:-]*", h)]
+    if not hosts or bad:
+        raise CuratorError(f"tls-certs --hosts: give host names or addresses, comma-separated"
+                           f"{' (not ' + ', '.join(repr(b) for b in bad) + ')' if bad else ''}")
+    if CLIENT in hosts:
+        raise CuratorError(f"tls-certs --hosts: '{CLIENT}' is the name of the client "
+                           "certificate; rename that host")
+    if args.days < 1:
+        raise CuratorError("tls-certs --days must be >= 1")
+    for path in make_certs(args.dir, hosts, days=args.days):
+        print(path)
+    print(f"give each node {args.dir}/ca.pem and its own <host>.pem/.key (keep ca.key "
+          "on this machine); the client uses client.pem/.key: docs/cluster.md")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="curator", description=__doc__.split("\n")[0])
     p.add_argument("--version", action="version", version=f"curator {__version__}")
@@ -226,6 +250,14 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("stages", help="list the built-in stages")
     s.set_defaults(func=cmd_stages)
 
+    tc = sub.add_parser("tls-certs", help="make a CA and mutual-TLS certificates for the "
+                        "nodes of a Dask cluster (docs/cluster.md)")
+    tc.add_argument("dir", help="folder to write ca.pem/.key, <host>.pem/.key, client.pem/.key")
+    tc.add_argument("--hosts", action="append", required=True,
+                    help="the cluster's host names or addresses, comma-separated")
+    tc.add_argument("--days", type=int, default=365, help="validity (default 365)")
+    tc.set_defaults(func=cmd_tls_certs)
+
     rep = sub.add_parser("report", help="re-render report.html from a work_dir's report.json")
     rep.add_argument("work_dir")
     rep.set_defaults(func=cmd_report)
@@ -240,7 +272,32 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+class _Redacting:
+    """A text stream that masks secrets (:func:`~curator.core.redact.redact`) in what is
+    written through it: every line curator, a library's logger or a warning prints."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def write(self, s: str) -> int:
+        self._stream.write(redact(s))
+        return len(s)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    out, err = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = _Redacting(out), _Redacting(err)
+    # restored on return only: an exception's traceback is printed (after this returns)
+    # through the redacting streams too
+    rc = _main(argv)
+    sys.stdout, sys.stderr = out, err
+    return rc
+
+
+def _main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     add_import_paths(getattr(args, "file", None))
@@ -250,7 +307,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if os.environ.get("CURATOR_DEBUG"):
             raise
         # one write() call: lines from several MPI ranks sharing a pipe stay whole
-        sys.stderr.write(f"curator: error: {e}\n")
+        sys.stderr.write(f"curator: error: {redact(str(e))}\n")
         sys.stderr.flush()
         return e.exit_code
     except BrokenPipeError:  # `curator stages | head`: the reader left; so do we, quietly
@@ -262,7 +319,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         line = fs_error_line(e)
         if line is None or os.environ.get("CURATOR_DEBUG"):
             raise
-        sys.stderr.write(f"curator: error: curator {args.command}: {line}\n")
+        sys.stderr.write(f"curator: error: curator {args.command}: {redact(line)}\n")
         sys.stderr.flush()
         return 1
     except KeyboardInterrupt:

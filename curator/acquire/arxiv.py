@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from typing import IO, Any
 
 from curator.acquire.base import DownloadSource
-from curator.acquire.download import fetch, join_url, require_protocol
+from curator.acquire.download import fetch, join_url, listed_url, require_protocol
 from curator.core.context import ShardContext, StageContext
 from curator.core.document import Document
 from curator.core.errors import ConfigError, InputError
@@ -220,8 +220,8 @@ class Arxiv(DownloadSource):
             out = out[: self.limit]
         specs = []
         for rel, yymm, md5 in out:
-            spec: dict[str, Any] = {"url": join_url(self.base_url, rel), "rel": rel,
-                                    "yymm": yymm}
+            spec: dict[str, Any] = {"url": listed_url(self.base_url, rel, join_url(
+                self.base_url, "src", "arXiv_src_manifest.xml")), "rel": rel, "yymm": yymm}
             if md5:
                 spec["checksum"] = ["md5", md5]
             specs.append(spec)
@@ -229,6 +229,9 @@ class Arxiv(DownloadSource):
 
     def _from_manifest(self, ctx: StageContext) -> list[tuple[str, str, str]] | None:
         import xml.etree.ElementTree as ET
+
+        from defusedxml import DefusedXmlException
+        from defusedxml import ElementTree as safe_xml
 
         url = join_url(self.base_url, "src", "arXiv_src_manifest.xml")
         dest = os.path.join(ctx.stage_dir, "listing", "arXiv_src_manifest.xml")
@@ -240,13 +243,13 @@ class Arxiv(DownloadSource):
             return None
         out = []
         try:
-            for f in ET.parse(res.path).getroot().iter("file"):
+            for f in safe_xml.parse(res.path).getroot().iter("file"):
                 name = f.findtext("filename") or ""
                 m = _BUNDLE.search(name)
                 if m:
                     out.append((name if "/" in name else f"src/{name}", m.group(1),
                                 f.findtext("md5sum") or ""))
-        except ET.ParseError as e:
+        except (ET.ParseError, DefusedXmlException) as e:
             raise InputError(f"{url}: not a valid manifest: {e}") from None
         return out
 

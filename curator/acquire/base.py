@@ -36,6 +36,7 @@ from urllib.parse import urlsplit
 from curator.acquire.download import DownloadError, FetchResult, Verify, fetch, is_local_url
 from curator.core.context import ShardContext, StageContext
 from curator.core.document import Document
+from curator.core.redact import redact
 from curator.core.stage import OutputDir, Params, ShardSpec, Source
 
 
@@ -103,7 +104,10 @@ class DownloadSource(Source, DownloadParams):
     def download(self, spec: ShardSpec, ctx: ShardContext) -> FetchResult:
         url = spec.data["url"]
         rel = spec.data.get("rel") or _url_rel_path(url)
-        dest = os.path.join(ctx.output_path(self.download_dir), ctx.stage_id, rel)
+        root = os.path.join(ctx.output_path(self.download_dir), ctx.stage_id)
+        dest = os.path.normpath(os.path.join(root, rel))
+        if not dest.startswith(os.path.normpath(root) + os.sep):  # a spec from a custom source
+            raise DownloadError(f"{redact(url)}: its download path '{rel}' leaves {root}")
         cs = spec.data.get("checksum")
         res = fetch(url, dest, verify=spec.data.get("verify", self.verify),
                     retries=self.retries, backoff=self.backoff_s, timeout=self.http_timeout_s,
@@ -126,7 +130,7 @@ class DownloadSource(Source, DownloadParams):
         except DownloadError as e:
             if self.on_download_error != "skip":
                 raise
-            ctx.quarantine({"url": shard.data["url"]}, f"download failed: {e}")
+            ctx.quarantine({"url": redact(shard.data["url"])}, f"download failed: {e}")
             ctx.count("files_failed")
             return None
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from curator.acquire.download import fetch, join_url
+from curator.acquire.download import fetch, join_url, listed_url
 from curator.acquire.warc import _SNAPSHOT, CC_BASE_URL, Reader, _WarcExtracting, parse_ranges
 from curator.core.context import StageContext
 from curator.core.errors import ConfigError, InputError
@@ -60,5 +60,5 @@ class CommonCrawl(_WarcExtracting):
         idx = parse_ranges(self.files, len(paths)) if self.files else list(range(len(paths)))
         if self.limit is not None:
             idx = idx[: self.limit]
-        return [{"url": join_url(self.base_url, paths[i]), "rel": paths[i], "index": i}
-                for i in idx]
+        return [{"url": listed_url(self.base_url, paths[i], url), "rel": paths[i].strip(),
+                 "index": i} for i in idx]

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from curator.core.errors import InputError
+from curator.core.redact import redact
 
 Verify = Literal["gzip", "bz2", "tar", "none"]
 CHUNK = 1 << 20
@@ -63,6 +64,39 @@ def join_url(base: str, *parts: str) -> str:
     if out.startswith("file://"):
         return out[len("file://"):]
     return out
+
+
+#: what an entry of a remote listing may resolve to
+REMOTE_SCHEMES = ("http://", "https://", "s3://")
+
+
+def listed_url(base: str, entry: str, listing: str) -> str:
+    """The URL of ``entry``, a line or field of an index file (``warc.paths.gz``,
+    ``dumpstatus.json``, arXiv's manifest) read from ``listing``: it must be a plain relative
+    path under ``base``, so that a hostile or broken index can make curator fetch only objects
+    of the mirror it came from (http(s) or s3 when the mirror is remote), never a local file
+    (``file://``, ``/etc/...``), another scheme, or a path that climbs out with ``..`` (which
+    would also write outside the download folder). Raises :class:`InputError` naming both."""
+    why = None
+    text = entry.strip()
+    segs = text.split("/")
+    if not text:
+        why = "is empty"
+    elif ":" in segs[0] or "://" in text:
+        why = "names a URL or scheme, not a path under the mirror"
+    elif text.startswith(("/", "~")) or "\\" in text:
+        why = "is an absolute or local path"
+    elif ".." in segs:
+        why = "climbs out of the mirror with '..'"
+    elif any(ord(c) < 32 or ord(c) == 127 for c in text):
+        why = "holds control characters"
+    url = join_url(base, text) if why is None else ""
+    if why is None and not is_local_url(base) and not url.startswith(REMOTE_SCHEMES):
+        why = f"resolves to '{url}', not an http(s) or s3 object"
+    if why:
+        raise InputError(f"{redact(listing)}: refusing entry {text[:200]!r}: it {why}; an index "
+                         f"may only name files under {redact(base)}")
+    return url
 
 
 def require_protocol(url: str) -> None:
@@ -124,7 +158,7 @@ def fetch(url: str, dest: str, *, verify: Verify = "none", retries: int = 5,
         except Exception as e:  # dropped connection, timeout, fsspec I/O error
             res.errors.append(f"{type(e).__name__}: {e}")
         if attempt < retries:
-            delay = min(max_backoff, backoff * (2 ** attempt)) * (0.5 + random.random() / 2)
+            delay = min(max_backoff, backoff * (2 ** attempt)) * (0.5 + random.random() / 2)  # noqa: S311 - retry jitter, not a secret
             if log:
                 log(f"{url}: {res.errors[-1]}; retry {attempt + 1}/{retries} in {delay:.2f}s")
             time.sleep(delay)
@@ -136,7 +170,6 @@ class _Retry(Exception):
 
 
 def _http_attempt(url: str, part: str, timeout: float, res: FetchResult) -> None:
-    import requests
 
     have = os.path.getsize(part) if os.path.exists(part) else 0
     # identity: the bytes on disk must be the file's bytes, so a Range offset means the same
@@ -144,7 +177,7 @@ def _http_attempt(url: str, part: str, timeout: float, res: FetchResult) -> None
     headers = {"Accept-Encoding": "identity"}
     if have:
         headers["Range"] = f"bytes={have}-"
-    with requests.get(url, headers=headers, stream=True, timeout=timeout) as r:
+    with _get(url, headers, timeout) as r:
         if r.status_code == 416 and have:
             # Range not satisfiable: the partial file is already whole (or bigger than the
             # remote file, i.e. stale). Verification decides.
@@ -177,6 +210,29 @@ def _http_attempt(url: str, part: str, timeout: float, res: FetchResult) -> None
                 res.bytes += len(chunk)
         if expected is not None and got != int(expected):
             raise _Retry(f"connection ended after {got} of {expected} bytes")
+
+
+#: redirects followed for one request (requests' own default is 30)
+MAX_REDIRECTS = 10
+
+
+def _get(url: str, headers: dict[str, str], timeout: float) -> Any:
+    """``requests.get`` that follows redirects to http(s) URLs only: a mirror (or whoever sits
+    in front of it) cannot send curator to ``file://``, ``ftp://`` or any other scheme."""
+    import requests
+
+    for _ in range(MAX_REDIRECTS + 1):
+        r = requests.get(url, headers=headers, stream=True, timeout=timeout,
+                         allow_redirects=False)
+        if not r.is_redirect:
+            return r
+        target = requests.compat.urljoin(url, r.headers.get("Location", ""))
+        r.close()
+        if not target.lower().startswith(("http://", "https://")):
+            raise DownloadError(f"{redact(url)}: redirected to {redact(target)[:200]!r}, not an "
+                                "http(s) URL; refused")
+        url = target
+    raise DownloadError(f"{url}: more than {MAX_REDIRECTS} redirects")
 
 
 def _fsspec_attempt(url: str, part: str, storage_options: dict[str, Any],
@@ -300,7 +356,8 @@ def verify_tar(path: str) -> int:
             for m in tf:
                 if m.isfile():
                     fh = tf.extractfile(m)
-                    assert fh is not None
+                    if fh is None:  # a regular member always has a file object
+                        continue
                     got = 0
                     while chunk := fh.read(CHUNK):
                         got += len(chunk)

@@ -20,12 +20,15 @@ from __future__ import annotations
 import bz2
 import os
 import re
-import xml.etree.ElementTree as ET
+import xml.etree.ElementTree as ET  # types only: parsing goes through defusedxml
 from collections.abc import Iterator
 from typing import IO, Any
 
+from defusedxml import DefusedXmlException
+from defusedxml import ElementTree as safe_xml
+
 from curator.acquire.base import DownloadSource
-from curator.acquire.download import fetch, join_url
+from curator.acquire.download import fetch, join_url, listed_url
 from curator.core.context import ShardContext, StageContext
 from curator.core.document import Document
 from curator.core.errors import ConfigError, InputError
@@ -152,8 +155,8 @@ def iter_pages(path: str, ctx: ShardContext, max_page_bytes: int | None = None
             for kind, offset, data in split_pages(fh, cap):
                 if kind == "page":
                     try:
-                        el = ET.fromstring(data)
-                    except ET.ParseError as e:
+                        el = safe_xml.fromstring(data)  # no entity expansion, no DTD fetch
+                    except (ET.ParseError, DefusedXmlException) as e:
                         ctx.quarantine(data[:2000], f"bad page XML: {e}", file=path,
                                        offset=offset)
                         ctx.count("wiki_bad_pages")
@@ -198,8 +201,8 @@ def _siteinfo(header: bytes) -> dict[str, Any]:
     base = ""
     if a >= 0 and b > a:
         try:
-            si = ET.fromstring(header[a: b + len(b"</siteinfo>")])
-        except ET.ParseError:
+            si = safe_xml.fromstring(header[a: b + len(b"</siteinfo>")])
+        except (ET.ParseError, DefusedXmlException):
             return {"namespaces": names, "base": base}
         for ns in si.iter():
             if _local(ns.tag) == "namespace":
@@ -319,8 +322,8 @@ class Wikipedia(DownloadSource):
                 continue
             info = files[fname]
             rel = f"{self.wiki}/{date}/{fname}"
-            spec: dict[str, Any] = {"url": join_url(self.base_url, rel), "rel": rel,
-                                    "date": date}
+            spec: dict[str, Any] = {"url": listed_url(self.base_url, rel, join_url(
+                self.base_url, self.wiki, date, "dumpstatus.json")), "rel": rel, "date": date}
             if info.get("sha1"):
                 spec["checksum"] = ["sha1", info["sha1"]]
             elif info.get("md5"):

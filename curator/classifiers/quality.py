@@ -249,7 +249,7 @@ def train_from_parts(train_parts: list[str], holdout_parts: list[str], out_dir: 
     if not by_label[HQ] or not by_label[LQ]:
         raise InputError(f"quality classifier: need documents of both labels, got "
                          f"{len(by_label[HQ])} high-quality and {len(by_label[LQ])} other")
-    rng = random.Random(seed)
+    rng = random.Random(seed)  # noqa: S311 - seeded sampling, not a secret
     cap = max_docs_per_label
     if balance:
         cap = min(cap, len(by_label[HQ]), len(by_label[LQ]))

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import functools
 import os
-import pickle
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
@@ -23,7 +22,7 @@ from curator.core.shard_context import (
 )
 from curator.core.shard_runner import run_shard_tasks
 from curator.core.usage import Usage, call_measured
-from curator.storage.atomic import atomic_open
+from curator.storage import sealed
 
 if TYPE_CHECKING:  # pragma: no cover
     from curator.core.executors import Executor
@@ -37,8 +36,11 @@ class GlobalContext(StageContext):
     """Driver-side context of a :class:`~curator.core.stage.GlobalStage`."""
 
     def __init__(self, *, executor: Executor, fingerprint: str, stage: Any,
-                 progress: Any = None, **kw: Any) -> None:
+                 progress: Any = None, log: Callable[[str], None] | None = None,
+                 **kw: Any) -> None:
         super().__init__(**kw)
+        self.log = log or (lambda _msg: None)
+        self._key: bytes | None = None
         self.executor = executor
         self.fingerprint = fingerprint
         self.stage = stage
@@ -72,9 +74,18 @@ class GlobalContext(StageContext):
         if len(set(keys)) != len(keys):
             raise ValueError(f"phase '{phase}': keys must be unique")
         pdir = os.path.join(self.stage_dir, "_phases", phase)
-        tasks = [_PhaseTask(fn, item, os.path.join(pdir, f"{k}.pkl"), self.fingerprint)
+        if self._key is None:  # made (or replaced) by the root alone, then shared
+            self._key = self.executor.broadcast(
+                sealed.work_dir_key(self.work_dir) if self.executor.is_root else None)
+        tasks = [_PhaseTask(fn, item, os.path.join(pdir, f"{k}.pkl"), self.fingerprint,
+                            self._key, f"{self.stage_id}/{phase}/{k}")
                  for item, k in zip(items, keys, strict=True)]
-        return self._measured(_run_phase_task, tasks)
+        out = []
+        for result, note in self._measured(_run_phase_task, tasks):
+            if note:
+                self.log(f"[{self.stage_id}] {note}")
+            out.append(result)
+        return out
 
     def _measured(self, fn: Callable[[Any], Any], items: list[Any]) -> list[Any]:
         pairs = self.executor.map(functools.partial(call_measured, fn), items)
@@ -104,20 +115,28 @@ class GlobalContext(StageContext):
 
 
 class _PhaseTask:
-    def __init__(self, fn: Callable[[Any], Any], item: Any, path: str, fp: str) -> None:
+    def __init__(self, fn: Callable[[Any], Any], item: Any, path: str, fp: str, key: bytes,
+                 label: str) -> None:
         self.fn, self.item, self.path, self.fp = fn, item, path, fp
+        self.key, self.label = key, label
 
 
-def _run_phase_task(task: _PhaseTask) -> Any:
+def _run_phase_task(task: _PhaseTask) -> tuple[Any, str | None]:
+    """(result, a line to log or None). A saved result is used only if its HMAC verifies under
+    the work_dir's key (it was written by a run of ours, for this place): unpickling an
+    unverified file could run code planted in a shared work_dir."""
+    note = None
     if os.path.exists(task.path):
-        with open(task.path, "rb") as f:
-            fp, result = pickle.load(f)
-        if fp == task.fp:
-            return result
+        try:
+            fp, result = sealed.load(task.path, task.key, task.label)
+        except (sealed.Unsealed, OSError) as e:
+            note = f"{task.path}: not used ({e}); recomputing"
+        else:
+            if fp == task.fp:
+                return result, None
     try:
         result = task.fn(task.item)
-        with atomic_open(task.path, "wb") as f:
-            pickle.dump((task.fp, result), f, protocol=pickle.HIGHEST_PROTOCOL)
+        sealed.dump(task.path, (task.fp, result), task.key, task.label)
     except OSError as e:  # disk full, no permission, read-only: one line naming stage and phase
         line = fs_error_line(e)
         if line is None or os.environ.get("CURATOR_DEBUG"):
@@ -125,4 +144,4 @@ def _run_phase_task(task: _PhaseTask) -> Any:
         pdir = os.path.dirname(task.path)  # <work_dir>/stages/<id>/_phases/<phase>
         stage = os.path.basename(os.path.dirname(os.path.dirname(pdir)))
         raise StageError(f"stage '{stage}', phase '{os.path.basename(pdir)}': {line}") from None
-    return result
+    return result, note

@@ -4,14 +4,18 @@ on all three: the work is keyed on shards, never on how many workers there are."
 
 from __future__ import annotations
 
+import logging
 import os
+import ssl
 import threading
 import time
 import traceback
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from curator.core.errors import CuratorError, StageError
+from curator.core.errors import ConfigError, CuratorError, StageError
+from curator.core.redact import redact
+from curator.core.tls import TLSFiles, dask_config_tls, is_loopback, scheduler_address, tls_files
 
 Progress = Callable[[Any], None]
 
@@ -66,14 +70,16 @@ class LocalExecutor(Executor):
 
 class DaskExecutor(Executor):
     """A Dask cluster: a new LocalCluster of ``workers`` processes, or any scheduler given by
-    ``address`` or ``scheduler_file``."""
+    ``address`` or ``scheduler_file``, reached over mutual TLS with ``tls`` (or Dask's own
+    ``distributed.comm.tls`` configuration)."""
 
     kind = "dask"
 
     def __init__(self, workers: int | None = None, address: str | None = None,
                  scheduler_file: str | None = None, threads_per_worker: int = 1,
                  memory_limit: str = "auto", dashboard_address: str | None = "127.0.0.1:0",
-                 log: Callable[[str], None] | None = None) -> None:
+                 log: Callable[[str], None] | None = None, tls: TLSFiles | None = None,
+                 ) -> None:
         try:
             from distributed import Client, LocalCluster
         except ImportError as e:  # pragma: no cover - depends on install
@@ -82,15 +88,19 @@ class DaskExecutor(Executor):
             ) from e
         self.cluster = None
         if address or scheduler_file:
-            self.client = Client(address=address, scheduler_file=scheduler_file)
+            self.client = _connect(address, scheduler_file, tls, log)
         else:
             n = workers or os.cpu_count() or 1
             self.cluster = LocalCluster(
                 n_workers=n, threads_per_worker=threads_per_worker, processes=True,
                 memory_limit=memory_limit, dashboard_address=dashboard_address,
                 host="127.0.0.1",
+                **({"protocol": "tls://", "security": tls.security()} if tls else {}),
             )
-            self.client = Client(self.cluster)
+            self.client = Client(self.cluster, security=tls.security() if tls else None)
+        # workers log a failed task with its exception; mask secrets there too (every worker,
+        # also ones started or restarted later)
+        self.client.register_plugin(_redacting_plugin(), name="curator-redact-logs")
         self.size = max(1, len(self.client.scheduler_info().get("workers", {})) or (workers or 1))
         # dashboard_address: null turns the LocalCluster's dashboard off, but the scheduler
         # still serves HTTP (health, metrics) and client.dashboard_link still names it.
@@ -273,6 +283,95 @@ class MPIExecutor(Executor):
         self.comm.Barrier()
 
 
+def _connect(address: str | None, scheduler_file: str | None, tls: TLSFiles | None,
+             log: Callable[[str], None] | None) -> Any:
+    """A Client of an existing scheduler. A plain ``tcp://`` scheduler on a network address
+    gets one warning line (anyone who reaches it runs code on every worker); a TLS one without
+    certificates, or whose handshake fails, one error line naming the file to fix."""
+    from distributed import Client
+
+    addr = scheduler_address(address, scheduler_file)
+    shown = addr or scheduler_file
+    if addr and addr.startswith("tls://") and tls is None and not dask_config_tls():
+        raise ConfigError(f"dask scheduler {addr} speaks TLS: give executor.tls: {{ca_file, "
+                          "cert, key}} (certificates from 'curator tls-certs', docs/cluster.md)")
+    if addr and tls is not None and not addr.startswith("tls://"):
+        raise ConfigError(f"executor.tls is set but dask scheduler {addr} does not speak TLS; "
+                          "start it with --protocol tls and the certificates (docs/cluster.md)")
+    plain = addr is not None and (addr.startswith("tcp://") or "://" not in addr)
+    if addr and tls is None and plain and not is_loopback(addr) and log:
+        log(f"warning: dask scheduler {addr} is plain TCP on a network address: anyone who can "
+            "reach it can run code on every worker; use mutual TLS (executor.tls, "
+            "docs/cluster.md)")
+    try:
+        return Client(address=address, scheduler_file=scheduler_file,
+                      security=tls.security() if tls else None)
+    except (OSError, TypeError) as e:
+        ssl_err = next((x for x in _chain(e) if isinstance(x, ssl.SSLError)), None)
+        if isinstance(ssl_err, ssl.SSLCertVerificationError) and tls:
+            raise CuratorError(
+                f"dask scheduler {shown}: its certificate is not signed by the CA in "
+                f"executor.tls.ca_file ({tls.ca_file}): {ssl_err.verify_message}") from None
+        if ssl_err is not None and tls:
+            raise CuratorError(
+                f"dask scheduler {shown} refused the certificate in executor.tls.cert "
+                f"({tls.cert}): it is not signed by the CA the cluster trusts "
+                f"({ssl_err.reason or ssl_err})") from None
+        if isinstance(e, TypeError) and "TLS" in str(e):  # Dask's config names half a setup
+            raise ConfigError(f"dask scheduler {shown} speaks TLS but Dask's configuration "
+                              "gives no client certificate: set executor.tls: {ca_file, cert, "
+                              "key}") from None
+        if isinstance(e, TypeError):
+            raise
+        why = " ".join(str(e).split())[:300] or type(e).__name__
+        raise CuratorError(f"dask scheduler {shown}: cannot connect ({why})") from None
+
+
+class RedactingFilter(logging.Filter):
+    """A log filter that masks secrets (:func:`~curator.core.redact.redact`) in each record."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            msg = record.getMessage()
+        except Exception:  # a malformed record: leave it to the handler
+            return True
+        record.msg, record.args = redact(msg), ()
+        if record.exc_text:
+            record.exc_text = redact(record.exc_text)
+        return True
+
+
+def redact_log_handlers() -> None:
+    """Put a :class:`RedactingFilter` on every log handler of this process (idempotent)."""
+    loggers = [logging.getLogger(), *(lg for lg in logging.Logger.manager.loggerDict.values()
+                                      if isinstance(lg, logging.Logger))]
+    for lg in loggers:
+        for h in lg.handlers:
+            if not any(isinstance(f, RedactingFilter) for f in h.filters):
+                h.addFilter(RedactingFilter())
+
+
+def _redacting_plugin() -> Any:
+    from distributed.diagnostics.plugin import WorkerPlugin
+
+    class RedactLogs(WorkerPlugin):
+        idempotent = True
+
+        def setup(self, worker: Any) -> None:
+            redact_log_handlers()
+
+    return RedactLogs()
+
+
+def _chain(err: BaseException) -> list[BaseException]:
+    out: list[BaseException] = []
+    e: BaseException | None = err
+    while e is not None and e not in out:
+        out.append(e)
+        e = e.__cause__ or e.__context__
+    return out
+
+
 def make_executor(cfg: Any, log: Callable[[str], None] | None = None) -> Executor:
     """Build the executor named by the pipeline's ``executor`` section."""
     if cfg.type == "local":
@@ -282,6 +381,7 @@ def make_executor(cfg: Any, log: Callable[[str], None] | None = None) -> Executo
             workers=cfg.workers, address=cfg.address, scheduler_file=cfg.scheduler_file,
             threads_per_worker=cfg.threads_per_worker, memory_limit=cfg.memory_limit,
             dashboard_address=cfg.dashboard_address, log=log,
+            tls=tls_files(cfg.tls.model_dump() if cfg.tls else None),
         )
     if cfg.type == "mpi":
         ex = MPIExecutor(schedule=cfg.schedule)

@@ -28,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from curator.core.errors import ConfigError
 from curator.core.identity import KEY_FORMAT, code_identity, digest
+from curator.core.redact import redact_value
 from curator.core.registry import is_builtin, resolve
 from curator.core.stage import Stage
 from curator.storage.limits import DEFAULT_MAX_DOC_MB
@@ -37,6 +38,15 @@ RESERVED = {"id", "inputs", "checkpoint"}
 #: A pipeline file is a page of YAML; anything this large is the wrong file (or an attack).
 MAX_PIPELINE_CHARS = 1 << 20
 _ID_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
+
+
+class TLSConfig(BaseModel):
+    """``executor.tls``: mutual TLS to a Dask scheduler (files from ``curator tls-certs``)."""
+
+    model_config = ConfigDict(extra="forbid")
+    ca_file: str
+    cert: str
+    key: str
 
 
 class ExecutorConfig(BaseModel):
@@ -51,6 +61,8 @@ class ExecutorConfig(BaseModel):
     #: Dask: an existing scheduler (``tcp://host:8786``) or its scheduler file.
     address: str | None = None
     scheduler_file: str | None = None
+    #: Dask: the CA, certificate and key to reach a ``tls://`` scheduler with (mutual TLS).
+    tls: TLSConfig | None = None
     dashboard_address: str | None = "127.0.0.1:0"
     #: MPI: ``dynamic`` hands shards out from a queue on rank 0 as ranks become free;
     #: ``static`` stripes them ``rank, rank+size, ...`` (the old behaviour).
@@ -426,9 +438,10 @@ def _fingerprint(pipe: Pipeline) -> None:
     fps: dict[str, str] = {}
     for n in pipe.nodes:
         cls = type(n.stage)
+        # a URL's password is no part of what a result depends on (and must not be stored)
         n.identity = {"stage": n.stage.name, "code": code_identity(cls, is_builtin(cls)),
-                      "params": n.stage.params, "inputs": {i: fps[i] for i in n.inputs},
-                      "format": KEY_FORMAT}
+                      "params": redact_value(n.stage.params),
+                      "inputs": {i: fps[i] for i in n.inputs}, "format": KEY_FORMAT}
         if n.stage.kind == "source" and pipe.config.max_doc_mb != DEFAULT_MAX_DOC_MB:
             n.identity["max_doc_mb"] = pipe.config.max_doc_mb
         n.fingerprint = fps[n.id] = digest(n.identity)

@@ -13,6 +13,7 @@ import os
 from typing import Any
 
 from curator.core.context import write_json
+from curator.core.redact import redact_value
 from curator.storage.atomic import atomic_open
 
 PALETTE = ["#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1",
@@ -56,6 +57,7 @@ def write_report(summary: dict[str, Any], work_dir: str) -> tuple[str, str]:
     """Write ``report.json`` and ``report.html`` under ``work_dir``; return their paths."""
     jpath = os.path.join(work_dir, "report.json")
     hpath = os.path.join(work_dir, "report.html")
+    summary = redact_value(summary, env=True)  # no credential of a URL or the environment
     write_json(jpath, summary)
     with atomic_open(hpath, "wb") as f:
         f.write(render_html(summary).encode("utf-8"))

@@ -38,6 +38,7 @@ from curator.core.identity import describe_input_change, digest, explain, identi
 from curator.core.lock import WorkDirLock
 from curator.core.pipeline import Pipeline, StageNode
 from curator.core.progress import Progress
+from curator.core.redact import redact, redact_value
 from curator.core.report import skipped_note
 from curator.core.shard_context import DEFAULT_MAX_DOC_BYTES, HIST_BINS
 from curator.core.shard_runner import (
@@ -141,7 +142,10 @@ class Runner:
         self.pipe = pipeline
         self.ex = executor
         self.work_dir = pipeline.work_dir
-        self.log = log if (log and executor.is_root) else (lambda _msg: None)
+        # every line passes redact(): a URL's password or a secret from the environment
+        # never reaches the terminal, whoever calls the runner
+        self.log = (lambda msg: log(redact(msg))) if (log and executor.is_root) else (
+            lambda _msg: None)
         self.results: dict[str, dict[str, Any]] = {}
         self.lock = lock
         #: the stage being worked on, named by a disk error outside a shard task
@@ -278,7 +282,7 @@ class Runner:
             results = {}
             for p in plans:
                 self.log(f"[{p.node.id}] done earlier, skipped")
-                assert p.done is not None
+                assert p.done is not None  # noqa: S101 - invariant (skipped plans have one)
                 p.done["skipped"] = True
                 results[p.node.id] = p.done
             return results
@@ -346,7 +350,7 @@ class Runner:
     def _run_global(self, node: StageNode) -> dict[str, Any]:
         sdir = stage_dir(self.work_dir, node.id)
         stage = node.stage
-        assert isinstance(stage, GlobalStage)
+        assert isinstance(stage, GlobalStage)  # noqa: S101 - invariant (kind is "global")
         artifacts = self._upstream_artifacts(node)
         after = global_ancestors(self.pipe, node.id, self.results)
         files = self.ex.broadcast(param_files(stage, self.content) if self.ex.is_root else None)
@@ -366,7 +370,7 @@ class Runner:
         self._claim_outputs(node, artifacts)
         progress = Progress(node.id, enabled=self.ex.is_root, mode=self.pipe.config.progress)
         gctx = GlobalContext(
-            executor=self.ex, fingerprint=state, stage=stage, progress=progress,
+            executor=self.ex, fingerprint=state, stage=stage, progress=progress, log=self.log,
             stage_id=node.id, work_dir=self.work_dir, artifacts=artifacts,
             save_rejected=self.pipe.config.save_rejected, max_doc_bytes=self.pipe.max_doc_bytes,
         )
@@ -407,7 +411,7 @@ class Runner:
             "files": files,
             "stage": stage.name,
             "kind": stage.kind,
-            "params": stage.params,
+            "params": redact_value(stage.params),
             "inputs": node.inputs,
             "shards": [{"name": s.name, "path": s.path, "docs": s.docs, "bytes": s.bytes,
                         "key": s.key} for s in out],

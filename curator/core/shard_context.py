@@ -11,6 +11,7 @@ from typing import Any
 
 from curator.core.document import Document
 from curator.core.errors import ConfigError
+from curator.core.redact import redact_fast, redact_value
 from curator.storage.atomic import atomic_open, open_compressed_write
 from curator.storage.limits import DEFAULT_MAX_DOC_MB, mb_to_bytes
 from curator.storage.shards import RecordWriter, dumps
@@ -108,16 +109,23 @@ class ShardContext(StageContext):
     def reject(self, doc: Document, reason: str, **extra: Any) -> None:
         """Remove ``doc`` from the output; it goes to ``work_dir/rejected/<stage>/`` with the
         reason (and ``extra``, e.g. ``duplicate_of``)."""
+        reason = redact_fast(reason)
         self.rejected[reason] += 1
         self.rejected_by_source[f"{doc.meta.get('source', '-')}\t{reason}"] += 1
         if self.save_rejected:
             rec = doc.to_record()
-            rec["rejected"] = {"stage": self.stage_id, "reason": reason, **extra}
+            rec["rejected"] = {"stage": self.stage_id, "reason": reason, **{
+                k: redact_fast(v) if isinstance(v, str) else redact_value(v, env=True)
+                for k, v in extra.items()}}
             self._writer("rejected").write(rec)
 
     def quarantine(self, record: Any, reason: str, **where: Any) -> None:
         """Set aside an input record that could not be used (malformed line, bad WARC record).
         ``where`` locates it (file, line, offset)."""
+        # where it came from and why, without a URL's password or an environment secret (the
+        # record itself is input data, kept as it was)
+        reason = redact_fast(reason)
+        where = {k: redact_fast(v) if isinstance(v, str) else v for k, v in where.items()}
         self.quarantined[reason] += 1
         if isinstance(record, bytes):
             record = record.decode("utf-8", "replace")

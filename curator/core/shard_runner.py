@@ -34,6 +34,7 @@ import xxhash
 from curator.core.document import Document
 from curator.core.errors import CuratorError, StageError, fs_error_line
 from curator.core.identity import digest
+from curator.core.redact import redact, redact_value
 from curator.core.shard_context import (
     DEFAULT_MAX_DOC_BYTES,
     HIST_BINS,
@@ -306,7 +307,7 @@ def run_shard(task: ShardTask) -> list[dict[str, Any]]:
                 raise StageError(f"stage '{steps[0].stage_id}' is not a source")
             docs = source_docs(head.read(task.spec, ctx0))
         else:
-            assert task.input_path is not None
+            assert task.input_path is not None  # noqa: S101 - invariant (not a source task)
             docs = counted(read_shard(task.input_path))
         for k, st in enumerate(steps):
             if k:
@@ -376,7 +377,8 @@ def run_shard(task: ShardTask) -> list[dict[str, Any]]:
             c.close(ok=False)
         if os.environ.get("CURATOR_DEBUG"):
             raise
-        why = fs_error_line(e) or f"{type(e).__name__}: {e}"
+        # redacted here, on the worker: the message also lands in the worker's own log
+        why = redact(fs_error_line(e) or f"{type(e).__name__}: {e}")
         sid = steps[culprit[0] if culprit else 0].stage_id
         raise StageError(f"stage '{sid}' failed on shard '{task.name}': {why}") from e
     total = time.perf_counter() - t0
@@ -409,7 +411,7 @@ def run_shard(task: ShardTask) -> list[dict[str, Any]]:
             read = task.read if task.spec is not None else {"upstream": task.input_path}
         else:
             read = {"upstream": f"{steps[k - 1].stage_id} (fused)"}
-        markers.append({"fingerprint": st.fingerprint, "key": st.key, "read": read,
+        markers.append({"fingerprint": st.fingerprint, "key": st.key, "read": redact_value(read),
                         "files": ctxs[k].files, "stats": stats[k], "work_dir": task.work_dir})
     if last:
         markers[last]["group"] = markers[:last]

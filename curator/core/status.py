@@ -19,6 +19,7 @@ from curator.core.errors import CuratorError
 from curator.core.identity import describe_input_change, digest, explain
 from curator.core.lock import LOCK_NAME
 from curator.core.pipeline import Pipeline, StageNode
+from curator.core.redact import redact_value
 from curator.core.runner import (
     effective_fingerprint,
     files_changed,
@@ -165,7 +166,8 @@ def _node_status(pipe: Pipeline, node: StageNode, wd: str,
             continue
         redo += 1
         if marker and len(why) < 3:
-            why.append(f"{name}: " + (describe_input_change(marker.get("read"), read)
+            why.append(f"{name}: " + (describe_input_change(marker.get("read"),
+                                                            redact_value(read))
                                       if read is not None else "its upstream shard changed"))
     st.shards, st.redo = len(names), redo
     if config_changed:

@@ -232,9 +232,11 @@ class FuzzyDedup(GlobalStage):
         # Keys: <redis_key_prefix>:<stage tag>:<fingerprint tag>:<digest>. The stage tag names
         # (work_dir, stage id), so cleaning it also removes keys that a killed run with other
         # parameters (another fingerprint tag) left; short tags keep keys compact.
-        stage_tag = hashlib.sha1(f"{os.path.abspath(ctx.work_dir)}\0{ctx.stage_id}".encode())
+        stage_tag = hashlib.sha1(f"{os.path.abspath(ctx.work_dir)}\0{ctx.stage_id}".encode(),
+                                 usedforsecurity=False)
         stage_prefix = f"{self.redis_key_prefix}:{stage_tag.hexdigest()[:12]}:"
-        prefix = f"{stage_prefix}{hashlib.sha1(ctx.fingerprint.encode()).hexdigest()[:8]}:"
+        fp_tag = hashlib.sha1(ctx.fingerprint.encode(), usedforsecurity=False).hexdigest()[:8]
+        prefix = f"{stage_prefix}{fp_tag}:"
         from curator.dedup.backends.redis_cluster import buckets_for
 
         cfg = FuzzyConfig(

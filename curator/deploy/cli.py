@@ -33,6 +33,9 @@ def register(sub: Any) -> None:
                    "$CURATOR_TRITON_VENV or .venv-triton; create with scripts/setup_triton.sh)")
     s.add_argument("--runtime-dir", help="where the backend folder goes (default: "
                    "<repository>/../.triton-runtime)")
+    s.add_argument("--triton-arg", action="append", metavar="--FLAG=VALUE",
+                   help="an extra tritonserver flag, e.g. --triton-arg=--http-restricted-api="
+                   "model-repository,statistics:admin-key=$KEY (docs/deploy.md)")
     s.add_argument("--print-command", action="store_true",
                    help="print the command and environment instead of starting the server")
     s.set_defaults(func=cmd_serve)
@@ -54,13 +57,17 @@ def cmd_export(args: argparse.Namespace) -> int:
 def cmd_serve(args: argparse.Namespace) -> int:
     import shlex
 
-    from curator.deploy.serve import server_command
+    from curator.deploy.serve import exposure_warning, server_command
 
+    warning = exposure_warning(args.host, args.http_port, args.grpc_port)
+    if warning:
+        print(warning, file=sys.stderr, flush=True)
     repo = os.path.abspath(args.repository)
     runtime = args.runtime_dir or os.path.join(os.path.dirname(repo), ".triton-runtime")
     cmd, env = server_command(repo, runtime, http_port=args.http_port, grpc_port=args.grpc_port,
                               metrics_port=args.metrics_port, host=args.host,
                               venv=args.triton_venv)
+    cmd += list(args.triton_arg or [])
     if args.print_command:
         for k in ("LD_LIBRARY_PATH", "PYTHONPATH", "CURATOR_TRITON_SITE"):
             print(f"export {k}={shlex.quote(env[k])}")
@@ -68,5 +75,5 @@ def cmd_serve(args: argparse.Namespace) -> int:
         return 0
     print(f"starting Triton on {args.host}:{args.http_port} (HTTP), {args.grpc_port} (gRPC)",
           file=sys.stderr, flush=True)
-    os.execve(cmd[0], cmd, env)
+    os.execve(cmd[0], cmd, env)  # noqa: S606 - the venv's tritonserver, argv list, no shell
     return 0  # pragma: no cover - exec does not return

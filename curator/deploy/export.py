@@ -203,7 +203,8 @@ def export_repository(checkpoint: str, out_dir: str, *, tokenizer: dict[str, Any
     os.makedirs(parent, exist_ok=True)
     tmp = tempfile.mkdtemp(prefix=os.path.basename(out_dir) + ".tmp-", dir=parent)
     try:
-        os.chmod(tmp, 0o755)  # mkdtemp's 0700 would hide the repository from a server's user
+        # mkdtemp's 0700 would hide the repository from a server's user; it holds no secret
+        os.chmod(tmp, 0o755)  # noqa: S103 - world-readable on purpose (see above)
         summary = _write_repository(tmp, model, mc, it, tok, name, max_new_tokens,
                                     max_batch_size, instance_kind, instances,
                                     max_queue_delay_us, stop_at_eod)

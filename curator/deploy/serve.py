@@ -36,7 +36,7 @@ def _venv_info(venv: str) -> dict[str, str]:
             "'libdir': sysconfig.get_config_var('LIBDIR'), 'site': site.getsitepackages()[0], "
             "'pytriton': os.path.dirname(pytriton.__file__), "
             "'version': f'{sys.version_info[0]}.{sys.version_info[1]}'}))")
-    p = subprocess.run([py, "-c", code], capture_output=True, text=True)
+    p = subprocess.run([py, "-c", code], capture_output=True, text=True)  # noqa: S603 - venv python
     if p.returncode:
         raise InputError(f"{venv}: nvidia-pytriton is not installed there "
                          f"({p.stderr.strip()[-200:]}); run scripts/setup_triton.sh")
@@ -68,6 +68,18 @@ def prepare_server(runtime_dir: str, venv: str | None = None) -> tuple[list[str]
     cmd = [os.path.join(dist, "bin", "tritonserver"), f"--backend-directory={backends}",
            f"--cache-directory={os.path.join(dist, 'caches')}"]
     return cmd, env
+
+
+def exposure_warning(host: str, http_port: int, grpc_port: int) -> str | None:
+    """The warning for a server bound beyond loopback: Triton has no authentication, so
+    anyone who reaches the port can run inference (and read model metadata and statistics)."""
+    from curator.core.tls import is_loopback
+
+    if is_loopback(host):
+        return None
+    return (f"warning: Triton has no authentication: anyone who can reach {host}:{http_port} "
+            f"(HTTP) or :{grpc_port} (gRPC) can query the model and read its statistics; keep "
+            "it on 127.0.0.1 behind an authenticating reverse proxy (docs/deploy.md)")
 
 
 def server_command(repository: str, runtime_dir: str, *, http_port: int = 8000,

@@ -141,7 +141,7 @@ def _load_task_arrays(path: str) -> dict[int, np.ndarray]:
     got = _ARRAYS.get(path)
     if got is None:
         try:
-            with np.load(path) as z:
+            with np.load(path, allow_pickle=False) as z:
                 got = {int(k[3:]): z[k] for k in z.files}
         except (OSError, ValueError) as e:
             raise InputError(f"decontaminate: n-gram file '{path}' is unreadable ({e}); "

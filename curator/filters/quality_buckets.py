@@ -107,7 +107,7 @@ def _edges_task(keys: tuple[str, ...], resolution: int, samples: list[_Sample]
     for i, k in enumerate(keys):
         parts = []
         for s in samples:
-            with np.load(s.path) as z:
+            with np.load(s.path, allow_pickle=False) as z:
                 parts.append(z[f"k{i}"])
         v = np.concatenate(parts) if parts else np.zeros(0)
         out[k] = np.quantile(v, qs).tolist() if v.size else []

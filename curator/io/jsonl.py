@@ -176,7 +176,7 @@ def iter_lines(path: str, ctx: ShardContext, start: int | None = None, end: int 
         return
     lineno, pos = 0, 0
     try:
-        with open_compressed_read(path) as fh:
+        with open_compressed_read(path, storage_options) as fh:
             for off, line, n in iter_capped_lines(line_reader(fh), cap):
                 lineno += 1
                 if off == 0 and line is not None and line.startswith(_BOM):

@@ -84,7 +84,7 @@ def atomic_open(path: str, mode: str = "wb") -> Iterator[IO[Any]]:
 
 
 def _host_tag() -> str:
-    return hashlib.sha1(socket.gethostname().encode()).hexdigest()[:8]
+    return hashlib.sha1(socket.gethostname().encode(), usedforsecurity=False).hexdigest()[:8]
 
 
 _HOST = _host_tag()
@@ -162,10 +162,11 @@ def open_compressed_write(path: str) -> Iterator[IO[bytes]]:
 
 
 @contextlib.contextmanager
-def open_compressed_read(path: str) -> Iterator[IO[bytes]]:
+def open_compressed_read(path: str, storage_options: dict[str, Any] | None = None
+                         ) -> Iterator[IO[bytes]]:
     """Binary reader through fsspec that decompresses according to the file name."""
     comp = compression_of(path)
-    with fsspec.open(path, "rb") as raw:
+    with fsspec.open(path, "rb", **(storage_options or {})) as raw:
         if comp == "gzip":
             with gzip.GzipFile(fileobj=raw, mode="rb") as gz:
                 yield gz  # type: ignore[misc]

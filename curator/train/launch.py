@@ -48,7 +48,7 @@ def run_torchrun(cfg: TrainConfig, nproc_per_node: int,
     env.setdefault("OMP_NUM_THREADS", str(max(1, cfg.num_threads or 1)))
     if log:
         log("train: " + " ".join(shlex.quote(c) for c in cmd))
-    proc = subprocess.run(cmd, env=env)
+    proc = subprocess.run(cmd, env=env)  # noqa: S603 - torchrun from this venv, no shell
     if proc.returncode:
         raise CuratorError(f"train: torchrun exited with status {proc.returncode} (see the rank "
                            "logs above); rerun the same command to resume from the last "
@@ -116,5 +116,7 @@ def write_sbatch(cfg: TrainConfig, out: str, **kw: Any) -> str:
 
     with atomic_open(out, "w") as f:
         f.write(text)
-    os.chmod(out, 0o755)
+    # chmod +x: execute where the file may be read (atomic_open wrote it per the umask)
+    mode = os.stat(out).st_mode
+    os.chmod(out, mode | ((mode & 0o444) >> 2))
     return out

@@ -79,6 +79,53 @@ def _save(path: str, state: dict[str, Any]) -> None:
         raise err from None
 
 
+def unsafe_cache_files(cache: str) -> list[str]:
+    """Files of megatron's dataset index cache that are not plain numpy arrays. Megatron loads
+    them with ``numpy.load(allow_pickle=True)``, which unpickles (runs) any file that is not
+    an ``.npy`` array, so only arrays without Python objects may stay."""
+    import numpy as np
+
+    bad = []
+    for root, _dirs, files in os.walk(cache):
+        for name in files:
+            if not name.endswith(".npy"):
+                continue
+            path = os.path.join(root, name)
+            try:
+                with open(path, "rb") as f:
+                    fmt = np.lib.format
+                    read = (fmt.read_array_header_1_0 if fmt.read_magic(f) == (1, 0)
+                            else fmt.read_array_header_2_0)
+                    dtype = read(f)[2]
+                ok = not dtype.hasobject
+            except (OSError, ValueError):
+                ok = False
+            if not ok:
+                bad.append(path)
+    return sorted(bad)
+
+
+def load_checkpoint(path: str, map_location: Any = "cpu") -> dict[str, Any]:
+    """A checkpoint file read without running code: ``torch.load(weights_only=True)`` unpickles
+    only tensors and plain containers (what our checkpoints hold: state dicts, the config and
+    model_config dicts, the RNG state), so a file from elsewhere cannot run anything. One that
+    holds more is refused with one line naming it."""
+    import pickle
+
+    try:
+        state = torch.load(path, map_location=map_location, weights_only=True)
+    except pickle.UnpicklingError as e:
+        why = str(e).split("\n")[0].strip().rstrip(".")
+        raise InputError(f"{path}: not loaded: it holds more than tensors and plain values "
+                         f"(torch.load weights_only: {why[:200]})") from None
+    except (RuntimeError, EOFError) as e:  # not a torch file, truncated
+        raise InputError(f"{path}: not a readable checkpoint ({type(e).__name__}: "
+                         f"{str(e).splitlines()[0][:200] if str(e) else 'empty'})") from None
+    if not isinstance(state, dict):
+        raise InputError(f"{path}: not a curator checkpoint (a {type(state).__name__})")
+    return state
+
+
 def _write_tracker(save: str, iteration: int) -> None:
     with atomic_open(os.path.join(save, TRACKER), "w") as f:
         f.write(str(iteration))
@@ -117,7 +164,7 @@ def load_model_state(checkpoint_dir: str) -> tuple[dict[str, Any], dict[str, Any
     path = checkpoint_file(checkpoint_dir, it)
     if not os.path.exists(path):
         raise InputError(f"{path}: missing; export needs a TP=1, PP=1 checkpoint")
-    state = torch.load(path, map_location="cpu", weights_only=False)
+    state = load_checkpoint(path)
     return state["model"], state["model_config"], it
 
 
@@ -193,8 +240,15 @@ def _train(cfg: TrainConfig, blend: Any, bookends: list[Any], layout: ParallelLa
     gb = cfg.global_batch_size
     n_evals = cfg.train_iters // cfg.eval_interval + 1 if cfg.eval_interval else 0
     sizes = [cfg.train_iters * gb, n_evals * cfg.eval_iters * gb, 0]
-    train_ds, valid_ds, _ = build_datasets(cfg, blend, bookends, sizes,
-                                           os.path.join(save, "dataset_cache"))
+    cache = os.path.join(save, "dataset_cache")
+    if rank == 0:
+        for path in unsafe_cache_files(cache):
+            os.unlink(path)
+            if log:
+                log(f"train: {path}: not a plain numpy array (megatron would unpickle it); "
+                    "removed, the index is rebuilt")
+    dist.barrier()
+    train_ds, valid_ds, _ = build_datasets(cfg, blend, bookends, sizes, cache)
     if len(train_ds) == 0:
         raise ConfigError(f"train: the blend yields no {cfg.seq_length}-token training samples")
 
@@ -222,7 +276,7 @@ def _train(cfg: TrainConfig, blend: Any, bookends: list[Any], layout: ParallelLa
     start = 0
     resumed_from = latest_iteration(save)
     if resumed_from is not None:
-        state = torch.load(ckpt(resumed_from), map_location=device, weights_only=False)
+        state = load_checkpoint(ckpt(resumed_from), map_location=device)
         old = state["config"]
         diff = [k for k in RESUME_KEYS if old.get(k) != cfg.to_dict()[k]]
         if diff:

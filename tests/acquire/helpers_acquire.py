@@ -28,7 +28,8 @@ class Mirror:
     * ``("stall", n)``: send ``n`` bytes, then stop sending until the test ends;
     * ``"ignore_range"``: answer 200 with the whole file even if a Range was asked;
     * ``"gzip_encoding"``: label a ``.gz`` body ``Content-Encoding: gzip`` (misconfigured
-      mirrors do; a client that decodes it saves the wrong bytes).
+      mirrors do; a client that decodes it saves the wrong bytes);
+    * ``("redirect", location)``: answer 302 with that ``Location``.
     """
 
     def __init__(self, root: str) -> None:
@@ -73,6 +74,13 @@ class Mirror:
         if os.path.isdir(full) or (fault is None and not os.path.isfile(full)):
             self.log.append((path, rng, 200 if os.path.isdir(full) else 404))
             SimpleHTTPRequestHandler.do_GET(h)
+            return
+        if isinstance(fault, tuple) and fault[0] == "redirect":
+            self.log.append((path, rng, 302))
+            h.send_response(302)
+            h.send_header("Location", fault[1])
+            h.send_header("Content-Length", "0")
+            h.end_headers()
             return
         if isinstance(fault, str) and fault.isdigit():
             self.log.append((path, rng, int(fault)))

@@ -277,3 +277,62 @@ def test_warc_parsers_read_no_more_than_the_cap(tmp_path) -> None:
     for parse in (_fastwarc_records, _warcio_records):
         recs = [r for r in parse(io.BytesIO(raw), "x.warc", None, 1000) if not isinstance(r, str)]
         assert [len(r.body) for r in recs] == [1001], parse.__name__
+
+
+# -- a hostile index on a mirror (issue 28): only objects under the mirror, http(s) only ---------
+
+def _cc_with_listing(mirror: Mirror, entries: list[str]) -> list[str]:
+    from helpers_acquire import PROSE, cc_mirror_tree, page, warc_response
+
+    rels = cc_mirror_tree(mirror.root, "CC-MAIN-2024-10", [
+        [warc_response("https://a.example/", page("A", PROSE).encode())]])
+    listing = Path(mirror.root) / "crawl-data/CC-MAIN-2024-10/warc.paths.gz"
+    listing.write_bytes(gzip.compress(("\n".join([rels[0], *entries]) + "\n").encode()))
+    return rels
+
+
+_URL = "names a URL or scheme, not a path under the mirror"
+
+
+@pytest.mark.parametrize(("entry", "why"), [
+    ("file:///etc/passwd", _URL),
+    ("s3://someone-elses-bucket/x.warc.gz", _URL),
+    ("http://169.254.169.254/latest/meta-data/x.warc.gz", _URL),
+    ("/etc/passwd", "is an absolute or local path"),
+    ("../../../../outside.warc.gz", "climbs out of the mirror with '..'"),
+    ("crawl-data/x/../../../../../outside.warc.gz", "climbs out of the mirror with '..'"),
+])
+def test_hostile_listing_entry_is_refused_before_any_fetch(tmp_path, mirror: Mirror, entry: str,
+                                                           why: str) -> None:
+    from curator.core.errors import InputError
+
+    _cc_with_listing(mirror, [entry])
+    work = tmp_path / "work"
+    listing_url = f"{mirror.url}/crawl-data/CC-MAIN-2024-10/warc.paths.gz"
+    with pytest.raises(InputError) as e:
+        run_pipeline(str(work), [{"common_crawl": {
+            "snapshot": "CC-MAIN-2024-10", "base_url": mirror.url, "backoff_s": 0.01,
+            "download_dir": str(tmp_path / "dl" / "a" / "b")}, "id": "cc"}])
+    assert str(e.value) == (f"{listing_url}: refusing entry {entry!r}: it {why}; an index may "
+                            f"only name files under {mirror.url}")
+    # nothing but the listing was asked for, and nothing written outside the download folder
+    assert [r[0] for r in mirror.log] == ["/crawl-data/CC-MAIN-2024-10/warc.paths.gz"]
+    assert not list(tmp_path.rglob("outside.warc.gz"))
+
+
+def test_redirect_to_another_scheme_is_refused_and_http_redirects_followed(
+        tmp_path, mirror: Mirror) -> None:
+    from curator.acquire.download import DownloadError, fetch
+
+    rels = _cc_with_listing(mirror, [])
+    mirror.faults[rels[0]] = [("redirect", "file:///etc/passwd")]
+    with pytest.raises(DownloadError) as e:
+        fetch(f"{mirror.url}/{rels[0]}", str(tmp_path / "a.warc.gz"), retries=0)
+    assert str(e.value) == (f"{mirror.url}/{rels[0]}: redirected to 'file:///etc/passwd', not "
+                            "an http(s) URL; refused")
+    assert not (tmp_path / "a.warc.gz").exists()
+    # an http redirect (a mirror moving a file) is still followed
+    mirror.faults["moved.warc.gz"] = [("redirect", f"/{rels[0]}")]
+    res = fetch(f"{mirror.url}/moved.warc.gz", str(tmp_path / "b.warc.gz"), retries=0)
+    assert (tmp_path / "b.warc.gz").read_bytes() == (Path(mirror.root) / rels[0]).read_bytes()
+    assert res.attempts == 1

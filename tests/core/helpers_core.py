@@ -12,7 +12,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-from curator import Document, FilePath, GlobalStage, Shard, filter, modifier
+from curator import Document, FilePath, Filter, GlobalStage, Shard, filter, modifier
 from curator.core.context import GlobalContext, ShardContext
 from curator.storage.shards import read_shard
 
@@ -84,6 +84,42 @@ def crash_on_id(doc: Document, id: str = "", marker: str = "") -> bool:
             f.write("crashed")
         os.kill(os.getpid(), signal.SIGKILL)
     return True
+
+
+class LeakyReason(Filter):
+    """Test helper (tests/security): rejects short documents with a reason that quotes the
+    value of the environment variable ``env``, as a client library's error message might, and
+    takes a secret-named parameter ``api_password`` it never uses."""
+
+    name = "leaky_reason"
+
+    def __init__(self, env: str = "CURATOR_TEST_API_TOKEN", api_password: str = "",
+                 min_words: int = 10, fail_on: str = "") -> None:
+        self.env, self.min_words, self.fail_on = env, min_words, fail_on
+
+    def check(self, doc: Document) -> str | None:
+        if self.fail_on and doc.id == self.fail_on:  # a client library's error, secret and all
+            raise RuntimeError(f"https://alice:{os.environ.get('CURATOR_TEST_URL_PW', '')}@"
+                               f"api.example/ refused token {os.environ.get(self.env, '')}")
+        if len(doc.text.split()) < self.min_words:
+            return f"service refused token {os.environ.get(self.env, '')}"
+        return None
+
+
+def _leak(_item: int) -> None:
+    raise RuntimeError(f"https://alice:{os.environ.get('CURATOR_TEST_URL_PW', '')}@api.example/"
+                       f" refused token {os.environ.get('CURATOR_TEST_API_TOKEN', '')}")
+
+
+class LeakyPhase(GlobalStage):
+    """Test helper (tests/security): a phase whose task fails with a client library's error
+    that quotes a URL password and an environment secret (not a curator error)."""
+
+    name = "leaky_phase"
+
+    def run(self, shards: list[Shard], ctx: GlobalContext) -> list[Shard]:
+        ctx.map(_leak, [0], phase="leak")
+        return ctx.passthrough(shards)
 
 
 class TagShard(GlobalStage):

@@ -215,13 +215,14 @@ def test_curator_imports_have_no_cycle() -> None:
 #: module must have one, so a new core module is placed on purpose (docs/architecture.md).
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("errors/document", ("curator.core.errors", "curator.core.document", "curator.text",
-                         "curator.core")),
+                         "curator.core.redact", "curator.core")),
     ("storage", ("curator.storage",)),
     ("stage/context", ("curator.core.identity", "curator.core.lock", "curator.core.progress",
                        "curator.core.stage", "curator.core.context", "curator.core.usage",
                        "curator.core.shard_context", "curator.core.shard_runner")),
     ("registry", ("curator.core.registry",)),
-    ("pipeline/executors", ("curator.core.pipeline", "curator.core.executors")),
+    ("pipeline/executors", ("curator.core.pipeline", "curator.core.executors",
+                            "curator.core.tls")),
     ("runner/report", ("curator.core.runner", "curator.core.report", "curator.core.status")),
     ("stage families", tuple(FAMILIES)),
     ("cli", ("curator", "curator.cli", "curator.api", "curator.__main__",

@@ -296,8 +296,8 @@ def test_tokenize_phase_saved_as_dicts_by_an_earlier_curator_still_merges(tmp_pa
     """A run killed after the tokenize phase by a curator whose phase results were plain
     dicts resumes with this one: same corpus_stats as a clean run."""
     import dataclasses
-    import pickle
 
+    from curator.storage import sealed
     from curator.tokenize import megatron_shards as ms
 
     stages = [{"read_jsonl": {"paths": corpus["web"][0], "source": "web"}, "id": "web"},
@@ -313,11 +313,15 @@ def test_tokenize_phase_saved_as_dicts_by_an_earlier_curator_still_merges(tmp_pa
             run_pipeline(stages, tmp_path / "w")
     phases = list((tmp_path / "w" / "stages" / "mega" / "_phases" / "tokenize").iterdir())
     assert phases
+    key = sealed.work_dir_key(str(tmp_path / "w"))  # phase files are sealed (docs/security.md)
     for p in phases:  # rewrite the saved results the way the earlier curator saved them
-        fp, res = pickle.loads(p.read_bytes())
+        label = f"mega/tokenize/{p.stem}"
+        fp, res = sealed.load(str(p), key, label)
         res["groups"] = {g: dataclasses.asdict(gs) for g, gs in res["groups"].items()}
-        p.write_bytes(pickle.dumps((fp, res)))
+        sealed.dump(str(p), (fp, res), key, label)
+    inodes = {p: p.stat().st_ino for p in phases}
     resumed = stage_artifacts(run_pipeline(stages, tmp_path / "w"), "mega")
+    assert {p: p.stat().st_ino for p in phases} == inodes  # used, not recomputed
     clean = stage_artifacts(run_pipeline(stages, tmp_path / "clean"), "mega")
     assert resumed["corpus_stats"] == clean["corpus_stats"]
     assert resumed["corpus_stats"]["web"]["documents"] == len(corpus["web"][1])

@@ -195,3 +195,26 @@ def test_serve_print_command(repository: str, triton_venv: str, tmp_path, capsys
     assert any(x.startswith("export LD_LIBRARY_PATH=") and "nvidia_pytriton.libs" in x
                for x in lines)
     assert main(["serve", str(tmp_path / "nope"), "--print-command"]) == 1
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "192.0.2.10", "127.0.0.1", "localhost"])
+def test_serve_on_a_network_address_warns_that_triton_has_no_auth(host: str, triton_venv: str,
+                                                                  tmp_path) -> None:
+    from helpers import run_cli
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    p = run_cli("serve", str(repo), "--host", host, "--triton-venv", triton_venv,
+                "--runtime-dir", str(tmp_path / "rt"), "--print-command",
+                "--triton-arg=--http-restricted-api=model-repository,statistics:admin-key=k1")
+    assert f"--http-address={host}" in p.stdout
+    assert p.stdout.splitlines()[-1].endswith(
+        "--http-restricted-api=model-repository,statistics:admin-key=k1")
+    warnings = [ln for ln in p.stderr.splitlines() if ln.startswith("warning:")]
+    if host.startswith("127.") or host == "localhost":
+        assert warnings == []
+    else:
+        assert warnings == [
+            f"warning: Triton has no authentication: anyone who can reach {host}:8000 (HTTP) "
+            "or :8001 (gRPC) can query the model and read its statistics; keep it on "
+            "127.0.0.1 behind an authenticating reverse proxy (docs/deploy.md)"]

@@ -103,7 +103,7 @@ def test_megatron_reads_blend_and_loss_falls(blend_path: str, tmp_path) -> None:
     ck = tmp_path / "ck"
     assert (ck / "latest_checkpointed_iteration.txt").read_text() == "30"
     state = torch.load(ck / "iter_0000030" / "mp_rank_00" / "model_optim_rng.pt",
-                       weights_only=False)
+                       weights_only=True)
     assert state["iteration"] == 30 and state["model_config"]["vocab_size"] == vocab
     print(f"CPU smoke run: {s['tokens_per_second']:.0f} tokens/s")
 

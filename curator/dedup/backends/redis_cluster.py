@@ -30,6 +30,7 @@ a TLS failure and a node that is down each have their own.
 from __future__ import annotations
 
 import binascii
+import contextlib
 import math
 import os
 import re
@@ -703,10 +704,8 @@ class RedisBucketStore:
 
     def close(self) -> None:
         if self._rc is not None:
-            try:
+            with contextlib.suppress(Exception):  # closing a broken connection may fail too
                 self._rc.close()
-            except Exception:
-                pass
             self._rc = None
 
 

@@ -78,26 +78,98 @@ def decode_html(body: bytes, content_type: str | None = None) -> tuple[str, str]
     raise DecodeError(f"no charset decodes the page (tried {', '.join(tried)})")
 
 
-def _trafilatura(html: str) -> str:
-    import trafilatura
+Balance = Literal["precision", "default", "recall"]
+
+# Elements that documentation generators add for navigation, not content: Sphinx's and
+# MkDocs' "¶" permalinks, rustdoc's "Expand description" toggle, "§" anchors and "source"
+# links, Javadoc's "Skip navigation links", MkDocs' "Skip to content" and copy buttons,
+# Doxygen's "More..." links to the details section.
+_UI_XPATH = (
+    "//a[contains(concat(' ', normalize-space(@class), ' '), ' headerlink ')]"
+    " | //summary[contains(@class, 'hideme')]"
+    " | //a[contains(concat(' ', normalize-space(@class), ' '), ' anchor ')]"
+    "[string-length(normalize-space()) <= 2]"
+    " | //a[contains(@class, 'srclink') or (@class = 'src' and normalize-space() = 'source')]"
+    " | //*[contains(@class, 'skipNav') or contains(@class, 'skip-nav')"
+    " or contains(@class, 'md-skip') or contains(@class, 'md-clipboard')]"
+    " | //a[@href = '#details' and normalize-space() = 'More...']"
+)
+# The same strings when they reach the text some other way (one line of their own).
+_UI_LINES = frozenset({"Expand description", "Collapse description", "Skip navigation links",
+                       "Skip to content", "Skip to main content", "More...", "[src]", "source",
+                       "¶", "§", "Copy", "Copy to clipboard", "Hide whitespace changes"})
+_PERMALINK_TAIL = re.compile(r"[ \t]*[¶§]$")
+_PREFORMATTED = ("pre", "textarea", "code", "listing", "xmp", "plaintext")
+_HARD_BREAK = re.compile(r"[ \t\r\f\v]*\n\s*")
+_TABLE_RULE = re.compile(r"^\|(\s*:?-+:?\s*\|)+\s*$")
+
+
+def _prepare_tree(tree: object, shape: bool) -> None:
+    """Edit the parsed page before trafilatura sees it (one parse serves every step)."""
     from lxml.etree import strip_tags
+
+    # Syntax highlighting makes every token of a code block a <span>; trafilatura's XPath
+    # pruning visits each one. Merging them into their <pre>/<code> first keeps the same text
+    # (and the code's line breaks, which trafilatura loses on some highlighted blocks) at a
+    # fifth less time.
+    for el in tree.iter("pre", "code"):  # type: ignore[attr-defined]
+        strip_tags(el, "span")
+    for el in tree.xpath(_UI_XPATH):  # type: ignore[attr-defined]
+        el.drop_tree()
+    if not shape:
+        return
+    # A browser renders a newline inside a paragraph as a space: hard-wrapped HTML source
+    # (Sphinx, man pages, many CMSs) otherwise leaves sentence fragments one per line, which
+    # line-based filters and line dedup then judge. <pre> and code keep their lines.
+    keep: set[object] = set()
+    for el in tree.iter(*_PREFORMATTED):  # type: ignore[attr-defined]
+        keep.update(el.iter())
+    for el in tree.iter():  # type: ignore[attr-defined]
+        if el in keep:
+            if el.tag in _PREFORMATTED and el.tail and "\n" in el.tail:
+                el.tail = _HARD_BREAK.sub(" ", el.tail)
+            continue
+        if el.text and "\n" in el.text:
+            el.text = _HARD_BREAK.sub(" ", el.text)
+        if el.tail and "\n" in el.tail:
+            el.tail = _HARD_BREAK.sub(" ", el.tail)
+
+
+def _shape_text(text: str) -> str:
+    """Tables as tab-separated cells (trafilatura writes Markdown pipes, which Gopher's
+    alpha-words rule counts as symbol words), no separator rows, no UI strings, no "¶"."""
+    out = []
+    for line in text.split("\n"):
+        s = line.strip()
+        if s.startswith("|") and s.endswith("|") and len(s) > 1:
+            if _TABLE_RULE.match(s):
+                continue
+            line = "\t".join(c.strip() for c in s[1:-1].split(" | "))
+        elif s in _UI_LINES:
+            continue
+        elif s.endswith(("¶", "§")):
+            line = _PERMALINK_TAIL.sub("", line)
+        out.append(line)
+    return "\n".join(out)
+
+
+def _trafilatura(html: str, fast: bool = False, balance: Balance = "default",
+                 include_comments: bool = False, include_tables: bool = True,
+                 shape: bool = True) -> str:
+    import trafilatura
     from trafilatura.utils import load_html
 
     tree = load_html(html)  # what trafilatura.extract does with a string
     if tree is None:
         return ""
-    # Syntax highlighting makes every token of a code block a <span>; trafilatura's XPath
-    # pruning visits each one. Merging them into their <pre>/<code> first keeps the same text
-    # (and the code's line breaks, which trafilatura loses on some highlighted blocks) at a
-    # fifth less time; gold-text F1 is equal or higher (bench/extraction_quality.py).
-    for el in tree.iter("pre", "code"):
-        strip_tags(el, "span")
+    _prepare_tree(tree, shape)
     # deduplicate=False: trafilatura's dedup cache is per process state, so its output would
     # depend on which documents a worker saw before (and on the worker count).
-    # fast=True skips the readability/jusText fallback comparison: same token F1 against gold
-    # in precision mode, a third less time.
-    return trafilatura.extract(tree, fast=True, favor_precision=True, include_comments=False,
-                               deduplicate=False) or ""
+    text = trafilatura.extract(tree, fast=fast, favor_precision=balance == "precision",
+                               favor_recall=balance == "recall",
+                               include_comments=include_comments,
+                               include_tables=include_tables, deduplicate=False) or ""
+    return _shape_text(text) if shape else text
 
 
 def _resiliparse(html: str) -> str:
@@ -161,15 +233,41 @@ def prepare(extractor: str) -> None:
     _PREPARED.add(extractor)
 
 
-def extract_text(html: str, extractor: Extractor = "trafilatura",
-                 timeout_s: float | None = None) -> str:
+#: Fall back to resiliparse when trafilatura keeps fewer words than this share of what
+#: resiliparse's main-content walk finds (0: only when trafilatura finds nothing).
+FALLBACK_RATIO = 0.0
+
+
+def _words(text: str) -> int:
+    return len(text.split())
+
+
+def extract_text(html: str, extractor: Extractor = DEFAULT_EXTRACTOR,
+                 timeout_s: float | None = None, *, fast: bool = False,
+                 balance: Balance = "default", include_comments: bool = False,
+                 include_tables: bool = True, fallback: bool = True,
+                 shape: bool = True) -> str:
     """Main text of an HTML page ('' when there is none). Raises :class:`ExtractTimeout`
-    after ``timeout_s`` seconds."""
+    after ``timeout_s`` seconds.
+
+    The keyword options apply to trafilatura (docs/extract.md gives their measured F1 and
+    speed): ``fast`` skips its readability/jusText fallbacks; ``balance`` is its
+    precision/recall trade-off; ``fallback`` takes resiliparse's text when trafilatura
+    finds none; ``shape`` joins hard-wrapped lines inside a paragraph, writes table cells
+    tab-separated and drops documentation generators' UI strings."""
     fn = EXTRACTORS[extractor]
     prepare(extractor)
     with time_limit(timeout_s):
-        text = fn(html)
-    return text.strip()
+        if extractor != "trafilatura":
+            return fn(html).strip()
+        text = _trafilatura(html, fast, balance, include_comments, include_tables,
+                            shape).strip()
+        if fallback and (not text or FALLBACK_RATIO > 0):
+            prepare("resiliparse")
+            alt = _resiliparse(html).strip()
+            if _words(text) < FALLBACK_RATIO * _words(alt) or not text:
+                text = alt
+    return text
 
 
 class ExtractHtml(ShardStage):

@@ -165,6 +165,9 @@ def configs() -> dict[str, Callable[[str], str]]:
         "curator fast": cur(fast=True),
         "curator precision": cur(balance="precision"),
         "curator recall": cur(balance="recall"),
+        "curator fast+recall": cur(fast=True, balance="recall"),
+        "curator fast+precision": cur(fast=True, balance="precision"),
+        "curator default balance": cur(balance="default"),
         "curator no fallback": cur(fallback=False),
         "curator raw shape": cur(shape=False),
         "trafilatura no comments": _traf(include_comments=False),
@@ -199,14 +202,16 @@ def _mean(xs: list[float]) -> float:
 
 
 def report(results: list[Result], by: list[str]) -> None:
-    print(f"{'config':38s} {'pages':>5s} {'F1':>6s} {'95% CI':>13s} {'prec':>6s} "
-          f"{'recall':>6s} {'empty':>6s} {'ms/page':>8s}")
+    print(f"{'config':38s} {'pages':>5s} {'F1':>6s} {'95% CI':>15s} {'prec':>6s} "
+          f"{'recall':>6s} {'empty':>6s} {'ms/page':>8s}   F1 - first row [95% CI, paired]")
     for res in results:
         lo, hi = bootstrap(res.f)
         n = len(res.f)
+        diff = [a - b for a, b in zip(res.f, results[0].f)]
+        dlo, dhi = bootstrap(diff)
         print(f"{res.config:38s} {n:5d} {_mean(res.f):6.3f} [{lo:.3f}, {hi:.3f}] "
               f"{_mean(res.p):6.3f} {_mean(res.r):6.3f} {100 * sum(res.empty) / n:5.1f}% "
-              f"{1000 * _mean(res.cpu_s):8.1f}")
+              f"{1000 * _mean(res.cpu_s):8.1f}   {_mean(diff):+.3f} [{dlo:+.3f}, {dhi:+.3f}]")
     for key in by:
         groups = sorted({getattr(p, key) for p in results[0].pages},
                         key=lambda g: -sum(getattr(p, key) == g for p in results[0].pages))

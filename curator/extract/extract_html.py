@@ -92,14 +92,14 @@ _UI_XPATH = (
     " | //a[contains(@class, 'srclink') or (@class = 'src' and normalize-space() = 'source')]"
     " | //*[contains(@class, 'skipNav') or contains(@class, 'skip-nav')"
     " or contains(@class, 'md-skip') or contains(@class, 'md-clipboard')]"
-    " | //a[@href = '#details' and normalize-space() = 'More...']"
+    " | //a[normalize-space() = 'More...' and contains(@href, '#')]"
 )
 # The same strings when they reach the text some other way (one line of their own).
 _UI_LINES = frozenset({"Expand description", "Collapse description", "Skip navigation links",
                        "Skip to content", "Skip to main content", "More...", "[src]", "source",
                        "¶", "§", "Copy", "Copy to clipboard", "Hide whitespace changes"})
 _PERMALINK_TAIL = re.compile(r"[ \t]*[¶§]$")
-_PREFORMATTED = ("pre", "textarea", "code", "listing", "xmp", "plaintext")
+_PREFORMATTED = ("pre", "textarea", "listing", "xmp", "plaintext")
 _HARD_BREAK = re.compile(r"[ \t\r\f\v]*\n\s*")
 _TABLE_RULE = re.compile(r"^\|(\s*:?-+:?\s*\|)+\s*$")
 
@@ -124,10 +124,11 @@ def _prepare_tree(tree: object, shape: bool) -> None:
     keep: set[object] = set()
     for el in tree.iter(*_PREFORMATTED):  # type: ignore[attr-defined]
         keep.update(el.iter())
+    for el in tree.iter("code"):  # type: ignore[attr-defined]
+        if el not in keep and "\n" in el.text_content():  # a code block styled as <pre>
+            keep.update(el.iter())
     for el in tree.iter():  # type: ignore[attr-defined]
-        if el in keep:
-            if el.tag in _PREFORMATTED and el.tail and "\n" in el.tail:
-                el.tail = _HARD_BREAK.sub(" ", el.tail)
+        if el in keep:  # (a tail after a block of code is left as it is too)
             continue
         if el.text and "\n" in el.text:
             el.text = _HARD_BREAK.sub(" ", el.text)
@@ -243,8 +244,8 @@ def _words(text: str) -> int:
 
 
 def extract_text(html: str, extractor: Extractor = DEFAULT_EXTRACTOR,
-                 timeout_s: float | None = None, *, fast: bool = False,
-                 balance: Balance = "default", include_comments: bool = False,
+                 timeout_s: float | None = None, *, fast: bool = True,
+                 balance: Balance = "recall", include_comments: bool = False,
                  include_tables: bool = True, fallback: bool = True,
                  shape: bool = True) -> str:
     """Main text of an HTML page ('' when there is none). Raises :class:`ExtractTimeout`

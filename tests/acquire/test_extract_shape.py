@@ -1,0 +1,76 @@
+"""Text shape of the default extraction on real documentation pages (tests/acquire/data/docpages,
+origins in SOURCES.md there): one paragraph per line, code keeps its lines, tables as
+tab-separated cells, no UI strings of documentation generators."""
+
+from __future__ import annotations
+
+import gzip
+import os
+
+from curator.extract.extract_html import extract_text
+
+DATA = os.path.join(os.path.dirname(__file__), "data", "docpages")
+
+
+def _page(name: str) -> str:
+    with gzip.open(os.path.join(DATA, f"{name}.html.gz"), "rt", encoding="utf-8") as f:
+        return f.read()
+
+
+def _lines(text: str) -> list[str]:
+    return [line.strip() for line in text.split("\n")]
+
+
+def test_sphinx_paragraphs_are_one_line_and_code_keeps_its_lines() -> None:
+    text = extract_text(_page("sphinx-python-json"))
+    # the source wraps this sentence after "library" (a <code> link follows)
+    assert ("json exposes an API familiar to users of the standard library marshal and "
+            "pickle modules.") in _lines(text)
+    assert ">>> import json\n>>> json.dumps(['foo', {'bar': ('baz', None, 1.0, 2)}])" in text
+    assert "¶" not in text  # Sphinx's permalinks
+    assert _lines(text)[0] == "json — JSON encoder and decoder"
+
+
+def test_mkdocs_paragraphs_joined_pre_kept() -> None:
+    text = extract_text(_page("mkdocs-writing-your-docs"))
+    assert ("Your documentation source should be written as regular Markdown files (see "
+            "Writing with Markdown below), and placed in the documentation directory.") in text
+    assert "mkdocs.yml\ndocs/\n    index.md\n" in text
+    # no heading ends in its permalink sign (the page's prose mentions "¶" once, that stays)
+    assert not any(line.endswith("¶") for line in _lines(text))
+    assert "Skip to content" not in text
+
+
+def test_doxygen_tables_tab_separated_and_more_links_dropped() -> None:
+    text = extract_text(_page("doxygen-jsoncpp-streamwriter"))
+    lines = _lines(text)
+    assert "virtual int\twrite (Value const &root, OStream *sout)=0" in lines
+    assert not any(line.startswith("|") for line in lines)  # no Markdown pipes
+    assert "More..." not in text
+    # the code example of the class description keeps its lines
+    assert "writer->write(value, &std::cout);\n" in text
+
+
+def test_javadoc_description_kept_whole() -> None:
+    """favor_precision dropped the first sentence of the description."""
+    text = extract_text(_page("javadoc-inject"))
+    assert "Identifies injectable constructors, methods, and fields." in text
+    assert "Skip navigation links" not in text
+
+
+def test_gopher_alpha_words_not_lowered_by_table_markup() -> None:
+    """Gopher's rule wants >= 80% of words with a letter: table pipes are words without one,
+    so a page of tables was scored as symbols."""
+
+    page = _page("doxygen-jsoncpp-streamwriter")
+    words = extract_text(page).split()
+    raw_words = extract_text(page, shape=False).split()
+    alpha = sum(any(c.isalpha() for c in w) for w in words) / len(words)
+    raw_alpha = sum(any(c.isalpha() for c in w) for w in raw_words) / len(raw_words)
+    assert "|" not in words and "|" in raw_words
+    assert alpha > raw_alpha
+
+
+def test_shape_off_keeps_trafilatura_output() -> None:
+    raw = extract_text(_page("doxygen-jsoncpp-streamwriter"), shape=False)
+    assert any(line.startswith("|") for line in _lines(raw))

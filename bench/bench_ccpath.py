@@ -30,8 +30,9 @@ Settings (printed with the results):
   GopherRepetitionFilter -> GopherQualityFilter -> C4QualityFilter(filter_no_terminal_punct=
   False) -> FineWebQualityFilter -> JsonlWriter``. Its Trafilatura runs with
   ``deduplicate=False`` (its per-process paragraph cache off, as curator's is: with it on,
-  output depends on what a worker saw before) and a 10 s per-page time limit like curator's ``timeout_s`` (its default of 1 s of wall time
-  drops most large pages on a loaded machine: that is less work, not faster work). Offline
+  output depends on what a worker saw before) and a 10 s per-page time limit like
+  curator's ``timeout_s`` (its default of 1 s of wall time drops most large pages on a
+  loaded machine: that is less work, not faster work). Offline
   patches, as in bench_filters.py: its LanguageFilter loads curator's bundled
   ``lid.176.ftz`` instead of downloading ``lid.176.bin``, and its word/sentence splitters are
   curator's (NLTK's data cannot be downloaded here).

@@ -159,17 +159,14 @@ def configs() -> dict[str, Callable[[str], str]]:
         "resiliparse": _resiliparse_defaults,
     }
     for name in EXTRACTORS:
-        out[f"curator {name}"] = (lambda n: cur(extractor=n))(name)
+        if name != "trafilatura":
+            out[f"curator {name}"] = (lambda n: cur(extractor=n))(name)
+    for fast in (True, False):
+        for balance in ("precision", "default", "recall"):
+            out[f"curator fast={fast} {balance}"] = cur(fast=fast, balance=balance)
     out.update({
-        "curator old default (fast+precision)": cur(fast=True, balance="precision"),
-        "curator fast": cur(fast=True),
-        "curator precision": cur(balance="precision"),
-        "curator recall": cur(balance="recall"),
-        "curator fast+recall": cur(fast=True, balance="recall"),
-        "curator fast+precision": cur(fast=True, balance="precision"),
-        "curator default balance": cur(balance="default"),
-        "curator no fallback": cur(fallback=False),
-        "curator raw shape": cur(shape=False),
+        "curator default, no fallback": cur(fallback=False),
+        "curator default, shape off": cur(shape=False),
         "trafilatura no comments": _traf(include_comments=False),
         "trafilatura fast": _traf(fast=True, include_comments=False),
         "trafilatura fast+favor_precision": _traf(fast=True, favor_precision=True,

@@ -99,7 +99,10 @@ _UI_LINES = frozenset({"Expand description", "Collapse description", "Skip navig
                        "Skip to content", "Skip to main content", "More...", "[src]", "source",
                        "¶", "§", "Copy", "Copy to clipboard", "Hide whitespace changes"})
 _PERMALINK_TAIL = re.compile(r"[ \t]*[¶§]$")
-_PREFORMATTED = ("pre", "textarea", "listing", "xmp", "plaintext")
+_WRAPPED_TEXT = ("//text()[contains(., '\n')][normalize-space()][not(ancestor::pre"
+                 " or ancestor::textarea or ancestor::listing or ancestor::xmp"
+                 " or ancestor::plaintext or ancestor::code[contains(., '\n')]"
+                 " or ancestor::script or ancestor::style)]")
 _HARD_BREAK = re.compile(r"[ \t\r\f\v]*\n\s*")
 _TABLE_RULE = re.compile(r"^\|(\s*:?-+:?\s*\|)+\s*$")
 
@@ -120,20 +123,17 @@ def _prepare_tree(tree: object, shape: bool) -> None:
         return
     # A browser renders a newline inside a paragraph as a space: hard-wrapped HTML source
     # (Sphinx, man pages, many CMSs) otherwise leaves sentence fragments one per line, which
-    # line-based filters and line dedup then judge. <pre> and code keep their lines.
-    keep: set[object] = set()
-    for el in tree.iter(*_PREFORMATTED):  # type: ignore[attr-defined]
-        keep.update(el.iter())
-    for el in tree.iter("code"):  # type: ignore[attr-defined]
-        if el not in keep and "\n" in el.text_content():  # a code block styled as <pre>
-            keep.update(el.iter())
-    for el in tree.iter():  # type: ignore[attr-defined]
-        if el in keep:  # (a tail after a block of code is left as it is too)
+    # line-based filters and line dedup then judge. <pre>, <textarea> and code blocks keep
+    # their lines; whitespace-only text between blocks stays (trafilatura reads structure
+    # from it). One XPath finds the text nodes, so only they become Python objects.
+    for node in tree.xpath(_WRAPPED_TEXT):  # type: ignore[attr-defined]
+        parent = node.getparent()
+        if parent is None:
             continue
-        if el.text and "\n" in el.text:
-            el.text = _HARD_BREAK.sub(" ", el.text)
-        if el.tail and "\n" in el.tail:
-            el.tail = _HARD_BREAK.sub(" ", el.tail)
+        if node.is_text:
+            parent.text = _HARD_BREAK.sub(" ", node)
+        elif node.is_tail:
+            parent.tail = _HARD_BREAK.sub(" ", node)
 
 
 def _shape_text(text: str) -> str:

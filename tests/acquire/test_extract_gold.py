@@ -43,7 +43,7 @@ def test_default_beats_the_old_default_on_tuning_pages(gold) -> None:
     pages = [p for p in gold if p.split == "tuning"][::3]
     cfgs = configs()
     new = run_config("curator default", cfgs["curator default"], pages)
-    old = run_config("old", cfgs["curator old default (fast+precision)"], pages)
+    old = run_config("old", cfgs["curator fast=True precision"], pages)
     mean = lambda xs: sum(xs) / len(xs)  # noqa: E731
     assert mean(new.f) >= mean(old.f)
     docs = [i for i, p in enumerate(pages) if p.type == "docs"]

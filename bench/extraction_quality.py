@@ -248,6 +248,13 @@ def main(argv: list[str] | None = None) -> int:
           f"{len(langs)} languages; token F1 per page, mean over pages; ms/page = CPU time\n")
     results = [run_config(n, cfgs[n], pages) for n in names]
     report(results, ["type", "lang", "source"])
+    by = {r.config: r for r in results}
+    cur = by.get("curator default")
+    for peer in ("trafilatura defaults", "datatrove settings", "resiliparse"):
+        if cur and peer in by:
+            print(f"ratio curator default / {peer}: F1 {_mean(cur.f):.3f} vs "
+                  f"{_mean(by[peer].f):.3f}, empty {sum(cur.empty)} vs {sum(by[peer].empty)} "
+                  f"pages, CPU per page {_mean(by[peer].cpu_s) / _mean(cur.cpu_s):.2f}x less")
     for res in results[:1] if args.worst else []:
         order = sorted(range(len(pages)), key=lambda i: res.f[i])[:args.worst]
         print(f"\nlowest F1 of {res.config}:")

@@ -275,10 +275,18 @@ class ExtractHtml(ShardStage):
     """Replace HTML in ``text`` by its extracted main text (for custom sources)."""
 
     name = "extract_html"
+    #: 2: the extraction default changed (fast + favor_recall, text shaping, fallback).
+    version = 2
 
     def __init__(self, extractor: Extractor = "trafilatura", timeout_s: float = 10.0,
-                 max_page_mb: float = 10.0, keep_html_field: str | None = None) -> None:
+                 max_page_mb: float = 10.0, keep_html_field: str | None = None,
+                 fast: bool = True, balance: Balance = "recall",
+                 include_comments: bool = False, include_tables: bool = True,
+                 fallback: bool = True, shape: bool = True) -> None:
         self.extractor = extractor
+        # trafilatura's options (docs/extract.md has the F1 and CPU of each)
+        self.options = {"fast": fast, "balance": balance, "include_comments": include_comments,
+                        "include_tables": include_tables, "fallback": fallback, "shape": shape}
         self.timeout_s = timeout_s
         self.max_bytes = int(max_page_mb * 1024 * 1024)
         self.keep_html_field = keep_html_field
@@ -292,7 +300,8 @@ class ExtractHtml(ShardStage):
                            size=len(html))
                 continue
             try:
-                text = extract_text(html, self.extractor, self.timeout_s)
+                text = extract_text(html, self.extractor, self.timeout_s,
+                                    **self.options)  # type: ignore[arg-type]
             except ExtractTimeout:
                 ctx.count("extract_timeouts")
                 ctx.reject(Document(doc.id, "", doc.meta), "extract_timeout")

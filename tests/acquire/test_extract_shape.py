@@ -74,3 +74,30 @@ def test_gopher_alpha_words_not_lowered_by_table_markup() -> None:
 def test_shape_off_keeps_trafilatura_output() -> None:
     raw = extract_text(_page("doxygen-jsoncpp-streamwriter"), shape=False)
     assert any(line.startswith("|") for line in _lines(raw))
+
+
+def test_extract_html_stage_takes_the_options(tmp_path) -> None:
+    """The stage passes trafilatura's options on; a wrong balance is a one-line YAML error."""
+    import json
+    import subprocess
+    import sys
+
+    from helpers_acquire import read_output, run_pipeline
+
+    src = str(tmp_path / "in.jsonl")
+    with open(src, "w") as f:
+        f.write(json.dumps({"id": "d", "text": _page("doxygen-jsoncpp-streamwriter")}) + "\n")
+    out = {}
+    for shape in (True, False):
+        summary = run_pipeline(str(tmp_path / f"w{shape}"), [
+            {"read_jsonl": {"paths": src}}, {"extract_html": {"shape": shape}, "id": "x"}])
+        out[shape] = read_output(summary, "x")[0].text
+    assert "virtual int\twrite (Value const &root, OStream *sout)=0" in out[True]
+    assert "| virtual int | write (Value const &root, OStream *sout)=0 |" in out[False]
+    yaml = tmp_path / "p.yaml"
+    yaml.write_text(f"name: t\nwork_dir: {tmp_path / 'w3'}\nstages:\n"
+                    f"  - read_jsonl: {{paths: {src}}}\n"
+                    "  - extract_html: {balance: sideways}\n")
+    r = subprocess.run([sys.executable, "-m", "curator", "run", str(yaml)],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode != 0 and "balance" in r.stderr and "Traceback" not in r.stderr

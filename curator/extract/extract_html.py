@@ -16,7 +16,7 @@ from __future__ import annotations
 import codecs
 import re
 from collections.abc import Callable, Iterator
-from typing import Literal
+from typing import Any, Literal
 
 from curator.core.context import ShardContext
 from curator.core.document import Document
@@ -86,14 +86,14 @@ Balance = Literal["precision", "default", "recall"]
 # links, Javadoc's "Skip navigation links", MkDocs' "Skip to content" and copy buttons,
 # Doxygen's "More..." links to the details section.
 _UI_XPATH = (
-    "//a[contains(concat(' ', normalize-space(@class), ' '), ' headerlink ')]"
+    "//a[(@class and (contains(concat(' ', normalize-space(@class), ' '), ' headerlink ')"
+    " or (contains(concat(' ', normalize-space(@class), ' '), ' anchor ')"
+    " and string-length(normalize-space()) <= 2)"
+    " or contains(@class, 'srclink') or (@class = 'src' and normalize-space() = 'source')"
+    " or contains(@class, 'md-skip') or contains(@class, 'skip-nav')))"
+    " or (contains(@href, '#') and normalize-space() = 'More...')]"
     " | //summary[contains(@class, 'hideme')]"
-    " | //a[contains(concat(' ', normalize-space(@class), ' '), ' anchor ')]"
-    "[string-length(normalize-space()) <= 2]"
-    " | //a[contains(@class, 'srclink') or (@class = 'src' and normalize-space() = 'source')]"
-    " | //*[contains(@class, 'skipNav') or contains(@class, 'skip-nav')"
-    " or contains(@class, 'md-skip') or contains(@class, 'md-clipboard')]"
-    " | //a[normalize-space() = 'More...' and contains(@href, '#')]"
+    " | //div[contains(@class, 'skipNav') or contains(@class, 'skip-nav')]"
 )
 # The same strings when they reach the text some other way (one line of their own).
 _UI_LINES = frozenset({"Expand description", "Collapse description", "Skip navigation links",
@@ -108,6 +108,18 @@ _HARD_BREAK = re.compile(r"[ \t\r\f\v]*\n\s*")
 _TABLE_RULE = re.compile(r"^\|(\s*:?-+:?\s*\|)+\s*$")
 
 
+_XPATHS: list[Any] = []
+
+
+def _compiled() -> tuple[Any, Any]:
+    """The two XPath expressions, compiled once per process (lxml is imported late)."""
+    if not _XPATHS:
+        from lxml.etree import XPath
+
+        _XPATHS.extend([XPath(_UI_XPATH), XPath(_WRAPPED_TEXT)])
+    return _XPATHS[0], _XPATHS[1]
+
+
 def _prepare_tree(tree: object, shape: bool) -> None:
     """Edit the parsed page before trafilatura sees it (one parse serves every step)."""
     from lxml.etree import strip_tags
@@ -118,7 +130,8 @@ def _prepare_tree(tree: object, shape: bool) -> None:
     # fifth less time.
     for el in tree.iter("pre", "code"):  # type: ignore[attr-defined]
         strip_tags(el, "span")
-    for el in tree.xpath(_UI_XPATH):  # type: ignore[attr-defined]
+    ui, wrapped = _compiled()
+    for el in ui(tree):
         el.drop_tree()
     if not shape:
         return
@@ -127,7 +140,7 @@ def _prepare_tree(tree: object, shape: bool) -> None:
     # line-based filters and line dedup then judge. <pre>, <textarea> and code blocks keep
     # their lines; whitespace-only text between blocks stays (trafilatura reads structure
     # from it). One XPath finds the text nodes, so only they become Python objects.
-    for node in tree.xpath(_WRAPPED_TEXT):  # type: ignore[attr-defined]
+    for node in wrapped(tree):
         parent = node.getparent()
         if parent is None:
             continue

@@ -104,11 +104,25 @@ _WRAPPED_TEXT = ("//text()[contains(., '\n')][normalize-space()][not(ancestor::p
                  " or ancestor::textarea or ancestor::listing or ancestor::xmp"
                  " or ancestor::plaintext or ancestor::code[contains(., '\n')]"
                  " or ancestor::script or ancestor::style)]")
-_HARD_BREAK = re.compile(r"[ \t\r\f\v]*\n\s*")
 _TABLE_RULE = re.compile(r"^\|(\s*:?-+:?\s*\|)+\s*$")
 
 
 _XPATHS: list[Any] = []
+
+
+def _join_lines(text: str) -> str:
+    """A newline and the blanks around it become one space, as a browser renders them
+    (linear: a regex of blanks, newline, blanks backtracks quadratically over long runs)."""
+    parts = text.split("\n")
+    inner = [p.strip() for p in parts[1:-1]]
+    pieces = [parts[0].rstrip(), *(p for p in inner if p), parts[-1].lstrip()]
+    out = " ".join(p for p in pieces if p)
+    # keep a boundary space where the node began or ended with blanks (word separators)
+    if text[:1].isspace() and not out[:1].isspace():
+        out = " " + out
+    if text[-1:].isspace() and not out[-1:].isspace():
+        out += " "
+    return out
 
 
 def _compiled() -> tuple[Any, Any]:
@@ -145,9 +159,9 @@ def _prepare_tree(tree: object, shape: bool) -> None:
         if parent is None:
             continue
         if node.is_text:
-            parent.text = _HARD_BREAK.sub(" ", node)
+            parent.text = _join_lines(node)
         elif node.is_tail:
-            parent.tail = _HARD_BREAK.sub(" ", node)
+            parent.tail = _join_lines(node)
 
 
 def _shape_text(text: str) -> str:

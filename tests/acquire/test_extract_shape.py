@@ -101,3 +101,12 @@ def test_extract_html_stage_takes_the_options(tmp_path) -> None:
     r = subprocess.run([sys.executable, "-m", "curator", "run", str(yaml)],
                        capture_output=True, text=True, timeout=120)
     assert r.returncode != 0 and "balance" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_long_blank_runs_join_in_linear_time() -> None:
+    """Joining hard-wrapped lines must not backtrack over blank runs (a regex such as
+    ``[ \\t]*\\n\\s*`` took a second for 20,000 spaces, quadratically more for longer runs)."""
+    body = "word " * 60 + "a" + " " * 300_000 + "b\nc"
+    html = f"<html><body><article><p>{body}</p></article></body></html>"
+    text = extract_text(html, timeout_s=5.0)
+    assert text.startswith("word word") and text.endswith("b c")

@@ -28,6 +28,9 @@ def test_sphinx_paragraphs_are_one_line_and_code_keeps_its_lines() -> None:
             "pickle modules.") in _lines(text)
     assert ">>> import json\n>>> json.dumps(['foo', {'bar': ('baz', None, 1.0, 2)}])" in text
     assert "¶" not in text  # Sphinx's permalinks
+    # the JSON <-> Python conversion table sits in a <dd>: one row per line, cells tab-separated
+    assert "Performs the following translations in decoding by default:\nJSON\tPython\n" \
+        "object\tdict\narray\tlist\n" in text
     assert _lines(text)[0] == "json — JSON encoder and decoder"
 
 

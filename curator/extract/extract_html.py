@@ -104,7 +104,10 @@ _WRAPPED_TEXT = ("//text()[contains(., '\n')][normalize-space()][not(ancestor::p
                  " or ancestor::textarea or ancestor::listing or ancestor::xmp"
                  " or ancestor::plaintext or ancestor::code[contains(., '\n')]"
                  " or ancestor::script or ancestor::style)]")
-_TABLE_RULE = re.compile(r"^\|(\s*:?-+:?\s*\|)+\s*$")
+# trafilatura's table rows are "| cell | cell | " (cell pipes escaped as "\|") and its head
+# separator is exactly "|---|---|"; Markdown tables shown inside code blocks have no trailing
+# space, so they are left as they are.
+_TABLE_RULE = re.compile(r"^\|(---\|)+$")
 
 
 _XPATHS: list[Any] = []
@@ -174,12 +177,19 @@ def _shape_text(text: str) -> str:
     """Tables as tab-separated cells (trafilatura writes Markdown pipes, which Gopher's
     alpha-words rule counts as symbol words), no separator rows, no UI strings, no "¶"."""
     out = []
-    for line in text.split("\n"):
+    lines = text.split("\n")
+    last = len(lines) - 1
+    row = False  # the line before was a table row
+    for i, line in enumerate(lines):
         s = line.strip()
-        if s.startswith("|") and s.endswith("|") and len(s) > 1:
-            if _TABLE_RULE.match(s):
-                continue
-            line = "\t".join(c.strip() for c in s[1:-1].split(" | "))
+        was_row, row = row, False
+        if line.startswith("| ") and (line.endswith(" | ") or (i == last and s.endswith(" |"))):
+            cells = s[2:-2].split(" | ") if len(s) > 3 else [""]
+            line = "\t".join(c.strip().replace("\\|", "|") for c in cells)
+            row = True
+        elif was_row and _TABLE_RULE.match(line):
+            row = True
+            continue
         elif s in _UI_LINES:
             continue
         elif s.endswith(("¶", "§")):
@@ -188,7 +198,7 @@ def _shape_text(text: str) -> str:
     return "\n".join(out)
 
 
-def _trafilatura(html: str, fast: bool = False, balance: Balance = "default",
+def _trafilatura(html: str, fast: bool = True, balance: Balance = "recall",
                  include_comments: bool = False, include_tables: bool = True,
                  shape: bool = True) -> str:
     import trafilatura

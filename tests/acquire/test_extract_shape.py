@@ -39,6 +39,9 @@ def test_mkdocs_paragraphs_joined_pre_kept() -> None:
     assert ("Your documentation source should be written as regular Markdown files (see "
             "Writing with Markdown below), and placed in the documentation directory.") in text
     assert "mkdocs.yml\ndocs/\n    index.md\n" in text
+    # a Markdown table shown in a code block is code: its pipes and separator row stay
+    assert ("| First Header | Second Header | Third Header |\n"
+            "| ------------ | ------------- | ------------ |\n") in text
     # no heading ends in its permalink sign (the page's prose mentions "¶" once, that stays)
     assert not any(line.endswith("¶") for line in _lines(text))
     assert "Skip to content" not in text

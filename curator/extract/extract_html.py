@@ -82,17 +82,20 @@ def decode_html(body: bytes, content_type: str | None = None) -> tuple[str, str]
 Balance = Literal["precision", "default", "recall"]
 
 # Elements that documentation generators add for navigation, not content: Sphinx's and
-# MkDocs' "¶" permalinks, rustdoc's "Expand description" toggle, "§" anchors and "source"
-# links, Javadoc's "Skip navigation links", MkDocs' "Skip to content" and copy buttons,
-# Doxygen's "More..." links to the details section.
+# MkDocs' "¶" permalinks, rustdoc's "Expand description" toggle, "§" anchors, "source" links
+# and "[−]" collapse-all button (with the item's version: header UI), Javadoc's "Skip
+# navigation links", MkDocs' "Skip to content", Doxygen's "More..." links to the details.
 _UI_XPATH = (
     "//a[(@class and (contains(concat(' ', normalize-space(@class), ' '), ' headerlink ')"
-    " or (contains(concat(' ', normalize-space(@class), ' '), ' anchor ')"
+    " or ((contains(concat(' ', normalize-space(@class), ' '), ' anchor ')"
+    " or contains(concat(' ', normalize-space(@class), ' '), ' doc-anchor '))"
     " and string-length(normalize-space()) <= 2)"
-    " or contains(@class, 'srclink') or (@class = 'src' and normalize-space() = 'source')"
+    " or contains(@class, 'srclink')"
+    " or (@class = 'src' and (normalize-space() = 'source' or normalize-space() = 'Source'))"
     " or contains(@class, 'md-skip') or contains(@class, 'skip-nav')))"
     " or (contains(@href, '#') and normalize-space() = 'More...')]"
-    " | //summary[contains(@class, 'hideme')]"
+    " | //summary[contains(@class, 'hideme')] | //span[@class = 'out-of-band']"
+    " | //a[@id = 'toggle-all-docs']"
     " | //div[contains(@class, 'skipNav') or contains(@class, 'skip-nav')]"
 )
 # The same strings when they reach the text some other way (one line of their own).

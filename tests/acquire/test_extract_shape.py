@@ -57,6 +57,15 @@ def test_doxygen_tables_tab_separated_and_more_links_dropped() -> None:
     assert "writer->write(value, &std::cout);\n" in text
 
 
+def test_rustdoc_ui_strings_dropped() -> None:
+    """rustdoc's "Expand description" toggle, the "source" link, the "[−]" button and the
+    version next to them were lines of their own; the module's text starts right away."""
+    text = extract_text(_page("rustdoc-std-collections"))
+    assert _lines(text)[:2] == ["Module std::collections", "Collection types."]
+    assert "Expand description" not in text and "[−]" not in text
+    assert "source" not in _lines(text)
+
+
 def test_javadoc_description_kept_whole() -> None:
     """favor_precision dropped the first sentence of the description."""
     text = extract_text(_page("javadoc-inject"))

@@ -28,10 +28,11 @@ Settings (printed with the results):
   (gzip, like datatrove's JsonlWriter).
 * datatrove: ``WarcReader -> Trafilatura(favour_precision=True) -> LanguageFilter(en, 0.65) ->
   GopherRepetitionFilter -> GopherQualityFilter -> C4QualityFilter(filter_no_terminal_punct=
-  False) -> FineWebQualityFilter -> JsonlWriter``. Its Trafilatura keeps ``deduplicate=True``
-  (its default; a per-process cache, which curator leaves off for determinism) and a
-  10 s per-page time limit like curator's ``timeout_s`` (its default of 1 s of wall time
-  drops most large pages on a loaded machine: that is less work, not faster work). Offline
+  False) -> FineWebQualityFilter -> JsonlWriter``. Its Trafilatura runs with
+  ``deduplicate=False`` (its per-process paragraph cache off, as curator's is: with it on,
+  output depends on what a worker saw before) and a 10 s per-page time limit like
+  curator's ``timeout_s`` (its default of 1 s of wall time drops most large pages on a
+  loaded machine: that is less work, not faster work). Offline
   patches, as in bench_filters.py: its LanguageFilter loads curator's bundled
   ``lid.176.ftz`` instead of downloading ``lid.176.bin``, and its word/sentence splitters are
   curator's (NLTK's data cannot be downloaded here).
@@ -188,7 +189,7 @@ from datatrove.pipeline.writers import JsonlWriter
 if __name__ == "__main__":
     ex = LocalPipelineExecutor(pipeline=[
         WarcReader({warc!r}, glob_pattern="*.warc.gz", compression="gzip"),
-        Trafilatura(favour_precision=True, timeout=10),
+        Trafilatura(favour_precision=True, timeout=10, deduplicate=False),
         LanguageFilter(languages=["en"], language_threshold=0.65),
         GopherRepetitionFilter(),
         GopherQualityFilter(),
@@ -320,16 +321,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\nratio curator/datatrove (wall-clock throughput, {main_ex}): "
               f"{dt[0] / runs[1][2][0]:.2f}x  (CPU: {dt[1] / runs[1][2][1]:.2f}x)")
         if not args.no_quality:
-            from bench.extraction_quality import doc_pages, news_pages, score
+            from bench.extraction_quality import MAIN, configs, load_gold, report, run_config
 
-            names = [f"curator:{ex}" for ex in dict.fromkeys([main_ex, *args.also])]
-            pages = news_pages(None) + doc_pages(60)
-            rows = score(pages, [*names, "trafilatura favor_precision"])
-            print("\nextraction token F1 against gold (bench/extraction_quality.py --small):")
-            for cfg, s, n, p, r, f1, _rate in rows:
-                who = "curator" if cfg in names else "datatrove's settings"
-                print(f"  {cfg:30s} ({who:20s}) {s:5s} {n:3d} pages  P {p:.3f}  R {r:.3f}  "
-                      f"F1 {f1:.3f}")
+            pages = load_gold("heldout")
+            cfgs = configs()
+            print("\nextraction token F1 against gold (bench/extraction_quality.py, held-out):")
+            report([run_config(n, cfgs[n], pages) for n in MAIN], [])
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return 0

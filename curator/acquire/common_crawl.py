@@ -16,6 +16,8 @@ class CommonCrawl(_WarcExtracting):
     """Download a Common Crawl snapshot's WARC files and extract their HTML main text."""
 
     name = "common_crawl"
+    #: 2: the extraction default changed (fast + favor_recall, text shaping, fallback).
+    version = 2
 
     def __init__(self, snapshot: str, base_url: str = CC_BASE_URL, files: str | None = None,
                  limit: int | None = None, extractor: Extractor = DEFAULT_EXTRACTOR,

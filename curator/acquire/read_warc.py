@@ -18,6 +18,8 @@ class ReadWarc(_WarcExtracting):
     """Extract HTML main text from web archives (local or remote paths or globs)."""
 
     name = "read_warc"
+    #: 2: the extraction default changed (fast + favor_recall, text shaping, fallback).
+    version = 2
     #: Never parameters of read_warc: adding them would change the fingerprint of every
     #: finished read_warc stage (all would rerun once).
     params_excluded = ("delete_after_read", "http_timeout_s")

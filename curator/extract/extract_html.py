@@ -1,6 +1,7 @@
 """HTML -> main text: charset detection and three extractors behind one function.
 
-* ``trafilatura`` (default): best precision on boilerplate-heavy pages, slowest.
+* ``trafilatura`` (default): highest token F1 on the held-out gold pages of bench/gold
+  (fast + favor_recall, shaped text, resiliparse when it finds nothing; docs/extract.md).
 * ``resiliparse``: a C++ DOM walk with main-content heuristics, an order of magnitude faster.
 * ``justext``: paragraph classification with stop-word lists (what C4/RefinedWeb-style
   pipelines used); language-dependent.
@@ -15,7 +16,7 @@ from __future__ import annotations
 import codecs
 import re
 from collections.abc import Callable, Iterator
-from typing import Literal
+from typing import Any, Literal
 
 from curator.core.context import ShardContext
 from curator.core.document import Document
@@ -103,26 +104,145 @@ def decode_html(body: bytes, content_type: str | None = None) -> tuple[str, str]
     raise DecodeError(f"no charset decodes the page (tried {', '.join(tried)})")
 
 
-def _trafilatura(html: str) -> str:
-    import trafilatura
+Balance = Literal["precision", "default", "recall"]
+
+# Elements that documentation generators add for navigation, not content: Sphinx's and
+# MkDocs' "¶" permalinks, rustdoc's "Expand description" toggle, "§" anchors, "source" links
+# and "[−]" collapse-all button (with the item's version: header UI), Javadoc's "Skip
+# navigation links", MkDocs' "Skip to content", Doxygen's "More..." links to the details.
+_UI_XPATH = (
+    "//a[(@class and (contains(concat(' ', normalize-space(@class), ' '), ' headerlink ')"
+    " or ((contains(concat(' ', normalize-space(@class), ' '), ' anchor ')"
+    " or contains(concat(' ', normalize-space(@class), ' '), ' doc-anchor '))"
+    " and string-length(normalize-space()) <= 2)"
+    " or contains(@class, 'srclink')"
+    " or (@class = 'src' and (normalize-space() = 'source' or normalize-space() = 'Source'))"
+    " or contains(@class, 'md-skip') or contains(@class, 'skip-nav')))"
+    " or (contains(@href, '#') and normalize-space() = 'More...')]"
+    " | //summary[contains(@class, 'hideme')] | //span[@class = 'out-of-band']"
+    " | //a[@id = 'toggle-all-docs']"
+    " | //div[contains(@class, 'skipNav') or contains(@class, 'skip-nav')]"
+)
+# The same strings when they reach the text some other way (one line of their own).
+_UI_LINES = frozenset({"Expand description", "Collapse description", "Skip navigation links",
+                       "Skip to content", "Skip to main content", "More...", "[src]", "source",
+                       "¶", "§", "Copy", "Copy to clipboard", "Hide whitespace changes"})
+_PERMALINK_TAIL = re.compile(r"[ \t]*[¶§]$")
+_WRAPPED_TEXT = ("//text()[contains(., '\n')][normalize-space()][not(ancestor::pre"
+                 " or ancestor::textarea or ancestor::listing or ancestor::xmp"
+                 " or ancestor::plaintext or ancestor::code[contains(., '\n')]"
+                 " or ancestor::script or ancestor::style)]")
+# trafilatura's table rows are "| cell | cell | " (cell pipes escaped as "\|") and its head
+# separator is exactly "|---|---|"; Markdown tables shown inside code blocks have no trailing
+# space, so they are left as they are.
+_TABLE_RULE = re.compile(r"^\|(---\|)+$")
+
+
+_XPATHS: list[Any] = []
+
+
+def _join_lines(text: str) -> str:
+    """A newline and the blanks around it become one space, as a browser renders them
+    (linear: a regex of blanks, newline, blanks backtracks quadratically over long runs)."""
+    parts = text.split("\n")
+    inner = [p.strip() for p in parts[1:-1]]
+    pieces = [parts[0].rstrip(), *(p for p in inner if p), parts[-1].lstrip()]
+    out = " ".join(p for p in pieces if p)
+    # keep a boundary space where the node began or ended with blanks (word separators)
+    if text[:1].isspace() and not out[:1].isspace():
+        out = " " + out
+    if text[-1:].isspace() and not out[-1:].isspace():
+        out += " "
+    return out
+
+
+def _compiled() -> tuple[Any, Any]:
+    """The two XPath expressions, compiled once per process (lxml is imported late)."""
+    if not _XPATHS:
+        from lxml.etree import XPath
+
+        _XPATHS.extend([XPath(_UI_XPATH), XPath(_WRAPPED_TEXT)])
+    return _XPATHS[0], _XPATHS[1]
+
+
+def _prepare_tree(tree: object, shape: bool) -> None:
+    """Edit the parsed page before trafilatura sees it (one parse serves every step)."""
     from lxml.etree import strip_tags
+
+    # Syntax highlighting makes every token of a code block a <span>; trafilatura's XPath
+    # pruning visits each one. Merging them into their <pre>/<code> first keeps the same text
+    # (and the code's line breaks, which trafilatura loses on some highlighted blocks) at a
+    # fifth less time.
+    for el in tree.iter("pre", "code"):  # type: ignore[attr-defined]
+        strip_tags(el, "span")
+    ui, wrapped = _compiled()
+    for el in ui(tree):
+        el.drop_tree()
+    if not shape:
+        return
+    # A browser renders a newline inside a paragraph as a space: hard-wrapped HTML source
+    # (Sphinx, man pages, many CMSs) otherwise leaves sentence fragments one per line, which
+    # line-based filters and line dedup then judge. <pre>, <textarea> and code blocks keep
+    # their lines; whitespace-only text between blocks stays (trafilatura reads structure
+    # from it). One XPath finds the text nodes, so only they become Python objects.
+    # trafilatura renders a definition-list item as one line, so a table inside a <dd>
+    # (Sphinx API docs) came out as all its cells run together; as a <div> it keeps its rows.
+    # Gold-set F1 is unchanged by this (bench/extraction_quality.py), only the shape is.
+    for dd in tree.iter("dd"):  # type: ignore[attr-defined]
+        if dd.find(".//table") is not None:
+            dd.tag = "div"
+    for node in wrapped(tree):
+        parent = node.getparent()
+        if parent is None:
+            continue
+        if node.is_text:
+            parent.text = _join_lines(node)
+        elif node.is_tail:
+            parent.tail = _join_lines(node)
+
+
+def _shape_text(text: str) -> str:
+    """Tables as tab-separated cells (trafilatura writes Markdown pipes, which Gopher's
+    alpha-words rule counts as symbol words), no separator rows, no UI strings, no "¶"."""
+    out = []
+    lines = text.split("\n")
+    last = len(lines) - 1
+    row = False  # the line before was a table row
+    for i, line in enumerate(lines):
+        s = line.strip()
+        was_row, row = row, False
+        if line.startswith("| ") and (line.endswith(" | ") or (i == last and s.endswith(" |"))):
+            cells = s[2:-2].split(" | ") if len(s) > 3 else [""]
+            line = "\t".join(c.strip().replace("\\|", "|") for c in cells)
+            row = True
+        elif was_row and _TABLE_RULE.match(line):
+            row = True
+            continue
+        elif s in _UI_LINES:
+            continue
+        elif s.endswith(("¶", "§")):
+            line = _PERMALINK_TAIL.sub("", line)
+        out.append(line)
+    return "\n".join(out)
+
+
+def _trafilatura(html: str, fast: bool = True, balance: Balance = "recall",
+                 include_comments: bool = False, include_tables: bool = True,
+                 shape: bool = True) -> str:
+    import trafilatura
     from trafilatura.utils import load_html
 
     tree = load_html(html)  # what trafilatura.extract does with a string
     if tree is None:
         return ""
-    # Syntax highlighting makes every token of a code block a <span>; trafilatura's XPath
-    # pruning visits each one. Merging them into their <pre>/<code> first keeps the same text
-    # (and the code's line breaks, which trafilatura loses on some highlighted blocks) at a
-    # fifth less time; gold-text F1 is equal or higher (bench/extraction_quality.py).
-    for el in tree.iter("pre", "code"):
-        strip_tags(el, "span")
+    _prepare_tree(tree, shape)
     # deduplicate=False: trafilatura's dedup cache is per process state, so its output would
     # depend on which documents a worker saw before (and on the worker count).
-    # fast=True skips the readability/jusText fallback comparison: same token F1 against gold
-    # in precision mode, a third less time.
-    return trafilatura.extract(tree, fast=True, favor_precision=True, include_comments=False,
-                               deduplicate=False) or ""
+    text = trafilatura.extract(tree, fast=fast, favor_precision=balance == "precision",
+                               favor_recall=balance == "recall",
+                               include_comments=include_comments,
+                               include_tables=include_tables, deduplicate=False) or ""
+    return _shape_text(text) if shape else text
 
 
 def _resiliparse(html: str) -> str:
@@ -186,25 +306,59 @@ def prepare(extractor: str) -> None:
     _PREPARED.add(extractor)
 
 
-def extract_text(html: str, extractor: Extractor = "trafilatura",
-                 timeout_s: float | None = None) -> str:
+#: Fall back to resiliparse when trafilatura keeps fewer words than this share of what
+#: resiliparse's main-content walk finds (0: only when trafilatura finds nothing).
+FALLBACK_RATIO = 0.0
+
+
+def _words(text: str) -> int:
+    return len(text.split())
+
+
+def extract_text(html: str, extractor: Extractor = DEFAULT_EXTRACTOR,
+                 timeout_s: float | None = None, *, fast: bool = True,
+                 balance: Balance = "recall", include_comments: bool = False,
+                 include_tables: bool = True, fallback: bool = True,
+                 shape: bool = True) -> str:
     """Main text of an HTML page ('' when there is none). Raises :class:`ExtractTimeout`
-    after ``timeout_s`` seconds."""
+    after ``timeout_s`` seconds.
+
+    The keyword options apply to trafilatura (docs/extract.md gives their measured F1 and
+    speed): ``fast`` skips its readability/jusText fallbacks; ``balance`` is its
+    precision/recall trade-off; ``fallback`` takes resiliparse's text when trafilatura
+    finds none; ``shape`` joins hard-wrapped lines inside a paragraph, writes table cells
+    tab-separated and drops documentation generators' UI strings."""
     fn = EXTRACTORS[extractor]
     prepare(extractor)
     with time_limit(timeout_s):
-        text = fn(html)
-    return text.strip()
+        if extractor != "trafilatura":
+            return fn(html).strip()
+        text = _trafilatura(html, fast, balance, include_comments, include_tables,
+                            shape).strip()
+        if fallback and (not text or FALLBACK_RATIO > 0):
+            prepare("resiliparse")
+            alt = _resiliparse(html).strip()
+            if _words(text) < FALLBACK_RATIO * _words(alt) or not text:
+                text = alt
+    return text
 
 
 class ExtractHtml(ShardStage):
     """Replace HTML in ``text`` by its extracted main text (for custom sources)."""
 
     name = "extract_html"
+    #: 2: the extraction default changed (fast + favor_recall, text shaping, fallback).
+    version = 2
 
     def __init__(self, extractor: Extractor = "trafilatura", timeout_s: float = 10.0,
-                 max_page_mb: float = 10.0, keep_html_field: str | None = None) -> None:
+                 max_page_mb: float = 10.0, keep_html_field: str | None = None,
+                 fast: bool = True, balance: Balance = "recall",
+                 include_comments: bool = False, include_tables: bool = True,
+                 fallback: bool = True, shape: bool = True) -> None:
         self.extractor = extractor
+        # trafilatura's options (docs/extract.md has the F1 and CPU of each)
+        self.options = {"fast": fast, "balance": balance, "include_comments": include_comments,
+                        "include_tables": include_tables, "fallback": fallback, "shape": shape}
         self.timeout_s = timeout_s
         self.max_bytes = int(max_page_mb * 1024 * 1024)
         self.keep_html_field = keep_html_field
@@ -218,7 +372,8 @@ class ExtractHtml(ShardStage):
                            size=len(html))
                 continue
             try:
-                text = extract_text(html, self.extractor, self.timeout_s)
+                text = extract_text(html, self.extractor, self.timeout_s,
+                                    **self.options)  # type: ignore[arg-type]
             except ExtractTimeout:
                 ctx.count("extract_timeouts")
                 ctx.reject(Document(doc.id, "", doc.meta), "extract_timeout")

@@ -104,14 +104,13 @@ def test_example_pipeline_on_bundled_sample(tmp_path) -> None:
     assert r.returncode == 0, r.stderr
     with open(os.path.join(work, "report.json")) as f:
         report = {s["id"]: s for s in json.load(f)["stages"]}
-    # Every non-empty HTML response becomes a document (the sample has no bad HTML pages),
-    # except the one page without main text: genindex-B.html, an index of links, where
-    # trafilatura's precision mode (without its readability/jusText fallback) finds no text.
-    assert report["cc"]["docs_out"] == _sample_html_responses() - 1
-    assert report["cc"]["rejected"] == {"extract_empty": 1}
+    # Every non-empty HTML response becomes a document (the sample has no bad HTML pages).
+    # genindex-B.html, an index of links, has no main text for trafilatura; the default's
+    # resiliparse fallback gives its link text (it used to be rejected `extract_empty`).
+    assert report["cc"]["docs_out"] == _sample_html_responses()
+    assert not report["cc"].get("rejected")
     assert report["cc"]["quarantined"] == {"empty page": 1}
-    rej = read_side(work, "rejected", "cc")
-    assert [r["meta"]["url"] for r in rej] == ["https://docs.python.org/3.11/genindex-B.html"]
+    assert read_side(work, "rejected", "cc") == []
     assert report["wiki"]["docs_out"] == 4
     ids, pdfs = _sample_arxiv_members()
     assert report["arxiv"]["counters"]["arxiv_pdf_only"] == pdfs
@@ -128,6 +127,8 @@ def test_example_pipeline_on_bundled_sample(tmp_path) -> None:
     assert all(r["url"] == "https://en.wikipedia.org/wiki/" + r["title"].replace(" ", "_")
                for r in wiki)
     assert len(out) == report["write_jsonl"]["docs_out"]
+    genindex = [r for r in out.values() if r.get("url", "").endswith("/genindex-B.html")]
+    assert len(genindex) == 1 and "b16decode() (in module base64)" in genindex[0]["text"]
     # Rerunning resumes: nothing is redone.
     r2 = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
     assert r2.returncode == 0 and r2.stderr.count("done earlier, skipped") == 5

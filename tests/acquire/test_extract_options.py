@@ -33,7 +33,7 @@ def test_output_does_not_depend_on_pages_seen_before(extractor) -> None:
 
 
 def test_default_extractor_is_trafilatura() -> None:
-    # chosen by bench/extraction_quality.py: best token F1 on the gold news pages
+    # chosen by bench/extraction_quality.py: best token F1 on the held-out gold pages
     assert DEFAULT_EXTRACTOR == "trafilatura"
 
 

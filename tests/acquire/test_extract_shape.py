@@ -1,0 +1,127 @@
+"""Text shape of the default extraction on real documentation pages (tests/acquire/data/docpages,
+origins in SOURCES.md there): one paragraph per line, code keeps its lines, tables as
+tab-separated cells, no UI strings of documentation generators."""
+
+from __future__ import annotations
+
+import gzip
+import os
+
+from curator.extract.extract_html import extract_text
+
+DATA = os.path.join(os.path.dirname(__file__), "data", "docpages")
+
+
+def _page(name: str) -> str:
+    with gzip.open(os.path.join(DATA, f"{name}.html.gz"), "rt", encoding="utf-8") as f:
+        return f.read()
+
+
+def _lines(text: str) -> list[str]:
+    return [line.strip() for line in text.split("\n")]
+
+
+def test_sphinx_paragraphs_are_one_line_and_code_keeps_its_lines() -> None:
+    text = extract_text(_page("sphinx-python-json"))
+    # the source wraps this sentence after "library" (a <code> link follows)
+    assert ("json exposes an API familiar to users of the standard library marshal and "
+            "pickle modules.") in _lines(text)
+    assert ">>> import json\n>>> json.dumps(['foo', {'bar': ('baz', None, 1.0, 2)}])" in text
+    assert "¶" not in text  # Sphinx's permalinks
+    # the JSON <-> Python conversion table sits in a <dd>: one row per line, cells tab-separated
+    assert "Performs the following translations in decoding by default:\nJSON\tPython\n" \
+        "object\tdict\narray\tlist\n" in text
+    assert _lines(text)[0] == "json — JSON encoder and decoder"
+
+
+def test_mkdocs_paragraphs_joined_pre_kept() -> None:
+    text = extract_text(_page("mkdocs-writing-your-docs"))
+    assert ("Your documentation source should be written as regular Markdown files (see "
+            "Writing with Markdown below), and placed in the documentation directory.") in text
+    assert "mkdocs.yml\ndocs/\n    index.md\n" in text
+    # a Markdown table shown in a code block is code: its pipes and separator row stay
+    assert ("| First Header | Second Header | Third Header |\n"
+            "| ------------ | ------------- | ------------ |\n") in text
+    # no heading ends in its permalink sign (the page's prose mentions "¶" once, that stays)
+    assert not any(line.endswith("¶") for line in _lines(text))
+    assert "Skip to content" not in text
+
+
+def test_doxygen_tables_tab_separated_and_more_links_dropped() -> None:
+    text = extract_text(_page("doxygen-jsoncpp-streamwriter"))
+    lines = _lines(text)
+    assert "virtual int\twrite (Value const &root, OStream *sout)=0" in lines
+    assert not any(line.startswith("|") for line in lines)  # no Markdown pipes
+    assert "More..." not in text
+    # the code example of the class description keeps its lines
+    assert "writer->write(value, &std::cout);\n" in text
+
+
+def test_rustdoc_ui_strings_dropped() -> None:
+    """rustdoc's "Expand description" toggle, the "source" link, the "[−]" button and the
+    version next to them were lines of their own; the module's text starts right away."""
+    text = extract_text(_page("rustdoc-std-collections"))
+    assert _lines(text)[:2] == ["Module std::collections", "Collection types."]
+    assert "Expand description" not in text and "[−]" not in text
+    assert "source" not in _lines(text)
+
+
+def test_javadoc_description_kept_whole() -> None:
+    """favor_precision dropped the first sentence of the description."""
+    text = extract_text(_page("javadoc-inject"))
+    assert "Identifies injectable constructors, methods, and fields." in text
+    assert "Skip navigation links" not in text
+
+
+def test_gopher_alpha_words_not_lowered_by_table_markup() -> None:
+    """Gopher's rule wants >= 80% of words with a letter: table pipes are words without one,
+    so a page of tables was scored as symbols."""
+
+    page = _page("doxygen-jsoncpp-streamwriter")
+    words = extract_text(page).split()
+    raw_words = extract_text(page, shape=False).split()
+    alpha = sum(any(c.isalpha() for c in w) for w in words) / len(words)
+    raw_alpha = sum(any(c.isalpha() for c in w) for w in raw_words) / len(raw_words)
+    assert "|" not in words and "|" in raw_words
+    assert alpha > raw_alpha
+
+
+def test_shape_off_keeps_trafilatura_output() -> None:
+    raw = extract_text(_page("doxygen-jsoncpp-streamwriter"), shape=False)
+    assert any(line.startswith("|") for line in _lines(raw))
+
+
+def test_extract_html_stage_takes_the_options(tmp_path) -> None:
+    """The stage passes trafilatura's options on; a wrong balance is a one-line YAML error."""
+    import json
+    import subprocess
+    import sys
+
+    from helpers_acquire import read_output, run_pipeline
+
+    src = str(tmp_path / "in.jsonl")
+    with open(src, "w") as f:
+        f.write(json.dumps({"id": "d", "text": _page("doxygen-jsoncpp-streamwriter")}) + "\n")
+    out = {}
+    for shape in (True, False):
+        summary = run_pipeline(str(tmp_path / f"w{shape}"), [
+            {"read_jsonl": {"paths": src}}, {"extract_html": {"shape": shape}, "id": "x"}])
+        out[shape] = read_output(summary, "x")[0].text
+    assert "virtual int\twrite (Value const &root, OStream *sout)=0" in out[True]
+    assert "| virtual int | write (Value const &root, OStream *sout)=0 |" in out[False]
+    yaml = tmp_path / "p.yaml"
+    yaml.write_text(f"name: t\nwork_dir: {tmp_path / 'w3'}\nstages:\n"
+                    f"  - read_jsonl: {{paths: {src}}}\n"
+                    "  - extract_html: {balance: sideways}\n")
+    r = subprocess.run([sys.executable, "-m", "curator", "run", str(yaml)],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode != 0 and "balance" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_long_blank_runs_join_in_linear_time() -> None:
+    """Joining hard-wrapped lines must not backtrack over blank runs (a regex such as
+    ``[ \\t]*\\n\\s*`` took a second for 20,000 spaces, quadratically more for longer runs)."""
+    body = "word " * 60 + "a" + " " * 300_000 + "b\nc"
+    html = f"<html><body><article><p>{body}</p></article></body></html>"
+    text = extract_text(html, timeout_s=5.0)
+    assert text.startswith("word word") and text.endswith("b c")

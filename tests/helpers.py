@@ -40,3 +40,21 @@ def run_cli(*args: str, cwd: Path | str = ROOT, check: bool = True, mpi: int = 0
     if check and p.returncode != 0:
         raise AssertionError(f"{cmd} failed ({p.returncode}):\n{p.stdout}\n{p.stderr}")
     return p
+
+
+def stop_process_groups(procs: list[subprocess.Popen], grace: float = 30) -> None:
+    """SIGTERM the process group of each of ``procs`` (started with ``start_new_session``),
+    wait ``grace`` seconds for each, then SIGKILL what is left: a test's own servers never
+    outlive it."""
+    import contextlib
+    import signal
+
+    for p in procs:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(p.pid, signal.SIGTERM)
+    for p in procs:
+        try:
+            p.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()

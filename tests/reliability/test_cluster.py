@@ -5,8 +5,6 @@ its own working directory), and through ``mpiexec`` with a hostfile. Both give t
 from __future__ import annotations
 
 import contextlib
-import os
-import signal
 import socket
 import subprocess
 import sys
@@ -14,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from helpers import cli_env
+from helpers import cli_env, stop_process_groups
 from helpers_core import BIN, quickstart_outputs
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -52,15 +50,7 @@ def dask_cluster(tmp: Path, workers: int = 2) -> Iterator[Path]:
             c.wait_for_workers(workers, timeout=120)
         yield sched_file
     finally:
-        for p in procs:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(p.pid, signal.SIGTERM)
-        for p in procs:
-            try:
-                p.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(p.pid, signal.SIGKILL)
-                p.wait()
+        stop_process_groups(procs)
 
 
 @pytest.fixture(scope="module")

@@ -9,8 +9,6 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import json
-import os
-import signal
 import socket
 import ssl
 import subprocess
@@ -18,7 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from helpers import cli_env, run_cli
+from helpers import cli_env, run_cli, stop_process_groups
 from helpers_core import BIN, make_corpus
 
 PIPE = """\
@@ -84,15 +82,7 @@ def _cluster(tmp: Path, certs: Path | None, host: str = "127.0.0.1",
             c.wait_for_workers(workers, timeout=120)
         yield sched
     finally:
-        for p in procs:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(p.pid, signal.SIGTERM)
-        for p in procs:
-            try:
-                p.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(p.pid, signal.SIGKILL)
-                p.wait()
+        stop_process_groups(procs)
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,66 @@
+"""Hostile input must not take unbounded memory (issue 23): each case runs ``curator run`` in a
+subprocess and bounds its peak RSS (``ru_maxrss`` of the process tree, read by a small wrapper
+process so earlier tests' children do not count). The bounds are generous (a few times a
+normal run's ~150 MB) and each fails on the code before the fix."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from helpers import cli_env
+
+#: Runs argv[1:], then prints the largest peak RSS (KiB) of the processes it waited for.
+_WRAP = ("import resource, subprocess, sys; r = subprocess.run(sys.argv[1:]); "
+         "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, file=sys.stderr); "
+         "sys.exit(r.returncode)")
+
+
+def run_measured(tmp: Path, yaml_text: str, timeout: float = 300
+                 ) -> tuple[subprocess.CompletedProcess, float]:
+    """``curator run p.yaml`` in ``tmp``; its result and peak RSS in MB."""
+    (tmp / "p.yaml").write_text(yaml_text)
+    p = subprocess.run([sys.executable, "-c", _WRAP, sys.executable, "-m", "curator", "run",
+                        "p.yaml"], cwd=tmp, env=cli_env(), capture_output=True, text=True,
+                       timeout=timeout)
+    lines = p.stderr.strip().splitlines()
+    peak_kib = int(lines[-1])
+    p.stderr = "\n".join(lines[:-1])
+    return p, peak_kib / 1024
+
+
+def _rejected(work: Path, stage: str) -> list[dict]:
+    import zstandard
+
+    out = []
+    for f in sorted((work / "rejected" / stage).glob("*.jsonl.zst")):
+        with zstandard.open(f, "rt") as fh:
+            out += [json.loads(x) for x in fh]
+    return out
+
+
+def test_url_blocklist_host_of_50000_labels_is_rejected_in_bounded_memory(tmp_path):
+    """A 100 KB host of 50,000 labels used to build every parent domain (quadratic: 2.4 GB,
+    12 s; 200,000 labels were killed by the OS). A host over 253 characters is no host: the
+    document is rejected as ``url_invalid_host``; the others are checked as before."""
+    host = "a." * 50_000 + "example.com"
+    recs = [{"id": "hostile", "text": "t", "url": f"http://{host}/x"},
+            {"id": "blocked", "text": "t", "url": "https://www.spam.example/a"},
+            {"id": "fine", "text": "t", "url": "https://ok.example/"}]
+    (tmp_path / "in.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
+    p, peak = run_measured(tmp_path, (
+        "name: hostile-url\nwork_dir: w\nstages:\n"
+        "  - read_jsonl: {paths: in.jsonl}\n"
+        "  - url_blocklist: {domains: [spam.example]}\n"
+        "    id: urls\n"
+        "  - write_jsonl: {path: out, compression: none}\n"))
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert peak < 600, f"peak RSS {peak:.0f} MB"
+    print(f"peak RSS {peak:.0f} MB")
+    kept = [json.loads(x)["id"] for f in sorted((tmp_path / "w" / "out").glob("*.jsonl"))
+            for x in f.read_text().splitlines()]
+    assert kept == ["fine"]
+    rej = {r["id"]: r["rejected"]["reason"] for r in _rejected(tmp_path / "w", "urls")}
+    assert rej == {"hostile": "url_invalid_host", "blocked": "url_blocked_domain"}

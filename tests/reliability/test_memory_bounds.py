@@ -64,3 +64,26 @@ def test_url_blocklist_host_of_50000_labels_is_rejected_in_bounded_memory(tmp_pa
     assert kept == ["fine"]
     rej = {r["id"]: r["rejected"]["reason"] for r in _rejected(tmp_path / "w", "urls")}
     assert rej == {"hostile": "url_invalid_host", "blocked": "url_blocked_domain"}
+
+
+def test_select_with_a_100000_item_list_stays_small_and_quotes_it_briefly(tmp_path):
+    """A 100,000-item list literal was rebuilt for every document and the whole expression
+    (700 KB) copied into every rejection reason (1.77 GB). Constants are built once, and a
+    long expression is quoted by its start and a digest."""
+    items = ",".join(str(i) for i in range(100_000))  # 590 KB (pipeline files stop at 1 MB)
+    n = 3000
+    (tmp_path / "in.jsonl").write_text("".join(
+        json.dumps({"id": str(i), "text": "t", "n": i * 7}) + "\n" for i in range(n)))
+    p, peak = run_measured(tmp_path, (
+        "name: big-list\nwork_dir: w\nstages:\n"
+        "  - read_jsonl: {paths: in.jsonl}\n"
+        f"  - select: {{expr: \"meta.n not in [{items}]\"}}\n"
+        "    id: sel\n"), timeout=600)
+    assert p.returncode == 0, p.stderr[-2000:]
+    print(f"peak RSS {peak:.0f} MB")
+    assert peak < 600, f"peak RSS {peak:.0f} MB"
+    rej = _rejected(tmp_path / "w", "sel")
+    # n = 0, 7, ..., 20993: all in the list, all rejected
+    assert len(rej) == n
+    [reason] = {r["rejected"]["reason"] for r in rej}
+    assert reason.startswith("select:meta.n not in [0,1,2,3,") and len(reason) < 160

@@ -35,6 +35,11 @@ class Executor:
         """``value`` from the root process, on every process."""
         return value
 
+    def on_every_host(self, fn: Callable[..., Any], *args: Any) -> None:
+        """Run ``fn(*args)`` here and once on every other host that runs tasks (cleanup that
+        only a process on that host can do, such as checking whether a PID is alive)."""
+        fn(*args)
+
     def barrier(self) -> None:
         pass
 
@@ -135,6 +140,18 @@ class DaskExecutor(Executor):
             self.client.cancel(futures)
             raise
         return results
+
+    def on_every_host(self, fn: Callable[..., Any], *args: Any) -> None:
+        fn(*args)
+        try:
+            workers = self.client.scheduler_info(n_workers=-1).get("workers", {})
+            one_per_host: dict[str, str] = {}
+            for addr, w in workers.items():
+                one_per_host.setdefault(str(w.get("host", addr)), addr)
+            if one_per_host:
+                self.client.run(fn, *args, workers=list(one_per_host.values()))
+        except Exception:
+            pass
 
     def _check_workers(self, alone_since: float | None) -> float | None:
         """While results are awaited: fail when no worker has been alive for

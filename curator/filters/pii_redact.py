@@ -86,10 +86,12 @@ def _host_end(text: str, m: re.Match[str]) -> tuple[int, str] | None:
     glued on by a missing space: ``jane@example.com.Thanks`` (no TLD "Thanks"),
     ``jane@example.com.It's`` ("It" is Italy's code, but a capitalised word after a lower-case
     host is the next sentence). ``None`` when no ending is a plausible host."""
-    labels = m.group(1).split(".")
-    if text.startswith(":", m.end()) and "/" in text[m.end():m.end() + 80].split(" ", 1)[0]:
+    end, tld = m.end(), m.group(2)
+    if text.startswith(":", end) and "/" in text[end:end + 80].split(" ", 1)[0]:
         return None  # git@github.com:org/repo.git: an SSH user and host, not a mailbox
-    end = m.end()
+    if not (tld[0].isupper() and not tld.isupper()) and _tld_ok(tld):
+        return end, tld  # the common case: a lower-case (or all upper-case) known TLD
+    labels = m.group(1).split(".")
     while len(labels) >= 2:
         tld = labels[-1]
         glued = len(labels) >= 3 and tld[:1].isupper() and not tld.isupper() \
@@ -235,14 +237,21 @@ _FOLD = {**{0xFF01 + i: 0x21 + i for i in range(0x5E)}, 0x3000: 0x20,
          **{base + i: 0x30 + i for base in (0x660, 0x6F0, 0x966, 0x9E6, 0xE50) for i in range(10)}}
 
 
+_FOLDABLE = re.compile("[\uff01-\uff5e\u3000\u0660-\u0669\u06f0-\u06f9\u0966-\u096f"
+                       "\u09e6-\u09ef\u0e50-\u0e59]+")  # the keys of _FOLD, as ranges
+
+
 def fold(text: str) -> str:
-    """``text`` with :data:`_FOLD` applied (same length); ASCII text is returned as is."""
-    return text if text.isascii() else text.translate(_FOLD)
+    """``text`` with :data:`_FOLD` applied (same length); text without such characters (ASCII,
+    most of any language) is returned as is, found by one C-level search."""
+    if text.isascii() or _FOLDABLE.search(text) is None:
+        return text
+    return _FOLDABLE.sub(lambda m: m.group().translate(_FOLD), text)  # only the runs
 
 
 #: Stands in for an item already found while later kinds are searched: not a word, digit or
 #: separator character, so nothing is found across it (as with the token it becomes).
-_MASK = "\ue001"
+_MASK = "\x00"
 
 
 def _has_digit(text: str) -> bool:
@@ -452,7 +461,8 @@ class PresidioRedactor:
             (PhoneRecognizer, "PHONE_NUMBER"), (CreditCardRecognizer, "CREDIT_CARD"),
             (IbanRecognizer, "IBAN_CODE")) if e in wanted]
 
-    def redact(self, text: str) -> tuple[str, dict[str, int]]:
+    def spans(self, text: str) -> list[tuple[int, int, str]]:
+        """``(start, end, kind)`` of every item, sorted; of overlapping ones the longer."""
         spans: list[tuple[int, int, str]] = []
         for r in self.recognizers:
             for res in r.analyze(text, r.supported_entities, None):
@@ -462,10 +472,16 @@ class PresidioRedactor:
                 if kind in self.kinds:
                     spans.append((res.start, res.end, kind))
         spans.sort(key=lambda s: (s[0], -(s[1] - s[0])))
-        out, counts, pos = [], Counter(), 0
+        out, pos = [], 0
         for a, b, kind in spans:
-            if a < pos:
-                continue  # overlaps an earlier, longer span
+            if a >= pos:  # else it overlaps an earlier, longer span
+                out.append((a, b, kind))
+                pos = b
+        return out
+
+    def redact(self, text: str) -> tuple[str, dict[str, int]]:
+        out, counts, pos = [], Counter(), 0
+        for a, b, kind in self.spans(text):
             out += [text[pos:a], self.tokens[kind]]
             counts[kind] += 1
             pos = b

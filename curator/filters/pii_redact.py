@@ -30,7 +30,7 @@ Full-width forms (``０３-１２３４-５６７８``, ``＋８１``) and the d
 read as ASCII while searching (one character for one, so the spans are those of the text).
 An IPv6 candidate shaped like a MAC address (six or eight 2-digit groups) is not an address.
 Quality on the labelled set ``tests/filters/data/pii_labelled.txt`` (253 snippets, 165 items
-and 88 look-alikes) is in docs/filters.md.
+in 155 snippets, 98 snippets of look-alikes) is in docs/filters.md.
 
 Each document is scanned once per kind, and only for the kinds whose cheap marker is present
 (``@`` for e-mail, ``:`` for IPv6, a digit for the rest).

@@ -39,6 +39,11 @@ class Executor:
         """``value`` from the root process, on every process."""
         return value
 
+    def on_every_host(self, fn: Callable[..., Any], *args: Any) -> None:
+        """Run ``fn(*args)`` here and once on every other host that runs tasks (cleanup that
+        only a process on that host can do, such as checking whether a PID is alive)."""
+        fn(*args)
+
     def barrier(self) -> None:
         pass
 
@@ -79,7 +84,7 @@ class DaskExecutor(Executor):
                  scheduler_file: str | None = None, threads_per_worker: int = 1,
                  memory_limit: str = "auto", dashboard_address: str | None = "127.0.0.1:0",
                  log: Callable[[str], None] | None = None, tls: TLSFiles | None = None,
-                 ) -> None:
+                 no_workers_timeout_s: float = 60.0) -> None:
         try:
             from distributed import Client, LocalCluster
         except ImportError as e:  # pragma: no cover - depends on install
@@ -87,6 +92,7 @@ class DaskExecutor(Executor):
                 "executor 'dask' needs the dask extra: pip install 'curator-pipeline[dask]'"
             ) from e
         self.cluster = None
+        self.no_workers_timeout_s = no_workers_timeout_s
         if address or scheduler_file:
             self.client = _connect(address, scheduler_file, tls, log)
         else:
@@ -110,25 +116,71 @@ class DaskExecutor(Executor):
             log(f"dask scheduler {self.client.scheduler.address}; "
                 f"dashboard {self.dashboard_link or 'off'}")
 
+    #: seconds between checks for live workers while waiting for results
+    poll_s = 1.0
+
     def map(self, fn: Callable[[Any], Any], items: Sequence[Any],
             progress: Progress | None = None) -> list[Any]:
-        from distributed import as_completed
+        from distributed import TimeoutError as DaskTimeout
+        from distributed import wait
 
         if not items:
             return []
         futures = self.client.map(fn, list(items), pure=False)
         index = {f.key: i for i, f in enumerate(futures)}
         results: list[Any] = [None] * len(futures)
+        pending = set(futures)
+        alone_since: float | None = None  # when the scheduler was first seen without workers
         try:
-            for fut in as_completed(futures):
-                r = fut.result()
-                results[index[fut.key]] = r
-                if progress:
-                    progress(r)
+            while pending:
+                try:
+                    done, pending = wait(pending, timeout=self.poll_s,
+                                         return_when="FIRST_COMPLETED")
+                except (DaskTimeout, TimeoutError):
+                    alone_since = self._check_workers(alone_since)
+                    continue
+                alone_since = None
+                for fut in sorted(done, key=lambda f: index[f.key]):
+                    r = fut.result()
+                    results[index[fut.key]] = r
+                    if progress:
+                        progress(r)
         except BaseException:
             self.client.cancel(futures)
             raise
         return results
+
+    def on_every_host(self, fn: Callable[..., Any], *args: Any) -> None:
+        fn(*args)
+        try:
+            workers = self.client.scheduler_info(n_workers=-1).get("workers", {})
+            one_per_host: dict[str, str] = {}
+            for addr, w in workers.items():
+                one_per_host.setdefault(str(w.get("host", addr)), addr)
+            if one_per_host:
+                self.client.run(fn, *args, workers=list(one_per_host.values()))
+        except Exception:  # noqa: S110 - best effort: a clean-up on other hosts never fails a run
+            pass
+
+    def _check_workers(self, alone_since: float | None) -> float | None:
+        """While results are awaited: fail when no worker has been alive for
+        ``no_workers_timeout_s`` (a scheduler whose workers were all killed waits for ever)."""
+        address = getattr(self.client.scheduler, "address", "?")
+        if self.client.status not in ("running", "connecting"):
+            raise StageError(f"dask: lost the connection to the scheduler {address} "
+                             f"(client {self.client.status})")
+        info = self.client.scheduler_info(n_workers=0)
+        if info.get("n_workers", 1):
+            return None
+        now = time.monotonic()
+        if alone_since is None:
+            return now
+        if now - alone_since >= self.no_workers_timeout_s:
+            raise StageError(
+                f"dask: no worker alive for {self.no_workers_timeout_s:g} s on the scheduler "
+                f"{address}; the workers were killed or never started (start workers, or "
+                "raise executor.no_workers_timeout_s); finished shards are kept")
+        return alone_since
 
     def close(self) -> None:
         self.client.close()
@@ -382,6 +434,7 @@ def make_executor(cfg: Any, log: Callable[[str], None] | None = None) -> Executo
             threads_per_worker=cfg.threads_per_worker, memory_limit=cfg.memory_limit,
             dashboard_address=cfg.dashboard_address, log=log,
             tls=tls_files(cfg.tls.model_dump() if cfg.tls else None),
+            no_workers_timeout_s=cfg.no_workers_timeout_s,
         )
     if cfg.type == "mpi":
         ex = MPIExecutor(schedule=cfg.schedule)

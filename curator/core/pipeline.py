@@ -64,6 +64,9 @@ class ExecutorConfig(BaseModel):
     #: Dask: the CA, certificate and key to reach a ``tls://`` scheduler with (mutual TLS).
     tls: TLSConfig | None = None
     dashboard_address: str | None = "127.0.0.1:0"
+    #: Dask: seconds without a single live worker (all killed, none started) after which the
+    #: run stops with one line instead of waiting for ever.
+    no_workers_timeout_s: float = Field(default=60.0, gt=0)
     #: MPI: ``dynamic`` hands shards out from a queue on rank 0 as ranks become free;
     #: ``static`` stripes them ``rank, rank+size, ...`` (the old behaviour).
     schedule: Literal["dynamic", "static"] = "dynamic"

@@ -56,6 +56,7 @@ from curator.core.shard_runner import (
 )
 from curator.core.stage import GlobalStage, Shard, ShardSpec, Source, Stage
 from curator.core.usage import Meter, Usage, stage_usage
+from curator.storage.atomic import remove_dead_temps
 from curator.storage.outputs import adopt, check_output_dir, claim_output_dir, missing_or_foreign
 from curator.storage.shards import SHARD_SUFFIX
 
@@ -316,6 +317,7 @@ class Runner:
         progress.start(len(tasks))
         per_shard = self.ex.map(run_shard, tasks, progress=progress)
         progress.finish()
+        self._remove_dead_temps(group, artifacts)
         wall = time.perf_counter() - t0
         stats = [[r[k] for r in per_shard] for k in range(len(plans))]
         busy = [sum(st.get("seconds", 0.0) for st in s) for s in stats]
@@ -378,6 +380,7 @@ class Runner:
         driver = Meter()
         progress.start(len(inputs))
         out = stage.run(inputs, gctx)
+        self._remove_dead_temps([node], artifacts)
         if not isinstance(out, list):
             raise StageError(f"stage '{node.id}': run() must return the output shards "
                              "(use ctx.write_shards or ctx.passthrough)")
@@ -432,6 +435,22 @@ class Runner:
             self.log(f"[{sid}] warning: {agg['counters']['duplicate_ids']} document(s) "
                      "have an id seen before in this source (counter duplicate_ids; "
                      "read_jsonl/read_parquet 'ids: rewrite' makes them unique)")
+
+    def _remove_dead_temps(self, nodes: Sequence[StageNode], artifacts: dict[str, Any]
+                           ) -> None:
+        """Once the stages' work is done: drop temporaries left in their folders (stage folder,
+        rejected, quarantine, output folders) by writers that died, on every host. A writer
+        killed mid-write (a Dask worker lost) leaves one that a retried task cannot be relied on
+        to see (it may have listed the folder before the temporary appeared)."""
+        folders: list[str] = []
+        for node in nodes:
+            ctx = StageContext(stage_id=node.id, work_dir=self.work_dir, artifacts=artifacts)
+            folders += [stage_dir(self.work_dir, node.id),
+                        os.path.join(self.work_dir, "rejected", node.id),
+                        os.path.join(self.work_dir, "quarantine", node.id)]
+            with contextlib.suppress(CuratorError):
+                folders += list(node.stage.output_dirs(ctx))
+        self.ex.on_every_host(remove_dead_temps, folders, True)
 
     def _check_outputs(self) -> None:
         """Refuse a foreign output folder of any stage before the first stage runs, not hours

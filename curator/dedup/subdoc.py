@@ -7,6 +7,8 @@ Phases (each a resumable ``ctx.map``; nothing depends on the number of workers):
 1. ``hash`` (per input shard): each unit's normalised text -> 64-bit XXH3; entries
    ``(hash, document reference, unit index)`` sorted by hash and written as ``.npy`` files
    (read back memory-mapped), with the number of entries in each of 4096 hash ranges.
+   Documents are normalised in batches of about ``batch_mb`` of text (a count of documents
+   let a 187 MB shard of long pages take 3.35 GB); what stays per shard is 16 bytes per unit.
 2. ``groups`` (per partition = a run of consecutive hash ranges, sized from those counts so that
    one partition fits ``partition_mb``): the partition's entries of every shard, sorted by
    (hash, reference, unit); a hash seen more than ``max_occurrences`` times marks all its
@@ -18,7 +20,6 @@ Phases (each a resumable ``ctx.map``; nothing depends on the number of workers):
 from __future__ import annotations
 
 import functools
-import io
 import itertools
 import math
 import os
@@ -33,7 +34,7 @@ from curator.core.context import GlobalContext, ShardContext
 from curator.core.document import Document
 from curator.core.errors import StageError
 from curator.core.stage import Shard
-from curator.dedup.common import gather_partition, pack_refs, ref_row
+from curator.dedup.common import ROW_BITS, gather_partition, ref_row
 from curator.dedup.normalize import normalize_batch
 from curator.storage.atomic import atomic_open
 from curator.storage.shards import read_shard
@@ -43,8 +44,8 @@ from curator.text import split_sentences
 RANGE_BITS = 12
 #: Memory of one entry while its partition is grouped: 20 bytes stored plus sort temporaries.
 ENTRY_BYTES = 96
-#: Documents normalised together.
-_BATCH = 512
+#: Default text (MB) normalised together in the hash phase (``batch_mb``).
+BATCH_MB = 4.0
 
 
 @dataclass(frozen=True)
@@ -59,6 +60,7 @@ class SubdocCfg:
     min_chars: int
     span: int = 3
     language: str = "en"
+    batch_mb: float = BATCH_MB
 
 
 # -- units ------------------------------------------------------------------------------------
@@ -128,10 +130,8 @@ def hash_texts(texts: list[str]) -> np.ndarray:
 
 
 def save_npy(path: str, a: np.ndarray) -> None:
-    buf = io.BytesIO()
-    np.save(buf, a, allow_pickle=False)
-    with atomic_open(path, "wb") as f:
-        f.write(buf.getvalue())
+    with atomic_open(path, "wb") as f:  # straight to the file: no in-memory copy
+        np.save(f, a, allow_pickle=False)
 
 
 def load_npy(path: str, what: str) -> np.ndarray:
@@ -196,39 +196,52 @@ def plan_partitions(per_range: np.ndarray, parts: int) -> list[tuple[int, int]]:
 
 def _hash_task(cfg: SubdocCfg, item: tuple[int, str, str]) -> dict[str, Any]:
     shard_idx, name, path = item
-    hs, rows, idxs = [], [], []
+    hs: list[np.ndarray] = []
+    rows: list[np.ndarray] = []
+    idxs: list[np.ndarray] = []
     batch: list[tuple[int, list[str]]] = []
+    batch_chars, limit = 0, max(1, int(cfg.batch_mb * (1 << 20)))
     ndocs = 0
 
     def flush() -> None:
         units = normalized_units(cfg, [ps for _, ps in batch])
-        norm = [u for us in units for u in us]
-        if norm:
-            keep = np.fromiter((len(t) >= max(cfg.min_chars, 1) for t in norm), dtype=bool,
-                               count=len(norm))
-            h = hash_texts([t for t, k in zip(norm, keep) if k])
-            r = np.concatenate([np.full(len(us), row, dtype=np.int64)
-                                for (row, _), us in zip(batch, units)])
-            i = np.concatenate([np.arange(len(us), dtype=np.int64) for us in units])
-            hs.append(h)
-            rows.append(r[keep])
-            idxs.append(i[keep])
+        counts = np.fromiter((len(us) for us in units), dtype=np.int64, count=len(units))
+        n = int(counts.sum())
+        if n:
+            keep = np.fromiter((len(t) >= max(cfg.min_chars, 1) for us in units for t in us),
+                               dtype=bool, count=n)
+            hs.append(hash_texts([t for us in units for t in us])[keep])
+            batch_rows = np.fromiter((row for row, _ in batch), dtype=np.uint32,
+                                     count=len(batch))
+            rows.append(np.repeat(batch_rows, counts)[keep])
+            starts = np.repeat(np.cumsum(counts) - counts, counts)
+            idxs.append((np.arange(n, dtype=np.int64) - starts)[keep])
         batch.clear()
 
     for row, doc in enumerate(read_shard(path)):
         ndocs += 1
         batch.append((row, pieces(cfg, doc.text)))
-        if len(batch) >= _BATCH:
+        batch_chars += len(doc.text)
+        if batch_chars >= limit:
             flush()
+            batch_chars = 0
     flush()
     h = np.concatenate(hs) if hs else np.empty(0, np.uint64)
-    row = np.concatenate(rows) if rows else np.empty(0, np.int64)
+    hs.clear()
     idx = np.concatenate(idxs) if idxs else np.empty(0, np.int64)
+    idxs.clear()
     if idx.shape[0] and int(idx.max()) >= 1 << 32:
         raise StageError(f"{cfg.stage}: a document of shard '{name}' has more than 2^32 units")
-    ref = pack_refs(shard_idx, ndocs)[row] if ndocs else np.empty(0, np.uint64)
-    order = np.lexsort((idx, ref, h))
-    h, ref, idx = h[order], ref[order], idx[order].astype(np.uint32)
+    idx = idx.astype(np.uint32)
+    row = np.concatenate(rows) if rows else np.empty(0, np.uint32)
+    rows.clear()
+    # entries come in (row, unit) order and a reference grows with its row, so a stable sort
+    # by hash gives the (hash, reference, unit) order without lexsort's three-key copies
+    order = np.argsort(h, kind="stable")
+    h = h[order]
+    idx = idx[order]
+    ref = (np.uint64(shard_idx) << ROW_BITS) | row[order].astype(np.uint64)
+    del order, row
     prefix = os.path.join(cfg.stage_dir, "hash", f"{shard_idx:06d}-{name}")
     os.makedirs(os.path.dirname(prefix), exist_ok=True)
     for suffix, arr in (("h", h), ("r", ref), ("u", idx)):
@@ -312,17 +325,19 @@ class SubdocRemover:
         base = os.path.join(self.cfg.stage_dir, "removals", ctx.shard)
         rows = np.asarray(load_npy(f"{base}.rows.npy", f"{self.cfg.stage} final pass"))
         unit_idx = np.asarray(load_npy(f"{base}.units.npy", f"{self.cfg.stage} final pass"))
-        bounds = np.flatnonzero(np.r_[True, rows[1:] != rows[:-1]]) if rows.shape[0] else \
+        # rows are sorted: walk them alongside the documents (no per-unit Python objects for
+        # the whole shard, only for the document at hand)
+        starts = np.flatnonzero(np.r_[True, rows[1:] != rows[:-1]]) if rows.shape[0] else \
             np.empty(0, np.int64)
-        todo: dict[int, list[int]] = {
-            int(rows[a]): unit_idx[a:b].tolist()
-            for a, b in zip(bounds.tolist(), np.append(bounds[1:], rows.shape[0]).tolist())}
+        ends = np.append(starts[1:], rows.shape[0])
         what = "lines" if self.cfg.stage == "line_dedup" else "sentences"
+        k, nk = 0, starts.shape[0]
         for row, doc in enumerate(docs):
-            removed = todo.get(row)
-            if removed is None:
+            if k >= nk or int(rows[starts[k]]) != row:
                 yield doc
                 continue
+            removed = unit_idx[starts[k]:ends[k]].tolist()
+            k += 1
             text, n = cut(self.cfg, doc.text, removed)
             ctx.count(f"{what}_removed", n)
             ctx.count("chars_removed", len(doc.text) - len(text))

@@ -11,6 +11,10 @@ package (``wordlists`` extra; see :mod:`curator.filters.wordlists`), held as a s
 per URL. Entries of any list that name a whole platform (``allow_domains``; by default every
 ``blogspot.*`` and ``x.com``, which the package lists) are dropped; their listed subdomains
 still block.
+
+A host name longer than 253 characters (RFC 1035's limit) is no real host: such a URL is
+rejected as ``url_invalid_host`` before any lookup, which also bounds the parent-domain list
+built per URL (a hostile 100 KB host of 50,000 labels used to cost 2.4 GB and 12 s).
 """
 
 from __future__ import annotations
@@ -28,6 +32,8 @@ from curator.core.stage import FilePath, ShardStage
 
 #: Blocklists loaded in this process, keyed by the stage's parameters.
 _TABLES: dict[tuple[Any, ...], tuple[set[str], np.ndarray | None, re.Pattern[str] | None]] = {}
+#: Longest valid host name (RFC 1035 2.3.4, RFC 1123 2.1): 253 characters without the final dot.
+MAX_HOST_CHARS = 253
 _HOST = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.\-]*://(?:[^@/?#]*@)?(\[[^\]]*\]|[^:/?#]*)")
 
 
@@ -102,9 +108,11 @@ class UrlBlocklist(ShardStage):
         """The reason ``url`` is blocked, or ``None``."""
         blocked, hashed, rx = self._tables()
         host = url_host(url)
+        if len(host) > MAX_HOST_CHARS:
+            return "url_invalid_host"
         if host and (blocked or hashed is not None):
-            labels = host.split(".")
-            suffixes = [".".join(labels[i:]) for i in range(len(labels))]
+            # the host and each parent domain: at most 127 of them (the length cap above)
+            suffixes = [host] + [host[i + 1:] for i, c in enumerate(host) if c == "."]
             if blocked and any(d in blocked for d in suffixes):
                 return "url_blocked_domain"
             if hashed is not None and hashed.size:
@@ -133,7 +141,7 @@ class UrlBlocklist(ShardStage):
             if reason is None:
                 yield doc
             else:
-                ctx.reject(doc, reason, url=url)
+                ctx.reject(doc, reason, url=url if len(url) <= 2048 else url[:2048] + "...")
 
 
 def _allowed(domain: str, allow: tuple[str, ...]) -> bool:

@@ -8,11 +8,18 @@ comparisons, ``and``/``or``/``not``, constants, lists, ``meta.<key>`` / ``meta['
 (nested), ``id`` and ``length`` (characters of the text): no names, calls or attributes
 beyond those, so nothing in a YAML file can run code. A missing key is ``None``, and any
 ordering comparison with ``None`` is false (the document is not selected).
+
+Hostile or careless expressions stay cheap: nesting deeper than :data:`MAX_DEPTH` is a one-line
+configuration error (not a RecursionError), constant lists are built once (a constant list
+after ``in`` becomes a set), an expression that fails on one document (``-meta.x`` where ``x``
+is missing or a string) rejects that document as ``select_error`` with the error, and the
+default rejection reason quotes a long expression only by its start and a digest.
 """
 
 from __future__ import annotations
 
 import ast
+import hashlib
 import operator
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -23,6 +30,13 @@ from curator.core.errors import ConfigError
 from curator.core.stage import ShardStage
 
 _MISSING = None
+#: Deepest nesting of an expression (``not not ...``, brackets, ``meta.a.b...``); real filters
+#: use a handful of levels, and the parser and compiler recurse per level.
+MAX_DEPTH = 100
+#: Longest expression quoted whole in a rejection reason or an error.
+MAX_QUOTED = 100
+#: What a per-document evaluation error can be (a bad operand type, ``-'x'``, an overflow).
+_EVAL_ERRORS = (TypeError, ValueError, ArithmeticError, AttributeError, KeyError, IndexError)
 
 
 _ORDER = {ast.Lt: operator.lt, ast.LtE: operator.le, ast.Gt: operator.gt, ast.GtE: operator.ge}
@@ -32,13 +46,59 @@ Env = tuple[dict[str, Any], Document]
 Fn = Callable[[Document], Any]
 
 
+def short(expr: str) -> str:
+    """``expr`` as quoted in reasons and errors: whole up to :data:`MAX_QUOTED` characters,
+    else its start and a digest (a 100,000-item list must not be copied into every reason)."""
+    if len(expr) <= MAX_QUOTED:
+        return expr
+    digest = hashlib.sha1(expr.encode("utf-8", "surrogatepass"), usedforsecurity=False).hexdigest()[:8]
+    return f"{expr[:60]}... ({len(expr)} chars, sha1 {digest})"
+
+
+def _depth(node: ast.AST) -> int:
+    """Nesting depth of ``node``, without recursion (so a hostile tree cannot overflow)."""
+    deepest, stack = 0, [(node, 1)]
+    while stack:
+        n, d = stack.pop()
+        deepest = max(deepest, d)
+        if d <= MAX_DEPTH:  # past the limit the answer is known
+            stack.extend((c, d + 1) for c in ast.iter_child_nodes(n))
+    return deepest
+
+
 def compile_expr(expr: str, what: str = "select.expr") -> Fn:
     """A function ``doc -> value`` for ``expr``; ``ConfigError`` naming the bad part."""
+    too_deep = ConfigError(f"{what}: '{short(expr)}' is nested deeper than {MAX_DEPTH} levels; "
+                           "write it flatter (e.g. 'meta.x in [...]' instead of a chain of "
+                           "'or')")
     try:
         tree = ast.parse(expr.strip(), mode="eval")
     except SyntaxError as e:
-        raise ConfigError(f"{what}: '{expr}' is not an expression: {e.msg}") from None
-    return _compile(tree.body, expr, what)
+        if "too many nested" in str(e.msg):
+            raise too_deep from None
+        raise ConfigError(f"{what}: '{short(expr)}' is not an expression: {e.msg}") from None
+    except (RecursionError, MemoryError):  # the parser's own stack (~1,000 levels)
+        raise too_deep from None
+    if _depth(tree.body) > MAX_DEPTH:
+        raise too_deep
+    return _compile(tree.body, short(expr), what)
+
+
+def _constant(node: ast.AST) -> tuple[bool, Any]:
+    """``(True, value)`` when ``node`` is a constant or a (nested) list of constants."""
+    if isinstance(node, ast.Constant):
+        return True, node.value
+    if isinstance(node, ast.Name) and node.id in ("None", "True", "False"):
+        return True, {"None": None, "True": True, "False": False}[node.id]
+    if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+        out = []
+        for e in node.elts:
+            ok, v = _constant(e)
+            if not ok:
+                return False, None
+            out.append(v)
+        return True, out
+    return False, None
 
 
 def _meta_path(node: ast.AST) -> str | None:
@@ -74,9 +134,9 @@ def _compile(node: ast.AST, expr: str, what: str) -> Fn:
         return ConfigError(f"{what}: '{expr}': {msg} (allowed: comparisons, and/or/not, "
                            "constants, lists, meta.<key>, meta['<key>'], id, length)")
 
-    if isinstance(node, ast.Constant):
-        v = node.value
-        return lambda doc: v
+    const, value = _constant(node)
+    if const:  # built once, here, not once per document
+        return lambda doc: value
     if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
         items = [_compile(e, expr, what) for e in node.elts]
         return lambda doc: [f(doc) for f in items]
@@ -108,7 +168,9 @@ def _compile(node: ast.AST, expr: str, what: str) -> Fn:
         return lambda doc: any(p(doc) for p in parts)
     if isinstance(node, ast.Compare):
         left = _compile(node.left, expr, what)
-        rights = [_compile(c, expr, what) for c in node.comparators]
+        rights = [_compile(c, expr, what) if not isinstance(op, (ast.In, ast.NotIn))
+                  else _member_set(c) or _compile(c, expr, what)
+                  for op, c in zip(node.ops, node.comparators)]
         ops = []
         for op in node.ops:
             if type(op) in _ORDER:
@@ -131,7 +193,20 @@ def _compile(node: ast.AST, expr: str, what: str) -> Fn:
                 a = b
             return True
         return compare
-    raise bad(f"'{ast.unparse(node)}' is not allowed")
+    raise bad(f"'{short(ast.unparse(node))}' is not allowed")
+
+
+def _member_set(node: ast.AST) -> Fn | None:
+    """A constant list after ``in`` as a frozenset (one hash probe instead of a scan), when
+    all its items are hashable; membership answers the same (``==`` on the same values)."""
+    const, value = _constant(node)
+    if not const or not isinstance(value, list):
+        return None
+    try:
+        items = frozenset(value)
+    except TypeError:  # a list inside the list
+        return None
+    return lambda doc: items
 
 
 def _ordered(op: Callable[[Any, Any], bool]) -> Callable[[Any, Any], bool]:
@@ -157,17 +232,24 @@ class Select(ShardStage):
     parsed safely, never evaluated as Python."""
 
     name = "select"
+    version = 2  # evaluation errors are rejections (select_error); long reasons shortened
 
     def __init__(self, expr: str, reason: str | None = None) -> None:
         self.expr = expr
-        self.reason = reason or f"select:{expr}"
+        self.reason = reason or f"select:{short(expr)}"
         self._cache_fn = compile_expr(expr)
 
     def process(self, docs: Iterator[Document], ctx: ShardContext) -> Iterator[Document]:
         fn = getattr(self, "_cache_fn", None) or compile_expr(self.expr)
         self._cache_fn = fn
         for doc in docs:
-            if fn(doc):
+            try:
+                keep = bool(fn(doc))
+            except _EVAL_ERRORS as e:
+                # one document's values do not fit the expression: reject it, keep going
+                ctx.reject(doc, "select_error", error=f"{type(e).__name__}: {e}"[:200])
+                continue
+            if keep:
                 yield doc
             else:
                 ctx.reject(doc, self.reason)

@@ -103,14 +103,22 @@ _STALE: dict[str, dict[str, list[tuple[str, int]]]] = {}
 
 
 def pid_alive(pid: int) -> bool:
-    """Whether a process ``pid`` exists on this host (a zombie counts as alive)."""
+    """Whether a process ``pid`` runs on this host. A zombie (killed, not yet reaped by its
+    parent: a worker SIGKILLed under a parent that has not waited for it) writes nothing any
+    more, so it counts as dead."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:  # exists, owned by someone else
+        pass
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+    except OSError:  # no /proc (macOS), or it just went
         return True
-    return True
+    # "pid (comm) S ...": the state follows the last ')' (comm may hold spaces and parens)
+    return stat[stat.rfind(b")") + 2:stat.rfind(b")") + 3] not in (b"Z", b"X")
 
 
 def _remove_stale_temps(lp: str) -> None:
@@ -134,6 +142,36 @@ def _remove_stale_temps(lp: str) -> None:
         if pid != os.getpid() and not pid_alive(pid):
             with contextlib.suppress(OSError):
                 os.unlink(os.path.join(d, t))
+
+
+def remove_dead_temps(folders: list[str], recursive: bool = False) -> int:
+    """Remove the temporaries in ``folders`` (and below, with ``recursive``) written on this
+    host by processes that no longer exist; the number removed. The runner calls this when a
+    stage has finished, on every host that ran it: a Dask worker killed mid-write leaves its
+    temporary, and the worker that redoes the task may have listed the folder (see
+    :func:`_remove_stale_temps`) before that temporary appeared."""
+    removed = 0
+    me = os.getpid()
+    for top in folders:
+        if not is_local(top):
+            continue
+        for d, _, names in (os.walk(local_path(top)) if recursive
+                            else [(local_path(top), None, _names(local_path(top)))]):
+            for n in names:
+                m = _TMP_NAME.fullmatch(n)
+                if m and m.group(2) == _HOST and int(m.group(3)) != me \
+                        and not pid_alive(int(m.group(3))):
+                    with contextlib.suppress(OSError):
+                        os.unlink(os.path.join(d, n))
+                        removed += 1
+    return removed
+
+
+def _names(d: str) -> list[str]:
+    try:
+        return os.listdir(d)
+    except OSError:
+        return []
 
 
 @contextlib.contextmanager

@@ -51,7 +51,8 @@ def short(expr: str) -> str:
     else its start and a digest (a 100,000-item list must not be copied into every reason)."""
     if len(expr) <= MAX_QUOTED:
         return expr
-    digest = hashlib.sha1(expr.encode("utf-8", "surrogatepass"), usedforsecurity=False).hexdigest()[:8]
+    digest = hashlib.sha1(expr.encode("utf-8", "surrogatepass"),
+                          usedforsecurity=False).hexdigest()[:8]
     return f"{expr[:60]}... ({len(expr)} chars, sha1 {digest})"
 
 

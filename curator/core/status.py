@@ -23,12 +23,12 @@ from curator.core.runner import (
     files_changed,
     input_state,
     list_source,
+    merge_inputs,
     param_files,
     read_stage_key,
     shard_key,
     stage_dir,
 )
-from curator.core.stage import Shard
 
 
 @dataclass
@@ -113,8 +113,8 @@ def _node_status(pipe: Pipeline, node: StageNode, wd: str,
         names = [sp.name for sp in specs]
         details = [(sp.name, k, rd) for sp, k, rd in zip(specs, keys, reads, strict=True)]
     else:
-        inputs = [Shard(s["name"], s["path"], s["docs"], s.get("bytes", 0), s["key"])
-                  for i in node.inputs for s in known[i]["shards"]]  # type: ignore[index]
+        inputs = merge_inputs([(i, known[i]["shards"])  # type: ignore[index]
+                               for i in node.inputs])
         state = input_state(eff, inputs)
         names = [s.name for s in inputs]
         details = [(s.name, shard_key(eff, s.name, s.key or s.path), None) for s in inputs]

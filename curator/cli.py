@@ -17,6 +17,7 @@ import os
 import sys
 import time
 from collections.abc import Sequence
+from typing import Any
 
 from curator import __version__
 from curator.core.errors import CuratorError, fs_error_line
@@ -66,10 +67,51 @@ def cmd_run(args: argparse.Namespace) -> int:
                      f"of '{last['id']}'")
                 if pipe.config.report:
                     _log(f"report: {os.path.join(pipe.work_dir, 'report.html')}")
+                for line in empty_source_lines(summary, pipe.work_dir):
+                    _log(line)
     finally:
         if lock is not None:
             lock.release()
     return 0
+
+
+def empty_source_lines(summary: dict[str, Any], work_dir: str) -> list[str]:
+    """The run's last lines when a source produced no document from input that is not empty
+    (a UTF-16 file read as UTF-8 once gave "0 documents out" and nothing else): what it read,
+    and why its records were set aside, reason by reason."""
+    import glob
+
+    import orjson
+
+    out = []
+    for st in summary["stages"]:
+        if st.get("kind") != "source" or st.get("docs_out"):
+            continue
+        size, files = 0, set()
+        for m in glob.glob(os.path.join(work_dir, "stages", st["id"], "_done", "*.json")):
+            try:
+                with open(m, "rb") as f:
+                    read = orjson.loads(f.read()).get("read") or {}
+            except (OSError, orjson.JSONDecodeError, AttributeError):
+                continue
+            for path, ident in read.items() if isinstance(read, dict) else ():
+                if isinstance(ident, dict) and isinstance(ident.get("size"), int):
+                    files.add(path)
+                    size += ident["size"]
+        if not size and not st.get("docs_in"):
+            continue
+        what = (f"{size:,} bytes in {len(files)} file{'s' if len(files) != 1 else ''}"
+                if size else f"{st.get('docs_in', 0):,} records")
+        why = [f"{r}: {n:,}" for kind in ("quarantined", "rejected")
+               for r, n in sorted((st.get(kind) or {}).items(), key=lambda x: -x[1])]
+        q = sum((st.get("quarantined") or {}).values())
+        line = (f"warning: source '{st['id']}' produced no documents from {what}: "
+                + (f"{'; '.join(why)}" if why else "no record found in it (is it the format "
+                   "and encoding this stage reads?)"))
+        if q:
+            line += f" (quarantined records: {os.path.join(work_dir, 'quarantine', st['id'])})"
+        out.append(line)
+    return out
 
 
 def _print_status(pipe: object) -> int:

@@ -30,6 +30,7 @@ from curator.core.context import ShardContext, StageContext
 from curator.core.document import Document
 from curator.core.errors import ConfigError, InputError
 from curator.extract.timeout import ExtractTimeout, time_limit
+from curator.storage.encoding import is_utf8, utf8_stream
 from curator.storage.limits import TOO_LARGE
 from curator.storage.paths import expand_paths
 
@@ -143,11 +144,17 @@ def iter_pages(path: str, ctx: ShardContext, max_page_bytes: int | None = None
     own, so no page is held beyond ``max_page_bytes`` (default: the run's ``max_doc_mb``): a
     bigger one is read past and quarantined ``too_large`` with its title and offset; a page
     that is not well-formed XML is quarantined alone. A truncated or corrupt stream ends the
-    file with one quarantine record."""
+    file with one quarantine record. A dump in UTF-16/32 (by its BOM or first characters) or in
+    an encoding its XML declaration names is transcoded to UTF-8 first (offsets are then in
+    the UTF-8 text)."""
     cap = ctx.max_doc_bytes if max_page_bytes is None else max_page_bytes
     n = 0
+    enc = "utf-8"
     try:
-        with _open_dump(path) as fh:
+        with _open_dump(path) as raw:
+            fh, enc = utf8_stream(raw, xml=True)
+            if not is_utf8(enc):
+                ctx.count(f"encoding:{enc}")
             for kind, offset, data in split_pages(fh, cap):
                 if kind == "page":
                     try:
@@ -171,6 +178,9 @@ def iter_pages(path: str, ctx: ShardContext, max_page_bytes: int | None = None
                     ctx.count("wiki_too_large")
                 else:  # truncated
                     raise EOFError(f"the file ends inside a page (at byte {offset} of the XML)")
+    except UnicodeDecodeError as e:
+        ctx.quarantine(b"", f"text not valid {enc} after {n} pages: {e}", file=path)
+        ctx.count("wiki_corrupt_files")
     except (EOFError, OSError) as e:
         ctx.quarantine(b"", f"truncated or corrupt dump after {n} pages: "
                        f"{type(e).__name__}: {e}", file=path)

@@ -297,11 +297,15 @@ def iter_jsonl_texts(paths: list[str], text_field: str) -> Iterator[tuple[str, s
     import orjson
 
     from curator.storage.atomic import open_compressed_read
+    from curator.storage.encoding import utf8_stream
 
     for path in paths:
         try:
-            with open_compressed_read(path) as fh:
+            with open_compressed_read(path) as raw:
+                fh, _ = utf8_stream(raw)  # UTF-16/32 files (by their BOM) too
                 for i, line in enumerate(fh, 1):
+                    if i == 1 and line.startswith(b"\xef\xbb\xbf"):
+                        line = line[3:]
                     if not line.strip():
                         continue
                     try:
@@ -313,3 +317,5 @@ def iter_jsonl_texts(paths: list[str], text_field: str) -> Iterator[tuple[str, s
                         yield str(rec.get("id", f"{path}:{i}")), text
         except FileNotFoundError:
             raise InputError(f"{path}: file not found") from None
+        except UnicodeDecodeError as e:
+            raise InputError(f"{path}: text not valid in its encoding: {e}") from None

@@ -223,6 +223,8 @@ class Wikipedia(DownloadSource):
 
     name = "wikipedia"
     verify = "bz2"
+    #: 2: tables in tags, empty headings, inline templates, sections by language (issue 24)
+    version = 2
 
     def __init__(self, language: str | None = None, dump_date: str = "latest",
                  base_url: str = WIKIMEDIA_BASE_URL, limit_per_file: int | None = None,
@@ -346,11 +348,12 @@ class Wikipedia(DownloadSource):
             return
         import mwparserfromhell  # noqa: F401  (imported outside the per-article time limit)
 
-        from curator.extract.wikitext import DROP_SECTIONS, wikitext_to_text
+        from curator.extract.wikitext import drop_sections_for, wikitext_to_text
 
         drop = {"file", "image", "category", "media"}
-        sections = self.drop_sections if self.drop_sections is not None else DROP_SECTIONS
         lang = shard.data.get("language", self.language)
+        sections = (self.drop_sections if self.drop_sections is not None
+                    else drop_sections_for(lang))
         wiki = f"{lang}wiki"
         host = f"https://{lang}.wikipedia.org/wiki/"
         source = self.source_name(ctx)

@@ -207,6 +207,41 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_inspect(args: argparse.Namespace) -> int:
+    from curator.core.samples import render, sample, stage_done
+
+    if args.n < 1:
+        raise CuratorError("inspect: -n must be at least 1")
+    rejected = args.rejected is not None
+    reason = args.rejected or None
+    done = stage_done(args.work_dir, args.stage)
+    stats = done.get("stats") or {}
+    rej = stats.get("rejected") or {}
+    shards = done.get("shards") or []
+    if not rejected and shards and not any(s.get("path") for s in shards):
+        raise CuratorError(f"stage '{args.stage}' ran fused with the stage after it and wrote "
+                           "no shards of its own (see `curator validate`); inspect that stage, "
+                           f"its rejections (--rejected), or set checkpoint: true on it")
+    docs, total = sample(args.work_dir, args.stage, rejected=rejected, reason=reason, n=args.n,
+                         seed=args.seed)
+    what = (f"rejected{' for ' + repr(reason) if reason else ''}" if rejected else "kept")
+    what = f"documents {what}"
+    print(f"stage '{args.stage}' ({done.get('stage', '?')}): {stats.get('docs_out', 0):,} kept, "
+          f"{sum(rej.values()):,} rejected"
+          + (f" ({', '.join(f'{r} {n:,}' for r, n in sorted(rej.items(), key=lambda x: -x[1]))})"
+             if rej else ""))
+    if rejected and not total and rej:
+        print("(the rejected documents were not saved: save_rejected is off)")
+    print(f"{len(docs)} of {total:,} {what}, seed {args.seed}:")
+    try:
+        for k, d in enumerate(docs, 1):
+            print(render(d, k, len(docs), lines=args.lines))
+        sys.stdout.flush()
+    except BrokenPipeError:  # `curator inspect ... | head`
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="curator", description=__doc__.split("\n")[0])
     p.add_argument("--version", action="version", version=f"curator {__version__}")
@@ -240,6 +275,17 @@ def build_parser() -> argparse.ArgumentParser:
     rep = sub.add_parser("report", help="re-render report.html from a work_dir's report.json")
     rep.add_argument("work_dir")
     rep.set_defaults(func=cmd_report)
+
+    ins = sub.add_parser("inspect", help="print sample documents a stage kept or rejected")
+    ins.add_argument("work_dir")
+    ins.add_argument("stage", help="stage id")
+    ins.add_argument("--rejected", nargs="?", const="", default=None, metavar="REASON",
+                     help="show rejected documents (only those of REASON, or of a reason "
+                          "prefix such as gopher_quality:)")
+    ins.add_argument("-n", type=int, default=5, help="how many documents (default 5)")
+    ins.add_argument("--seed", type=int, default=0, help="which sample (default 0)")
+    ins.add_argument("--lines", type=int, default=5, help="lines of text per document")
+    ins.set_defaults(func=cmd_inspect)
 
     from curator.core.registry import FAMILIES
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import html
 import os
+import re
 from typing import Any
 
 from curator.core.context import write_json
@@ -62,11 +63,17 @@ def write_report(summary: dict[str, Any], work_dir: str) -> tuple[str, str]:
     return jpath, hpath
 
 
+class _Raw(str):
+    """HTML that ``_table`` puts in a cell as it is (a link it built itself)."""
+
+
 def _e(x: Any) -> str:
     return html.escape(str(x))
 
 
 def _fmt(n: Any) -> str:
+    if isinstance(n, _Raw):
+        return str(n)
     if isinstance(n, float):
         return f"{n:,.2f}"
     if isinstance(n, int):
@@ -289,6 +296,43 @@ def _short_histograms(hists: list[dict[str, Any]], n: int = TOP_N) -> list[dict[
                               "labels": others[0]["labels"], "counts": summed}]
 
 
+def _examples(summary: dict[str, Any], per_reason: int = 3
+              ) -> dict[tuple[str, str], tuple[_Raw, str]]:
+    """(stage, reason) -> (a link for the reasons table, a section with the first few rejected
+    documents, their id, source and first lines; ``curator inspect`` shows more)."""
+    from curator.core.samples import first_examples
+
+    wd = summary.get("work_dir") or ""
+    out: dict[tuple[str, str], tuple[_Raw, str]] = {}
+    for s in summary["stages"]:
+        if not s.get("rejected") or not os.path.isdir(os.path.join(wd, "rejected", s["id"])):
+            continue
+        try:
+            found = first_examples(wd, s["id"], per_reason)
+        except (OSError, ValueError):  # a damaged rejected file: the report still renders
+            continue
+        for reason, docs in found.items():
+            if reason not in s["rejected"]:
+                continue
+            anchor = "ex-" + re.sub(r"[^A-Za-z0-9_.-]+", "-", f"{s['id']}-{reason}")
+            items = "".join(
+                f"<li><code>{_e(d.id)}</code> (source {_e(d.source)}, shard {_e(d.shard)})"
+                f"<pre>{_e(_first_lines(d.text))}</pre></li>" for d in docs)
+            cmd = f"curator inspect {wd} {s['id']} --rejected {reason}"
+            out[(s["id"], reason)] = (
+                _Raw(f'<a href="#{anchor}">{len(docs)} example{"s" if len(docs) != 1 else ""}'
+                     "</a>"),
+                f'<h3 id="{anchor}">{_e(s["id"])}: {_e(reason)}</h3><ul class="examples">'
+                f"{items}</ul><p>More: <code>{_e(cmd)}</code></p>")
+    return out
+
+
+def _first_lines(text: str, lines: int = 4, width: int = 200) -> str:
+    body = [ln if len(ln) <= width else ln[: width - 1] + "…"
+            for ln in text.splitlines() if ln.strip()]
+    return "\n".join(body[:lines] + (["…"] if len(body) > lines else []))
+
+
 def render_html(summary: dict[str, Any]) -> str:
     stages = summary["stages"]
     overview = _table(
@@ -301,7 +345,9 @@ def render_html(summary: dict[str, Any]) -> str:
           "skipped (done earlier)" if s.get("skipped") else ""] for s in stages],
         "overview",
     )
-    reasons = [[s["id"], r, n] for s in stages for r, n in s["rejected"].items()]
+    examples = _examples(summary)
+    reasons = [[s["id"], r, n, examples.get((s["id"], r), ("", ""))[0]]
+               for s in stages for r, n in s["rejected"].items()]
     quarantine = [[s["id"], r, n] for s in stages for r, n in s["quarantined"].items()]
     counters = [[s["id"], k, v] for s in stages for k, v in collapse_groups(
         {k: v for k, v in s.get("counters", {}).items()
@@ -345,6 +391,8 @@ td:first-child, td:nth-child(2) {{ text-align: left; white-space: normal; }}
 .by-source td:nth-child(2) {{ overflow-wrap: anywhere; }}
 .stage-source td:nth-child(2) {{ text-align: right; }}
 .plot {{ display: block; margin: 0.5em 0 1.5em; }}
+.examples pre {{ white-space: pre-wrap; font-size: 12px; background: #f8f8f8; margin: 0.2em 0 0.8em;
+  padding: 4px; max-width: 1100px; }}
 </style></head><body>
 <h1>curator run report: {_e(summary['name'])}</h1>
 <p>executor <b>{_e(ex.get('type'))}</b> with {_e(ex.get('workers'))} worker(s);
@@ -354,8 +402,10 @@ wall time {summary['seconds']:.2f}s; work_dir <code>{_e(summary['work_dir'])}</c
 <h2>Stages</h2>
 {overview}
 <h2>Why documents were removed</h2>
-{_table(["stage", "reason", "documents"], reasons, "reasons") if reasons else
+{_table(["stage", "reason", "documents", "examples"], reasons, "reasons") if reasons else
  "<p>No document was removed.</p>"}
+{"<h2>Examples of removed documents</h2>" + "".join(v[1] for v in examples.values())
+ if examples else ""}
 <h2>Input checks</h2>
 {_table(["stage", "too large (quarantined)", "duplicate ids", "source overridden"], checks,
         "input-checks") if checks else

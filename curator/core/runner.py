@@ -256,7 +256,9 @@ class Runner:
         for p in plans:
             self._claim_outputs(p.node, artifacts)
         label = group[0].id if len(group) == 1 else f"{group[0].id}..{group[-1].id}"
-        progress = Progress(label, enabled=self.ex.is_root, mode=self.pipe.config.progress)
+        progress = Progress(label, enabled=self.ex.is_root, mode=self.pipe.config.progress,
+                            live_dir=os.path.join(stage_dir(self.work_dir, group[0].id),
+                                                  "_progress"))
         head = plans[0]
         source = isinstance(head.node.stage, Source)
         save = self.pipe.config.save_rejected
@@ -323,7 +325,8 @@ class Runner:
         self.ex.barrier()
 
         self._claim_outputs(node, artifacts)
-        progress = Progress(node.id, enabled=self.ex.is_root, mode=self.pipe.config.progress)
+        progress = Progress(node.id, enabled=self.ex.is_root, mode=self.pipe.config.progress,
+                            live_dir=os.path.join(sdir, "_progress"))
         gctx = GlobalContext(
             executor=self.ex, fingerprint=state, stage=stage, progress=progress,
             stage_id=node.id, work_dir=self.work_dir, artifacts=artifacts,

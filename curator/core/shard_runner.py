@@ -34,6 +34,7 @@ import xxhash
 from curator.core.document import Document
 from curator.core.errors import CuratorError, StageError, fs_error_line
 from curator.core.identity import digest
+from curator.core.progress import heartbeat, heartbeat_path
 from curator.core.shard_context import (
     DEFAULT_MAX_DOC_BYTES,
     HIST_BINS,
@@ -301,6 +302,8 @@ def run_shard(task: ShardTask) -> list[dict[str, Any]]:
         else:
             assert task.input_path is not None
             docs = counted(read_shard(task.input_path))
+        # progress inside a long shard: the driver shows what is read so far (core/progress.py)
+        docs = heartbeat(docs, heartbeat_path(task.work_dir, steps[0].stage_id, task.name))
         for k, st in enumerate(steps):
             if k:
                 docs = link(docs, k - 1)

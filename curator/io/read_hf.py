@@ -82,7 +82,16 @@ class ReadHf(Source):
         url = self._url()
         fs, root = fsspec.core.url_to_fs(url, **self.storage_options)
         where = f"{ctx.stage_id}.path"
-        if not fs.isdir(root):
+        try:
+            is_dir = fs.isdir(root)
+        except Exception as e:  # a remote filesystem's own errors (no network, no access)
+            raise InputError(f"{where}: {url}: cannot list it: {type(e).__name__}: {e}"
+                             ) from None
+        if not is_dir:
+            if url != self.path:
+                raise InputError(f"{where}: '{self.path}' is no local folder, and {url} was not "
+                                 "found or the hub cannot be reached (HF_HUB_OFFLINE, network, "
+                                 "token for a gated dataset)")
             raise InputError(f"{where}: '{self.path}' is not a folder (a save_to_disk folder, "
                              "a folder in the hub's Parquet layout, or a hub id owner/name)")
         proto = url.split("://", 1)[0] + "://" if "://" in url else ""
@@ -138,8 +147,13 @@ class ReadHf(Source):
         except ImportError:
             raise ConfigError("read_hf.streaming needs the datasets library "
                               "(pip install 'curator-pipeline[hf]')") from None
-        return datasets.load_dataset(self.path, self.config_name, split=self.split,
-                                     streaming=True, revision=self.revision)
+        try:
+            return datasets.load_dataset(self.path, self.config_name, split=self.split,
+                                         streaming=True, revision=self.revision)
+        except Exception as e:  # datasets raises many kinds: one line naming the dataset
+            raise InputError(f"read_hf: datasets could not stream '{self.path}' (name "
+                             f"{self.config_name}, split {self.split}): {type(e).__name__}: "
+                             f"{e}") from None
 
     def input_paths(self, shard: ShardSpec) -> list[str]:
         return [shard.data["path"]] if "path" in shard.data else []

@@ -137,3 +137,25 @@ def test_hf_example_pipeline_runs_from_the_readme(tmp_path: Path) -> None:
     out = sorted((tmp_path / "work" / "hf-example" / "hf_out").glob("*.jsonl"))
     assert len(out) == 6 and os.path.getsize(out[0]) > 0
     assert "curator run pipelines/hf-example.yaml" in (ROOT / "README.md").read_text()
+
+
+def test_an_unreachable_hub_id_is_one_line(tmp_path: Path) -> None:
+    """Offline (as in every test): a hub id fails with one line naming it, both ways."""
+    import subprocess
+    import sys
+
+    from helpers import cli_env
+
+    env = {**cli_env(), "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
+    for streaming, expect in ((False, "curator: error: read_hf.path: 'nobody/nothing' is no "
+                                      "local folder, and hf://datasets/nobody/nothing was not "
+                                      "found or the hub cannot be reached"),
+                              (True, "curator: error: read_hf: datasets could not stream "
+                                     "'nobody/nothing' (name None, split train): ")):
+        (tmp_path / "p.yaml").write_text(yaml.safe_dump({
+            "name": "h", "work_dir": str(tmp_path / f"w{streaming}"),
+            "stages": [{"read_hf": {"path": "nobody/nothing", "streaming": streaming}}]}))
+        r = subprocess.run([sys.executable, "-m", "curator", "run", "p.yaml"], cwd=tmp_path,
+                           env=env, capture_output=True, text=True, timeout=120)
+        assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr
+        assert r.stderr.strip().splitlines()[-1].startswith(expect), r.stderr

@@ -214,6 +214,10 @@ def run_shard(task: ShardTask) -> list[dict[str, Any]]:
     doc_ids: list[str] = []
     sources: Counter[str] = Counter()
     ctx0 = ctxs[0]
+    if task.spec is not None:  # a source's rejections count under its name (report)
+        name_of = getattr(head, "source_name", None)
+        ctx0.default_source = (name_of(ctx0) if callable(name_of) else None) or getattr(
+            head, "source", None) or steps[0].stage_id
 
     def counted(docs: Iterator[Document]) -> Iterator[Document]:
         """The documents a shard or global stage reads, counted."""

@@ -88,3 +88,31 @@ def test_report_links_examples_per_reason(work: Path) -> None:
         ids = re.findall(r"<li><code>([^<]+)</code>", section)
         assert len(ids) == 3 and all(i.startswith(prefix) for i in ids)
         assert f"curator inspect {work} {stage} --rejected {reason}" in html
+
+
+def test_a_source_stage_rejections_count_under_its_name(tmp_path: Path) -> None:
+    """A source may reject a record before it sets meta.source (a WARC record with no text):
+    the report counts it under the source's name, not under "-"."""
+    (tmp_path / "my_src.py").write_text(
+        "from curator.core.document import Document\n"
+        "from curator.core.stage import ShardSpec, Source\n\n"
+        "class Rej(Source):\n"
+        "    name = 'rej'\n\n"
+        "    def shards(self, ctx):\n"
+        "        return [ShardSpec(ctx.shard_name(0), {})]\n\n"
+        "    def read(self, shard, ctx):\n"
+        "        for i in range(6):\n"
+        "            d = Document(f'd{i}', f'text number {i}', {})\n"
+        "            if i % 2:\n"
+        "                ctx.reject(d, 'odd')\n"
+        "                continue\n"
+        "            d.meta['source'] = 'pages'\n"
+        "            yield d\n")
+    (tmp_path / "p.yaml").write_text("name: s\nwork_dir: w\nstages:\n"
+                                     "  - {id: crawl, my_src:Rej: {}}\n")
+    run_cli("run", "p.yaml", cwd=tmp_path)
+    rep = json.loads((tmp_path / "w" / "report.json").read_text())
+    assert rep["stages"][0]["rejected_by_source"] == {"crawl\todd": 3}
+    html = (tmp_path / "w" / "report.html").read_text()
+    body = html.split('class="stage-source"', 1)[1].split("</table>", 1)[0]
+    assert "<th>crawl</th>" in body and "<th>-</th>" not in body

@@ -145,9 +145,9 @@ def wikitext_to_text(wikitext: str, drop_link_namespaces: frozenset[str] = froze
     parts: list[str] = []
     _walk(code.nodes, parts, [0], drop_link_namespaces, drop_sections)
     text = "".join(p for p in parts if p)
-    text = _EMPTY_BRACKETS.sub("", _STYLE.sub("", _MAGIC.sub("", text)))
-    text = _JOIN.sub(r"\1 ", text)
+    text = _JOIN.sub(r"\1 ", _STYLE.sub("", _MAGIC.sub("", text)))
     text = _ONLY_DROPPED.sub("", text).replace(_DROPPED, "").replace(_ITEM, "")
+    text = _EMPTY_BRACKETS.sub("", text)
     return _finish(text)
 
 

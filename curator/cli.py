@@ -69,10 +69,51 @@ def cmd_run(args: argparse.Namespace) -> int:
                      f"of '{last['id']}'")
                 if pipe.config.report:
                     _log(f"report: {os.path.join(pipe.work_dir, 'report.html')}")
+                for line in empty_source_lines(summary, pipe.work_dir):
+                    _log(line)
     finally:
         if lock is not None:
             lock.release()
     return 0
+
+
+def empty_source_lines(summary: dict[str, Any], work_dir: str) -> list[str]:
+    """The run's last lines when a source produced no document from input that is not empty
+    (a UTF-16 file read as UTF-8 once gave "0 documents out" and nothing else): what it read,
+    and why its records were set aside, reason by reason."""
+    import glob
+
+    import orjson
+
+    out = []
+    for st in summary["stages"]:
+        if st.get("kind") != "source" or st.get("docs_out"):
+            continue
+        size, files = 0, set()
+        for m in glob.glob(os.path.join(work_dir, "stages", st["id"], "_done", "*.json")):
+            try:
+                with open(m, "rb") as f:
+                    read = orjson.loads(f.read()).get("read") or {}
+            except (OSError, orjson.JSONDecodeError, AttributeError):
+                continue
+            for path, ident in read.items() if isinstance(read, dict) else ():
+                if isinstance(ident, dict) and isinstance(ident.get("size"), int):
+                    files.add(path)
+                    size += ident["size"]
+        if not size and not st.get("docs_in"):
+            continue
+        what = (f"{size:,} bytes in {len(files)} file{'s' if len(files) != 1 else ''}"
+                if size else f"{st.get('docs_in', 0):,} records")
+        why = [f"{r}: {n:,}" for kind in ("quarantined", "rejected")
+               for r, n in sorted((st.get(kind) or {}).items(), key=lambda x: -x[1])]
+        q = sum((st.get("quarantined") or {}).values())
+        line = (f"warning: source '{st['id']}' produced no documents from {what}: "
+                + (f"{'; '.join(why)}" if why else "no record found in it (is it the format "
+                   "and encoding this stage reads?)"))
+        if q:
+            line += f" (quarantined records: {os.path.join(work_dir, 'quarantine', st['id'])})"
+        out.append(line)
+    return out
 
 
 def _print_status(pipe: object) -> int:
@@ -213,6 +254,41 @@ def cmd_tls_certs(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_inspect(args: argparse.Namespace) -> int:
+    from curator.core.samples import render, sample, stage_done
+
+    if args.n < 1:
+        raise CuratorError("inspect: -n must be at least 1")
+    rejected = args.rejected is not None
+    reason = args.rejected or None
+    done = stage_done(args.work_dir, args.stage)
+    stats = done.get("stats") or {}
+    rej = stats.get("rejected") or {}
+    shards = done.get("shards") or []
+    if not rejected and shards and not any(s.get("path") for s in shards):
+        raise CuratorError(f"stage '{args.stage}' ran fused with the stage after it and wrote "
+                           "no shards of its own (see `curator validate`); inspect that stage, "
+                           f"its rejections (--rejected), or set checkpoint: true on it")
+    docs, total = sample(args.work_dir, args.stage, rejected=rejected, reason=reason, n=args.n,
+                         seed=args.seed)
+    what = (f"rejected{' for ' + repr(reason) if reason else ''}" if rejected else "kept")
+    what = f"documents {what}"
+    print(f"stage '{args.stage}' ({done.get('stage', '?')}): {stats.get('docs_out', 0):,} kept, "
+          f"{sum(rej.values()):,} rejected"
+          + (f" ({', '.join(f'{r} {n:,}' for r, n in sorted(rej.items(), key=lambda x: -x[1]))})"
+             if rej else ""))
+    if rejected and not total and rej:
+        print("(the rejected documents were not saved: save_rejected is off)")
+    print(f"{len(docs)} of {total:,} {what}, seed {args.seed}:")
+    try:
+        for k, d in enumerate(docs, 1):
+            print(render(d, k, len(docs), lines=args.lines))
+        sys.stdout.flush()
+    except BrokenPipeError:  # `curator inspect ... | head`
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="curator", description=__doc__.split("\n")[0])
     p.add_argument("--version", action="version", version=f"curator {__version__}")
@@ -261,6 +337,17 @@ def build_parser() -> argparse.ArgumentParser:
     rep = sub.add_parser("report", help="re-render report.html from a work_dir's report.json")
     rep.add_argument("work_dir")
     rep.set_defaults(func=cmd_report)
+
+    ins = sub.add_parser("inspect", help="print sample documents a stage kept or rejected")
+    ins.add_argument("work_dir")
+    ins.add_argument("stage", help="stage id")
+    ins.add_argument("--rejected", nargs="?", const="", default=None, metavar="REASON",
+                     help="show rejected documents (only those of REASON, or of a reason "
+                          "prefix such as gopher_quality:)")
+    ins.add_argument("-n", type=int, default=5, help="how many documents (default 5)")
+    ins.add_argument("--seed", type=int, default=0, help="which sample (default 0)")
+    ins.add_argument("--lines", type=int, default=5, help="lines of text per document")
+    ins.set_defaults(func=cmd_inspect)
 
     from curator.core.registry import FAMILIES
 

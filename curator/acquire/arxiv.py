@@ -25,6 +25,7 @@ from curator.core.document import Document
 from curator.core.errors import ConfigError, InputError
 from curator.extract.latex import LatexError, submission_text
 from curator.extract.timeout import ExtractTimeout, time_limit
+from curator.storage.encoding import decode_text
 from curator.storage.limits import TOO_LARGE, TooLarge, read_capped
 
 ARXIV_BASE_URL = "s3://arxiv"
@@ -167,9 +168,10 @@ class _Prepend(io.RawIOBase):
 
 
 def _decode(b: bytes) -> str:
+    """UTF-8 (a BOM dropped) or UTF-16/32 by their BOM; other bytes as Latin-1 (old TeX)."""
     try:
-        return b.decode("utf-8")
-    except UnicodeDecodeError:
+        return decode_text(b, fallback="latin-1")
+    except UnicodeDecodeError:  # a UTF-16/32 BOM over broken text
         return b.decode("latin-1")
 
 

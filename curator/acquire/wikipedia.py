@@ -34,6 +34,7 @@ from curator.core.document import Document
 from curator.core.errors import ConfigError, InputError
 from curator.core.stage import DocumentPaths
 from curator.extract.timeout import ExtractTimeout, time_limit
+from curator.storage.encoding import is_utf8, utf8_stream
 from curator.storage.limits import TOO_LARGE
 from curator.storage.paths import expand_paths
 
@@ -147,11 +148,17 @@ def iter_pages(path: str, ctx: ShardContext, max_page_bytes: int | None = None
     own, so no page is held beyond ``max_page_bytes`` (default: the run's ``max_doc_mb``): a
     bigger one is read past and quarantined ``too_large`` with its title and offset; a page
     that is not well-formed XML is quarantined alone. A truncated or corrupt stream ends the
-    file with one quarantine record."""
+    file with one quarantine record. A dump in UTF-16/32 (by its BOM or first characters) or in
+    an encoding its XML declaration names is transcoded to UTF-8 first (offsets are then in
+    the UTF-8 text)."""
     cap = ctx.max_doc_bytes if max_page_bytes is None else max_page_bytes
     n = 0
+    enc = "utf-8"
     try:
-        with _open_dump(path) as fh:
+        with _open_dump(path) as raw:
+            fh, enc = utf8_stream(raw, xml=True)
+            if not is_utf8(enc):
+                ctx.count(f"encoding:{enc}")
             for kind, offset, data in split_pages(fh, cap):
                 if kind == "page":
                     try:
@@ -175,6 +182,9 @@ def iter_pages(path: str, ctx: ShardContext, max_page_bytes: int | None = None
                     ctx.count("wiki_too_large")
                 else:  # truncated
                     raise EOFError(f"the file ends inside a page (at byte {offset} of the XML)")
+    except UnicodeDecodeError as e:
+        ctx.quarantine(b"", f"text not valid {enc} after {n} pages: {e}", file=path)
+        ctx.count("wiki_corrupt_files")
     except (EOFError, OSError) as e:
         ctx.quarantine(b"", f"truncated or corrupt dump after {n} pages: "
                        f"{type(e).__name__}: {e}", file=path)
@@ -217,6 +227,8 @@ class Wikipedia(DownloadSource):
 
     name = "wikipedia"
     verify = "bz2"
+    #: 2: tables in tags, empty headings, inline templates, sections by language (issue 24)
+    version = 2
 
     def __init__(self, language: str | None = None, dump_date: str = "latest",
                  base_url: str = WIKIMEDIA_BASE_URL, limit_per_file: int | None = None,
@@ -340,11 +352,12 @@ class Wikipedia(DownloadSource):
             return
         import mwparserfromhell  # noqa: F401  (imported outside the per-article time limit)
 
-        from curator.extract.wikitext import DROP_SECTIONS, wikitext_to_text
+        from curator.extract.wikitext import drop_sections_for, wikitext_to_text
 
         drop = {"file", "image", "category", "media"}
-        sections = self.drop_sections if self.drop_sections is not None else DROP_SECTIONS
         lang = shard.data.get("language", self.language)
+        sections = (self.drop_sections if self.drop_sections is not None
+                    else drop_sections_for(lang))
         wiki = f"{lang}wiki"
         host = f"https://{lang}.wikipedia.org/wiki/"
         source = self.source_name(ctx)

@@ -8,12 +8,16 @@ import os
 import shutil
 import tempfile
 
+#: quality.MIN_AUC (not imported: registering the command must not import numpy and fastText)
+MIN_AUC = 0.6
+
 
 def cmd_train(args: argparse.Namespace) -> int:
     from curator.classifiers.quality import (
         HQ,
         LQ,
         _unit,
+        check_auc,
         iter_jsonl_texts,
         normalize,
         train_from_parts,
@@ -44,11 +48,24 @@ def cmd_train(args: argparse.Namespace) -> int:
                                   word_ngrams=args.word_ngrams, seed=args.seed,
                                   quantize=args.quantize, **sizes,
                                   max_docs_per_label=args.max_docs_per_label)
+        sources = f"--positive {' '.join(args.positive)} vs --negative {' '.join(args.negative)}"
+        check_auc(result["metrics"], args.min_auc, args.holdout, "train-quality-classifier",
+                  "--split", sources, "--min-auc 0")
         os.replace(result["model"], out)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print(json.dumps({"model": out, **result["metrics"]}, indent=2))
     return 0
+
+
+def _share(value: str) -> float:
+    try:
+        x = float(value)
+    except ValueError:
+        x = -1.0
+    if not 0.0 <= x < 1.0:
+        raise argparse.ArgumentTypeError(f"'{value}' is not a share in [0, 1), e.g. 0.1")
+    return x
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -59,7 +76,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--negative", nargs="+", required=True, help="JSONL file(s)/globs of crawl")
     p.add_argument("--output", "-o", required=True, help="where to save the model (.bin)")
     p.add_argument("--text-field", default="text")
-    p.add_argument("--holdout", type=float, default=0.1)
+    p.add_argument("--split", "--holdout", dest="holdout", type=_share, default=0.1,
+                   metavar="SHARE",
+                   help="share of documents held out to evaluate the model (by a hash of "
+                        "the id; default 0.1)")
+    p.add_argument("--min-auc", type=float, default=MIN_AUC,
+                   help=f"stop without writing the model when the held-out ROC AUC is below "
+                        f"this (default {MIN_AUC}; 0 accepts any model)")
     p.add_argument("--min-words", type=int, default=5)
     p.add_argument("--max-docs-per-label", type=int, default=200_000)
     p.add_argument("--epoch", type=int, default=5)

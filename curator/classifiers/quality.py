@@ -145,6 +145,53 @@ def hq_scores(model: Any, texts: list[str]) -> np.ndarray:
     return out
 
 
+#: Score bins of the held-out ROC AUC: memory stays fixed however large the held-out set; two
+#: scores closer than 1/AUC_BINS count as a tie (half a pair), the same as equal scores.
+AUC_BINS = 1 << 16
+#: The default ``min_auc``: below it a model barely ranks hq above other text (0.5 = chance).
+MIN_AUC = 0.6
+
+
+def binned_auc(pos: np.ndarray, neg: np.ndarray) -> float | None:
+    """ROC AUC from per-bin counts of positive and negative scores: P(a positive scores above
+    a negative) + half P(same bin) (the Mann-Whitney U statistic / (n_pos n_neg)); ``None``
+    when either class is empty."""
+    n_pos, n_neg = int(pos.sum()), int(neg.sum())
+    if not n_pos or not n_neg:
+        return None
+    below = np.cumsum(neg) - neg  # negatives in lower bins
+    u = float((pos * below).sum()) + 0.5 * float((pos * neg).sum())
+    return u / (n_pos * n_neg)
+
+
+def check_auc(metrics: dict[str, Any], min_auc: float, holdout: float, what: str,
+              holdout_key: str, sources: str, accept: str = "min_auc: 0") -> None:
+    """Stop with one line when the held-out ROC AUC is below ``min_auc`` or cannot be
+    computed (no held-out document of one label); ``min_auc <= 0`` accepts any model. A
+    larger held-out share is suggested only when it would help, never the share that failed."""
+    if min_auc <= 0:
+        return
+    auc = metrics.get("auc")
+    if auc is None:
+        n, hq = metrics.get("holdout_docs", 0), metrics.get("holdout_hq", 0)
+        have = f"{hq} high-quality and {n - hq} other held-out documents"
+        scarce = min(hq, n - hq)
+        if holdout <= 0:
+            fix = f"set {holdout_key} above 0"
+        elif holdout < 0.5:
+            # the share expected to give >= 20 documents of the scarcer label, > the one used
+            need = min(0.5, max(holdout * 2, holdout * 20 / max(scarce, 1)))
+            fix = f"raise {holdout_key} from {holdout:g} to {need:.2g}, or add documents"
+        else:
+            fix = "add documents of the missing label"
+        raise InputError(f"{what}: held-out ROC AUC cannot be computed from {have} "
+                         f"({sources}); {fix}, or set {accept} to accept the model unchecked")
+    if auc < min_auc:
+        raise InputError(f"{what}: held-out ROC AUC {auc:g} < min_auc {min_auc:g} "
+                         f"({sources}): the model barely tells them apart; check the "
+                         f"sources' labels and text, or set {accept} to accept it")
+
+
 def evaluate(model_path: str, holdout_file: str, threshold: float = 0.5,
              batch: int = 10_000) -> dict[str, Any]:
     """Held-out precision/recall/F1 of the hq label and accuracy (streamed in batches)."""
@@ -152,6 +199,7 @@ def evaluate(model_path: str, holdout_file: str, threshold: float = 0.5,
     tp = fp = fn = tn = 0
     edges = np.linspace(0.0, 1.0, 11)
     hist = {HQ: np.zeros(10, dtype=np.int64), LQ: np.zeros(10, dtype=np.int64)}
+    fine = {HQ: np.zeros(AUC_BINS, dtype=np.int64), LQ: np.zeros(AUC_BINS, dtype=np.int64)}
 
     def score(gold: list[bool], texts: list[str]) -> None:
         nonlocal tp, fp, fn, tn
@@ -160,6 +208,9 @@ def evaluate(model_path: str, holdout_file: str, threshold: float = 0.5,
         g = np.array(gold)
         hist[HQ] += np.histogram(scores[g], edges)[0]
         hist[LQ] += np.histogram(scores[~g], edges)[0]
+        b = np.minimum((scores * AUC_BINS).astype(np.int64), AUC_BINS - 1)
+        fine[HQ] += np.bincount(b[g], minlength=AUC_BINS)
+        fine[LQ] += np.bincount(b[~g], minlength=AUC_BINS)
         tp += int((pred & g).sum())
         fp += int((pred & ~g).sum())
         fn += int((~pred & g).sum())
@@ -179,10 +230,12 @@ def evaluate(model_path: str, holdout_file: str, threshold: float = 0.5,
         score(gold, texts)
     n = tp + fp + fn + tn
     if not n:
-        return {"holdout_docs": 0}
+        return {"holdout_docs": 0, "holdout_hq": 0, "auc": None}
     prec = tp / (tp + fp) if tp + fp else 0.0
     rec = tp / (tp + fn) if tp + fn else 0.0
+    auc = binned_auc(fine[HQ], fine[LQ])
     return {"holdout_docs": n, "holdout_hq": tp + fn,
+            "auc": None if auc is None else round(auc, 4),
             "precision": round(prec, 4), "recall": round(rec, 4),
             "f1": round(2 * prec * rec / (prec + rec), 4) if prec + rec else 0.0,
             "accuracy": round((tp + tn) / n, 4),
@@ -297,11 +350,15 @@ def iter_jsonl_texts(paths: list[str], text_field: str) -> Iterator[tuple[str, s
     import orjson
 
     from curator.storage.atomic import open_compressed_read
+    from curator.storage.encoding import utf8_stream
 
     for path in paths:
         try:
-            with open_compressed_read(path) as fh:
+            with open_compressed_read(path) as raw:
+                fh, _ = utf8_stream(raw)  # UTF-16/32 files (by their BOM) too
                 for i, line in enumerate(fh, 1):
+                    if i == 1 and line.startswith(b"\xef\xbb\xbf"):
+                        line = line[3:]
                     if not line.strip():
                         continue
                     try:
@@ -313,3 +370,5 @@ def iter_jsonl_texts(paths: list[str], text_field: str) -> Iterator[tuple[str, s
                         yield str(rec.get("id", f"{path}:{i}")), text
         except FileNotFoundError:
             raise InputError(f"{path}: file not found") from None
+        except UnicodeDecodeError as e:
+            raise InputError(f"{path}: text not valid in its encoding: {e}") from None

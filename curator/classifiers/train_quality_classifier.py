@@ -6,7 +6,16 @@ from __future__ import annotations
 import os
 from typing import Literal
 
-from curator.classifiers.quality import DEFAULT_BUCKET, DEFAULT_DIM, HQ, LQ, _Sample, _Train
+from curator.classifiers.quality import (
+    DEFAULT_BUCKET,
+    DEFAULT_DIM,
+    HQ,
+    LQ,
+    MIN_AUC,
+    _Sample,
+    _Train,
+    check_auc,
+)
 from curator.core.context import GlobalContext
 from curator.core.document import Document
 from curator.core.errors import ConfigError
@@ -15,7 +24,8 @@ from curator.core.stage import GlobalStage, Shard
 
 class TrainQualityClassifier(GlobalStage):
     """Train a fastText quality classifier: positive_sources (e.g. Wikipedia) vs crawl text;
-    publishes the ``quality_model`` artifact and held-out precision/recall."""
+    publishes the ``quality_model`` artifact and held-out ROC AUC, precision and recall; stops
+    when the AUC is below ``min_auc``."""
 
     name = "train_quality_classifier"
 
@@ -24,7 +34,8 @@ class TrainQualityClassifier(GlobalStage):
                  min_words: int = 5, max_chars: int = 20_000, epoch: int = 5,
                  lr: float = 0.5, dim: int = DEFAULT_DIM, word_ngrams: int = 2,
                  min_count: int = 1, bucket: int = DEFAULT_BUCKET, quantize: bool = False,
-                 seed: int = 0, output: Literal["negatives", "all"] = "negatives") -> None:
+                 seed: int = 0, output: Literal["negatives", "all"] = "negatives",
+                 min_auc: float = MIN_AUC) -> None:
         if not positive_sources:
             raise ConfigError("train_quality_classifier.positive_sources: name at least one "
                               "source (a read stage's id or 'source' parameter)")
@@ -40,6 +51,9 @@ class TrainQualityClassifier(GlobalStage):
             raise ConfigError("train_quality_classifier: bucket and dim must be positive")
         self.bucket, self.quantize = bucket, quantize
         self.output = output
+        if not 0.0 <= min_auc <= 1.0:
+            raise ConfigError("train_quality_classifier.min_auc must be in [0, 1]")
+        self.min_auc = min_auc
 
     def label(self, doc: Document) -> str | None:
         src = doc.meta.get("source")
@@ -61,13 +75,17 @@ class TrainQualityClassifier(GlobalStage):
         (result,) = ctx.map(_Train(self, out_dir), [parts], phase="train", keys=["model"])
         verify_file(result["model"], result["model_bytes"], ctx.stage_id)
         m = result["metrics"]
+        neg = sorted(self.negative_sources) if self.negative_sources else "every other source"
+        check_auc(m, self.min_auc, self.holdout, f"stage '{ctx.stage_id}'",
+                  "train_quality_classifier.holdout",
+                  f"positive_sources {sorted(self.positive_sources)} vs {neg}")
         ctx.artifacts["quality_model"] = result["model"]
         ctx.artifacts["quality_metrics"] = m
         ctx.artifacts["report_tables"] = [{
             "title": "Quality classifier (held-out, hq label)",
-            "columns": ["train hq", "train lq", "held-out docs", "precision", "recall", "f1",
-                        "accuracy", "model MB"],
-            "rows": [[m.get("train_hq"), m.get("train_lq"), m.get("holdout_docs"),
+            "columns": ["train hq", "train lq", "held-out docs", "ROC AUC", "precision",
+                        "recall", "f1", "accuracy", "model MB"],
+            "rows": [[m.get("train_hq"), m.get("train_lq"), m.get("holdout_docs"), m.get("auc"),
                       m.get("precision"), m.get("recall"), m.get("f1"), m.get("accuracy"),
                       round(result["model_bytes"] / 1e6, 2)]],
         }]

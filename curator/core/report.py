@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import html
 import os
+import re
 from typing import Any
 
 from curator.core.context import write_json
@@ -64,11 +65,17 @@ def write_report(summary: dict[str, Any], work_dir: str) -> tuple[str, str]:
     return jpath, hpath
 
 
+class _Raw(str):
+    """HTML that ``_table`` puts in a cell as it is (a link it built itself)."""
+
+
 def _e(x: Any) -> str:
     return html.escape(str(x))
 
 
 def _fmt(n: Any) -> str:
+    if isinstance(n, _Raw):
+        return str(n)
     if isinstance(n, float):
         return f"{n:,.2f}"
     if isinstance(n, int):
@@ -97,6 +104,10 @@ def funnel_svg(stages: list[dict[str, Any]]) -> str:
                      f'y="{y + 15}" font-size="11">{s["docs_out"]:,}</text>')
     parts.append("</svg>")
     return "".join(parts)
+
+
+#: Characters of a series name in a plot's legend (11 px text in a 170 px column).
+LEGEND_CHARS = 22
 
 
 def histogram_svg(series: list[tuple[str, list[int]]], labels: list[str], title: str,
@@ -128,8 +139,12 @@ def histogram_svg(series: list[tuple[str, list[int]]], labels: list[str], title:
                      f'points="{pts}"><title>{_e(name)}</title></polyline>')
         lx = pad_l + (k % 4) * 170
         ly = h + 4 + 20 * (k // 4)
+        # a legend column is 170 px: a longer name is cut (full name in its tooltip), so
+        # labels never run into the next column
+        short = name if len(name) <= LEGEND_CHARS else name[: LEGEND_CHARS - 1] + "…"
         parts.append(f'<rect x="{lx}" y="{ly}" width="12" height="12" fill="{color}"/>'
-                     f'<text x="{lx + 16}" y="{ly + 10}" font-size="11">{_e(name)}</text>')
+                     f'<text class="legend" x="{lx + 16}" y="{ly + 10}" font-size="11">'
+                     f'<title>{_e(name)}</title>{_e(short)}</text>')
     parts.append("</svg>")
     return "".join(parts)
 
@@ -325,6 +340,62 @@ def _short_histograms(hists: list[dict[str, Any]], n: int = TOP_N) -> list[dict[
                               "labels": others[0]["labels"], "counts": summed}]
 
 
+def _examples(summary: dict[str, Any], per_reason: int = 3
+              ) -> dict[tuple[str, str], tuple[_Raw, str]]:
+    """(stage, reason) -> (a link for the reasons table, a section with the first few rejected
+    documents, their id, source and first lines; ``curator inspect`` shows more)."""
+    from curator.core.samples import first_examples
+
+    wd = summary.get("work_dir") or ""
+    out: dict[tuple[str, str], tuple[_Raw, str]] = {}
+    for s in summary["stages"]:
+        if not s.get("rejected") or not os.path.isdir(os.path.join(wd, "rejected", s["id"])):
+            continue
+        try:
+            found = first_examples(wd, s["id"], per_reason)
+        except (OSError, ValueError):  # a damaged rejected file: the report still renders
+            continue
+        for reason, docs in found.items():
+            if reason not in s["rejected"]:
+                continue
+            anchor = "ex-" + re.sub(r"[^A-Za-z0-9_.-]+", "-", f"{s['id']}-{reason}")
+            items = "".join(
+                f"<li><code>{_e(d.id)}</code> (source {_e(d.source)}, shard {_e(d.shard)})"
+                f"<pre>{_e(_first_lines(d.text))}</pre></li>" for d in docs)
+            cmd = f"curator inspect {wd} {s['id']} --rejected {reason}"
+            out[(s["id"], reason)] = (
+                _Raw(f'<a href="#{anchor}">{len(docs)} example{"s" if len(docs) != 1 else ""}'
+                     "</a>"),
+                f'<h3 id="{anchor}">{_e(s["id"])}: {_e(reason)}</h3><ul class="examples">'
+                f"{items}</ul><p>More: <code>{_e(cmd)}</code></p>")
+    return out
+
+
+#: Lines in the document length chart (more are unreadable).
+MAX_SERIES = 8
+
+
+def _artifact_value(v: Any, keys: int = 8, width: int = 60) -> Any:
+    """A dict or list artifact (``corpus_stats``) as a few ``key: value`` lines, each cut, not
+    one raw line as wide as the page; report.json keeps it whole."""
+    if not isinstance(v, dict | list):
+        return v
+    items = list(v.items()) if isinstance(v, dict) else list(enumerate(v))
+    lines = []
+    for k, x in items[:keys]:
+        text = f"{k}: {x}"
+        lines.append(_e(text if len(text) <= width else text[: width - 1] + "…"))
+    if len(items) > keys:
+        lines.append(f"… {len(items) - keys} more (report.json)")
+    return _Raw('<span class="artifact">' + "<br>".join(lines) + "</span>")
+
+
+def _first_lines(text: str, lines: int = 4, width: int = 200) -> str:
+    body = [ln if len(ln) <= width else ln[: width - 1] + "…"
+            for ln in text.splitlines() if ln.strip()]
+    return "\n".join(body[:lines] + (["…"] if len(body) > lines else []))
+
+
 def render_html(summary: dict[str, Any]) -> str:
     stages = summary["stages"]
     overview = _table(
@@ -337,7 +408,9 @@ def render_html(summary: dict[str, Any]) -> str:
           "skipped (done earlier)" if s.get("skipped") else ""] for s in stages],
         "overview",
     )
-    reasons = [[s["id"], r, n] for s in stages for r, n in s["rejected"].items()]
+    examples = _examples(summary)
+    reasons = [[s["id"], r, n, examples.get((s["id"], r), ("", ""))[0]]
+               for s in stages for r, n in s["rejected"].items()]
     quarantine = [[s["id"], r, n] for s in stages for r, n in s["quarantined"].items()]
     counters = [[s["id"], k, v] for s in stages for k, v in collapse_groups(
         {k: v for k, v in s.get("counters", {}).items()
@@ -352,6 +425,21 @@ def render_html(summary: dict[str, Any]) -> str:
     # stages that passed shards through without reading them have no histogram of their own
     series = [(s["id"], s["length_hist"][: last_nz + 1]) for s in stages
               if s["docs_out"] and any(s["length_hist"])]
+    # 20 lines in one chart are unreadable: the sources and the last stage, at most MAX_SERIES
+    all_series = len(series)
+    if all_series > MAX_SERIES:
+        last_id = stages[-1]["id"]
+        keep = {s["id"] for s in stages if s.get("kind") == "source"} | {last_id}
+        picked = [x for x in series if x[0] in keep] or series
+        if len(picked) > MAX_SERIES:  # the largest sources, and the last stage
+            tail = [x for x in picked if x[0] == last_id]
+            top = sorted((x for x in picked if x[0] != last_id),
+                         key=lambda x: -sum(x[1]))[: MAX_SERIES - len(tail)]
+            picked = [x for x in picked if x in top or x in tail]
+        series = picked
+    series_note = (f"<p>{len(series)} of {all_series} stages shown (the sources and the last "
+                   "stage); report.json has every stage's histogram.</p>"
+                   if all_series > len(series) else "")
     extra: list[str] = []
     for s in stages:
         arts = s.get("artifacts") or {}
@@ -359,11 +447,15 @@ def render_html(summary: dict[str, Any]) -> str:
             extra.append(f"<h3>{_e(s['id'])}: {_e(t['title'])}</h3>"
                          + _table(t["columns"], _short_table(t), "extra"))
         for hg in _short_histograms(arts.get("report_histograms", []) or []):
+            if not any(hg["counts"]):  # an empty plot (no cluster at all) says nothing
+                extra.append(f"<h3>{_e(s['id'])}: {_e(hg['title'])}</h3>"
+                             "<p class=\"empty-plot\">Nothing to plot: every count is 0.</p>")
+                continue
             extra.append(f"<h3>{_e(s['id'])}: {_e(hg['title'])}</h3>" + histogram_svg(
                 [(hg.get("series", s["id"]), hg["counts"])], hg["labels"], hg["title"],
                 "plot-extra"))
-    artifacts = [[s["id"], k, v] for s in stages for k, v in (s.get("artifacts") or {}).items()
-                 if not k.startswith("report_")]
+    artifacts = [[s["id"], k, _artifact_value(v)] for s in stages
+                 for k, v in (s.get("artifacts") or {}).items() if not k.startswith("report_")]
     checks = input_checks(stages)
     sources = per_stage_top(stages, lambda s: s.get("sources") or {})
     by_source = by_source_table(stages)
@@ -381,9 +473,13 @@ table {{ border-collapse: collapse; margin: 0.5em 0 1.5em; font-size: 13px; }}
 th, td {{ border: 1px solid #ccc; padding: 3px 8px; text-align: right; }}
 th {{ background: #f3f3f3; }} td {{ white-space: nowrap; }}
 td:first-child, td:nth-child(2) {{ text-align: left; white-space: normal; }}
+.artifacts td:nth-child(3) {{ text-align: left; }}
 .by-source td:nth-child(2) {{ overflow-wrap: anywhere; }}
+.overview td:first-child, .overview td:nth-child(2) {{ overflow-wrap: anywhere; }}
 .stage-source td:nth-child(2) {{ text-align: right; }}
 .plot {{ display: block; margin: 0.5em 0 1.5em; }}
+.examples pre {{ white-space: pre-wrap; font-size: 12px; background: #f8f8f8; margin: 0.2em 0 0.8em;
+  padding: 4px; max-width: 1100px; }}
 </style></head><body>
 <h1>curator run report: {_e(summary['name'])}</h1>
 <p>executor <b>{_e(ex.get('type'))}</b> with {_e(ex.get('workers'))} worker(s);
@@ -393,8 +489,11 @@ wall time {summary['seconds']:.2f}s; work_dir <code>{_e(summary['work_dir'])}</c
 <h2>Stages</h2>
 {overview}
 <h2>Why documents were removed</h2>
-{_table(["stage", "reason", "documents"], reasons, "reasons") if reasons else
+{_table(["stage", "reason", "documents", "examples"], reasons, "reasons") if reasons else
  "<p>No document was removed.</p>"}
+{"<h2>Examples of removed documents</h2>" + "".join(
+    examples[(r[0], r[1])][1] for r in reasons if (r[0], r[1]) in examples)
+ if examples else ""}
 <h2>Input checks</h2>
 {_table(["stage", "too large (quarantined)", "duplicate ids", "source overridden"], checks,
         "input-checks") if checks else
@@ -417,7 +516,8 @@ wall time {summary['seconds']:.2f}s; work_dir <code>{_e(summary['work_dir'])}</c
 {_table(["stage", "reason", "records"], quarantine, "quarantine") if quarantine else
  "<p>No input record was quarantined.</p>"}
 <h2>Document length distribution (UTF-8 bytes, output of each stage)</h2>
-{histogram_svg(series, labels, "document length") if series else "<p>No documents.</p>"}
+{histogram_svg(series, labels, "document length") + series_note if series else
+ "<p>No documents.</p>"}
 {"<h2>Counters</h2>" + _table(["stage", "counter", "value"], counters, "counters")
  if counters else ""}
 {"<h2>Artifacts</h2>" + _table(["stage", "name", "value"], artifacts, "artifacts")

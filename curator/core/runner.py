@@ -299,7 +299,9 @@ class Runner:
             self._claim_outputs(p.node, artifacts)
         self._at = group[0].id
         label = group[0].id if len(group) == 1 else f"{group[0].id}..{group[-1].id}"
-        progress = Progress(label, enabled=self.ex.is_root, mode=self.pipe.config.progress)
+        progress = Progress(label, enabled=self.ex.is_root, mode=self.pipe.config.progress,
+                            live_dir=os.path.join(stage_dir(self.work_dir, group[0].id),
+                                                  "_progress"))
         head = plans[0]
         source = isinstance(head.node.stage, Source)
         save = self.pipe.config.save_rejected
@@ -370,7 +372,8 @@ class Runner:
         self.ex.barrier()
 
         self._claim_outputs(node, artifacts)
-        progress = Progress(node.id, enabled=self.ex.is_root, mode=self.pipe.config.progress)
+        progress = Progress(node.id, enabled=self.ex.is_root, mode=self.pipe.config.progress,
+                            live_dir=os.path.join(sdir, "_progress"))
         gctx = GlobalContext(
             executor=self.ex, fingerprint=state, stage=stage, progress=progress, log=self.log,
             stage_id=node.id, work_dir=self.work_dir, artifacts=artifacts,
@@ -574,14 +577,30 @@ def files_changed(done: dict[str, Any] | None, files: dict[str, Any]) -> list[st
 
 def input_shards(pipe: Pipeline, node: StageNode, results: dict[str, dict[str, Any]]
                  ) -> list[Shard]:
-    inputs = [Shard(s["name"], s["path"], s["docs"], s.get("bytes", 0), s.get("key", ""))
-              for i in node.inputs for s in results[i]["shards"]]
-    names = [s.name for s in inputs]
-    if len(set(names)) != len(names):
-        dup = next(n for n in names if names.count(n) > 1)
-        raise StageError(f"stage '{node.id}': two inputs have a shard named '{dup}'; give "
-                         "each source stage its own id")
-    return inputs
+    return merge_inputs([(i, results[i]["shards"]) for i in node.inputs])
+
+
+def merge_inputs(per_input: Sequence[tuple[str, Sequence[dict[str, Any]]]]) -> list[Shard]:
+    """The shards of a stage's inputs, in input order, each name unique per input path: two
+    inputs may both hold ``wiki-00000`` (a source and a stage that forwarded one of its
+    shards, e.g. an empty one), and the later is named ``<input id>.<name>`` so their output
+    files and markers never collide; the same path reached twice is read once."""
+    out: list[Shard] = []
+    taken: dict[str, str] = {}  # name -> path
+    for sid, shards in per_input:
+        for s in shards:
+            name, path = s["name"], s["path"]
+            if name in taken and path and taken[name] == path:
+                continue
+            if name in taken:
+                name = f"{sid}.{name}"
+                n = 1
+                while name in taken:
+                    n += 1
+                    name = f"{sid}.{s['name']}.{n}"
+            taken[name] = path
+            out.append(Shard(name, path, s["docs"], s.get("bytes", 0), s.get("key", "")))
+    return out
 
 
 def input_state(fingerprint: str, inputs: Sequence[Shard]) -> str:

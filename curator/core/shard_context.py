@@ -101,6 +101,9 @@ class ShardContext(StageContext):
         self.files: list[str] = []
         #: removals per ``"<meta.source>\t<reason>"`` (the report's source x rule table)
         self.rejected_by_source: Counter[str] = Counter()
+        #: the source a document without ``meta.source`` is counted under when rejected: a
+        #: source stage's own name (it may reject before it sets the field), else "-"
+        self.default_source = "-"
         #: the rejected / quarantine writers, opened on first use, closed by :meth:`close`
         self._files = contextlib.ExitStack()
         self._writers: dict[str, RecordWriter] = {}
@@ -111,7 +114,7 @@ class ShardContext(StageContext):
         reason (and ``extra``, e.g. ``duplicate_of``)."""
         reason = redact_fast(reason)
         self.rejected[reason] += 1
-        self.rejected_by_source[f"{doc.meta.get('source', '-')}\t{reason}"] += 1
+        self.rejected_by_source[f"{doc.meta.get('source') or self.default_source}\t{reason}"] += 1
         if self.save_rejected:
             rec = doc.to_record()
             rec["rejected"] = {"stage": self.stage_id, "reason": reason, **{

@@ -34,6 +34,7 @@ import xxhash
 from curator.core.document import Document
 from curator.core.errors import CuratorError, StageError, fs_error_line
 from curator.core.identity import digest
+from curator.core.progress import heartbeat, heartbeat_path
 from curator.core.redact import redact, redact_value
 from curator.core.shard_context import (
     DEFAULT_MAX_DOC_BYTES,
@@ -221,6 +222,10 @@ def run_shard(task: ShardTask) -> list[dict[str, Any]]:
     doc_ids: list[str] = []
     sources: Counter[str] = Counter()
     ctx0 = ctxs[0]
+    if task.spec is not None:  # a source's rejections count under its name (report)
+        name_of = getattr(head, "source_name", None)
+        ctx0.default_source = (name_of(ctx0) if callable(name_of) else None) or getattr(
+            head, "source", None) or steps[0].stage_id
 
     def counted(docs: Iterator[Document]) -> Iterator[Document]:
         """The documents a shard or global stage reads, counted."""
@@ -309,6 +314,8 @@ def run_shard(task: ShardTask) -> list[dict[str, Any]]:
         else:
             assert task.input_path is not None  # noqa: S101 - invariant (not a source task)
             docs = counted(read_shard(task.input_path))
+        # progress inside a long shard: the driver shows what is read so far (core/progress.py)
+        docs = heartbeat(docs, heartbeat_path(task.work_dir, steps[0].stage_id, task.name))
         for k, st in enumerate(steps):
             if k:
                 docs = link(docs, k - 1)

@@ -25,6 +25,7 @@ from curator.core.runner import (
     files_changed,
     input_state,
     list_source,
+    merge_inputs,
     param_files,
     read_marker,
     read_stage_key,
@@ -120,8 +121,8 @@ def _node_status(pipe: Pipeline, node: StageNode, wd: str,
         names = [sp.name for sp in specs]
         details = [(sp.name, k, rd) for sp, k, rd in zip(specs, keys, reads, strict=True)]
     else:
-        inputs = [Shard(s["name"], s["path"], s["docs"], s.get("bytes", 0), s["key"])
-                  for i in node.inputs for s in known[i]["shards"]]  # type: ignore[index]
+        inputs = merge_inputs([(i, known[i]["shards"])  # type: ignore[index]
+                               for i in node.inputs])
         state = input_state(eff, inputs)
         names = [s.name for s in inputs]
         details = [(s.name, shard_key(eff, s.name, s.key or s.path), None) for s in inputs]

@@ -36,6 +36,7 @@ from curator.core.document import Document
 from curator.core.errors import ConfigError, InputError
 from curator.core.stage import FilePath, GlobalStage, Shard
 from curator.storage.atomic import atomic_open, open_compressed_read
+from curator.storage.encoding import utf8_stream
 from curator.storage.paths import expand_paths
 from curator.storage.shards import read_shard
 from curator.text.words import NO_SPACE_SCRIPTS
@@ -76,8 +77,11 @@ def read_eval_texts(paths: list[str], fields: list[str] | None, task: str) -> It
     for path in paths:
         is_json = ".jsonl" in os.path.basename(path) or ".json" in os.path.basename(path)
         try:
-            with open_compressed_read(path) as fh:
+            with open_compressed_read(path) as raw_fh:
+                fh, _ = utf8_stream(raw_fh)  # UTF-16/32 task files (by their BOM) too
                 for lineno, raw in enumerate(fh, 1):
+                    if lineno == 1 and raw.startswith(b"\xef\xbb\xbf"):
+                        raw = raw[3:]
                     if not raw.strip():
                         continue
                     if not is_json:
@@ -99,6 +103,9 @@ def read_eval_texts(paths: list[str], fields: list[str] | None, task: str) -> It
                             yield from (x for x in v if isinstance(x, str))
         except FileNotFoundError:
             raise InputError(f"decontaminate: task '{task}': file not found: {path}") from None
+        except UnicodeDecodeError as e:
+            raise InputError(f"decontaminate: task '{task}': {path}: text not valid in its "
+                             f"encoding: {e}") from None
 
 
 def verify_file(path: str, size: int, stage_id: str) -> None:

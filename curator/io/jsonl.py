@@ -20,6 +20,7 @@ from curator.core.document import Document
 from curator.core.errors import InputError
 from curator.core.stage import DocumentPaths, OutputDir, ShardSpec, ShardStage, Source
 from curator.storage.atomic import compression_of, open_compressed_read, open_compressed_write
+from curator.storage.encoding import is_utf8, sniff, utf8_stream
 from curator.storage.limits import TOO_LARGE, iter_capped_lines, line_reader
 from curator.storage.paths import expand_paths
 
@@ -71,6 +72,9 @@ class ReadJsonl(Source):
             if compression_of(path) is None and self.shard_size > 0:
                 fs, _, (p,) = fsspec.get_fs_token_paths(path, storage_options=self.storage_options)
                 size = fs.size(p)
+            if size is not None and size > self.shard_size and not _utf8_file(
+                    fs, p):  # UTF-16/32: byte ranges would cut characters; one shard
+                size = None
             if size is None or size <= self.shard_size:
                 specs.append(ShardSpec(ctx.shard_name(len(specs)), {"path": path, "rel": rel}))
                 continue
@@ -155,7 +159,9 @@ def iter_lines(path: str, ctx: ShardContext, start: int | None = None, end: int 
     stream ends the shard early with a quarantine record instead of failing it. A line longer
     than ``cap`` bytes is skipped without being held, quarantined as ``too_large`` and yielded
     as ``None``. A UTF-8 byte order mark at the start of the file is dropped (offsets still
-    count it)."""
+    count it). A UTF-16 or UTF-32 file (by its BOM) is read through a transcoder to UTF-8
+    (offsets are then in the UTF-8 text); text not valid in its encoding ends the shard with
+    one quarantine record."""
     cap = ctx.max_doc_bytes if cap is None else cap
     if start is not None:
         with fsspec.open(path, "rb", **(storage_options or {})) as raw:
@@ -174,10 +180,13 @@ def iter_lines(path: str, ctx: ShardContext, start: int | None = None, end: int 
                     _too_large(ctx, path, None, off, n, cap)
                 yield None, off, line
         return
-    lineno, pos = 0, 0
+    lineno, pos, enc = 0, 0, "utf-8"
     try:
-        with open_compressed_read(path, storage_options) as fh:
-            for off, line, n in iter_capped_lines(line_reader(fh), cap):
+        with open_compressed_read(path, storage_options) as raw:
+            fh, enc = utf8_stream(line_reader(raw))
+            if not is_utf8(enc):
+                ctx.count(f"encoding:{enc}")
+            for off, line, n in iter_capped_lines(fh, cap):
                 lineno += 1
                 if off == 0 and line is not None and line.startswith(_BOM):
                     line = line[len(_BOM):]
@@ -187,6 +196,9 @@ def iter_lines(path: str, ctx: ShardContext, start: int | None = None, end: int 
                 pos = off + n
     except FileNotFoundError as e:
         raise InputError(f"{path}: file not found") from e
+    except UnicodeDecodeError as e:
+        ctx.quarantine(b"", f"text not valid {enc}", detail=f"after line {lineno}: {e}",
+                       file=path, line=lineno + 1, offset=pos)
     except CORRUPT_STREAM_ERRORS as e:
         ctx.quarantine(b"", "truncated or corrupt compressed file",
                        detail=f"after line {lineno}: {type(e).__name__}: {e}", file=path,
@@ -194,6 +206,12 @@ def iter_lines(path: str, ctx: ShardContext, start: int | None = None, end: int 
 
 
 _BOM = b"\xef\xbb\xbf"
+
+
+def _utf8_file(fs: Any, path: str) -> bool:
+    """Whether an uncompressed file is UTF-8 by its first bytes (no UTF-16/32 BOM)."""
+    with fs.open(path, "rb") as f:
+        return is_utf8(sniff(f.read(4))[0])
 
 
 def _too_large(ctx: ShardContext, path: str, lineno: int | None, offset: int, n: int,

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import io
+import re
+import time
+
+import pytest
 
 from curator.core.progress import Progress, format_seconds
 
@@ -23,3 +27,65 @@ def test_eta_from_time_per_shard():
 def test_format_seconds_units():
     assert [format_seconds(x) for x in (0.4, 59, 61, 3599, 3600 * 5 + 120, 86400 * 2 + 7200)] \
         == ["0s", "59s", "1m01s", "59m59s", "5h02m", "2d02h"]
+
+
+# -- progress inside a long shard (issue 24, item 8) --------------------------------------------
+
+
+def test_heartbeats_show_the_shard_in_flight(tmp_path):
+    """A worker's heartbeat file reaches the driver's line while the shard is still read."""
+    from curator.core.document import Document
+    from curator.core.progress import heartbeat, heartbeat_path, read_beats
+
+    out = io.StringIO()
+    live = tmp_path / "stages" / "web" / "_progress"
+    p = Progress("web", stream=out, mode="log", live_dir=str(live))
+    p.line_s = 0.05
+    p.start(2)
+    docs = (Document(f"d{i}", "é" * 10) for i in range(10**9))  # 20 UTF-8 bytes each
+    it = heartbeat(docs, heartbeat_path(str(tmp_path), "web", "web-00000"), every=0.0)
+    n = 0
+    deadline = time.monotonic() + 60
+    while "in flight" not in out.getvalue():  # the watcher thread prints between shards
+        next(it)
+        n += 1
+        assert time.monotonic() < deadline, out.getvalue()
+    line = next(ln for ln in out.getvalue().splitlines() if "in flight" in ln)
+    m = re.fullmatch(r"\[web\] 0/2 shards, 0 docs, 0 docs/s, ETA \?; in flight: ([\d,]+) docs, "
+                     r"([\d.,]+) MB, ([\d,]+) docs/s \(web-00000\)", line)
+    assert m, line
+    seen = int(m.group(1).replace(",", ""))
+    assert 0 < seen <= n and float(m.group(2).replace(",", "")) == pytest.approx(
+        seen * 20 / 1e6, abs=0.051)
+    assert list(read_beats(str(live))) == ["web-00000"]
+    it.close()  # the shard ends: its heartbeat goes
+    assert read_beats(str(live)) == {}
+    p({"docs_in": n})
+    p({"docs_in": 0})
+    p.finish()
+    assert out.getvalue().rstrip().endswith("ETA 0s") and not live.exists()
+
+
+def test_a_long_shard_shows_progress_in_a_real_run(tmp_path):
+    """One 400,000-line JSONL shard: the run's log has in-flight lines before it ends."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from helpers import cli_env
+
+    with open(tmp_path / "big.jsonl", "w") as f:
+        for i in range(400_000):
+            f.write(json.dumps({"id": str(i), "text": f"document number {i}"}) + "\n")
+    (tmp_path / "p.yaml").write_text("name: p\nwork_dir: work\nstages:\n"
+                                     "  - {id: big, read_jsonl: {paths: big.jsonl}}\n")
+    env = {**cli_env(), "CURATOR_PROGRESS_S": "0.2", "CURATOR_HEARTBEAT_S": "0.05"}
+    r = subprocess.run([sys.executable, "-m", "curator", "run", "p.yaml"], cwd=tmp_path,
+                       env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    live = [ln for ln in r.stderr.splitlines() if "in flight" in ln]
+    assert live and all(re.match(r"\[big\] 0/1 shards, 0 docs, 0 docs/s, ETA \?; in flight: "
+                                 r"[\d,]+ docs, [\d.,]+ MB, [\d,]+ docs/s \(big-00000\)$", ln)
+                        for ln in live), r.stderr
+    assert not os.path.exists(tmp_path / "work" / "stages" / "big" / "_progress")

@@ -172,3 +172,52 @@ def test_report_with_20_sources_and_35_languages_in_chromium(tmp_path: Path) -> 
     assert len(rows) == TOP_N + 1 and rows[-1][0] == "other (10 rows)"
     assert num(rows[-1][1]) == sum(n for _, n in expect_top(truth["sources"])[TOP_N:])
     assert dom.count('class="plot plot-extra"') == TOP_N + 2
+
+
+def test_report_with_20_source_stages_stays_readable_in_chromium(tmp_path: Path) -> None:
+    """Issue 24's report items: 20 source stages (20 length series), an artifact dict as wide
+    as a corpus_stats, and a histogram with nothing in it."""
+    hist = [0] * 24
+    stages = []
+    for i, src in enumerate(SOURCES):
+        h = list(hist)
+        h[6 + i % 10] = 1_000 + i
+        stages.append(stage(src, "source", docs_in=1_000 + i, docs_out=1_000 + i,
+                            length_hist=h))
+    stages.append(stage("fuzzy_dedup", "global", docs_in=20_190, docs_out=20_190,
+                        length_hist=[0] * 10 + [20_190] + [0] * 13, artifacts={
+                            "corpus_stats": {f"stat_{k}_{'x' * 30}": list(range(40))
+                                             for k in range(30)},
+                            "report_histograms": [{"title": "documents per cluster size",
+                                                   "labels": ["2", "3", "4-7", "8+"],
+                                                   "counts": [0, 0, 0, 0]}]}))
+    summary = {"name": "twenty", "work_dir": "/w", "executor": {"type": "local", "workers": 1},
+               "seconds": 10.0, "stages": stages}
+    page = render_html(summary)
+    (tmp_path / "report.html").write_text(page.replace("</body>", LAYOUT_JS + "</body>"))
+    dom = chromium([f"--window-size={WIDTH},1000", "--dump-dom",
+                    (tmp_path / "report.html").as_uri()], tmp_path).stdout
+    layout = json.loads(re.search(r'<pre id="layout">([^<]*)</pre>', dom).group(1))
+    assert layout["over"] == [] and layout["scroll"] <= WIDTH, layout
+    # the length chart: at most 8 lines, the last stage's among them, and a note
+    chart = dom.split('aria-label="document length"', 1)[1].split("</svg>", 1)[0]
+    names = re.findall(r'<polyline class="series"[^>]*><title>([^<]*)</title>', chart)
+    assert len(names) == 8 and names[-1] == "fuzzy_dedup"
+    # legend labels never overlap: each fits its 170 px column (the full name in a tooltip)
+    legend = re.findall(r'<text class="legend" x="([\d.]+)"[^>]*><title>([^<]*)</title>([^<]*)'
+                        r"</text>", chart)
+    assert len(legend) == 8 and all(len(short) <= 22 for _, _, short in legend)
+    assert (SOURCES[-1], SOURCES[-1][:21] + "…") in {(full, short) for _, full, short in legend}
+    assert "8 of 21 stages shown (the sources and the last stage)" in dom
+    # the empty histogram is a sentence, not an empty plot
+    assert "fuzzy_dedup: documents per cluster size</h3><p class=\"empty-plot\">Nothing to " \
+           "plot: every count is 0.</p>" in dom
+    assert 'aria-label="documents per cluster size"' not in dom
+    # the dict artifact: 8 short lines and how many more
+    cell = dom.split('<span class="artifact">', 1)[1].split("</span>", 1)[0]
+    lines = cell.split("<br>")
+    assert len(lines) == 9 and lines[-1] == "… 22 more (report.json)"
+    assert all(len(ln) <= 60 for ln in lines[:8])
+    chromium([f"--window-size={WIDTH},1400", f"--screenshot={tmp_path / 'shot.png'}",
+              (tmp_path / "report.html").as_uri()], tmp_path)
+    assert (tmp_path / "shot.png").stat().st_size > 10_000

@@ -51,7 +51,9 @@ def test_train_and_apply_in_a_pipeline(tmp, data) -> None:
     model = st["artifacts"]["quality_model"]
     m = st["artifacts"]["quality_metrics"]
     assert m["holdout_docs"] > 40 and m["recall"] >= 0.9 and m["precision"] >= 0.6
-    assert st["artifacts"]["report_tables"][0]["rows"][0][3] == m["precision"]
+    table = st["artifacts"]["report_tables"][0]
+    row = dict(zip(table["columns"], table["rows"][0]))
+    assert row["precision"] == m["precision"] and row["ROC AUC"] == m["auc"] >= 0.7
     assert _accuracy(model, data["fresh"]) >= 0.95
     # the filter ran on the crawl only (the wiki shard is not passed on) with the artifact
     out = run.docs()
@@ -165,3 +167,85 @@ def test_quantized_model_is_smaller_and_still_accurate(tmp, data) -> None:
     qm = quant.stage("train")["artifacts"]["quality_model"]
     assert qm.endswith(".ftz") and os.path.getsize(qm) < os.path.getsize(pm) / 3
     assert _accuracy(qm, data["fresh"]) >= 0.95
+
+
+# -- held-out ROC AUC and min_auc (issue 24, item 3) -------------------------------------------
+
+
+def test_binned_auc_equals_mann_whitney() -> None:
+    """The reference: scipy's Mann-Whitney U / (n_pos n_neg), ties counted half."""
+    from scipy.stats import mannwhitneyu
+
+    from curator.classifiers.quality import AUC_BINS, binned_auc
+
+    rng = np.random.default_rng(0)
+    for shift in (0.0, 0.1, 0.4):
+        pos = np.clip(rng.normal(0.5 + shift, 0.2, 3000), 0, 1)
+        neg = np.clip(rng.normal(0.5, 0.2, 5000), 0, 1)
+        pos[:300] = 1.0  # ties at the top, as a saturated fastText model gives
+        neg[:100] = 1.0
+        # on scores that fall on bin boundaries the binned AUC is exact
+        pos = np.floor(pos * (AUC_BINS - 1)) / AUC_BINS
+        neg = np.floor(neg * (AUC_BINS - 1)) / AUC_BINS
+
+        def bins(x: np.ndarray) -> np.ndarray:
+            return np.bincount(np.minimum((x * AUC_BINS).astype(np.int64), AUC_BINS - 1),
+                               minlength=AUC_BINS)
+
+        u = mannwhitneyu(pos, neg).statistic
+        assert binned_auc(bins(pos), bins(neg)) == pytest.approx(u / (len(pos) * len(neg)),
+                                                                 abs=1e-12)
+    assert binned_auc(bins(pos), np.zeros(AUC_BINS, dtype=np.int64)) is None
+
+
+@pytest.fixture
+def same(tmp):
+    """Positives and negatives are the same texts (other ids): no model can tell them apart."""
+    docs = documents(400, seed=31, prose_share=0.5)
+    write_jsonl(tmp / "wiki.jsonl", [{"id": f"w{i}", "text": r["text"]}
+                                     for i, r in enumerate(docs)])
+    write_jsonl(tmp / "crawl.jsonl", docs)
+
+
+def test_a_degenerate_model_stops_the_stage(tmp, same) -> None:
+    import yaml
+
+    stages = _train_stages(tmp)
+    (tmp / "p.yaml").write_text(yaml.safe_dump({"name": "q", "work_dir": "work",
+                                                "stages": stages}))
+    p = run_cli("run", "p.yaml", cwd=tmp, check=False)
+    assert p.returncode != 0 and "Traceback" not in p.stderr
+    line = p.stderr.strip().splitlines()[-1]
+    assert line.startswith("curator: error: stage 'train': held-out ROC AUC 0.")
+    assert "< min_auc 0.6 (positive_sources ['wiki'] vs every other source)" in line
+    auc = float(line.split("ROC AUC ")[1].split()[0])
+    assert auc < 0.6
+    assert not (tmp / "work" / "stages" / "quality_filter" / "_SUCCESS.json").exists()
+    # an explicit min_auc: 0 accepts the model
+    stages[2]["train_quality_classifier"]["min_auc"] = 0
+    run = run_pipeline(tmp, stages)
+    assert run.stage("train")["artifacts"]["quality_metrics"]["auc"] == auc
+
+
+def test_cli_split_and_its_error(tmp, data) -> None:
+    p = run_cli("train-quality-classifier", "--positive", "wiki.jsonl", "--negative",
+                "crawl.jsonl", "-o", "q.bin", "--split", "0.3", cwd=tmp)
+    m = json.loads(p.stdout)
+    assert 0.25 < m["holdout_docs"] / 700 < 0.35 and m["auc"] >= 0.7
+    # a held-out set too small for one label: the error suggests a larger share, never 0.01
+    write_jsonl(tmp / "few.jsonl", [{"id": f"f{i}", "text": r["text"]} for i, r in
+                                    enumerate(documents(30, seed=5, prose_share=1.0))])
+    p = run_cli("train-quality-classifier", "--positive", "few.jsonl", "--negative",
+                "crawl.jsonl", "-o", "f.bin", "--split", "0.01", cwd=tmp, check=False)
+    assert p.returncode != 0 and not (tmp / "f.bin").exists()
+    line = p.stderr.strip().splitlines()[-1]
+    assert line.startswith("curator: error: train-quality-classifier: held-out ROC AUC cannot "
+                           "be computed from 0 high-quality and")
+    share = float(line.split("--split from 0.01 to ")[1].split(",")[0])
+    assert share > 0.01
+    p = run_cli("train-quality-classifier", "--positive", "few.jsonl", "--negative",
+                "crawl.jsonl", "-o", "f.bin", "--split", str(share), cwd=tmp, check=False)
+    assert p.returncode == 0, p.stderr  # the suggested share works
+    p = run_cli("train-quality-classifier", "--positive", "few.jsonl", "--negative",
+                "crawl.jsonl", "-o", "f.bin", "--split", "1.5", cwd=tmp, check=False)
+    assert p.returncode == 2 and "'1.5' is not a share in [0, 1)" in p.stderr

@@ -1,0 +1,220 @@
+"""``read_hf``: read a Hugging Face dataset as documents.
+
+Three kinds of ``path``, found in this order:
+
+* a folder written by ``datasets``' ``Dataset.save_to_disk`` (``state.json`` beside
+  ``data-0000N-of-0000M.arrow`` files) or ``DatasetDict.save_to_disk`` (``dataset_dict.json``
+  and one such folder per split: ``split`` picks it). One shard per Arrow file, read batch by
+  batch from a memory map (``datasets`` itself is not needed);
+* a folder (local, or ``hf://datasets/<owner>/<name>`` through fsspec with ``huggingface_hub``
+  installed) in the hub's Parquet layout: ``data/<split>-*.parquet``, ``<name>/<split>-*.parquet``,
+  ``<name>/<split>/*.parquet`` (the hub's auto-converted layout), ``data/<split>/*.parquet``;
+  one shard per ``row_groups_per_shard`` row groups of each file, as ``read_parquet``;
+* a hub id ``<owner>/<name>`` that is not a local folder: read as ``hf://datasets/<owner>/<name>``
+  (above), or with ``streaming: true`` through ``datasets.load_dataset(path, name,
+  split=split, streaming=True)``, one shard per shard of the streaming dataset (its files).
+
+Resumable like every source: a shard's key holds the identity of the files it reads, so a rerun
+reads only shards whose files changed. Ids and text come from ``id_field``/``text_field`` and
+follow ``read_jsonl``'s conventions (docs/io.md); every other column becomes metadata.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import re
+from collections.abc import Iterable, Iterator
+from typing import Any, Literal
+
+import orjson
+
+from curator.core.context import ShardContext, StageContext
+from curator.core.document import Document
+from curator.core.errors import ConfigError, InputError
+from curator.core.stage import ShardSpec, Source
+from curator.io.jsonl import set_source
+from curator.io.parquet import utf8_len
+from curator.storage.limits import TOO_LARGE
+
+_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
+#: The hub's Parquet layouts, most specific first ({name}: the config, "default" if none).
+_LAYOUTS = ("{name}/{split}/*.parquet", "{name}/{split}-*.parquet", "data/{split}-*.parquet",
+            "data/{split}/*.parquet", "{split}/*.parquet", "{split}-*.parquet")
+
+
+class ReadHf(Source):
+    """Read a Hugging Face dataset: a save_to_disk folder, a folder (or hf://) in the hub's
+    Parquet layout, or a hub id streamed through datasets."""
+
+    name = "read_hf"
+
+    def __init__(self, path: str, name: str | None = None, split: str = "train",
+                 text_field: str = "text", id_field: str = "id", source: str | None = None,
+                 streaming: bool = False, revision: str | None = None,
+                 row_groups_per_shard: int = 8, storage_options: dict[str, Any] | None = None,
+                 ids: Literal["keep", "rewrite"] = "keep",
+                 max_doc_mb: float | None = None) -> None:
+        if not path:
+            raise ConfigError("read_hf.path: a folder, an hf:// URL or a hub id owner/name")
+        if max_doc_mb is not None and max_doc_mb <= 0:
+            raise ConfigError("read_hf.max_doc_mb must be positive")
+        self.path, self.config_name, self.split = path, name, split
+        self.text_field, self.id_field, self.source = text_field, id_field, source
+        self.streaming, self.revision = streaming, revision
+        self.row_groups_per_shard = max(1, row_groups_per_shard)
+        self.storage_options = storage_options or {}
+        self.ids, self.max_doc_mb = ids, max_doc_mb
+
+    # -- listing (root) ------------------------------------------------------------------------
+    def _url(self) -> str:
+        p = self.path
+        if "://" in p or os.path.exists(p) or not _HUB_ID.match(p):
+            return p
+        rev = f"@{self.revision}" if self.revision else ""
+        return f"hf://datasets/{p}{rev}"
+
+    def shards(self, ctx: StageContext) -> list[ShardSpec]:
+        if self.streaming:
+            return self._stream_specs(ctx)
+        import fsspec
+
+        url = self._url()
+        fs, root = fsspec.core.url_to_fs(url, **self.storage_options)
+        where = f"{ctx.stage_id}.path"
+        try:
+            is_dir = fs.isdir(root)
+        except Exception as e:  # a remote filesystem's own errors (no network, no access)
+            raise InputError(f"{where}: {url}: cannot list it: {type(e).__name__}: {e}"
+                             ) from None
+        if not is_dir:
+            if url != self.path:
+                raise InputError(f"{where}: '{self.path}' is no local folder, and {url} was not "
+                                 "found or the hub cannot be reached (HF_HUB_OFFLINE, network, "
+                                 "token for a gated dataset)")
+            raise InputError(f"{where}: '{self.path}' is not a folder (a save_to_disk folder, "
+                             "a folder in the hub's Parquet layout, or a hub id owner/name)")
+        proto = url.split("://", 1)[0] + "://" if "://" in url else ""
+
+        def full(p: str) -> str:
+            return p if not proto or p.startswith(proto) else proto + p
+
+        if fs.exists(posixpath.join(root, "dataset_dict.json")):  # DatasetDict.save_to_disk
+            splits = orjson.loads(fs.cat_file(posixpath.join(root, "dataset_dict.json")))
+            names = splits.get("splits", [])
+            if self.split not in names:
+                raise InputError(f"{where}: '{self.path}' has no split '{self.split}' "
+                                 f"(splits: {', '.join(names)})")
+            root = posixpath.join(root, self.split)
+        if fs.exists(posixpath.join(root, "state.json")):  # Dataset.save_to_disk
+            state = orjson.loads(fs.cat_file(posixpath.join(root, "state.json")))
+            files = [posixpath.join(root, f["filename"]) for f in state.get("_data_files", [])]
+            return [ShardSpec(ctx.shard_name(i), {"path": full(f), "format": "arrow",
+                                                  "rel": posixpath.basename(f)})
+                    for i, f in enumerate(files)]
+        name = self.config_name or "default"
+        for layout in _LAYOUTS:
+            files = sorted(fs.glob(posixpath.join(root, layout.format(name=name,
+                                                                      split=self.split))))
+            if files:
+                break
+        else:
+            looked = ", ".join(x.format(name=name, split=self.split) for x in _LAYOUTS)
+            raise InputError(f"{where}: no save_to_disk files (state.json) and no Parquet files "
+                             f"for split '{self.split}' in '{self.path}' (looked for {looked})")
+        import pyarrow.parquet as pq
+
+        specs: list[ShardSpec] = []
+        for f in files:
+            with fs.open(f, "rb") as fh:
+                n = pq.ParquetFile(fh).metadata.num_row_groups
+            rel = posixpath.relpath(f, root)
+            for start in range(0, max(n, 1), self.row_groups_per_shard):
+                groups = list(range(start, min(start + self.row_groups_per_shard, n)))
+                specs.append(ShardSpec(ctx.shard_name(len(specs)), {
+                    "path": full(f), "format": "parquet", "rel": rel, "row_groups": groups}))
+        return specs
+
+    def _stream_specs(self, ctx: StageContext) -> list[ShardSpec]:
+        ds = self._streaming_dataset()
+        return [ShardSpec(ctx.shard_name(i), {"stream": self.path, "index": i,
+                                              "of": ds.n_shards})
+                for i in range(ds.n_shards)]
+
+    def _streaming_dataset(self) -> Any:
+        try:
+            import datasets
+        except ImportError:
+            raise ConfigError("read_hf.streaming needs the datasets library "
+                              "(pip install 'curator-pipeline[hf]')") from None
+        try:
+            return datasets.load_dataset(self.path, self.config_name, split=self.split,
+                                         streaming=True, revision=self.revision)
+        except Exception as e:  # datasets raises many kinds: one line naming the dataset
+            raise InputError(f"read_hf: datasets could not stream '{self.path}' (name "
+                             f"{self.config_name}, split {self.split}): {type(e).__name__}: "
+                             f"{e}") from None
+
+    def input_paths(self, shard: ShardSpec) -> list[str]:
+        return [shard.data["path"]] if "path" in shard.data else []
+
+    # -- reading (workers) ---------------------------------------------------------------------
+    def read(self, shard: ShardSpec, ctx: ShardContext) -> Iterator[Document]:
+        d = shard.data
+        if "stream" in d:
+            ds = self._streaming_dataset().shard(num_shards=d["of"], index=d["index"])
+            yield from self._docs(((f"{d['index']}:{k}", r) for k, r in enumerate(ds)),
+                                  ctx, f"{self.path}#{d['index']}")
+            return
+        import fsspec
+
+        path = d["path"]
+        if d["format"] == "arrow":
+            import pyarrow as pa
+
+            def rows() -> Iterator[tuple[str, dict[str, Any]]]:
+                k = 0
+                local = "://" not in path or path.startswith("file://")
+                with (pa.memory_map(path.removeprefix("file://")) if local
+                      else fsspec.open(path, "rb", **self.storage_options)) as fh:
+                    for batch in pa.ipc.open_stream(fh):  # one record batch at a time
+                        for rec in batch.to_pylist():
+                            yield f"{d['rel']}:{k}", rec
+                            k += 1
+        else:
+            import pyarrow.parquet as pq
+
+            def rows() -> Iterator[tuple[str, dict[str, Any]]]:
+                with fsspec.open(path, "rb", **self.storage_options) as fh:
+                    pf = pq.ParquetFile(fh)
+                    for g in d["row_groups"]:  # a row group is Parquet's unit of reading
+                        for k, rec in enumerate(pf.read_row_group(g).to_pylist()):
+                            yield f"{d['rel']}:{g}:{k}", rec
+        yield from self._docs(rows(), ctx, path)
+
+    def _docs(self, rows: Iterable[tuple[str, dict[str, Any]]], ctx: ShardContext,
+              path: str) -> Iterator[Document]:
+        source = self.source or ctx.stage_id
+        explicit = self.source is not None
+        cap = ctx.doc_cap(self.max_doc_mb)
+        for where, rec in rows:
+            try:
+                doc = Document.from_flat(rec, id_field=self.id_field, text_field=self.text_field,
+                                         default_id=where)
+            except ValueError as e:
+                ctx.quarantine({k: str(v)[:1000] for k, v in rec.items()}, str(e), file=path,
+                               row=where)
+                continue
+            if len(doc.text) > cap // 4 and utf8_len(doc.text) > cap:
+                ctx.quarantine({"id": doc.id}, TOO_LARGE, file=path, row=where,
+                               detail=f"text of {utf8_len(doc.text)} bytes > max_doc_mb "
+                                      f"({cap} bytes)")
+                continue
+            if self.ids == "rewrite":
+                doc.meta["original_id"] = doc.id
+                doc.id = f"{source}/{where}"
+            set_source(doc, source, explicit, ctx)
+            yield doc
+
+
+__all__ = ["ReadHf"]

@@ -86,7 +86,7 @@ def sample(work_dir: str, stage_id: str, *, rejected: bool = False, reason: str 
         if reason not in known and not any(r.startswith(reason) for r in known):
             raise InputError(f"stage '{stage_id}' rejected no document for '{reason}' "
                              f"(its reasons: {', '.join(sorted(known)) or 'none'})")
-    rng = random.Random(seed)
+    rng = random.Random(seed)  # noqa: S311 - a reproducible sample for people to read, not a secret
     out: list[Sample] = []
     seen = 0
     it = _rejected(work_dir, stage_id) if rejected else _kept(done)

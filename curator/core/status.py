@@ -33,7 +33,6 @@ from curator.core.runner import (
     stage_dir,
     written_outputs,
 )
-from curator.core.stage import Shard
 from curator.storage.outputs import missing_or_foreign
 
 

@@ -144,8 +144,11 @@ def _handshake(sched: Path, ctx: ssl.SSLContext) -> None:
 def test_scheduler_refuses_a_client_without_the_certificate(certs, tls_cluster):
     trusting = ssl.create_default_context(cafile=str(certs / "ca.pem"))
     trusting.check_hostname = False
-    # no client certificate: the handshake fails on the scheduler's side
-    with pytest.raises(ssl.SSLError, match="CERTIFICATE_REQUIRED"):
+    # no client certificate: the handshake fails on the scheduler's side. Under TLS 1.3 the
+    # client learns it after its own handshake: as the scheduler's alert, or, when the
+    # scheduler has closed the socket before the client reads, as an EOF inside the TLS stream
+    # (seen on a loaded machine); the cluster's own certificate below never gets either
+    with pytest.raises(ssl.SSLError, match="CERTIFICATE_REQUIRED|EOF occurred in violation"):
         _handshake(tls_cluster, trusting)
     # a certificate of another CA: refused the same way
     other = certs.parent / "other"

@@ -26,6 +26,8 @@ sys.path.insert(0, REPO)
 MIRRORS = "/work/.mirror"
 SCRAPINGHUB = f"{MIRRORS}/scrapinghub+article-extraction-benchmark/repo"
 READABILITY = f"{MIRRORS}/mozilla+readability/repo"
+HARVEST = f"{MIRRORS}/fhgr+harvest/repo"
+TRAFILATURA = f"{MIRRORS}/adbar+trafilatura/repo"
 NEWSPAPER = os.path.expanduser("~/.cache/curator-bench/newspaper4k-0.9.6.tar.gz")
 PYDOCS = "/usr/share/doc/python3.11-doc/html"
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "pages.jsonl.zst")
@@ -160,12 +162,59 @@ def pydocs(limit: int = 40) -> list[dict]:
     return rows
 
 
+def harvest() -> list[dict]:
+    """Forum threads of fhgr/harvest's gold corpus: the page as its authors downloaded it and
+    the text of each post, marked by hand (``post_text.surface_form``, one post per line)."""
+    from curator.extract.extract_html import decode_html
+
+    rows = []
+    base = "corpus/goldDocuments"
+    for name in git_ls(HARVEST, base):
+        if not name.endswith(".json"):
+            continue
+        doc = json.loads(git_show(HARVEST, f"{base}/{name}"))
+        posts = [a["post_text"]["surface_form"] for a in doc["gold_standard_annotation"]]
+        html = doc["html"]
+        if isinstance(html, bytes):
+            html = decode_html(html)[0]
+        rows.append({"id": f"harvest/{name[:-5][:80]}", "source": "harvest", "url": doc["url"],
+                     "type": "forum", "html": html, "gold": "\n".join(posts)})
+    return rows
+
+
+def hand_rules() -> list[dict]:
+    """Listing, product and service pages of trafilatura's evaluation set with gold made by
+    an explicit per-page rule (bench/gold/hand_rules.py)."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from hand_rules import RULES, rule_gold
+
+    from curator.extract.extract_html import decode_html
+
+    urls = {v["file"]: u for u, v in json.loads(git_show(TRAFILATURA, "tests/evaldata.json")).items()}
+    rows = []
+    for name, rule in sorted(RULES.items()):
+        raw = None
+        for folder in ("tests/eval", "tests/cache"):
+            try:
+                raw = git_show(TRAFILATURA, f"{folder}/{name}")
+                break
+            except subprocess.CalledProcessError:
+                continue
+        if raw is None:
+            raise SystemExit(f"build_gold: {name} not in {TRAFILATURA}")
+        html = decode_html(raw)[0]
+        rows.append({"id": f"trafilatura-hand/{name[:-5]}", "source": "trafilatura-hand",
+                     "url": urls.get(name, ""), "type": rule["type"], "html": html,
+                     "gold": rule_gold(html, rule)})
+    return rows
+
+
 def main() -> int:
     import zstandard
 
     from curator.filters.language_id import predict_languages
 
-    rows = scrapinghub() + readability() + newspaper() + pydocs()
+    rows = scrapinghub() + readability() + newspaper() + pydocs() + harvest() + hand_rules()
     rows = [r for r in rows if ntok(r["gold"]) >= 50]  # headline-only gold says nothing
     langs, _ = predict_languages([r["gold"][:2000] for r in rows])
     for r, lang in zip(rows, langs):

@@ -256,7 +256,8 @@ def hand_rules() -> list[dict]:
 
     from curator.extract.extract_html import decode_html
 
-    urls = {v["file"]: u for u, v in json.loads(git_show(TRAFILATURA, "tests/evaldata.json")).items()}
+    evaldata = json.loads(git_show(TRAFILATURA, "tests/evaldata.json"))
+    urls = {v["file"]: u for u, v in evaldata.items()}
     rows = []
     for name, rule in sorted(RULES.items()):
         raw = None
@@ -280,7 +281,8 @@ def main() -> int:
 
     from curator.filters.language_id import predict_languages
 
-    rows = scrapinghub() + readability() + newspaper() + pydocs() + harvest() + wcxb() + hand_rules()
+    rows = (scrapinghub() + readability() + newspaper() + pydocs() + harvest() + wcxb()
+            + hand_rules())
     rows = [r for r in rows if ntok(r["gold"]) >= 50]  # headline-only gold says nothing
     langs, _ = predict_languages([r["gold"][:2000] for r in rows])
     for r, lang in zip(rows, langs):

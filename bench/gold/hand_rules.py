@@ -12,6 +12,73 @@ from __future__ import annotations
 
 # file in adbar/trafilatura tests/eval (or tests/cache) -> rule
 RULES: dict[str, dict[str, str]] = {
+    "minusl.de.joghurt.html": {
+        "type": "collection",
+        "keep": "//div[@id='catHeadingAndText'] | //div[@id='productSlideInner']"
+                "//span[@class='moreProductsName']",
+        "drop": "//div[contains(@class,'product-slogan')]",
+        "why": "category page: its heading and text, the notes on recipes, and the names of "
+               "the products it lists; site menus, login boxes and the slogan are not",
+    },
+    "de.happycoffee.org.sidamo.html": {
+        "type": "product",
+        "keep": "//h1[@class='product_name'] | //div[contains(@class,'product_section')]"
+                "//div[@class='description'] | //div[contains(@class,'product-')]"
+                "/div[@class='section clearfix']/div[@class='description']",
+        "drop": "",
+        "why": "product name, the facts table (origin, processing, certificate) and the long "
+               "description; cart, subscription widget, variant menu, customer reviews, "
+               "promotional banners and the roast-chart pop-up are not",
+    },
+    "uniqz.de.katzendecke.html": {
+        "type": "product",
+        "keep": "//h1[@class='entry-title'] | //div[@class='wpsg_produkt_beschreibung']",
+        "drop": "//div[@class='wpsg_produkt_beschreibung']/p[contains(., 'im Warenkorb')]",
+        "why": "product name and description (material, embroidery); delivery time, variant "
+               "menu, author box and sidebar lists of posts are not",
+    },
+    "mueritzurlauber.de.blockhaus.html": {
+        "type": "service",
+        "keep": "//article[@id='post-114']//h1 | //article[@id='post-114']"
+                "/div[@class='entry-content']",
+        "drop": "//div[contains(@class,'wpcf7')] | //table[contains(@class,'occupancy_aussen')]",
+        "why": "holiday-house offer: name, description, prices, payment and cancellation "
+               "terms; the booking form, availability calendar, sidebar contact box and "
+               "privacy pop-up are not",
+    },
+    "trainingline-english.de.einzeltraining.html": {
+        "type": "service",
+        "keep": "//div[@id='cc-matrix-3593702226']",
+        "drop": "",
+        "why": "the offer's sections (how it works, why it works, for whom, packages); the "
+               "sidebar address box and the customer quote column are not",
+    },
+    "ebrosia.de.zinfandel.html": {
+        "type": "product",
+        "keep": "//header[contains(@class,'product--header')]//h1 | //div[contains(@class,"
+                "'tab--content')]/div[contains(@class,'content--description')]",
+        "drop": "//div[contains(@class,'content--product-reviews')] | //div[contains(@class,"
+                "'content--title')] | //a[starts-with(normalize-space(.), 'Weitere Artikel')]",
+        "why": "wine name, description and the product facts table (producer, country, "
+               "allergens); the buy box, wishlist alerts, reviews form and sliders of other "
+               "wines are not",
+    },
+    "toralin.de.schmierfett.html": {
+        "type": "product",
+        "keep": "//div[@class='product-name']/h1 | //div[@id='product-tabs']"
+                "//div[@class='panel']/div[@class='std']",
+        "drop": "",
+        "why": "product name and the description tab (use, effect, temperature range); the "
+               "short description repeating it, cart, review form, related and up-sell "
+               "sliders are not",
+    },
+    "de.induux.com.energiezaehler.html": {
+        "type": "product",
+        "keep": "//div[contains(@class,'col-md-8')][h1]/*[self::h1 or contains(@class,'ugc')]",
+        "drop": "",
+        "why": "product announcement of a manufacturer in a B2B catalogue: title and text; "
+               "catalogue menus and contact boxes are not",
+    },
 }
 
 
@@ -38,9 +105,8 @@ def rule_gold(html: str, rule: dict[str, str]) -> str:
             continue
         for sub in el.iter():
             if isinstance(sub.tag, str) and sub.tag in blocks:
-                sub.tail = "\n" + (sub.tail or "")
-        if isinstance(el.tag, str) and el.tag in {"td", "th"}:
-            pass
+                sub.tail = "\ue000" + (sub.tail or "")
         out.append(el.text_content())
-    text = "\n".join(out)
-    return "\n".join(" ".join(line.split()) for line in text.splitlines() if line.strip())
+    # hard line breaks of the source inside a block are spaces; block ends are line ends
+    text = "\ue000".join(out)
+    return "\n".join(" ".join(line.split()) for line in text.split("\ue000") if line.strip())

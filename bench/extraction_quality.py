@@ -5,10 +5,10 @@
     python bench/extraction_quality.py --split all --only "curator default"
     python bench/extraction_quality.py --small               # 80 held-out pages, quicker
 
-Gold: ``bench/gold/pages.jsonl.zst`` (335 real pages from four public sources, 16 languages,
-articles, docs, Wikipedia, fiction, product pages; origins and licences in
-bench/gold/SOURCES.md). It has a fixed split: options are chosen on ``tuning``; ``heldout``
-is scored to report them and never used to choose.
+Gold: ``bench/gold/pages.jsonl.zst`` (630 real pages from seven public sources, 16 languages,
+articles, forums, product, collection, listing and service pages, docs, Wikipedia, fiction;
+origins, licences and how each gold was made in bench/gold/SOURCES.md). It has a fixed split:
+options are chosen on ``tuning``; ``heldout`` is scored to report them and never used to choose.
 
 Score per page: bag-of-tokens precision, recall and F1 (tokens: lower-cased ``\\w+`` runs;
 runs in scripts written without spaces, CJK/Thai/Burmese/Hangul, count per character), then

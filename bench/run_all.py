@@ -47,7 +47,7 @@ BENCHES = [
           "datatrove's FineWeb steps"),
     Bench("extraction_quality", "extraction_quality.py", ("--split", "heldout"),
           "extraction token F1, empty rate and CPU/page of curator's default vs trafilatura's "
-          "defaults, datatrove's settings, resiliparse; 137 held-out gold pages (bench/gold)"),
+          "defaults, datatrove's settings, resiliparse; 251 held-out gold pages (bench/gold)"),
     Bench("dedup_agreement", "bench_dedup_agreement.py", ("--max-docs", "20000"),
           "FineWeb MinHash dedup (normalize: fineweb, scheme: datatrove) vs datatrove's 4 "
           "MinhashDedup steps: removal-set Jaccard and time; Python docs paragraphs with "

@@ -26,6 +26,9 @@ sys.path.insert(0, REPO)
 MIRRORS = "/work/.mirror"
 SCRAPINGHUB = f"{MIRRORS}/scrapinghub+article-extraction-benchmark/repo"
 READABILITY = f"{MIRRORS}/mozilla+readability/repo"
+HARVEST = f"{MIRRORS}/fhgr+harvest/repo"
+TRAFILATURA = f"{MIRRORS}/adbar+trafilatura/repo"
+WCXB = f"{MIRRORS}/Murrough-Foley+web-content-extraction-benchmark/repo"
 NEWSPAPER = os.path.expanduser("~/.cache/curator-bench/newspaper4k-0.9.6.tar.gz")
 PYDOCS = "/usr/share/doc/python3.11-doc/html"
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "pages.jsonl.zst")
@@ -160,12 +163,126 @@ def pydocs(limit: int = 40) -> list[dict]:
     return rows
 
 
+def harvest() -> list[dict]:
+    """Forum threads of fhgr/harvest's gold corpus: the page as its authors downloaded it and
+    the text of each post, marked by hand (``post_text.surface_form``, one post per line)."""
+    from curator.extract.extract_html import decode_html
+
+    rows = []
+    base = "corpus/goldDocuments"
+    for name in git_ls(HARVEST, base):
+        if not name.endswith(".json"):
+            continue
+        doc = json.loads(git_show(HARVEST, f"{base}/{name}"))
+        posts = [a["post_text"]["surface_form"] for a in doc["gold_standard_annotation"]]
+        html = doc["html"]
+        if isinstance(html, bytes):
+            html = decode_html(html)[0]
+        rows.append({"id": f"harvest/{name[:-5][:80]}", "source": "harvest", "url": doc["url"],
+                     "type": "forum", "html": html, "gold": "\n".join(posts)})
+    return rows
+
+
+# WCXB page types taken, and how many of each (the first by sha1 of the file id, among pages
+# whose type its authors marked "verified", gzip HTML <= WCXB_MAX_GZ, gold >= 50 tokens).
+WCXB_TYPES = {"product": 45, "collection": 40, "listing": 40, "service": 30, "forum": 30}
+WCXB_MAX_GZ = 120_000
+
+
+def wcxb() -> list[dict]:
+    """Forum, product, collection, listing and service pages of WCXB (Foley 2026, CC-BY-4.0):
+    gold ``main_content`` drafted by an LLM, then reviewed by people in four passes (its
+    README). Articles and docs are left out: the set has enough of them."""
+    import gzip
+
+    from curator.extract.extract_html import decode_html
+
+    meta = json.loads(git_show(WCXB, "metadata.json"))["files"]
+    sizes = {}
+    out = subprocess.run(["git", "--git-dir", WCXB, "ls-tree", "-r", "-l", "HEAD"],
+                         capture_output=True, check=True, text=True).stdout
+    for line in out.splitlines():
+        info, path = line.split("\t", 1)
+        sizes[path] = int(info.split()[3])
+    by_type: dict[str, list[dict]] = {t: [] for t in WCXB_TYPES}
+    for fid in sorted(meta, key=lambda f: hashlib.sha1(f.encode()).hexdigest()):
+        ptype, split = meta[fid]["page_type"], meta[fid]["split"]
+        if ptype not in WCXB_TYPES:
+            continue
+        path = f"{split}/html/{fid}.html.gz"
+        if sizes.get(path, WCXB_MAX_GZ + 1) > WCXB_MAX_GZ:
+            continue
+        gt = json.loads(git_show(WCXB, f"{split}/ground-truth/{fid}.json"))
+        conf = gt.get("_internal", {}).get("page_type", {}).get("confidence")
+        gold = (gt.get("ground_truth") or {}).get("main_content") or ""
+        if conf != "verified" or ntok(gold) < 50:
+            continue
+        by_type[ptype].append({"id": f"wcxb/{fid}", "source": "wcxb", "url": gt.get("url", ""),
+                               "type": ptype, "path": path, "gold": gold})
+    rows = []
+    for ptype, cands in by_type.items():
+        taken = 0
+        for r in cands:
+            if taken == WCXB_TYPES[ptype]:
+                break
+            html = decode_html(gzip.decompress(git_show(WCXB, r.pop("path"))))[0]
+            if gold_in_page(html, r["gold"]) < 0.8:  # gold not in the HTML's text: the page
+                continue                             # was rendered by scripts (JSON, JS apps)
+            r["html"] = html
+            rows.append(r)
+            taken += 1
+    return rows
+
+
+def gold_in_page(html: str, gold: str) -> float:
+    """Share of the gold's tokens found in the page's text outside <script>/<style>: what
+    any extractor working on the HTML could reach."""
+    import lxml.html
+
+    sys.path.insert(0, os.path.join(REPO, "bench"))
+    from extraction_quality import prf
+
+    tree = lxml.html.fromstring(html.encode("utf-8"))
+    for el in tree.xpath("//script|//style|//template"):
+        el.drop_tree()
+    return prf(tree.text_content(), gold)[1]
+
+
+def hand_rules() -> list[dict]:
+    """Listing, product and service pages of trafilatura's evaluation set with gold made by
+    an explicit per-page rule (bench/gold/hand_rules.py)."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from hand_rules import RULES, rule_gold
+
+    from curator.extract.extract_html import decode_html
+
+    evaldata = json.loads(git_show(TRAFILATURA, "tests/evaldata.json"))
+    urls = {v["file"]: u for u, v in evaldata.items()}
+    rows = []
+    for name, rule in sorted(RULES.items()):
+        raw = None
+        for folder in ("tests/eval", "tests/cache"):
+            try:
+                raw = git_show(TRAFILATURA, f"{folder}/{name}")
+                break
+            except subprocess.CalledProcessError:
+                continue
+        if raw is None:
+            raise SystemExit(f"build_gold: {name} not in {TRAFILATURA}")
+        html = decode_html(raw)[0]
+        rows.append({"id": f"trafilatura-hand/{name[:-5]}", "source": "trafilatura-hand",
+                     "url": urls.get(name, ""), "type": rule["type"], "html": html,
+                     "gold": rule_gold(html, rule)})
+    return rows
+
+
 def main() -> int:
     import zstandard
 
     from curator.filters.language_id import predict_languages
 
-    rows = scrapinghub() + readability() + newspaper() + pydocs()
+    rows = (scrapinghub() + readability() + newspaper() + pydocs() + harvest() + wcxb()
+            + hand_rules())
     rows = [r for r in rows if ntok(r["gold"]) >= 50]  # headline-only gold says nothing
     langs, _ = predict_languages([r["gold"][:2000] for r in rows])
     for r, lang in zip(rows, langs):

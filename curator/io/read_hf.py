@@ -32,7 +32,7 @@ import orjson
 from curator.core.context import ShardContext, StageContext
 from curator.core.document import Document
 from curator.core.errors import ConfigError, InputError
-from curator.core.stage import ShardSpec, Source
+from curator.core.stage import DocumentPaths, ShardSpec, Source
 from curator.io.jsonl import set_source
 from curator.io.parquet import utf8_len
 from curator.storage.limits import TOO_LARGE
@@ -49,7 +49,7 @@ class ReadHf(Source):
 
     name = "read_hf"
 
-    def __init__(self, path: str, name: str | None = None, split: str = "train",
+    def __init__(self, path: DocumentPaths, name: str | None = None, split: str = "train",
                  text_field: str = "text", id_field: str = "id", source: str | None = None,
                  streaming: bool = False, revision: str | None = None,
                  row_groups_per_shard: int = 8, storage_options: dict[str, Any] | None = None,

@@ -121,7 +121,7 @@ class ShardContext(StageContext):
         self._files = contextlib.ExitStack()
         self._writers: dict[str, RecordWriter] = {}
 
-    # -- the three verbs stages use --------------------------------------------------------
+    # -- the four verbs stages use ---------------------------------------------------------
     def reject(self, doc: Document, reason: str, **extra: Any) -> None:
         """Remove ``doc`` from the output; it goes to ``work_dir/rejected/<stage>/`` with the
         reason (and ``extra``, e.g. ``duplicate_of``)."""

@@ -1,4 +1,4 @@
-"""The stage API: every step of a pipeline is one of four small kinds.
+"""The stage API: every step of a pipeline is one of three kinds (``Stage.kind``).
 
 * :class:`Source` lists shards and reads documents from them (files, URLs, dumps).
 * :class:`ShardStage` maps one shard's documents to output documents, streaming. Its common
@@ -144,7 +144,7 @@ class Stage:
     """Base class of all stages. Subclasses set ``name`` (the YAML name) and take parameters
     as keyword arguments of ``__init__``."""
 
-    #: YAML name, e.g. ``word_count``. Defaults to the class name in snake case.
+    #: YAML name, e.g. ``word_count_filter``. Defaults to the class name in snake case.
     name: ClassVar[str] = ""
     #: "source" | "shard" | "global"; set by the kind base classes below.
     kind: ClassVar[str] = ""

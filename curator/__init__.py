@@ -8,7 +8,7 @@ The public API is deliberately small::
     from curator import run, load, RunResult   # run or validate a pipeline file from Python
 """
 
-from curator.core.document import Document
+from curator.base.document import Document
 from curator.core.stage import (
     BatchStage,
     DirPath,

@@ -6,13 +6,13 @@ from __future__ import annotations
 from typing import Any
 
 from curator.acquire.download import fetch, join_url, listed_url
-from curator.acquire.warc import _SNAPSHOT, CC_BASE_URL, Reader, _WarcExtracting, parse_ranges
+from curator.acquire.warc import CC_BASE_URL, SNAPSHOT_NAME, Reader, WarcExtracting, parse_ranges
 from curator.core.context import StageContext
 from curator.core.errors import ConfigError, InputError
 from curator.extract.extract_html import DEFAULT_EXTRACTOR, Extractor
 
 
-class CommonCrawl(_WarcExtracting):
+class CommonCrawl(WarcExtracting):
     """Download a Common Crawl snapshot's WARC files and extract their HTML main text."""
 
     name = "common_crawl"
@@ -25,7 +25,7 @@ class CommonCrawl(_WarcExtracting):
                  **download: Any) -> None:
         """``**download``: the :class:`~curator.acquire.base.DownloadParams`."""
         super().__init__(**download)
-        if not _SNAPSHOT.match(snapshot):
+        if not SNAPSHOT_NAME.match(snapshot):
             raise ConfigError(f"common_crawl: snapshot '{snapshot}' is not like CC-MAIN-2024-10")
         if limit is not None and limit < 1:
             raise ConfigError("common_crawl: limit must be at least 1")

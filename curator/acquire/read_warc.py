@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from curator.acquire.warc import ARCHIVE_SUFFIXES, Reader, _WarcExtracting, archive_kind
+from curator.acquire.warc import ARCHIVE_SUFFIXES, Reader, WarcExtracting, archive_kind
 from curator.core.context import StageContext
 from curator.core.errors import ConfigError
 from curator.core.stage import DocumentPaths
@@ -14,7 +14,7 @@ from curator.extract.extract_html import DEFAULT_EXTRACTOR, Extractor
 from curator.storage.paths import expand_paths
 
 
-class ReadWarc(_WarcExtracting):
+class ReadWarc(WarcExtracting):
     """Extract HTML main text from web archives (local or remote paths or globs)."""
 
     name = "read_warc"

@@ -47,7 +47,7 @@ from curator.extract.extract_html import (
 from curator.extract.timeout import ExtractTimeout
 
 CC_BASE_URL = "https://data.commoncrawl.org"
-_SNAPSHOT = re.compile(r"^CC-MAIN-\d{4}-\d{2}$")
+SNAPSHOT_NAME = re.compile(r"^CC-MAIN-\d{4}-\d{2}$")
 HTML_TYPES = ("text/html", "application/xhtml+xml")
 _READ = 1 << 20
 _STEP = 1 << 24
@@ -629,7 +629,7 @@ _CHUNK_IN = 1 << 16
 
 # -- the sources ---------------------------------------------------------------------------------
 
-class _WarcExtracting(DownloadSource):
+class WarcExtracting(DownloadSource):
     """Shared extraction of HTML response records into documents."""
 
     verify = "gzip"

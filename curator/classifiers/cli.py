@@ -16,8 +16,8 @@ def cmd_train(args: argparse.Namespace) -> int:
     from curator.classifiers.quality import (
         HQ,
         LQ,
-        _unit,
         check_auc,
+        holdout_unit,
         iter_jsonl_texts,
         normalize,
         train_from_parts,
@@ -41,7 +41,7 @@ def cmd_train(args: argparse.Namespace) -> int:
                     t = normalize(text)
                     if len(t.split()) < args.min_words:
                         continue
-                    f = fho if _unit(args.seed, doc_id) < args.holdout else ftr
+                    f = fho if holdout_unit(args.seed, doc_id) < args.holdout else ftr
                     f.write(f"{label} {t}\n")
         sizes = {k: v for k, v in (("dim", args.dim), ("bucket", args.bucket)) if v}
         result = train_from_parts([tr], [ho], work, epoch=args.epoch, lr=args.lr,

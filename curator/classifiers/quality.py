@@ -27,18 +27,13 @@ import re
 import shutil
 import threading
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import xxhash
 
 from curator.core.errors import InputError
-from curator.core.stage import Shard
 from curator.storage.atomic import atomic_open
-from curator.storage.shards import read_shard
-
-if TYPE_CHECKING:
-    from curator.classifiers.train_quality_classifier import TrainQualityClassifier
 
 HQ, LQ = "__label__hq", "__label__lq"
 _PUNCT = re.compile(r"([^\w\s])")
@@ -52,8 +47,9 @@ def normalize(text: str, max_chars: int = 20_000) -> str:
     return _SPACES.sub(" ", t).strip()
 
 
-def _unit(seed: int, key: str) -> float:
-    """A uniform number in [0, 1) determined by ``(seed, key)``."""
+def holdout_unit(seed: int, key: str) -> float:
+    """A uniform number in [0, 1) determined by ``(seed, key)``: a document is held out when
+    it is below the held-out share, the same way in the stage, the CLI and quality_filter."""
     return xxhash.xxh64_intdigest(key.encode("utf-8", "surrogatepass"), seed=seed) / 2.0**64
 
 
@@ -240,47 +236,6 @@ def evaluate(model_path: str, holdout_file: str, threshold: float = 0.5,
             "f1": round(2 * prec * rec / (prec + rec), 4) if prec + rec else 0.0,
             "accuracy": round((tp + tn) / n, 4),
             "score_hist_hq": hist[HQ].tolist(), "score_hist_lq": hist[LQ].tolist()}
-
-
-class _Sample:
-    """Phase 1: write one shard's labelled, normalized lines into train / holdout files."""
-
-    def __init__(self, stage: TrainQualityClassifier, out_dir: str) -> None:
-        self.stage, self.out_dir = stage, out_dir
-
-    def __call__(self, shard: Shard) -> dict[str, Any]:
-        st = self.stage
-        counts = {"hq": 0, "lq": 0, "skipped": 0}
-        paths = {k: os.path.join(self.out_dir, f"{shard.name}.{k}.txt")
-                 for k in ("train", "holdout")}
-        with atomic_open(paths["train"], "wb") as ftr, atomic_open(paths["holdout"], "wb") as fho:
-            for doc in read_shard(shard.path):
-                label = st.label(doc)
-                text = normalize(doc.text, st.max_chars) if label else ""
-                if not label or len(text.split()) < st.min_words:
-                    counts["skipped"] += 1
-                    continue
-                counts["hq" if label == HQ else "lq"] += 1
-                line = f"{label} {text}\n".encode()
-                (fho if _unit(st.seed, doc.id) < st.holdout else ftr).write(line)
-        sizes = {f"{k}_bytes": os.path.getsize(v) for k, v in paths.items()}
-        return {"shard": shard.name, **paths, **sizes, **counts}
-
-
-class _Train:
-    """Phase 2 (one task): balance, shuffle, train, evaluate."""
-
-    def __init__(self, stage: TrainQualityClassifier, out_dir: str) -> None:
-        self.stage, self.out_dir = stage, out_dir
-
-    def __call__(self, parts: list[dict[str, Any]]) -> dict[str, Any]:
-        st = self.stage
-        return train_from_parts([p["train"] for p in parts], [p["holdout"] for p in parts],
-                                self.out_dir, epoch=st.epoch, lr=st.lr, dim=st.dim,
-                                word_ngrams=st.word_ngrams, min_count=st.min_count,
-                                bucket=st.bucket, quantize=st.quantize,
-                                seed=st.seed, balance=st.balance,
-                                max_docs_per_label=st.max_docs_per_label)
 
 
 def train_from_parts(train_parts: list[str], holdout_parts: list[str], out_dir: str, *,

@@ -9,7 +9,7 @@ from typing import Literal
 
 import numpy as np
 
-from curator.classifiers.quality import _unit, hq_scores, load_model, normalize
+from curator.classifiers.quality import holdout_unit, hq_scores, load_model, normalize
 from curator.core.context import ShardContext
 from curator.core.document import Document
 from curator.core.errors import ConfigError
@@ -37,7 +37,7 @@ class QualityFilter(BatchStage):
     def keep_mask(self, scores: np.ndarray, ids: list[str]) -> np.ndarray:
         if self.mode == "threshold":
             return scores >= self.threshold
-        u = np.array([_unit(self.seed, i) for i in ids])
+        u = np.array([holdout_unit(self.seed, i) for i in ids])
         pareto = (1.0 - u) ** (-1.0 / self.alpha) - 1.0  # numpy's pareto (Lomax) by inversion
         return pareto > 1.0 - scores
 

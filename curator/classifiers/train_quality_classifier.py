@@ -1,10 +1,10 @@
 """``train_quality_classifier``: train a fastText quality model (hq reference sources vs crawl
-text); the sampling and training phases live in :mod:`curator.classifiers.quality`."""
+text); its phases call the fastText helpers of :mod:`curator.classifiers.quality`."""
 
 from __future__ import annotations
 
 import os
-from typing import Literal
+from typing import Any, Literal
 
 from curator.classifiers.quality import (
     DEFAULT_BUCKET,
@@ -12,14 +12,17 @@ from curator.classifiers.quality import (
     HQ,
     LQ,
     MIN_AUC,
-    _Sample,
-    _Train,
     check_auc,
+    holdout_unit,
+    normalize,
+    train_from_parts,
 )
 from curator.core.context import GlobalContext
 from curator.core.document import Document
 from curator.core.errors import ConfigError
 from curator.core.stage import GlobalStage, Shard
+from curator.storage.atomic import atomic_open
+from curator.storage.shards import read_shard
 
 
 class TrainQualityClassifier(GlobalStage):
@@ -102,3 +105,44 @@ class TrainQualityClassifier(GlobalStage):
             return ctx.passthrough(shards)
         # Pass on the shards that hold documents to filter (those with no positive docs).
         return ctx.passthrough([s for s, p in zip(shards, parts) if p["hq"] == 0])
+
+
+class _Sample:
+    """Phase 1: write one shard's labelled, normalized lines into train / holdout files."""
+
+    def __init__(self, stage: TrainQualityClassifier, out_dir: str) -> None:
+        self.stage, self.out_dir = stage, out_dir
+
+    def __call__(self, shard: Shard) -> dict[str, Any]:
+        st = self.stage
+        counts = {"hq": 0, "lq": 0, "skipped": 0}
+        paths = {k: os.path.join(self.out_dir, f"{shard.name}.{k}.txt")
+                 for k in ("train", "holdout")}
+        with atomic_open(paths["train"], "wb") as ftr, atomic_open(paths["holdout"], "wb") as fho:
+            for doc in read_shard(shard.path):
+                label = st.label(doc)
+                text = normalize(doc.text, st.max_chars) if label else ""
+                if not label or len(text.split()) < st.min_words:
+                    counts["skipped"] += 1
+                    continue
+                counts["hq" if label == HQ else "lq"] += 1
+                line = f"{label} {text}\n".encode()
+                (fho if holdout_unit(st.seed, doc.id) < st.holdout else ftr).write(line)
+        sizes = {f"{k}_bytes": os.path.getsize(v) for k, v in paths.items()}
+        return {"shard": shard.name, **paths, **sizes, **counts}
+
+
+class _Train:
+    """Phase 2 (one task): balance, shuffle, train, evaluate."""
+
+    def __init__(self, stage: TrainQualityClassifier, out_dir: str) -> None:
+        self.stage, self.out_dir = stage, out_dir
+
+    def __call__(self, parts: list[dict[str, Any]]) -> dict[str, Any]:
+        st = self.stage
+        return train_from_parts([p["train"] for p in parts], [p["holdout"] for p in parts],
+                                self.out_dir, epoch=st.epoch, lr=st.lr, dim=st.dim,
+                                word_ngrams=st.word_ngrams, min_count=st.min_count,
+                                bucket=st.bucket, quantize=st.quantize,
+                                seed=st.seed, balance=st.balance,
+                                max_docs_per_label=st.max_docs_per_label)

@@ -8,34 +8,32 @@ import functools
 import os
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from curator.core.document import Document
 from curator.core.errors import StageError, fs_error_line
 from curator.core.shard_context import (
     DEFAULT_MAX_DOC_BYTES,
     HIST_BINS,
+    Mapper,
     ShardContext,
     StageContext,
     length_bin,
     write_json,
 )
 from curator.core.shard_runner import run_shard_tasks
+from curator.core.stage import PhaseContext, Shard
 from curator.core.usage import Usage, call_measured
 from curator.storage import sealed
-
-if TYPE_CHECKING:  # pragma: no cover
-    from curator.core.executors import Executor
-    from curator.core.stage import Shard
 
 __all__ = ["DEFAULT_MAX_DOC_BYTES", "HIST_BINS", "GlobalContext", "ShardContext", "StageContext",
            "length_bin", "write_json"]
 
 
-class GlobalContext(StageContext):
+class GlobalContext(PhaseContext):
     """Driver-side context of a :class:`~curator.core.stage.GlobalStage`."""
 
-    def __init__(self, *, executor: Executor, fingerprint: str, stage: Any,
+    def __init__(self, *, executor: Mapper, fingerprint: str, stage: Any,
                  progress: Any = None, log: Callable[[str], None] | None = None,
                  **kw: Any) -> None:
         super().__init__(**kw)

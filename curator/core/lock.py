@@ -53,7 +53,7 @@ class WorkDirLock:
             fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             fh.seek(0)
-            holder = _describe(fh.read())
+            holder = describe_holder(fh.read())
             fh.close()
             raise WorkDirBusy(f"work_dir {self.work_dir} is in use by another curator run "
                               f"({holder}); wait for it to finish or use another work_dir"
@@ -86,7 +86,7 @@ class WorkDirLock:
         self.release()
 
 
-def _describe(raw: bytes) -> str:
+def describe_holder(raw: bytes) -> str:
     try:
         info = orjson.loads(raw)
         return f"host {info['host']}, PID {info['pid']}, started {info['started']}"

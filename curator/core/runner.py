@@ -44,10 +44,10 @@ from curator.core.shard_context import DEFAULT_MAX_DOC_BYTES, HIST_BINS
 from curator.core.shard_runner import (
     ShardTask,
     Step,
-    _remove_files,
     id_hash_path,
     out_shards,
     read_marker,
+    remove_files,
     run_shard,
     shard_key,
     source_key,
@@ -497,7 +497,7 @@ class Runner:
                 [f"global stage(s) above it changed: {', '.join(after)}"])
             self.log(f"[{node.id}] rerunning: {'; '.join(why)}")
         for marker in _markers(sdir, self.work_dir):
-            _remove_files(marker.get("files") or [], self.work_dir)
+            remove_files(marker.get("files") or [], self.work_dir)
         for d in (sdir, os.path.join(self.work_dir, "rejected", node.id),
                   os.path.join(self.work_dir, "quarantine", node.id)):
             shutil.rmtree(d, ignore_errors=True)
@@ -638,7 +638,7 @@ def _remove_obsolete(work_dir: str, stage_id: str, names: set[str]) -> None:
         stale = [e.name[:-5] for e in it if e.name.endswith(".json") and e.name[:-5] not in names]
     for name in stale:
         m = read_marker(os.path.join(sdir, "_done", f"{name}.json"), work_dir) or {}
-        _remove_files(m.get("files") or [], work_dir)
+        remove_files(m.get("files") or [], work_dir)
         for p in (os.path.join(sdir, "data", f"{name}{SHARD_SUFFIX}"),
                   os.path.join(work_dir, "rejected", stage_id, f"{name}.jsonl.zst"),
                   os.path.join(work_dir, "quarantine", stage_id, f"{name}.jsonl.zst"),

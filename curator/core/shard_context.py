@@ -7,7 +7,8 @@ from __future__ import annotations
 import contextlib
 import os
 from collections import Counter
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
 
 from curator.core.document import Document
 from curator.core.errors import ConfigError
@@ -23,6 +24,21 @@ DEFAULT_MAX_DOC_BYTES = mb_to_bytes(DEFAULT_MAX_DOC_MB)
 
 def length_bin(n: int) -> int:
     return min(n.bit_length(), HIST_BINS - 1)
+
+
+class Mapper(Protocol):
+    """What the contexts need from an executor (:class:`curator.core.executors.Executor`),
+    declared here so that this layer does not import the executors above it."""
+
+    size: int
+
+    @property
+    def is_root(self) -> bool: ...
+
+    def map(self, fn: Callable[[Any], Any], items: Sequence[Any],
+            progress: Any = None) -> list[Any]: ...
+
+    def broadcast(self, value: Any) -> Any: ...
 
 
 class StageContext:
@@ -108,7 +124,7 @@ class ShardContext(StageContext):
         self._files = contextlib.ExitStack()
         self._writers: dict[str, RecordWriter] = {}
 
-    # -- the three verbs stages use --------------------------------------------------------
+    # -- the four verbs stages use ---------------------------------------------------------
     def reject(self, doc: Document, reason: str, **extra: Any) -> None:
         """Remove ``doc`` from the output; it goes to ``work_dir/rejected/<stage>/`` with the
         reason (and ``extra``, e.g. ``duplicate_of``)."""

@@ -26,7 +26,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import orjson
 import xxhash
@@ -39,6 +39,7 @@ from curator.core.redact import redact, redact_value
 from curator.core.shard_context import (
     DEFAULT_MAX_DOC_BYTES,
     HIST_BINS,
+    Mapper,
     ShardContext,
     length_bin,
     write_json,
@@ -49,9 +50,6 @@ from curator.storage.atomic import atomic_open
 from curator.storage.limits import TOO_LARGE
 from curator.storage.outputs import claimed, missing_or_foreign, rebase, trusted
 from curator.storage.shards import SHARD_SUFFIX, read_shard, record_writer
-
-if TYPE_CHECKING:  # pragma: no cover
-    from curator.core.executors import Executor
 
 Processor = Callable[[Iterator[Document], ShardContext], Iterator[Document]]
 
@@ -183,7 +181,7 @@ def _clear(task: ShardTask) -> None:
         marker = marker_path(task.work_dir, st.stage_id, task.name)
         m = read_marker(marker, task.work_dir)
         if m:
-            _remove_files(m.get("files") or [], task.work_dir)
+            remove_files(m.get("files") or [], task.work_dir)
         paths = [os.path.join(task.work_dir, kind, st.stage_id, f"{task.name}.jsonl.zst")
                  for kind in ("rejected", "quarantine")]
         if len(task.steps) > 1:  # the markers are rewritten last step last
@@ -454,7 +452,7 @@ def source_key(fingerprint: str, spec: ShardSpec, read: dict[str, Any]) -> str:
     return digest({"fp": fingerprint, "shard": spec.name, "data": spec.data, "read": read})
 
 
-def _remove_files(paths: Sequence[str], work_dir: str) -> None:
+def remove_files(paths: Sequence[str], work_dir: str) -> None:
     """Files a stage wrote for a shard outside its own folder (``ctx.wrote``), now obsolete.
     Only files inside the work_dir or a folder it claimed are removed (a marker copied from
     another work_dir may name that one's files: they are never touched)."""
@@ -469,7 +467,7 @@ def _remove_files(paths: Sequence[str], work_dir: str) -> None:
                 os.unlink(p)
 
 
-def run_shard_tasks(executor: Executor, stage: Stage, stage_id: str, fingerprint: str,
+def run_shard_tasks(executor: Mapper, stage: Stage, stage_id: str, fingerprint: str,
                     work_dir: str, shards: list[Shard], *, artifacts: dict[str, Any],
                     save_rejected: bool, max_doc_bytes: int = DEFAULT_MAX_DOC_BYTES,
                     process: Processor | None = None, progress: Any = None,

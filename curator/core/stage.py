@@ -1,4 +1,4 @@
-"""The stage API: every step of a pipeline is one of four small kinds.
+"""The stage API: every step of a pipeline is one of three kinds (``Stage.kind``).
 
 * :class:`Source` lists shards and reads documents from them (files, URLs, dumps).
 * :class:`ShardStage` maps one shard's documents to output documents, streaming. Its common
@@ -27,17 +27,15 @@ Writing a filter takes a few lines (see :func:`filter`)::
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Annotated, Any, ClassVar, get_args, get_origin
+from typing import Annotated, Any, ClassVar, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, create_model
 
 from curator.core.document import Document
 from curator.core.identity import spec_paths
-
-if TYPE_CHECKING:  # pragma: no cover
-    from curator.core.context import GlobalContext, ShardContext, StageContext
+from curator.core.shard_context import ShardContext, StageContext
 
 
 def _snake(name: str) -> str:
@@ -146,7 +144,7 @@ class Stage:
     """Base class of all stages. Subclasses set ``name`` (the YAML name) and take parameters
     as keyword arguments of ``__init__``."""
 
-    #: YAML name, e.g. ``word_count``. Defaults to the class name in snake case.
+    #: YAML name, e.g. ``word_count_filter``. Defaults to the class name in snake case.
     name: ClassVar[str] = ""
     #: "source" | "shard" | "global"; set by the kind base classes below.
     kind: ClassVar[str] = ""
@@ -349,7 +347,41 @@ class GlobalStage(Stage):
 
     kind = "global"
 
-    def run(self, shards: list[Shard], ctx: GlobalContext) -> list[Shard]:
+    def run(self, shards: list[Shard], ctx: PhaseContext) -> list[Shard]:
+        raise NotImplementedError
+
+
+class PhaseContext(StageContext):
+    """What a global stage's ``run`` is given: a :class:`StageContext` plus distributed,
+    resumable phases. :class:`curator.core.context.GlobalContext` is its one implementation;
+    it is declared here so that the stage API does not import the module that runs it."""
+
+    #: Artifacts this stage publishes for downstream stages (JSON-able values).
+    artifacts: dict[str, Any]
+
+    @property
+    def is_root(self) -> bool:
+        raise NotImplementedError
+
+    @property
+    def workers(self) -> int:
+        raise NotImplementedError
+
+    def map(self, fn: Callable[[Any], Any], items: Sequence[Any], *, phase: str | None = None,
+            keys: Sequence[str] | None = None) -> list[Any]:
+        raise NotImplementedError
+
+    def write_shards(
+        self,
+        process: Callable[[Iterator[Document], ShardContext], Iterator[Document]],
+        shards: Sequence[Shard],
+    ) -> list[Shard]:
+        raise NotImplementedError
+
+    def passthrough(self, shards: Sequence[Shard]) -> list[Shard]:
+        raise NotImplementedError
+
+    def count(self, name: str, n: int = 1) -> None:
         raise NotImplementedError
 
 

@@ -359,9 +359,9 @@ def _holder(work_dir: str) -> str:
         try:
             fcntl.flock(fh.fileno(), fcntl.LOCK_SH | fcntl.LOCK_NB)
         except BlockingIOError:
-            from curator.core.lock import _describe
+            from curator.core.lock import describe_holder
 
-            return _describe(fh.read())
+            return describe_holder(fh.read())
         except OSError:
             return ""
         fcntl.flock(fh.fileno(), fcntl.LOCK_UN)

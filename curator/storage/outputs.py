@@ -16,7 +16,7 @@ from typing import Any
 
 import orjson
 
-from curator.core.errors import ConfigError
+from curator.base.errors import ConfigError
 from curator.storage.atomic import atomic_open
 
 MARKER = ".curator-output.json"

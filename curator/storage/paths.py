@@ -9,8 +9,8 @@ from typing import Any
 
 import fsspec
 
-from curator.core.errors import InputError
-from curator.core.redact import redact
+from curator.base.errors import InputError
+from curator.base.redact import redact
 
 
 def expand_paths(paths: str | list[str], storage_options: dict[str, Any] | None = None,

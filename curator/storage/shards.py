@@ -12,7 +12,7 @@ from typing import IO, Any
 
 import orjson
 
-from curator.core.document import Document
+from curator.base.document import Document
 from curator.storage.atomic import open_compressed_read, open_compressed_write
 
 SHARD_SUFFIX = ".jsonl.zst"

@@ -160,6 +160,7 @@ def test_small_bucket_training_is_deterministic(tmp) -> None:
     assert len(digests) == 1
 
 
+@pytest.mark.slow
 def test_quantized_model_is_smaller_and_still_accurate(tmp, data) -> None:
     plain = run_pipeline(tmp / "a", _train_stages(tmp, bucket=20_000))
     quant = run_pipeline(tmp / "b", _train_stages(tmp, bucket=20_000, quantize=True))

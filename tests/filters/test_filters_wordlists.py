@@ -157,6 +157,7 @@ def blocklist() -> UrlBlocklist:
     return UrlBlocklist.from_params({"builtin": True})
 
 
+@pytest.mark.slow
 def test_few_real_urls_of_the_python_stdlib_are_blocked() -> None:
     """~2,000 distinct URLs in the standard library (docs, RFCs, bug trackers, test data).
     Measured: two hosts blocked, www.sol.no (a Norwegian portal the package lists) and
@@ -173,6 +174,7 @@ def test_few_real_urls_of_the_python_stdlib_are_blocked() -> None:
     assert len({url_host(u) for u in blocked}) <= 2 and len(hosts) > 200, blocked
 
 
+@pytest.mark.slow
 def test_listed_domains_and_subdomains_are_blocked_platforms_are_not() -> None:
     path = wordlists.builtin_domain_file()
     with open(path, encoding="utf-8") as f:

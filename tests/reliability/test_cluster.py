@@ -67,6 +67,7 @@ def dask_run(tmp_path_factory) -> Path:
     return wd
 
 
+@pytest.mark.slow
 def test_quickstart_on_separate_dask_processes(dask_run):
     import json
 
@@ -77,6 +78,7 @@ def test_quickstart_on_separate_dask_processes(dask_run):
     assert (dask_run / "megatron").is_dir() and list((dask_run / "curated").glob("*"))
 
 
+@pytest.mark.slow
 def test_quickstart_mpi_hostfile_matches_dask(dask_run, tmp_path):
     hostfile = tmp_path / "hosts"
     hostfile.write_text(f"{socket.gethostname()}:2\n")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from helpers import run_cli
 
 from curator.storage.shards import read_records
@@ -37,6 +38,7 @@ def test_empty_corpus_flows_through_global_stages(tmp_path):
     assert rep["write_jsonl"]["docs_out"] == 0
 
 
+@pytest.mark.slow
 def test_fifty_megabyte_document_is_processed_whole(tmp_path):
     """Above the default cap (32 MB) it is quarantined too_large; a raised run-wide
     ``max_doc_mb`` keeps it whole."""

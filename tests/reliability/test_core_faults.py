@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 
+import pytest
 from helpers import cli_env, run_cli
 from helpers_core import make_corpus, tree_digest
 
@@ -39,6 +40,7 @@ def setup(tmp_path, suffix="00003"):
     return marker
 
 
+@pytest.mark.slow
 def test_dask_worker_killed_mid_stage_run_finishes_identically(tmp_path):
     marker = setup(tmp_path)
     # crash_once SIGKILLs the worker process that runs shard 00003; the nanny restarts it and

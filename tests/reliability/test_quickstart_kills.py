@@ -115,6 +115,7 @@ def baseline(tmp_path_factory) -> Path:
     return wd
 
 
+@pytest.mark.slow
 def test_quickstart_killed_at_five_points_then_rerun_is_identical(baseline, tmp_path):
     wd = tmp_path / "w"
     finished: dict[str, tuple[int, int]] = {}
@@ -165,6 +166,7 @@ def _dask_workers(pid: int) -> list[int]:
     return out
 
 
+@pytest.mark.slow
 def test_quickstart_on_dask_survives_its_workers_being_killed(baseline, tmp_path):
     """Every Dask worker SIGKILLed while the Wikipedia source shard (about 4 s) runs: the
     nannies restart them, the scheduler reruns the lost task, and the run finishes with the

@@ -148,7 +148,7 @@ def test_scheduler_refuses_a_client_without_the_certificate(certs, tls_cluster):
     # client learns it after its own handshake: as the scheduler's alert, or, when the
     # scheduler has closed the socket before the client reads, as an EOF inside the TLS stream
     # (seen on a loaded machine); the cluster's own certificate below never gets either
-    with pytest.raises(ssl.SSLError, match="CERTIFICATE_REQUIRED|EOF occurred in violation"):
+    with pytest.raises(ssl.SSLError, match=r"CERTIFICATE_REQUIRED|EOF occurred in violation"):
         _handshake(tls_cluster, trusting)
     # a certificate of another CA: refused the same way
     other = certs.parent / "other"

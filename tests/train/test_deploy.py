@@ -108,6 +108,7 @@ class Server:
         self.proc.wait(timeout=60)
 
 
+@pytest.mark.slow
 def test_triton_server_generates_like_the_model(repository: str, reference, triton_venv: str,
                                                 tmp_path) -> None:
     import tritonclient.http as http

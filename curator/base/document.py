@@ -1,0 +1,89 @@
+"""The unit of data: a document is text plus an id and free-form metadata.
+
+Kept deliberately tiny (a slotted dataclass) because millions of them flow through every
+stage; anything stage-specific lives in ``meta``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+#: Record keys that are not metadata when reading user files.
+ID_KEY = "id"
+TEXT_KEY = "text"
+
+
+@dataclass(slots=True)
+class Document:
+    """A document: ``id`` is the user's id, kept end to end; ``meta`` holds everything else."""
+
+    id: str
+    text: str
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def source(self) -> str | None:
+        """The source this document came from (set by source stages), used for blending."""
+        return self.meta.get("source")
+
+    def to_record(self) -> dict[str, Any]:
+        """Internal shard record (lossless): ``{"id", "text", "meta"}``."""
+        return {"id": self.id, "text": self.text, "meta": self.meta}
+
+    @classmethod
+    def from_record(cls, rec: dict[str, Any]) -> Document:
+        return cls(rec["id"], rec["text"], rec.get("meta") or {})
+
+    def to_flat(self) -> dict[str, Any]:
+        """User-facing record: metadata fields sit beside ``id`` and ``text``."""
+        out: dict[str, Any] = {ID_KEY: self.id, TEXT_KEY: self.text}
+        for k, v in self.meta.items():
+            if k not in out:
+                out[k] = v
+        return out
+
+    @classmethod
+    def from_flat(
+        cls, rec: dict[str, Any], *, id_field: str = ID_KEY, text_field: str = TEXT_KEY,
+        default_id: str | None = None,
+    ) -> Document:
+        """Build from a user record; raises ``ValueError`` with a reason if it is not usable.
+
+        The id rule: ids are strings. A number becomes its text (``1`` and ``"1"`` are the same
+        id, ``1.5`` is ``"1.5"``); a missing or ``null`` id gets ``default_id``; any other
+        type (object, list, boolean) is not an id and the record is rejected."""
+        if not isinstance(rec, dict):
+            raise ValueError(f"record is a {type(rec).__name__}, not an object")
+        text = rec.get(text_field)
+        if not isinstance(text, str):
+            raise ValueError(f"field '{text_field}' is missing or not a string")
+        raw_id = rec.get(id_field)
+        kind = type(raw_id)
+        if kind is not str:
+            if raw_id is None:
+                raw_id = default_id
+                if raw_id is None:
+                    raise ValueError(f"field '{id_field}' is missing")
+            elif kind is int or kind is float:  # not bool: type(True) is bool
+                raw_id = str(raw_id)
+            else:
+                raise ValueError(f"field '{id_field}' is a {kind.__name__}, not a string "
+                                 "or a number")
+        meta = {k: v for k, v in rec.items() if k not in (id_field, text_field)}
+        return cls(raw_id, text, meta)
+
+
+def meta_value(meta: dict[str, Any], path: str) -> Any:
+    """``meta[path]``, or nested ``meta[a][b]`` for ``a.b`` when ``path`` itself is not a key
+    (signal names such as ``gopher_quality:word_count`` contain no dots); ``None`` when missing.
+    Shared by every family that reads a signal stored earlier (``select``, ``quality_buckets``,
+    ``fuzzy_dedup``'s ``score_field``, ``megatron_shards``' ``bucket_field``)."""
+    if path in meta:
+        return meta[path]
+    cur: Any = meta
+    for part in path.split("."):
+        if not isinstance(cur, dict) or part not in cur:
+            return None
+        cur = cur[part]
+    return cur

@@ -19,7 +19,9 @@ class ReadWarc(_WarcExtracting):
 
     name = "read_warc"
     #: 2: the extraction default changed (fast + favor_recall, text shaping, fallback).
-    version = 2
+    #: 3: truncated trafilatura output (under half of resiliparse's words) is replaced by
+    #: resiliparse's text (issue 22: forums, listings).
+    version = 3
     #: Never parameters of read_warc: adding them would change the fingerprint of every
     #: finished read_warc stage (all would rerun once).
     params_excluded = ("delete_after_read", "http_timeout_s")

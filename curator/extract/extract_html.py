@@ -20,6 +20,7 @@ from typing import Any, Literal
 
 from curator.core.context import ShardContext
 from curator.core.document import Document
+from curator.core.errors import ConfigError
 from curator.core.stage import ShardStage
 from curator.extract.timeout import ExtractTimeout, time_limit
 
@@ -368,6 +369,9 @@ class ExtractHtml(ShardStage):
                  include_comments: bool = False, include_tables: bool = True,
                  fallback: bool = True, fallback_ratio: float = FALLBACK_RATIO,
                  shape: bool = True) -> None:
+        if not 0.0 <= fallback_ratio <= 1.0:
+            raise ConfigError(f"extract_html.fallback_ratio: {fallback_ratio} is not between "
+                              "0 and 1 (a share of resiliparse's words)")
         self.extractor = extractor
         # trafilatura's options (docs/extract.md has the F1 and CPU of each)
         self.options = {"fast": fast, "balance": balance, "include_comments": include_comments,

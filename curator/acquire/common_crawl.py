@@ -17,8 +17,7 @@ class CommonCrawl(_WarcExtracting):
 
     name = "common_crawl"
     #: 2: the extraction default changed (fast + favor_recall, text shaping, fallback).
-    #: 3: truncated trafilatura output (under half of resiliparse's words) is replaced by
-    #: resiliparse's text (issue 22: forums, listings).
+    #: 3: extraction's fast="auto" and short-output fallback (issue 22: forums, listings).
     version = 3
 
     def __init__(self, snapshot: str, base_url: str = CC_BASE_URL, files: str | None = None,

@@ -19,8 +19,7 @@ class ReadWarc(_WarcExtracting):
 
     name = "read_warc"
     #: 2: the extraction default changed (fast + favor_recall, text shaping, fallback).
-    #: 3: truncated trafilatura output (under half of resiliparse's words) is replaced by
-    #: resiliparse's text (issue 22: forums, listings).
+    #: 3: extraction's fast="auto" and short-output fallback (issue 22: forums, listings).
     version = 3
     #: Never parameters of read_warc: adding them would change the fingerprint of every
     #: finished read_warc stage (all would rerun once).

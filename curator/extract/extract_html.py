@@ -307,10 +307,11 @@ def prepare(extractor: str) -> None:
     _PREPARED.add(extractor)
 
 
-#: Take resiliparse's main-content text when trafilatura keeps fewer words than this share of
-#: it (0: only when trafilatura finds nothing). ``fast=True`` often stops at a page's first
-#: post or section (forums, listings: precision 1.0, recall 0.1); at 0.5 this lifts tuning-split
-#: F1 from 0.821 to 0.857 (forums 0.65 -> 0.76) for resiliparse's ~2 ms (docs/extract.md).
+#: Rerun trafilatura with its fallbacks (``fast="auto"``), then take resiliparse's main-content
+#: text, when trafilatura keeps fewer words than this share of resiliparse's (0: resiliparse
+#: only when trafilatura finds nothing). ``fast=True`` often stops at a page's first post or
+#: section (forums, listings: precision 1.0, recall 0.1); this lifts tuning-split F1 from 0.821
+#: to 0.859 (forums 0.65 -> 0.77) at the same CPU per page (docs/extract.md).
 FALLBACK_RATIO = 0.5
 
 Fast = bool | Literal["auto"]
@@ -321,7 +322,7 @@ def _words(text: str) -> int:
 
 
 def extract_text(html: str, extractor: Extractor = DEFAULT_EXTRACTOR,
-                 timeout_s: float | None = None, *, fast: Fast = True,
+                 timeout_s: float | None = None, *, fast: Fast = "auto",
                  balance: Balance = "recall", include_comments: bool = False,
                  include_tables: bool = True, fallback: bool = True,
                  fallback_ratio: float = FALLBACK_RATIO, shape: bool = True) -> str:
@@ -359,13 +360,12 @@ class ExtractHtml(ShardStage):
 
     name = "extract_html"
     #: 2: the extraction default changed (fast + favor_recall, text shaping, fallback).
-    #: 3: truncated trafilatura output (under half of resiliparse's words) is replaced by
-    #: resiliparse's text (issue 22: forums, listings).
+    #: 3: fast="auto" and the short-output fallback (issue 22: forums, listings).
     version = 3
 
     def __init__(self, extractor: Extractor = "trafilatura", timeout_s: float = 10.0,
                  max_page_mb: float = 10.0, keep_html_field: str | None = None,
-                 fast: Fast = True, balance: Balance = "recall",
+                 fast: Fast = "auto", balance: Balance = "recall",
                  include_comments: bool = False, include_tables: bool = True,
                  fallback: bool = True, fallback_ratio: float = FALLBACK_RATIO,
                  shape: bool = True) -> None:

@@ -59,7 +59,7 @@ def test_fast_auto_reruns_trafilatura_with_its_fallbacks_on_a_truncated_thread()
     from extraction_quality import load_gold, prf
 
     page = next(p for p in load_gold("tuning") if p.id == "wcxb/0172")
-    fast = extract_text(page.html, fallback=False)
+    fast = extract_text(page.html, fast=True, fallback=False)
     auto = extract_text(page.html, fast="auto", balance="default", fallback=False)
     assert prf(fast, page.gold)[2] < 0.3
     assert prf(auto, page.gold)[2] > 0.9

@@ -1,7 +1,8 @@
 """HTML -> main text: charset detection and three extractors behind one function.
 
 * ``trafilatura`` (default): highest token F1 on the held-out gold pages of bench/gold
-  (fast + favor_recall, shaped text, resiliparse when it finds nothing; docs/extract.md).
+  (fast + favor_recall, again without fast and then resiliparse when the text is short,
+  shaped text; docs/extract.md).
 * ``resiliparse``: a C++ DOM walk with main-content heuristics, an order of magnitude faster.
 * ``justext``: paragraph classification with stop-word lists (what C4/RefinedWeb-style
   pipelines used); language-dependent.

@@ -161,9 +161,22 @@ def configs() -> dict[str, Callable[[str], str]]:
     for name in EXTRACTORS:
         if name != "trafilatura":
             out[f"curator {name}"] = (lambda n: cur(extractor=n))(name)
+    # issue 22's candidates (docs/extract.md: tuning and held-out F1/CPU of each)
     for fast in (True, False):
         for balance in ("precision", "default", "recall"):
             out[f"curator fast={fast} {balance}"] = cur(fast=fast, balance=balance)
+            out[f"curator fast={fast} {balance}, fallback empty only"] = cur(
+                fast=fast, balance=balance, fallback_ratio=0.0)
+    for balance in ("default", "recall"):
+        out[f"curator fast={False} {balance}, comments"] = cur(
+            fast=False, balance=balance, include_comments=True)
+        out[f"curator fast={False} {balance}, comments, fallback empty only"] = cur(
+            fast=False, balance=balance, include_comments=True, fallback_ratio=0.0)
+        out[f"curator fast=auto {balance}"] = cur(fast="auto", balance=balance)
+        out[f"curator fast=auto {balance}, no fallback"] = cur(fast="auto", balance=balance,
+                                                               fallback=False)
+    for ratio in (0.3, 0.7):
+        out[f"curator default, fallback_ratio={ratio}"] = cur(fallback_ratio=ratio)
     out.update({
         "curator default, no fallback": cur(fallback=False),
         "curator default, shape off": cur(shape=False),

@@ -17,7 +17,8 @@ class CommonCrawl(WarcExtracting):
 
     name = "common_crawl"
     #: 2: the extraction default changed (fast + favor_recall, text shaping, fallback).
-    version = 2
+    #: 3: extraction's fast="auto" and short-output fallback (issue 22: forums, listings).
+    version = 3
 
     def __init__(self, snapshot: str, base_url: str = CC_BASE_URL, files: str | None = None,
                  limit: int | None = None, extractor: Extractor = DEFAULT_EXTRACTOR,

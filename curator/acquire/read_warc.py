@@ -19,7 +19,8 @@ class ReadWarc(WarcExtracting):
 
     name = "read_warc"
     #: 2: the extraction default changed (fast + favor_recall, text shaping, fallback).
-    version = 2
+    #: 3: extraction's fast="auto" and short-output fallback (issue 22: forums, listings).
+    version = 3
     #: Never parameters of read_warc: adding them would change the fingerprint of every
     #: finished read_warc stage (all would rerun once).
     params_excluded = ("delete_after_read", "http_timeout_s")

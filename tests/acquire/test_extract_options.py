@@ -46,3 +46,29 @@ def test_resiliparse_leaves_comment_threads_out() -> None:
     text = extract_text(html, "resiliparse")
     assert PROSE[0] in text
     assert "great post" not in text
+
+
+def test_fast_auto_reruns_trafilatura_with_its_fallbacks_on_a_truncated_thread() -> None:
+    """fast=auto: trafilatura fast first; when that keeps under half of resiliparse's words
+    (wcxb/0172, a forum thread: first post only) it runs again with fast=False, which finds
+    the whole thread, without resiliparse's text (fallback off)."""
+    import os
+    import sys
+
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "bench"))
+    from extraction_quality import load_gold, prf
+
+    page = next(p for p in load_gold("tuning") if p.id == "wcxb/0172")
+    fast = extract_text(page.html, fast=True, fallback=False)
+    auto = extract_text(page.html, fast="auto", balance="default", fallback=False)
+    assert prf(fast, page.gold)[2] < 0.3
+    assert prf(auto, page.gold)[2] > 0.9
+
+
+@pytest.mark.parametrize("ratio", [-0.1, 1.5])
+def test_fallback_ratio_outside_0_1_is_a_config_error(ratio) -> None:
+    from curator.core.errors import ConfigError
+    from curator.extract.extract_html import ExtractHtml
+
+    with pytest.raises(ConfigError, match="fallback_ratio"):
+        ExtractHtml(fallback_ratio=ratio)

@@ -266,3 +266,22 @@ def test_dup_ngram_chain_on_real_text() -> None:
         for n in range(5, 11):
             got = R.DuplicateNgrams(n=n).value(f) * len(text)
             assert round(got) == dt_gr.find_all_duplicate(f.words, n)
+
+
+def test_presets_in_a_row_share_one_documents_features() -> None:
+    """gopher_repetition then gopher_quality on the same document reuse its DocFeatures
+    (words split once); a changed text (a new string, as c4_quality writes) gets new ones,
+    and the decisions are those of fresh features."""
+    from curator.filters.presets import features_of
+
+    doc = Document("d", PROSE, {})
+    GopherRepetition().check(doc)
+    shared = features_of(doc.text)
+    assert "word_hashes" in shared.__dict__  # computed by gopher_repetition
+    assert features_of(doc.text) is shared
+    changed = "".join(list(doc.text))  # equal content, another object
+    assert changed == doc.text and changed is not doc.text
+    fresh = features_of(changed)
+    assert fresh is not shared and "word_hashes" not in fresh.__dict__
+    for stage in (GopherRepetition(), GopherQuality(), FineWebQuality()):
+        assert stage.check(doc) == stage.check(Document("f", changed, {}))

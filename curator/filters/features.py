@@ -99,8 +99,64 @@ class DocFeatures:
                                                   return_counts=True)
                 c = self.word_len_cumsum
                 got = (ids, first, counts, c[n:n + m] - c[:m])
+                self.__dict__.setdefault("_nhash", {})[n] = h
             cache[n] = got
         return got
+
+    def repeats(self, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The positions whose token n-gram occurs more than once, as ``(pos, hashes, ids,
+        first)``: sorted positions, their n-gram hashes, a group number per position and the
+        first position of each group.
+
+        Only a position whose (n-1)-gram repeats can start a repeated n-gram, so once some
+        size has been hashed in full (:meth:`ngrams`), each larger size extends the hashes
+        of the previous size's repeated positions by one token (the same recurrence as
+        :meth:`ngrams`) and sorts those alone, usually a small share of the text: the
+        Gopher rules for n = 5..10 then cost about one full pass instead of six."""
+        cache = self.__dict__.setdefault("_repeats", {})
+        got = cache.get(n)
+        if got is not None:
+            return got
+        wh = self.word_hashes
+        m = len(wh) - n + 1
+        if m <= 0:
+            e = np.empty(0, dtype=np.int64)
+            got = (e, np.empty(0, dtype=np.uint64), e, e)
+        elif n - 1 in cache or n - 1 in self.__dict__.get("_ngrams", {}):
+            if n - 1 in cache:
+                ppos, ph = cache[n - 1][:2]
+            else:
+                pids, _, pcounts, _ = self.ngrams(n - 1)
+                ppos = np.flatnonzero(pcounts[pids] > 1)
+                ph = self.__dict__["_nhash"][n - 1][ppos]
+            keep = ppos < m
+            ppos, ph = ppos[keep], ph[keep]
+            with np.errstate(over="ignore"):
+                h = ph * _MULT + wh[ppos + (n - 1)]
+            got = self._grouped(ppos, h)
+        else:
+            ids, _, counts, _ = self.ngrams(n)
+            pos = np.flatnonzero(counts[ids] > 1)
+            got = self._grouped(pos, self.__dict__["_nhash"][n][pos])
+        cache[n] = got
+        return got
+
+    @staticmethod
+    def _grouped(pos: np.ndarray, h: np.ndarray
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """``repeats`` of the candidate positions ``pos`` (sorted) with n-gram hashes ``h``:
+        those whose hash occurs at least twice among them."""
+        if not len(pos):
+            return pos, h, pos, pos
+        _, first, ids, counts = np.unique(h, return_index=True, return_inverse=True,
+                                          return_counts=True)
+        keep = counts[ids] > 1
+        if not keep.all():
+            pos, h = pos[keep], h[keep]
+            if not len(pos):
+                return pos, h, pos, pos
+            _, first, ids = np.unique(h, return_index=True, return_inverse=True)
+        return pos, h, ids, pos[first]
 
     def has_repeated_ngram(self, n: int) -> bool:
         """Whether some token n-gram occurs twice (no repeated n-gram means none for any
@@ -131,11 +187,15 @@ class DocFeatures:
         Only positions whose n-gram occurred before can be repeats, so the scan visits those
         alone; an earlier occurrence counts as seen unless it lay inside a jumped-over span.
         """
-        if not self.has_repeated_ngram(n):
+        pos, _, ids, first = self.repeats(n)
+        if not len(pos):
             return 0
-        ids, first, _, chars = self.ngrams(n)
-        cand = np.flatnonzero(first[ids] < np.arange(len(ids))).tolist()
-        ids_l, first_l = ids.tolist(), first.tolist()
+        later = first[ids] < pos  # not the first occurrence
+        cand = pos[later].tolist()
+        c = self.word_len_cumsum
+        chars = dict(zip(cand, (c[pos[later] + n] - c[pos[later]]).tolist(), strict=True))
+        ids_l = dict(zip(cand, ids[later].tolist(), strict=True))
+        first_l = first.tolist()
         starts: list[int] = []  # starts of jumped-over spans [s, s + n)
         seen: set[int] = set()
         skip_until = total = 0

@@ -228,3 +228,60 @@ def test_max_ratio_rules_keep_at_the_threshold_and_reject_above() -> None:
     for cls in ratio_rules:
         rule = cls.from_params({"max_ratio": 0.25})
         assert rule.ok(0.25) and rule.ok(0.0) and not rule.ok(0.2500001), cls.name
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from(["a", "b", "c", "dd", "e."]), max_size=80), st.integers(1, 5))
+def test_dup_ngram_chain_equals_reference(words, start) -> None:
+    """n = start..10 on one DocFeatures: sizes after the first extend the previous size's
+    repeated positions (DocFeatures.repeats) and must still count what datatrove counts."""
+    text = " ".join(words)
+    f = DocFeatures(text)
+    if start > 1:
+        R.TopNgram(n=start).value(f)  # a full pass at this size first, as gopher_repetition
+    for n in range(start + 1, 11):
+        got = R.DuplicateNgrams(n=n).value(f) * len(text) if text else 0.0
+        assert round(got) == dt_gr.find_all_duplicate(f.words, n)
+
+
+def test_dup_ngram_chain_on_real_text() -> None:
+    """The Gopher repetition sizes in gopher_repetition's order on real documents (and the
+    same documents repeated, so that long n-grams do repeat) agree with datatrove."""
+    import glob
+    import gzip
+    import json
+
+    texts: list[str] = []
+    for path in sorted(glob.glob("data/sample/**/*.jsonl*", recursive=True))[:6]:
+        op = gzip.open if path.endswith(".gz") else open
+        with op(path, "rt", encoding="utf-8") as fh:
+            texts += [json.loads(line).get("text", "") for _, line in zip(range(40), fh)]
+    texts = [t for t in texts if t]
+    assert len(texts) > 20
+    texts += [t[: len(t) // 2] + "\n" + t for t in texts[:10]]
+    for text in texts:
+        f = DocFeatures(text)
+        for n in (2, 3, 4):
+            R.TopNgram(n=n).value(f)
+        for n in range(5, 11):
+            got = R.DuplicateNgrams(n=n).value(f) * len(text)
+            assert round(got) == dt_gr.find_all_duplicate(f.words, n)
+
+
+def test_presets_in_a_row_share_one_documents_features() -> None:
+    """gopher_repetition then gopher_quality on the same document reuse its DocFeatures
+    (words split once); a changed text (a new string, as c4_quality writes) gets new ones,
+    and the decisions are those of fresh features."""
+    from curator.filters.presets import features_of
+
+    doc = Document("d", PROSE, {})
+    GopherRepetition().check(doc)
+    shared = features_of(doc.text)
+    assert "word_hashes" in shared.__dict__  # computed by gopher_repetition
+    assert features_of(doc.text) is shared
+    changed = "".join(list(doc.text))  # equal content, another object
+    assert changed == doc.text and changed is not doc.text
+    fresh = features_of(changed)
+    assert fresh is not shared and "word_hashes" not in fresh.__dict__
+    for stage in (GopherRepetition(), GopherQuality(), FineWebQuality()):
+        assert stage.check(doc) == stage.check(Document("f", changed, {}))

@@ -54,12 +54,19 @@ def tls_files(cfg: dict[str, Any] | None, where: str = "executor.tls") -> TLSFil
     return files
 
 
+#: A PEM certificate or key is a few KB; anything past this is not one (and is not read whole).
+_MAX_PEM = 1 << 20
+
+
 def _read(path: str, what: str) -> bytes:
     try:
         with open(path, "rb") as f:
-            return f.read()
+            data = f.read(_MAX_PEM + 1)
     except OSError as e:
         raise ConfigError(f"{what}: {path}: {e.strerror}") from None
+    if len(data) > _MAX_PEM:
+        raise ConfigError(f"{what}: {path}: larger than {_MAX_PEM} bytes, not a PEM file")
+    return data
 
 
 def _load_cert(path: str, what: str) -> Any:

@@ -89,14 +89,22 @@ def dump(path: str, obj: Any, key: bytes, label: str = "") -> None:
 def load(path: str, key: bytes, label: str = "") -> Any:
     """The object sealed in ``path``; :class:`Unsealed` if it is not a sealed file, was made
     with another key or for another place, or was changed since."""
+    # the HMAC is checked over the file in chunks first: a planted or foreign file, however
+    # large, is never held in memory, and only a verified body is read whole (to unpickle)
+    mac = hmac.new(key, label.encode() + b"\0", hashlib.sha256)
     with open(path, "rb") as f:
-        data = f.read()
-    if not data.startswith(MAGIC) or len(data) < len(MAGIC) + _DIGEST:
-        raise Unsealed("not a sealed curator file")
-    tag = data[len(MAGIC):len(MAGIC) + _DIGEST]
-    body = data[len(MAGIC) + _DIGEST:]
-    if not hmac.compare_digest(tag, _mac(key, label, body)):
-        raise Unsealed("its HMAC does not verify under this work_dir's key")
+        head = f.read(len(MAGIC) + _DIGEST)
+        if not head.startswith(MAGIC) or len(head) < len(MAGIC) + _DIGEST:
+            raise Unsealed("not a sealed curator file")
+        tag = head[len(MAGIC):]
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            mac.update(chunk)
+        if not hmac.compare_digest(tag, mac.digest()):
+            raise Unsealed("its HMAC does not verify under this work_dir's key")
+        f.seek(len(head))
+        body = f.read()
+    if not hmac.compare_digest(tag, _mac(key, label, body)):  # the file changed since the check
+        raise Unsealed("it changed while it was being read")
     try:
         # verified above: written by this user's own run in this work_dir
         return pickle.loads(body)  # noqa: S301 - HMAC-verified under a 0600 work_dir key

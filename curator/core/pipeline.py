@@ -492,9 +492,15 @@ def _fields_for(e: ValidationError, loc: tuple[Any, ...],
                 model: type[BaseModel] | None = None) -> list[str]:
     """The keys allowed beside an unknown one: the stage's own parameter model when the error
     is in a stage's parameters (passed by the caller, so no other stage is imported)."""
-    if len(loc) == 1:
+    if model is not None:
+        from curator.core.params import group_model
+
+        for part in loc[:-1]:  # an unknown key inside a nested group (redis.nodez)
+            fi = model.model_fields.get(str(part)) if model is not None else None
+            model = group_model(fi.annotation) if fi is not None else None
         if model is not None:
             return list(model.model_fields)
+    if len(loc) == 1:
         if e.title == "PipelineConfig":
             return list(PipelineConfig.model_fields)
         return []

@@ -29,13 +29,28 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Annotated, Any, ClassVar, get_args, get_origin
+from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, create_model
+from pydantic import BaseModel, create_model
 
 from curator.core.document import Document
 from curator.core.identity import spec_paths
+from curator.core.params import (  # noqa: F401 - the path types are part of the stage API
+    OWNER,
+    DirPath,
+    DocumentPaths,
+    FilePath,
+    OutputDir,
+    OutputFile,
+    PathParam,
+    StageParams,
+    iter_fields,
+    path_marker,
+)
 from curator.core.shard_context import ShardContext, StageContext
+
+#: Passes an already validated model from :meth:`Stage.from_params` to ``Stage.__init__``.
+_VALIDATED = "__validated__"
 
 
 def _snake(name: str) -> str:
@@ -69,62 +84,13 @@ class Shard:
     key: str = ""
 
 
-# -- parameters that name files -------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class PathParam:
-    """Marks a parameter's type as naming a file or folder (``Annotated[str, PathParam(...)]``;
-    use :data:`FilePath`, :data:`DirPath`, :data:`OutputDir`). Plain metadata on the type,
-    so it works the same in an ``__init__`` signature, a :class:`Params` mixin or a pydantic
-    model field, and inside ``X | None``, ``list[X]`` or ``dict[str, X]``.
-
-    ``role="input"``: the stage reads it (a word list, a model, a tokenizer folder): the
-    identity of its content (every file of a folder; size, mtime, ctime and inode, or a hash
-    with ``identity: content``) is part of the stage's key, so editing the file reruns the
-    stage (:func:`path_params`). ``role="output"``: a folder or file the stage writes.
-    ``role="documents"``: a source's input documents (known per shard, not per stage)."""
-
-    kind: str  # "file" | "dir"
-    role: str = "input"  # "input" | "output" | "documents"
-
-
-#: A parameter naming a file the stage reads (globs allowed); part of the stage's key.
-FilePath = Annotated[str, PathParam("file")]
-#: A parameter naming a folder the stage reads (a tokenizer, a model); every file in it is
-#: part of the stage's key.
-DirPath = Annotated[str, PathParam("dir")]
-#: A parameter naming a folder the stage writes (also declare it in ``output_dirs``).
-OutputDir = Annotated[str, PathParam("dir", "output")]
-#: A parameter naming a file the stage writes.
-OutputFile = Annotated[str, PathParam("file", "output")]
-#: A source's document files (globs): each shard's key holds the identity of the files it
-#: reads, so a changed file reruns exactly its shards (not the whole stage).
-DocumentPaths = Annotated[str, PathParam("file", "documents")]
-
-
-def _path_marker(tp: Any) -> PathParam | None:
-    """The :class:`PathParam` inside a type (``FilePath | None``, ``list[FilePath]``...)."""
-    if get_origin(tp) is Annotated:
-        args = get_args(tp)
-        for m in args[1:]:
-            if isinstance(m, PathParam):
-                return m
-        return _path_marker(args[0])
-    for a in get_args(tp):
-        found = _path_marker(a)
-        if found is not None:
-            return found
-    return None
-
-
 def path_params(cls: type[Stage], role: str = "input") -> dict[str, PathParam]:
     """``name -> PathParam`` of a stage's parameters typed as paths with ``role``, read from
-    its parameter model (so a pydantic model's fields work the same)."""
+    its parameter model; a field of a nested group has a dotted name (``redis.tls.ca_file``)."""
     out: dict[str, PathParam] = {}
-    for name, fi in cls.params_model().model_fields.items():
+    for name, fi in iter_fields(cls.params_model()):
         marker = next((m for m in fi.metadata if isinstance(m, PathParam)), None) or \
-            _path_marker(fi.annotation)
+            path_marker(fi.annotation)
         if marker is not None and marker.role == role:
             out[name] = marker
     return out
@@ -170,38 +136,74 @@ class Stage:
         if "name" not in cls.__dict__ or not cls.__dict__["name"]:
             cls.name = _snake(cls.__name__)
 
+    #: The stage's parameter model (see :mod:`curator.core.params`): a nested
+    #: ``class Params(StageParams)``. A stage without one takes its parameters as ``__init__``
+    #: keyword arguments and gets a model built from that signature.
+    Params: ClassVar[type[StageParams] | None] = None
+
+    def __init__(self, **params: Any) -> None:
+        """Validate ``params`` against :attr:`Params` and set each field as an attribute, then
+        :meth:`setup`. (A stage with an ``__init__`` of its own does its own setting up.)"""
+        model = type(self).Params
+        if model is None:
+            return
+        validated = params.pop(_VALIDATED) if _VALIDATED in params else model(**params)
+        for name in type(validated).model_fields:
+            setattr(self, name, getattr(validated, name))
+        self.params = validated.model_dump(mode="json")
+        self.setup()
+
+    def setup(self) -> None:
+        """Derive state from the validated parameters (compile a pattern, resolve a preset);
+        runs once when the stage is built. Raise :class:`ConfigError` for a combination of
+        values the model cannot express."""
+
     # -- construction -----------------------------------------------------------------------
     @classmethod
     def params_model(cls) -> type[BaseModel]:
-        """A pydantic model of the ``__init__`` parameters, then the shared ones of its
-        :class:`Params` bases when ``__init__`` takes ``**params`` (``extra`` keys forbidden)."""
+        """The stage's parameter model: its :attr:`Params`, or one built from the ``__init__``
+        parameters, then the shared ones of its :class:`Params` bases when ``__init__`` takes
+        ``**params`` (``extra`` keys forbidden)."""
         cached = cls.__dict__.get("_params_model")
         if cached is not None:
             return cached
-        fields: dict[str, Any] = {}
-        for p in _init_params(cls):
-            ann = p.annotation if p.annotation is not inspect.Parameter.empty else Any
-            default = p.default if p.default is not inspect.Parameter.empty else ...
-            fields[p.name] = (ann, default)
-        if _takes_params(cls):
-            for name, field_def in shared_params(cls).items():
-                fields.setdefault(name, field_def)
-        model = create_model(  # type: ignore[call-overload]
-            f"{cls.__name__}Params",
-            __config__=ConfigDict(extra="forbid", arbitrary_types_allowed=True),
-            **fields,
-        )
+        if cls.Params is not None:
+            model: type[BaseModel] = cls.Params
+            clash = [f for f in model.model_fields if hasattr(Stage, f)
+                     or callable(getattr(cls, f, None))]
+            if clash:
+                raise TypeError(f"{cls.__name__}.Params: field(s) {clash} would hide an "
+                                "attribute or method of the stage; rename them")
+        else:
+            fields: dict[str, Any] = {}
+            for p in _init_params(cls):
+                ann = p.annotation if p.annotation is not inspect.Parameter.empty else Any
+                default = p.default if p.default is not inspect.Parameter.empty else ...
+                fields[p.name] = (ann, default)
+            if _takes_params(cls):
+                for name, field_def in shared_params(cls).items():
+                    fields.setdefault(name, field_def)
+            model = create_model(  # type: ignore[call-overload]
+                f"{cls.__name__}Params", __base__=StageParams, **fields,
+            )
         cls._params_model = model  # type: ignore[attr-defined]
         return model
 
     @classmethod
     def from_params(cls, params: dict[str, Any] | None = None, *, id: str | None = None) -> Stage:
-        """Validate ``params`` against the signature and build the stage."""
+        """Validate ``params`` against the parameter model and build the stage. A deprecated
+        key is reported as one warning naming the stage (``fuzzy_dedup.redis_nodes``)."""
         model = cls.params_model()
-        validated = model(**(params or {}))
-        values = {k: getattr(validated, k) for k in model.model_fields}
-        stage = cls(**values)
-        stage.params = validated.model_dump(mode="json")
+        token = OWNER.set(cls.name)
+        try:
+            validated = model(**(params or {}))
+        finally:
+            OWNER.reset(token)
+        if cls.Params is not None:
+            stage = cls(**{_VALIDATED: validated})
+        else:
+            stage = cls(**{k: getattr(validated, k) for k in model.model_fields})
+            stage.params = validated.model_dump(mode="json")
         stage.id = id or cls.name
         return stage
 
@@ -225,7 +227,10 @@ class Stage:
         params = getattr(self, "params", None) or {}
         out: dict[str, str] = {}
         for name, marker in path_params(type(self)).items():
-            for p in _strings(params.get(name)):
+            value: Any = params
+            for part in name.split("."):
+                value = value.get(part) if isinstance(value, dict) else None
+            for p in _strings(value):
                 out.setdefault(p, marker.kind)
         return out
 

@@ -12,7 +12,7 @@ Phases (each a resumable ``ctx.map``; results never depend on the number of work
    counters checked after the last claim stop the stage if keys were lost meanwhile. Redone on
    a rerun (after removing every key of the stage, whatever the parameters of the run that
    left them): a restarted node may have lost its data, so this step is never marked done
-   early. Keys carry a TTL (``redis_key_ttl_s``).
+   early. Keys carry a TTL (``redis.key_ttl_s``).
 3. ``verify`` (optional): drop candidate pairs whose exact shingle Jaccard is below threshold.
 4. ``components``: connected components over all edges; per component keep one document by
    ``keep`` (documents of an ``against`` index always win); removal lists per input shard.
@@ -27,13 +27,15 @@ import math
 import os
 import shutil
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
 import numpy as np
+from pydantic import Field, model_validator
 
 from curator.core.context import GlobalContext
 from curator.core.document import meta_value
 from curator.core.errors import ConfigError
+from curator.core.params import NonNegInt, PositiveInt, Ratio, StageParams
 from curator.core.stage import GlobalStage, OutputDir, Shard
 from curator.dedup.common import (
     Remover,
@@ -135,86 +137,125 @@ def _entries(shard_idx: int, dig: np.ndarray,
     return dig.reshape(-1), np.repeat(refs, dig.shape[1])
 
 
+class RedisTLS(StageParams):
+    """TLS to the Redis Cluster (``tls: true`` is short for ``tls: {enabled: true}``)."""
+
+    enabled: bool = False
+    """Encrypt connections and check the servers' certificates."""
+    ca_file: str | None = None
+    """CA certificate that signed the servers' certificates."""
+    cert_file: str | None = None
+    """Client certificate (mutual TLS)."""
+    key_file: str | None = None
+    """Client key (mutual TLS)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _shorthand(cls, data: Any) -> Any:
+        return {"enabled": data} if isinstance(data, bool) else data
+
+    @model_validator(mode="after")
+    def _files_need_tls(self) -> RedisTLS:
+        if not self.enabled and (self.ca_file or self.cert_file or self.key_file):
+            raise ValueError("ca_file / cert_file / key_file need enabled: true")
+        return self
+
+
+class RedisParams(StageParams):
+    """The Redis Cluster that holds LSH buckets for ``backend: redis``."""
+
+    renamed: ClassVar[dict[str, str]] = {"tls": "tls.enabled"}
+
+    nodes: Annotated[list[str], Field(min_length=1)] = ["127.0.0.1:7000"]
+    """Startup nodes, ``host:port``."""
+    key_prefix: str = "curator"
+    """Prefix of every key the stage writes."""
+    batch: PositiveInt = 10_000
+    """Bucket entries per script call."""
+    key_ttl_s: NonNegInt = 7 * 24 * 3600
+    """Lifetime of the stage's keys in seconds (0: keys never expire)."""
+    username: str | None = None
+    """ACL user name."""
+    password_env: Annotated[str, Field(pattern=r"\S")] | None = None
+    """Name of the environment variable holding the password (never the password itself)."""
+    tls: RedisTLS = RedisTLS()
+    """TLS settings."""
+
+
 class FuzzyDedup(GlobalStage):
     """Remove near-duplicate documents (MinHash LSH; embedded, Redis Cluster or cuDF buckets)."""
 
     name = "fuzzy_dedup"
 
-    def __init__(
-        self,
-        threshold: float = 0.8,
-        num_perm: int = 128,
-        bands: int | None = None,
-        rows: int | None = None,
-        shingle: Literal["char", "word"] = "char",
-        ngram: int = 24,
-        seed: int = 42,
-        scheme: Literal["affine32", "legacy", "datatrove"] = "affine32",
-        normalize: bool | Literal["none", "basic", "fineweb"] = "basic",
-        language: str = "en",
-        keep: Literal["first", "longest", "score"] = "first",
-        score_field: str = "quality_score",
-        verify: bool = False,
-        false_positive_weight: float | None = None,
-        false_negative_weight: float | None = None,
-        backend: Literal["embedded", "redis", "cudf"] = "embedded",
-        partitions: int = 0,
-        partition_mb: int = 256,
-        redis_nodes: list[str] = ["127.0.0.1:7000"],  # noqa: B006 - validated copy per stage
-        redis_key_prefix: str = "curator",
-        redis_batch: int = 10_000,
-        redis_key_ttl_s: int = 7 * 24 * 3600,
-        redis_username: str | None = None,
-        redis_password_env: str | None = None,
-        redis_tls: bool = False,
-        redis_tls_ca_file: str | None = None,
-        redis_tls_cert_file: str | None = None,
-        redis_tls_key_file: str | None = None,
-        save_index: OutputDir | None = None,
-        against: list[str] = [],  # noqa: B006
-    ) -> None:
-        if num_perm < 1 or ngram < 1:
-            raise ConfigError("num_perm and ngram must be >= 1")
-        self.threshold = threshold
+    class Params(StageParams):
+        threshold: Ratio = 0.8
+        """Jaccard similarity at which two documents are near-duplicates."""
+        num_perm: PositiveInt = 128
+        """MinHash permutations per document."""
+        bands: PositiveInt | None = None
+        """LSH bands (with ``rows``); null: derived from ``threshold`` and the weights below."""
+        rows: PositiveInt | None = None
+        """Rows per band (with ``bands``)."""
+        shingle: Literal["char", "word"] = "char"
+        """Shingles of characters or of words."""
+        ngram: PositiveInt = 24
+        """Shingle length (characters or words)."""
+        seed: int = 42
+        """Seed of the hash permutations."""
+        scheme: Literal["affine32", "legacy", "datatrove"] = "affine32"
+        """MinHash hashing scheme; ``datatrove``: datatrove's signatures (word shingles)."""
+        normalize: bool | Literal["none", "basic", "fineweb"] = "basic"
+        """Text normalisation before shingling (``fineweb``: datatrove's FineWeb preset)."""
+        language: str = "en"
+        """Language of the word splitter for ``normalize: fineweb`` with word shingles."""
+        keep: Literal["first", "longest", "score"] = "first"
+        """Which document of a duplicate cluster stays."""
+        score_field: str = "quality_score"
+        """Metadata field compared by ``keep: score``."""
+        verify: bool = False
+        """Check candidate pairs by exact shingle Jaccard (fewer false positives)."""
+        false_positive_weight: Ratio | None = None
+        """Weight of false positives when deriving bands/rows (default 0.5, 0.1 with verify)."""
+        false_negative_weight: Ratio | None = None
+        """Weight of false negatives (default 1 - false_positive_weight)."""
+        backend: Literal["embedded", "redis", "cudf"] = "embedded"
+        """Where LSH buckets are grouped: in-process sort, a Redis Cluster, or cuDF on GPU."""
+        partitions: NonNegInt = 0
+        """Bucket partitions; 0: enough to keep each under ``partition_mb``."""
+        partition_mb: PositiveInt = 256
+        """Memory budget of one bucket partition."""
+        redis: RedisParams = RedisParams()
+        """The Redis Cluster of ``backend: redis``."""
+        save_index: OutputDir | None = None
+        """Folder to save this run's signatures as an index for later ``against`` runs."""
+        against: list[str] = []
+        """Indexes saved by earlier runs: their documents always win."""
+
+    def setup(self) -> None:
         # With verification false positives are cheap (checked exactly), misses are not: the
         # derived banding then favours recall unless the weights are given.
-        fpw = false_positive_weight if false_positive_weight is not None else (
-            0.1 if verify else 0.5)
-        fnw = false_negative_weight if false_negative_weight is not None else 1.0 - fpw
-        n_bands, n_rows = resolve_bands(num_perm, threshold, bands, rows, (fpw, fnw))
-        preset = resolve(normalize, "fuzzy_dedup.normalize")
-        if scheme == "datatrove" and shingle != "word":
+        fpw = self.false_positive_weight if self.false_positive_weight is not None else (
+            0.1 if self.verify else 0.5)
+        fnw = self.false_negative_weight if self.false_negative_weight is not None \
+            else 1.0 - fpw
+        n_bands, n_rows = resolve_bands(self.num_perm, self.threshold, self.bands, self.rows,
+                                        (fpw, fnw))
+        preset = resolve(self.normalize, "fuzzy_dedup.normalize")
+        if self.scheme == "datatrove" and self.shingle != "word":
             raise ConfigError("fuzzy_dedup.scheme: datatrove hashes word n-grams; set "
                               "shingle: word")
-        if preset == "fineweb" and shingle == "word":
-            word_splitter(language)  # spaCy present and knows the language: fail before running
-        self.hashing = Hashing(num_perm=num_perm, seed=seed, scheme=scheme, ngram=ngram,
-                               shingle=shingle, normalize=preset, language=language,
-                               bands=n_bands, rows=n_rows)
-        self.keep, self.score_field = keep, score_field
-        self.verify, self.backend = verify, backend
-        self.partitions, self.partition_mb = partitions, partition_mb
-        self.redis_nodes, self.redis_key_prefix = list(redis_nodes), redis_key_prefix
-        if redis_batch < 1:
-            raise ConfigError("redis_batch must be >= 1 (bucket entries per script call)")
-        self.redis_batch = redis_batch
-        if redis_key_ttl_s < 0:
-            raise ConfigError("redis_key_ttl_s must be >= 0 (0: keys never expire)")
-        if redis_password_env is not None and not redis_password_env.strip():
-            raise ConfigError("redis_password_env names an environment variable (e.g. "
-                              "CURATOR_REDIS_PASSWORD), not the password")
-        self.redis_key_ttl_s = redis_key_ttl_s
-        tls_files = {k: os.path.abspath(v) if v else None for k, v in (
-            ("ca", redis_tls_ca_file), ("cert", redis_tls_cert_file),
-            ("key", redis_tls_key_file))}
-        if not redis_tls and any(tls_files.values()):
-            raise ConfigError("redis_tls_ca_file / redis_tls_cert_file / redis_tls_key_file "
-                              "need redis_tls: true")
+        if preset == "fineweb" and self.shingle == "word":
+            word_splitter(self.language)  # spaCy present and knows the language: fail now
+        self.hashing = Hashing(num_perm=self.num_perm, seed=self.seed, scheme=self.scheme,
+                               ngram=self.ngram, shingle=self.shingle, normalize=preset,
+                               language=self.language, bands=n_bands, rows=n_rows)
         from curator.dedup.backends.redis_cluster import RedisAuth
 
-        self.redis_auth = RedisAuth(redis_username, redis_password_env, redis_tls,
-                                    tls_files["ca"], tls_files["cert"], tls_files["key"])
-        self.save_index, self.against = save_index, list(against)
+        r, tls = self.redis, self.redis.tls
+        self.redis_auth = RedisAuth(
+            r.username, r.password_env, tls.enabled,
+            *(os.path.abspath(f) if f else None for f in (tls.ca_file, tls.cert_file,
+                                                          tls.key_file)))
 
     # -- driver ----------------------------------------------------------------------------
     def run(self, shards: list[Shard], ctx: GlobalContext) -> list[Shard]:
@@ -229,12 +270,12 @@ class FuzzyDedup(GlobalStage):
         hx = self.hashing
         parts = self.partitions or max(
             1, math.ceil(total_docs * hx.bands * _ENTRY_BYTES / (self.partition_mb << 20)))
-        # Keys: <redis_key_prefix>:<stage tag>:<fingerprint tag>:<digest>. The stage tag names
+        # Keys: <redis.key_prefix>:<stage tag>:<fingerprint tag>:<digest>. The stage tag names
         # (work_dir, stage id), so cleaning it also removes keys that a killed run with other
         # parameters (another fingerprint tag) left; short tags keep keys compact.
         stage_tag = hashlib.sha1(f"{os.path.abspath(ctx.work_dir)}\0{ctx.stage_id}".encode(),
                                  usedforsecurity=False)
-        stage_prefix = f"{self.redis_key_prefix}:{stage_tag.hexdigest()[:12]}:"
+        stage_prefix = f"{self.redis.key_prefix}:{stage_tag.hexdigest()[:12]}:"
         fp_tag = hashlib.sha1(ctx.fingerprint.encode(), usedforsecurity=False).hexdigest()[:8]
         prefix = f"{stage_prefix}{fp_tag}:"
         from curator.dedup.backends.redis_cluster import buckets_for
@@ -242,9 +283,9 @@ class FuzzyDedup(GlobalStage):
         cfg = FuzzyConfig(
             stage_dir=ctx.stage_dir, hashing=self.hashing, partitions=parts,
             score_field=self.score_field, verify=self.verify, threshold=self.threshold,
-            redis=RedisTarget(nodes=tuple(self.redis_nodes), prefix=prefix,
-                              stage_prefix=stage_prefix, batch=self.redis_batch,
-                              ttl_s=self.redis_key_ttl_s, auth=self.redis_auth,
+            redis=RedisTarget(nodes=tuple(self.redis.nodes), prefix=prefix,
+                              stage_prefix=stage_prefix, batch=self.redis.batch,
+                              ttl_s=self.redis.key_ttl_s, auth=self.redis_auth,
                               buckets=buckets_for(total_docs * hx.bands)))
         if self.backend == "redis":
             self.redis_auth.password()  # fail before any work when the variable is not set

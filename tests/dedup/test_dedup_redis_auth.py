@@ -268,7 +268,8 @@ def test_tls_only_cluster(tmp_path, tmp_path_factory):
         os.environ[ENV] = SECRET
         try:
             store = RedisBucketStore(cluster.nodes, "curator:x:", auth=RedisAuth(password_env=ENV))
-            with pytest.raises(StageError, match=r"\(or it accepts TLS only: set redis_tls\)"):
+            with pytest.raises(StageError,
+                               match=r"\(or it accepts TLS only: set redis.tls.enabled\)"):
                 store.check()
         finally:
             del os.environ[ENV]

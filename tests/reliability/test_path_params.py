@@ -18,15 +18,17 @@ from typing import get_args, get_origin
 import pytest
 from helpers import run_cli
 
+from curator.core.params import iter_fields
 from curator.core.registry import builtin_stages, resolve
 from curator.core.runner import effective_fingerprint, param_files
 from curator.core.stage import PathParam, path_params
 
 #: Parameters whose names say "path" but that name no file the stage reads, with why.
 NOT_INPUT_FILES = {
-    "fuzzy_dedup.redis_tls_ca_file": "TLS material for the connection; results do not depend on it",
-    "fuzzy_dedup.redis_tls_cert_file": "same",
-    "fuzzy_dedup.redis_tls_key_file": "same",
+    "fuzzy_dedup.redis.tls.ca_file": "TLS material for the connection; results do not depend "
+                                     "on it",
+    "fuzzy_dedup.redis.tls.cert_file": "same",
+    "fuzzy_dedup.redis.tls.key_file": "same",
     "common_crawl.files": "a range of a snapshot's file list (e.g. '0-9'), not a path",
 }
 PATHLIKE = re.compile(r"(^|_)(path|paths|file|files|dir|folder|tokenizer|checkpoint|blend|save"
@@ -36,7 +38,7 @@ PATHLIKE = re.compile(r"(^|_)(path|paths|file|files|dir|folder|tokenizer|checkpo
 def every_param():
     for name in sorted(builtin_stages()):
         cls = resolve(name)
-        for field, fi in cls.params_model().model_fields.items():
+        for field, fi in iter_fields(cls.params_model()):  # nested groups: dotted names
             yield name, cls, field, fi
 
 
@@ -48,7 +50,8 @@ def test_every_path_like_parameter_is_typed():
         typed = any(field in path_params(cls, role) for role in ("input", "output",
                                                                  "documents"))
         text = str(fi.annotation)
-        if PATHLIKE.search(field) and not typed and f"{name}.{field}" not in NOT_INPUT_FILES \
+        leaf = field.rsplit(".", 1)[-1]
+        if PATHLIKE.search(leaf) and not typed and f"{name}.{field}" not in NOT_INPUT_FILES \
                 and "Literal" not in text and "str" in text:
             untyped.append(f"{name}.{field}: {fi.annotation}")
     assert not untyped, untyped

@@ -83,7 +83,7 @@ class RedisAuth:
             return None
         value = os.environ.get(self.password_env)
         if value is None:
-            raise ConfigError(f"fuzzy_dedup.redis_password_env: environment variable "
+            raise ConfigError(f"fuzzy_dedup.redis.password_env: environment variable "
                               f"'{self.password_env}' is not set (it must be set wherever the "
                               "stage's tasks run)")
         return value
@@ -136,18 +136,18 @@ def auth_problem(err: BaseException, auth: RedisAuth) -> str | None:
                  or "must be called with the client already authenticated" in text)
         if needs and not auth.password_env:
             return (f"the cluster requires a password ({_one_line(e)}); name the environment "
-                    "variable that holds it in fuzzy_dedup's redis_password_env")
+                    "variable that holds it in fuzzy_dedup's redis.password_env")
         if isinstance(e, (AuthenticationError, AuthenticationWrongNumberOfArgsError)) or needs \
                 or "WRONGPASS" in text:
             return (f"authentication failed for {user} with {secret} ({_one_line(e)}); check "
-                    "redis_username and the password")
+                    "redis.username and the password")
         if isinstance(e, (AuthorizationError, NoPermissionError)):
             return (f"{user} is not allowed to run the commands fuzzy_dedup needs (EVAL, "
                     f"HSETNX, HGET, HLEN, EXPIRE, INCRBY, SET, GET, EXISTS, SCAN, UNLINK, INFO, "
                     f"CLUSTER INFO): {_one_line(e)}")
         if isinstance(e, ssl.SSLError) or "SSL" in text or "TLS" in text:
-            return (f"TLS connection failed ({_one_line(e)}); check redis_tls and "
-                    "redis_tls_ca_file / redis_tls_cert_file / redis_tls_key_file")
+            return (f"TLS connection failed ({_one_line(e)}); check redis.tls.enabled and "
+                    "redis.tls.ca_file / cert_file / key_file")
     return None
 
 
@@ -159,7 +159,7 @@ def parse_nodes(nodes: list[str]) -> list[tuple[str, int]]:
             raise CuratorError(f"redis node '{n}' is not 'host:port'")
         out.append((host, int(port)))
     if not out:
-        raise CuratorError("backend 'redis' needs at least one node in 'redis_nodes'")
+        raise CuratorError("backend 'redis' needs at least one node in 'redis.nodes'")
     return out
 
 
@@ -222,13 +222,13 @@ class RedisBucketStore:
         if not self.prefix.startswith(self.stage_prefix):
             raise ValueError("stage_prefix must be a prefix of prefix")
         if batch < 1:
-            raise ConfigError("fuzzy_dedup.redis_batch must be >= 1")
+            raise ConfigError("fuzzy_dedup.redis.batch must be >= 1")
         if buckets < 1:
             raise ValueError("buckets must be >= 1")
         self.batch = batch
         self.timeout_s = timeout_s
         if ttl_s < 0:
-            raise ConfigError("fuzzy_dedup.redis_key_ttl_s must be >= 0 (0: keys never expire)")
+            raise ConfigError("fuzzy_dedup.redis.key_ttl_s must be >= 0 (0: keys never expire)")
         self.ttl_s = ttl_s
         self.auth = auth or RedisAuth()
         self.buckets = int(buckets)
@@ -320,11 +320,11 @@ class RedisBucketStore:
                     "marked done: rerun when it has loaded")
         if code == "READONLY" or code == "MASTERDOWN":
             return (f"{who}: the node is a replica that cannot take writes ({_one_line(err)}); "
-                    "give primaries in redis_nodes; nothing was marked done")
+                    "give primaries in redis.nodes; nothing was marked done")
         if code == "WRONGTYPE" or "WRONGTYPE" in text:
             return (f"{who}: a key under the stage's prefix "
                     f"'{self.stage_prefix.decode(errors='replace')}' holds another type (does "
-                    "another program write there? change redis_key_prefix); nothing was "
+                    "another program write there? change redis.key_prefix); nothing was "
                     "marked done")
         if code == "BUSY":
             return (f"{who}: busy running another script ({_one_line(err)}); nothing was "
@@ -351,9 +351,9 @@ class RedisBucketStore:
         where = f"redis node {bad}" if bad else cluster
         # a TLS client talking to a plain port (or the reverse) sees a timeout or a reset
         if self.auth.tls:
-            hint = " (or it does not speak TLS: redis_tls is on)"
+            hint = " (or it does not speak TLS: redis.tls.enabled is on)"
         elif "reset by peer" in msg or "closed by server" in msg:
-            hint = " (or it accepts TLS only: set redis_tls)"
+            hint = " (or it accepts TLS only: set redis.tls.enabled)"
         else:
             hint = ""
         return (f"{where} is down or unreachable{hint} ({type(err).__name__}: {msg}); "

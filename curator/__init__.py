@@ -5,10 +5,19 @@ The public API is deliberately small::
     from curator import Document, Filter, Modifier, BatchStage, ShardStage, GlobalStage, Source
     from curator import filter, modifier   # decorators for plain functions
     from curator import FilePath, DirPath     # parameter types: the file's content is in the key
+    from curator import StageParams, Ratio, PositiveInt, NonNegInt   # a stage's parameter model
     from curator import run, load, RunResult   # run or validate a pipeline file from Python
 """
 
 from curator.base.document import Document
+from curator.core.params import (
+    NonNegFloat,
+    NonNegInt,
+    PositiveFloat,
+    PositiveInt,
+    Ratio,
+    StageParams,
+)
 from curator.core.stage import (
     BatchStage,
     DirPath,
@@ -37,12 +46,18 @@ __all__ = [
     "Filter",
     "GlobalStage",
     "Modifier",
+    "NonNegFloat",
+    "NonNegInt",
+    "PositiveFloat",
+    "PositiveInt",
+    "Ratio",
     "RunResult",
     "Shard",
     "ShardSpec",
     "ShardStage",
     "Source",
     "Stage",
+    "StageParams",
     "__version__",
     "filter",
     "load",

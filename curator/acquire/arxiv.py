@@ -18,11 +18,12 @@ import zlib
 from collections.abc import Iterator
 from typing import IO, Any
 
-from curator.acquire.base import DownloadSource
+from curator.acquire.base import DownloadParams, DownloadSource
 from curator.acquire.download import fetch, join_url, listed_url, require_protocol
 from curator.core.context import ShardContext, StageContext
 from curator.core.document import Document
 from curator.core.errors import ConfigError, InputError
+from curator.core.params import NonNegInt, PositiveFloat, PositiveInt
 from curator.extract.latex import LatexError, submission_text
 from curator.extract.timeout import ExtractTimeout, time_limit
 from curator.storage.encoding import decode_text
@@ -181,26 +182,30 @@ class Arxiv(DownloadSource):
     name = "arxiv"
     verify = "tar"
 
-    def __init__(self, months: str, base_url: str = ARXIV_BASE_URL, limit: int | None = None,
-                 timeout_s: float = 30.0, min_chars: int = 500,
-                 max_doc_mb: float | None = None, **download: Any) -> None:
-        """``**download``: the :class:`~curator.acquire.base.DownloadParams`."""
-        super().__init__(**download)
-        self.months = months
-        if max_doc_mb is not None and max_doc_mb <= 0:
-            raise ConfigError("arxiv: max_doc_mb must be positive")
-        self.max_doc_mb = max_doc_mb
+    class Params(DownloadParams):
+        months: str
+        """`"2301-2303,2310"` (YYMM, ranges across year ends; 91-99 are the 1990s)."""
+        base_url: str = ARXIV_BASE_URL
+        """Bucket root (requester pays: `storage_options` defaults to `{requester_pays: true}`
+        there; needs `s3fs` and AWS credentials), or a local/HTTP mirror with the same `src/`
+        layout."""
+        limit: PositiveInt | None = None
+        """At most this many bundles."""
+        timeout_s: PositiveFloat = 30.0
+        """Time limit of converting one paper's LaTeX, in seconds."""
+        min_chars: NonNegInt = 500
+        """Shorter bodies are rejected (`arxiv_too_short`)."""
+        max_doc_mb: PositiveFloat | None = None
+        """Cap on a paper's LaTeX (see above); `null`: the pipeline's `max_doc_mb`."""
+
+    def setup(self) -> None:
         try:
-            self.month_list = parse_months(months)
+            self.month_list = parse_months(self.months)
         except ConfigError as e:
             raise ConfigError(f"arxiv: {e}") from None
         if not self.month_list:
             raise ConfigError("arxiv: months: no month given")
-        self.base_url = base_url
-        self.limit = limit
-        self.timeout_s = timeout_s
-        self.min_chars = min_chars
-        if self.storage_options is None and base_url.startswith("s3://arxiv"):
+        if self.storage_options is None and self.base_url.startswith("s3://arxiv"):
             self.storage_options = {"requester_pays": True}
 
     def source_name(self, ctx: StageContext) -> str:

@@ -30,42 +30,50 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
+
+from pydantic import Field
 
 from curator.acquire.download import DownloadError, FetchResult, Verify, fetch, is_local_url
 from curator.core.context import ShardContext, StageContext
 from curator.core.document import Document
+from curator.core.params import NonNegInt, PositiveFloat, StageParams
 from curator.core.redact import redact
-from curator.core.stage import OutputDir, Params, ShardSpec, Source
+from curator.core.stage import OutputDir, ShardSpec, Source
 
 
-class DownloadParams(Params):
-    """The download settings, declared once: YAML parameters of every built-in source (its
-    ``__init__`` takes ``**download`` and passes them on); fixed defaults for a custom
-    :class:`DownloadSource` whose ``__init__`` does not."""
+class FetchParams(StageParams):
+    """How files are fetched: parameters of every built-in source that reads files."""
 
-    #: Folder (relative: under work_dir) for downloads.
     download_dir: OutputDir = "downloads"
-    #: Delete a downloaded file once its shard has been read (saves disk on big crawls).
-    delete_after_read: bool = False
-    #: Attempts after the first failed one, with exponential backoff from ``backoff_s``.
-    retries: int = 5
-    backoff_s: float = 1.0
-    #: "fail": a file that cannot be downloaded fails the run (a rerun retries it; finished
-    #: shards are kept). "skip": quarantine the URL, count ``files_failed`` and go on (the
-    #: shard is then done and empty: a rerun does not retry it).
+    """Folder (relative: under work_dir) for downloads."""
+    retries: NonNegInt = 5
+    """Attempts after the first failed one, with exponential backoff from ``backoff_s``."""
+    backoff_s: Annotated[float, Field(ge=0)] = 1.0
+    """First wait between attempts, in seconds (doubled each time)."""
     on_download_error: Literal["fail", "skip"] = "fail"
-    #: Connect/read timeout of one HTTP request, in seconds (a stalled one is retried).
-    http_timeout_s: float = 60.0
-    #: ``meta.source`` of the documents (default: the source's name, or the stage id).
+    """fail: a file that cannot be downloaded fails the run (a rerun retries it; finished
+    shards are kept). skip: quarantine the URL, count ``files_failed`` and go on."""
     source: str | None = None
-    #: fsspec options for remote URLs (``{anon: true}``, credentials profile...).
+    """``meta.source`` of the documents (default: the source's name, or the stage id)."""
     storage_options: dict[str, Any] | None = None
+    """fsspec options for remote URLs (``{anon: true}``, a credentials profile...)."""
 
 
-class DownloadSource(Source, DownloadParams):
-    """Base class of sources that download files and extract documents from their records."""
+class DownloadParams(FetchParams):
+    """The download settings of the sources that fetch over HTTP(S), S3 or local paths."""
+
+    delete_after_read: bool = False
+    """Delete a downloaded file once its shard has been read (saves disk on big crawls)."""
+    http_timeout_s: PositiveFloat = 60.0
+    """Connect/read timeout of one HTTP request, in seconds (a stalled one is retried)."""
+
+
+class DownloadSource(Source):
+    """Base class of sources that download files and extract documents from their records.
+    A built-in source declares ``class Params(DownloadParams)``; a custom one written with its
+    own ``__init__`` keeps the download settings below as fixed class attributes."""
 
     #: How a finished download is checked before it counts as done.
     verify: Verify = "none"
@@ -169,3 +177,9 @@ def _describe(record: Any) -> Any:
     if isinstance(record, bytes):
         return record[:2000]
     return repr(record)[:2000]
+
+
+# The download settings' defaults, as attributes of every source (a custom source that does not
+# take them as parameters reads these; a built-in one gets them set from its Params).
+for _name, _field in DownloadParams.model_fields.items():
+    setattr(DownloadSource, _name, _field.default)

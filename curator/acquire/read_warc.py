@@ -6,9 +6,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from curator.acquire.base import FetchParams
 from curator.acquire.warc import ARCHIVE_SUFFIXES, Reader, WarcExtracting, archive_kind
 from curator.core.context import StageContext
 from curator.core.errors import ConfigError
+from curator.core.params import PositiveFloat
 from curator.core.stage import DocumentPaths
 from curator.extract.extract_html import DEFAULT_EXTRACTOR, Extractor
 from curator.storage.paths import expand_paths
@@ -21,22 +23,20 @@ class ReadWarc(WarcExtracting):
     #: 2: the extraction default changed (fast + favor_recall, text shaping, fallback).
     #: 3: extraction's fast="auto" and short-output fallback (issue 22: forums, listings).
     version = 3
-    #: Never parameters of read_warc: adding them would change the fingerprint of every
-    #: finished read_warc stage (all would rerun once).
-    params_excluded = ("delete_after_read", "http_timeout_s")
+    class Params(FetchParams):  # no delete_after_read / http_timeout_s: it reads in place
+        paths: DocumentPaths | list[DocumentPaths]
+        """Web archives (.warc, .warc.gz, .arc, .arc.gz, .warc.lz4...): paths, globs or URLs."""
+        extractor: Extractor = DEFAULT_EXTRACTOR
+        """Main-text extractor (docs/extract.md)."""
+        timeout_s: PositiveFloat = 10.0
+        """Time limit of extracting one page, in seconds."""
+        max_page_mb: PositiveFloat = 10.0
+        """Larger pages (after decompression) are skipped as too large."""
+        reader: Reader = "fastwarc"
+        """WARC parser: `fastwarc` or `warcio`; both give the same pages."""
 
-    def __init__(self, paths: DocumentPaths | list[DocumentPaths],
-                 extractor: Extractor = DEFAULT_EXTRACTOR,
-                 timeout_s: float = 10.0, max_page_mb: float = 10.0, reader: Reader = "fastwarc",
-                 **download: Any) -> None:
-        """``**download``: the :class:`~curator.acquire.base.DownloadParams` (but
-        ``params_excluded``)."""
-        super().__init__(**download)
-        self.paths = paths
-        self.extractor = extractor
-        self.timeout_s = timeout_s
-        self.max_bytes = int(max_page_mb * 1024 * 1024)
-        self.reader = reader
+    def setup(self) -> None:
+        self.max_bytes = int(self.max_page_mb * 1024 * 1024)
 
     def urls(self, ctx: StageContext) -> list[str]:
         found = expand_paths(self.paths, self.storage_options, f"{ctx.stage_id}.paths")

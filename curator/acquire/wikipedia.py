@@ -26,12 +26,14 @@ from typing import IO, Any
 
 from defusedxml import DefusedXmlException
 from defusedxml import ElementTree as safe_xml
+from pydantic import field_validator
 
-from curator.acquire.base import DownloadSource
+from curator.acquire.base import DownloadParams, DownloadSource
 from curator.acquire.download import fetch, join_url, listed_url
 from curator.core.context import ShardContext, StageContext
 from curator.core.document import Document
 from curator.core.errors import ConfigError, InputError
+from curator.core.params import NonNegInt, PositiveFloat, PositiveInt
 from curator.core.stage import DocumentPaths
 from curator.extract.timeout import ExtractTimeout, time_limit
 from curator.storage.encoding import is_utf8, utf8_stream
@@ -230,31 +232,50 @@ class Wikipedia(DownloadSource):
     #: 2: tables in tags, empty headings, inline templates, sections by language (issue 24)
     version = 2
 
-    def __init__(self, language: str | None = None, dump_date: str = "latest",
-                 base_url: str = WIKIMEDIA_BASE_URL, limit_per_file: int | None = None,
-                 min_chars: int = 1, timeout_s: float = 30.0,
-                 paths: DocumentPaths | list[DocumentPaths] | None = None,
-                 max_doc_mb: float | None = None,
-                 drop_sections: list[str] | None = None, **download: Any) -> None:
-        """``**download``: the :class:`~curator.acquire.base.DownloadParams`."""
-        super().__init__(**download)
-        if language is not None and not _LANG.match(language):
-            raise ConfigError(f"wikipedia: language '{language}' is not a wiki code (en, zh_yue)")
-        if dump_date != "latest" and not _DATE.match(dump_date):
-            raise ConfigError(f"wikipedia: dump_date '{dump_date}' must be YYYYMMDD or 'latest'")
-        if max_doc_mb is not None and max_doc_mb <= 0:
-            raise ConfigError("wikipedia: max_doc_mb must be positive")
-        self.paths = paths
-        self.max_doc_mb = max_doc_mb
-        self.drop_sections = (frozenset(x.lower() for x in drop_sections)
-                              if drop_sections is not None else None)
-        self.language = language or "en"
-        self.explicit_language = language
-        self.dump_date = dump_date
-        self.base_url = base_url
-        self.limit_per_file = limit_per_file
-        self.min_chars = min_chars
-        self.timeout_s = timeout_s
+    class Params(DownloadParams):
+        language: str | None = None
+        """Wiki code (`en`, `zh_yue`...); `null`: from the file name with `paths`, else `en`."""
+        dump_date: str = "latest"
+        """`YYYYMMDD`, or `latest`: the newest date folder (listed from the mirror) whose articles
+        job is `done`."""
+        base_url: str = WIKIMEDIA_BASE_URL
+        """Where the dumps are (a mirror: HTTP(S), S3 or a local folder)."""
+        limit_per_file: PositiveInt | None = None
+        """Stop after this many articles per dump file (tests, previews)."""
+        min_chars: NonNegInt = 1
+        """Shorter articles are rejected (`wiki_too_short`)."""
+        timeout_s: PositiveFloat = 30.0
+        """Time limit of converting one article's wikitext, in seconds."""
+        paths: DocumentPaths | list[DocumentPaths] | None = None
+        """Dump files (paths, globs, URLs, or a list); when set, `dump_date` and `base_url` are not
+        used."""
+        max_doc_mb: PositiveFloat | None = None
+        """Articles larger than this are quarantined as too large (default: the run's)."""
+        drop_sections: list[str] | None = None
+        """Section titles (any case) removed with their content up to the next heading of the same
+        level; `null`: the names for the wiki's language (`SECTIONS`, 29 languages, above) plus
+        the English ones (References, External links, Further reading, See also, Notes,
+        Bibliography, Sources, Footnotes, Citations, ...); `[]` keeps every section."""
+
+        @field_validator("language")
+        @classmethod
+        def _wiki_code(cls, v: str | None) -> str | None:
+            if v is not None and not _LANG.match(v):
+                raise ValueError(f"'{v}' is not a wiki code (en, zh_yue)")
+            return v
+
+        @field_validator("dump_date")
+        @classmethod
+        def _date(cls, v: str) -> str:
+            if v != "latest" and not _DATE.match(v):
+                raise ValueError(f"'{v}' must be YYYYMMDD or 'latest'")
+            return v
+
+    def setup(self) -> None:
+        self.explicit_language = self.language
+        self.language = self.language or "en"
+        self.drop_sections = (frozenset(x.lower() for x in self.drop_sections)  # type: ignore[assignment]
+                              if self.drop_sections is not None else None)
 
     @property
     def wiki(self) -> str:

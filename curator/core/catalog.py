@@ -6,6 +6,7 @@ accepts. ``scripts/sync_param_tables.py`` rewrites the tables in docs/ and a tes
 from __future__ import annotations
 
 import inspect
+import textwrap
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -112,6 +113,7 @@ def text_page(info: StageInfo) -> str:
         extra = f"; {r['constraints']}" if r["constraints"] else ""
         out.append(f"  {r['name']:{width}}  {r['type']}, {default}{extra}")
         if r["help"]:
-            out.append(f"  {'':{width}}    {r['help']}")
+            out += textwrap.wrap(r["help"], 96, initial_indent=" " * (width + 6),
+                                 subsequent_indent=" " * (width + 6))
     out += ["", "Example:", info.example]
     return "\n".join(out)

@@ -28,6 +28,7 @@ kind of model built from its signature.
 
 from __future__ import annotations
 
+import inspect
 import warnings
 from collections.abc import Iterator
 from contextvars import ContextVar
@@ -38,8 +39,8 @@ from annotated_types import Ge, Gt, Le, Lt, MaxLen, MinLen
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 __all__ = [
-    "CuratorDeprecationWarning", "NonNegInt", "PositiveFloat", "PositiveInt", "Ratio",
-    "StageParams", "field_rows", "group_model", "iter_fields",
+    "CuratorDeprecationWarning", "NonNegFloat", "NonNegInt", "PositiveFloat", "PositiveInt",
+    "Ratio", "StageParams", "field_rows", "group_model", "iter_fields",
 ]
 
 #: The stage being validated (its id), named in deprecation lines; set by ``Stage.from_params``.
@@ -53,6 +54,8 @@ PositiveInt = Annotated[int, Field(ge=1)]
 NonNegInt = Annotated[int, Field(ge=0)]
 #: A number > 0.
 PositiveFloat = Annotated[float, Field(gt=0)]
+#: A number >= 0.
+NonNegFloat = Annotated[float, Field(ge=0)]
 
 
 # -- parameters that name files (their identity is part of the stage key) ------------------
@@ -279,7 +282,10 @@ def field_rows(model: type[BaseModel], prefix: str = "") -> list[dict[str, Any]]
     from pydantic_core import PydanticUndefined
 
     rows: list[dict[str, Any]] = []
-    for name, fi in model.model_fields.items():
+    own = set(inspect.get_annotations(model))
+    # the model's own fields first, then those of the shared groups it inherits
+    ordered = sorted(model.model_fields.items(), key=lambda kv: kv[0] not in own)
+    for name, fi in ordered:
         sub = group_model(fi.annotation)
         full = prefix + name
         if sub is not None:
@@ -298,8 +304,10 @@ def field_rows(model: type[BaseModel], prefix: str = "") -> list[dict[str, Any]]
             default = default.model_dump(mode="json")
         if default is PydanticUndefined:
             default = None
+        marker = next((m for m in fi.metadata if isinstance(m, PathParam)), None)
+        label = type_label(Annotated[fi.annotation, marker] if marker else fi.annotation)
         rows.append({
-            "name": full, "type": type_label(fi.annotation), "default": default,
+            "name": full, "type": label, "default": default,
             "required": required, "constraints": _constraints(fi),
             "help": " ".join((fi.description or "").split()),
         })

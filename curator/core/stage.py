@@ -7,12 +7,14 @@
 * :class:`GlobalStage` needs the whole dataset (dedup, tokenizer or classifier training); it runs
   as several phases, each a distributed ``ctx.map`` over shards or partitions.
 
-A stage's parameters are its ``__init__`` keyword arguments. Their annotations and defaults
-*are* the YAML schema: the pipeline builds a pydantic model from the signature, so an unknown
-key or a wrong type is reported before anything runs. Only plain, JSON-able values belong in
-parameters (they also form the stage's fingerprint, which decides what a rerun must redo).
-Parameters that several stages share are declared once, as the annotated fields of a
-:class:`Params` mixin (the download settings of every acquire source, for instance).
+A stage's parameters are one pydantic model, its nested ``class Params(StageParams)``
+(:mod:`curator.core.params`): types, defaults, constraints and a help line per field. It is the
+YAML schema (an unknown key or a wrong value is reported, naming the key, before anything runs),
+what ``curator stages NAME`` and the docs' tables show, and, as validated values, part of the
+stage's fingerprint. Parameters that several stages share are a ``StageParams`` base their
+models inherit (the download settings of every acquire source). A custom stage may instead
+take its parameters as ``__init__`` keyword arguments; the same kind of model is built from
+that signature.
 
 Writing a filter takes a few lines (see :func:`filter`)::
 
@@ -31,9 +33,10 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from pydantic import BaseModel, create_model
+from pydantic import BaseModel, ValidationError, create_model
 
 from curator.core.document import Document
+from curator.core.errors import ConfigError
 from curator.core.identity import spec_paths
 from curator.core.params import (  # noqa: F401 - the path types are part of the stage API
     OWNER,
@@ -51,6 +54,14 @@ from curator.core.shard_context import ShardContext, StageContext
 
 #: Passes an already validated model from :meth:`Stage.from_params` to ``Stage.__init__``.
 _VALIDATED = "__validated__"
+
+
+def _one_line(stage: str, e: ValidationError) -> str:
+    err = e.errors()[0]
+    key = ".".join(str(x) for x in err["loc"])
+    msg = "unknown key" if err["type"] == "extra_forbidden" else err["msg"]
+    more = f" (and {len(e.errors()) - 1} more)" if len(e.errors()) > 1 else ""
+    return f"{stage}.{key}: {msg}{more}"
 
 
 def _snake(name: str) -> str:
@@ -147,7 +158,13 @@ class Stage:
         model = type(self).Params
         if model is None:
             return
-        validated = params.pop(_VALIDATED) if _VALIDATED in params else model(**params)
+        if _VALIDATED in params:
+            validated = params.pop(_VALIDATED)
+        else:
+            try:
+                validated = model(**params)
+            except ValidationError as e:  # built from Python: the error names the key too
+                raise ConfigError(_one_line(type(self).name, e)) from None
         for name in type(validated).model_fields:
             setattr(self, name, getattr(validated, name))
         self.params = validated.model_dump(mode="json")
@@ -162,8 +179,7 @@ class Stage:
     @classmethod
     def params_model(cls) -> type[BaseModel]:
         """The stage's parameter model: its :attr:`Params`, or one built from the ``__init__``
-        parameters, then the shared ones of its :class:`Params` bases when ``__init__`` takes
-        ``**params`` (``extra`` keys forbidden)."""
+        keyword parameters (a custom stage, a decorated function); unknown keys are errors."""
         cached = cls.__dict__.get("_params_model")
         if cached is not None:
             return cached
@@ -180,9 +196,6 @@ class Stage:
                 ann = p.annotation if p.annotation is not inspect.Parameter.empty else Any
                 default = p.default if p.default is not inspect.Parameter.empty else ...
                 fields[p.name] = (ann, default)
-            if _takes_params(cls):
-                for name, field_def in shared_params(cls).items():
-                    fields.setdefault(name, field_def)
             model = create_model(  # type: ignore[call-overload]
                 f"{cls.__name__}Params", __base__=StageParams, **fields,
             )
@@ -388,61 +401,6 @@ class PhaseContext(StageContext):
 
     def count(self, name: str, n: int = 1) -> None:
         raise NotImplementedError
-
-
-# -- parameters shared by several stages ---------------------------------------------------
-
-
-class Params:
-    """A group of parameters that several stages share, declared once as annotated class
-    fields with defaults (``retries: int = 5``), like a dataclass.
-
-    A stage that inherits a ``Params`` mixin and whose ``__init__`` takes ``**params`` (and
-    passes them on: ``super().__init__(**params)``) gets these fields as YAML parameters after
-    its own: validated, defaulted and fingerprinted like its own, set as attributes. A stage
-    whose ``__init__`` takes no ``**params`` (a custom source written against the base class)
-    keeps the defaults as fixed settings, its parameters and fingerprint unchanged. Fields of a
-    stage class itself are never parameters; a stage lists the shared fields it does not take in
-    ``params_excluded``.
-    """
-
-    #: Shared fields that this stage does not take as parameters (they keep their defaults).
-    params_excluded: ClassVar[tuple[str, ...]] = ()
-
-    def __init__(self, **params: Any) -> None:
-        allowed = shared_params(type(self))
-        for name, value in params.items():
-            if name not in allowed:
-                raise TypeError(f"{type(self).__name__}() got an unexpected keyword argument "
-                                f"'{name}'")
-            setattr(self, name, value)
-
-
-def shared_params(cls: type) -> dict[str, tuple[Any, Any]]:
-    """``name -> (annotation, default)`` of the fields that ``cls`` inherits from
-    :class:`Params` mixins (bases first, in declaration order), less ``params_excluded``."""
-    out: dict[str, tuple[Any, Any]] = {}
-    for base in reversed(cls.__mro__):
-        if not (isinstance(base, type) and issubclass(base, Params)) or base is Params \
-                or issubclass(base, Stage):
-            continue
-        for name, ann in inspect.get_annotations(base, eval_str=True).items():
-            if getattr(ann, "__origin__", None) is ClassVar or ann is ClassVar:
-                continue
-            out[name] = (ann, base.__dict__.get(name, ...))
-    for name in getattr(cls, "params_excluded", ()):
-        out.pop(name, None)
-    return out
-
-
-def _takes_params(cls: type) -> bool:
-    """The stage's own ``__init__`` has a ``**params`` argument (it passes shared parameters
-    on); a stage without an ``__init__`` of its own takes none."""
-    init = cls.__init__  # type: ignore[misc]
-    if not issubclass(cls, Params) or init is Params.__init__:
-        return False
-    return any(p.kind is inspect.Parameter.VAR_KEYWORD
-               for p in inspect.signature(init).parameters.values())
 
 
 # -- decorators for the common case: a plain function -------------------------------------

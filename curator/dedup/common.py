@@ -11,7 +11,7 @@ from __future__ import annotations
 import io
 import os
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import orjson
@@ -19,7 +19,20 @@ import orjson
 from curator.core.context import ShardContext
 from curator.core.document import Document
 from curator.core.errors import StageError
+from curator.core.params import NonNegInt, PositiveInt, StageParams
 from curator.storage.atomic import atomic_open
+
+#: Text normalisation before hashing (curator.dedup.normalize): true is ``basic``.
+Normalize = bool | Literal["none", "basic", "fineweb"]
+
+
+class PartitionParams(StageParams):
+    """How a global dedup stage splits its hash table so that memory stays bounded."""
+
+    partitions: NonNegInt = 0
+    """Hash partitions; 0: enough to keep each under ``partition_mb``."""
+    partition_mb: PositiveInt = 256
+    """Memory budget of one partition, in MB."""
 
 ROW_BITS = np.uint64(32)
 ROW_MASK = np.uint64(0xFFFFFFFF)

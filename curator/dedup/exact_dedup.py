@@ -15,7 +15,7 @@ from __future__ import annotations
 import functools
 import math
 import os
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import xxhash
@@ -23,6 +23,8 @@ import xxhash
 from curator.core.context import GlobalContext
 from curator.core.stage import GlobalStage, Shard
 from curator.dedup.common import (
+    Normalize,
+    PartitionParams,
     Remover,
     gather_partition,
     load_npz,
@@ -46,11 +48,13 @@ class ExactDedup(GlobalStage):
 
     name = "exact_dedup"
 
-    def __init__(self, normalize: bool | Literal["none", "basic", "fineweb"] = "basic",
-                 partitions: int = 0, partition_mb: int = 256) -> None:
-        self.normalize = resolve(normalize, "exact_dedup.normalize")
-        self.partitions = partitions
-        self.partition_mb = partition_mb
+    class Params(PartitionParams):
+        normalize: Normalize = "basic"
+        """Normalisation preset: `none`, `basic` (= `true`), `fineweb` (datatrove's
+        `simplify_text`)."""
+
+    def setup(self) -> None:
+        self.normalize = resolve(self.normalize, "exact_dedup.normalize")
 
     def run(self, shards: list[Shard], ctx: GlobalContext) -> list[Shard]:
         total = sum(s.docs for s in shards)

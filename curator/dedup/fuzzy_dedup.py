@@ -141,13 +141,13 @@ class RedisTLS(StageParams):
     """TLS to the Redis Cluster (``tls: true`` is short for ``tls: {enabled: true}``)."""
 
     enabled: bool = False
-    """Encrypt connections and check the servers' certificates."""
+    """Connect with TLS (certificates verified, host name checked)."""
     ca_file: str | None = None
-    """CA certificate that signed the servers' certificates."""
+    """CA bundle that signed the servers' certificates (`null`: the system's CAs)."""
     cert_file: str | None = None
-    """Client certificate (mutual TLS)."""
+    """Client certificate and key, for servers with `tls-auth-clients yes`."""
     key_file: str | None = None
-    """Client key (mutual TLS)."""
+    """Client certificate and key, for servers with `tls-auth-clients yes`."""
 
     @model_validator(mode="before")
     @classmethod
@@ -167,17 +167,25 @@ class RedisParams(StageParams):
     renamed: ClassVar[dict[str, str]] = {"tls": "tls.enabled"}
 
     nodes: Annotated[list[str], Field(min_length=1)] = ["127.0.0.1:7000"]
-    """Startup nodes, ``host:port``."""
+    """`host:port` of some cluster nodes (the rest are discovered); one non-cluster node = a plain
+    Redis server."""
     key_prefix: str = "curator"
-    """Prefix of every key the stage writes."""
+    """First part of every key; keys are `<prefix>:<stage tag>:<fingerprint tag>:b<bucket number>`
+    (bucket hashes) and `...:m{<tag>}<kind>` (sentinels and witness counters), the stage tag
+    being 12 hex digits of sha1(work_dir, stage id) and the fingerprint tag 8 hex digits of
+    sha1(stage fingerprint)."""
     batch: PositiveInt = 10_000
-    """Bucket entries per script call."""
+    """Bucket entries per script call (one round trip per batch and node; a call holds its node for
+    ~10 ms)."""
     key_ttl_s: NonNegInt = 7 * 24 * 3600
-    """Lifetime of the stage's keys in seconds (0: keys never expire)."""
+    """Lifetime of every key (`EXPIRE` when a bucket hash is created); keys of a run that was killed
+    and never rerun expire on their own. Must exceed the bucket step of one run (a run whose keys
+    expire mid-run stops with an error); `0` = never expire (not recommended)."""
     username: str | None = None
-    """ACL user name."""
+    """ACL user (`null`: the default user)."""
     password_env: Annotated[str, Field(pattern=r"\S")] | None = None
-    """Name of the environment variable holding the password (never the password itself)."""
+    """**name** of the environment variable that holds the password, e.g. `CURATOR_REDIS_PASSWORD`;
+    the password itself never goes in the YAML."""
     tls: RedisTLS = RedisTLS()
     """TLS settings."""
 
@@ -189,47 +197,62 @@ class FuzzyDedup(GlobalStage):
 
     class Params(StageParams):
         threshold: Ratio = 0.8
-        """Jaccard similarity at which two documents are near-duplicates."""
+        """Jaccard threshold; derives `bands` x `rows` (datasketch's `_optimal_param`) and is the
+        bar of `verify`."""
         num_perm: PositiveInt = 128
         """MinHash permutations per document."""
         bands: PositiveInt | None = None
         """LSH bands (with ``rows``); null: derived from ``threshold`` and the weights below."""
         rows: PositiveInt | None = None
-        """Rows per band (with ``bands``)."""
+        """Explicit banding (both or neither; `bands*rows <= num_perm`)."""
         shingle: Literal["char", "word"] = "char"
-        """Shingles of characters or of words."""
+        """`char` (character n-grams, NeMo-style) or `word` (word n-grams)."""
         ngram: PositiveInt = 24
-        """Shingle length (characters or words)."""
+        """Shingle length (24 characters like NeMo Curator; 5 is usual for words)."""
         seed: int = 42
-        """Seed of the hash permutations."""
+        """Permutation seed; signatures are identical on every process and machine."""
         scheme: Literal["affine32", "legacy", "datatrove"] = "affine32"
-        """MinHash hashing scheme; ``datatrove``: datatrove's signatures (word shingles)."""
+        """Permutation family, identical to datasketch's: `affine32` (datasketch >= 2 default, fast)
+        or `legacy` (`(a*h+b) mod 2^61-1`, datasketch < 2 / NeMo / datatrove); or `datatrove`
+        (`shingle: word` only): datatrove's `MinhashDedupSignature` bit for bit (XXH64 of each
+        n-gram's text, vectorised; 64-bit values; `a, b` drawn as datatrove draws them)."""
         normalize: bool | Literal["none", "basic", "fineweb"] = "basic"
-        """Text normalisation before shingling (``fineweb``: datatrove's FineWeb preset)."""
+        """Normalisation preset before shingling: `none`, `basic` (= `true`), `fineweb` (see above;
+        like datatrove, a document with fewer than `ngram` words then has no signature and is
+        never a fuzzy duplicate, `exact_dedup` still catches its copies)."""
         language: str = "en"
-        """Language of the word splitter for ``normalize: fineweb`` with word shingles."""
+        """SpaCy language of the word split of `normalize: fineweb` with `shingle: word`."""
         keep: Literal["first", "longest", "score"] = "first"
-        """Which document of a duplicate cluster stays."""
+        """Kept document per cluster: `first` (input order), `longest` (most characters), `score`
+        (highest `meta[score_field]`; missing = lowest); ties go to the first."""
         score_field: str = "quality_score"
-        """Metadata field compared by ``keep: score``."""
+        """Meta field read by `keep: score`; a dotted path reaches nested keys
+        (`signals.gopher_quality:stop_words`); `quality_bucket` (from `quality_buckets`) keeps
+        the copy in the best bucket."""
         verify: bool = False
-        """Check candidate pairs by exact shingle Jaccard (fewer false positives)."""
+        """Check every candidate pair's exact Jaccard on its shingle sets and drop pairs below
+        `threshold`."""
         false_positive_weight: Ratio | None = None
-        """Weight of false positives when deriving bands/rows (default 0.5, 0.1 with verify)."""
+        """Weights of the banding derivation; default 0.5/0.5, or 0.1/0.9 with `verify` (false
+        positives are then cheap, misses are not)."""
         false_negative_weight: Ratio | None = None
-        """Weight of false negatives (default 1 - false_positive_weight)."""
+        """Weights of the banding derivation; default 0.5/0.5, or 0.1/0.9 with `verify` (false
+        positives are then cheap, misses are not)."""
         backend: Literal["embedded", "redis", "cudf"] = "embedded"
         """Where LSH buckets are grouped: in-process sort, a Redis Cluster, or cuDF on GPU."""
         partitions: NonNegInt = 0
-        """Bucket partitions; 0: enough to keep each under ``partition_mb``."""
+        """Bucket partitions (embedded/cudf); `0` = from the document count and `partition_mb`."""
         partition_mb: PositiveInt = 256
-        """Memory budget of one bucket partition."""
+        """Memory budget of one bucket-grouping task (one partition and its sort); the other
+        partitions wait on disk."""
         redis: RedisParams = RedisParams()
         """The Redis Cluster of ``backend: redis``."""
         save_index: OutputDir | None = None
-        """Folder to save this run's signatures as an index for later ``against`` runs."""
+        """Folder (relative = under `work_dir`) to save this corpus's LSH index for later
+        cross-corpus runs."""
         against: list[str] = []
-        """Indexes saved by earlier runs: their documents always win."""
+        """Saved indexes to dedup against: documents similar to an indexed one are removed
+        (`duplicate_of` = the indexed id); indexed documents are never output and always win."""
 
     def setup(self) -> None:
         # With verification false positives are cheap (checked exactly), misses are not: the

@@ -5,11 +5,10 @@ occurrence (input order) are cut. See :mod:`curator.dedup.subdoc` for the phases
 
 from __future__ import annotations
 
-from typing import Literal
-
 from curator.core.context import GlobalContext
-from curator.core.errors import ConfigError
+from curator.core.params import NonNegInt, PositiveFloat, PositiveInt
 from curator.core.stage import GlobalStage, Shard
+from curator.dedup.common import Normalize, PartitionParams
 from curator.dedup.normalize import resolve
 from curator.dedup.subdoc import BATCH_MB, SubdocCfg, run_subdoc
 
@@ -19,19 +18,24 @@ class SentenceSpanDedup(GlobalStage):
 
     name = "sentence_span_dedup"
 
-    def __init__(self, span: int = 3, max_occurrences: int = 1, keep_first: bool = True,
-                 normalize: bool | Literal["none", "basic", "fineweb"] = "fineweb",
-                 language: str = "en", min_chars: int = 1, partitions: int = 0,
-                 partition_mb: int = 256, batch_mb: float = BATCH_MB) -> None:
-        if span < 1 or max_occurrences < 1:
-            raise ConfigError("sentence_span_dedup: span and max_occurrences must be >= 1")
-        self.span, self.max_occurrences, self.keep_first = span, max_occurrences, keep_first
-        self.normalize = resolve(normalize, "sentence_span_dedup.normalize")
-        self.language, self.min_chars = language, min_chars
-        self.partitions, self.partition_mb = partitions, partition_mb
-        if not batch_mb > 0:
-            raise ConfigError("sentence_span_dedup.batch_mb must be > 0")
-        self.batch_mb = batch_mb
+    class Params(PartitionParams):
+        span: PositiveInt = 3
+        """Consecutive sentences hashed together."""
+        max_occurrences: PositiveInt = 1
+        """A span seen more than this many times is removed."""
+        keep_first: bool = True
+        """Keep the first occurrence (C4); `false` removes every copy."""
+        normalize: Normalize = "fineweb"
+        """Normalisation preset of the span before hashing."""
+        language: str = "en"
+        """Language of the sentence splitter's abbreviation list."""
+        min_chars: NonNegInt = 1
+        """Spans shorter than this after normalisation are never counted."""
+        batch_mb: PositiveFloat = BATCH_MB
+        """Text hashed per batch, in MB (bounds memory)."""
+
+    def setup(self) -> None:
+        self.normalize = resolve(self.normalize, "sentence_span_dedup.normalize")
 
     def run(self, shards: list[Shard], ctx: GlobalContext) -> list[Shard]:
         cfg = SubdocCfg("sentence_span_dedup", ctx.stage_dir, self.normalize,

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from curator.core.context import GlobalContext, StageContext
+from curator.core.params import NonNegInt, PositiveInt, StageParams
 from curator.core.stage import DirPath, GlobalStage, OutputDir, Shard
 
 
@@ -19,28 +20,28 @@ class ExportTriton(GlobalStage):
     name = "export_triton"
     replaces_outputs = True
 
-    def __init__(
-        self,
-        output: OutputDir = "triton_repository",
-        checkpoint: DirPath = "",
-        model_name: str = "curator_gpt",
-        max_new_tokens: int = 16,
-        max_batch_size: int = 8,
-        instance_kind: Literal["KIND_CPU", "KIND_GPU"] = "KIND_CPU",
-        instances: int = 1,
-        max_queue_delay_us: int = 1000,
-        stop_at_eod: bool = False,
-    ) -> None:
-        # ``checkpoint``: a checkpoint folder; empty takes the upstream ``checkpoint`` artifact.
-        self.output = output
-        self.checkpoint = checkpoint
-        self.model_name = model_name
-        self.max_new_tokens = max_new_tokens
-        self.max_batch_size = max_batch_size
-        self.instance_kind = instance_kind
-        self.instances = instances
-        self.max_queue_delay_us = max_queue_delay_us
-        self.stop_at_eod = stop_at_eod
+    class Params(StageParams):
+        output: OutputDir = "triton_repository"
+        """Repository folder (relative = under work_dir); replaced as a whole on a rerun, so it must
+        be new, empty or an earlier export: `.`, the work_dir, a parent of either or a folder
+        holding other files are refused with one line (see
+        [running.md](running.md#output-folders))."""
+        checkpoint: DirPath = ""
+        """Checkpoint folder; empty = upstream `checkpoint` artifact."""
+        model_name: str = "curator_gpt"
+        """Name of the ensemble in the repository."""
+        max_new_tokens: PositiveInt = 16
+        """Used when a request has no `MAX_NEW_TOKENS`."""
+        max_batch_size: PositiveInt = 8
+        """Triton's max_batch_size."""
+        instance_kind: Literal["KIND_CPU", "KIND_GPU"] = "KIND_CPU"
+        """`KIND_CPU` / `KIND_GPU` (GPT model)."""
+        instances: PositiveInt = 1
+        """Instances per model."""
+        max_queue_delay_us: NonNegInt = 1000
+        """Dynamic batching delay, in microseconds."""
+        stop_at_eod: bool = False
+        """Stop generating at the tokenizer's EOD id."""
 
     def output_dirs(self, ctx: StageContext) -> list[str]:
         return [ctx.output_path(self.output)]

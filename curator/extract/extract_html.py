@@ -21,7 +21,7 @@ from typing import Any, Literal
 
 from curator.core.context import ShardContext
 from curator.core.document import Document
-from curator.core.errors import ConfigError
+from curator.core.params import PositiveFloat, Ratio, StageParams
 from curator.core.stage import ShardStage
 from curator.extract.timeout import ExtractTimeout, time_limit
 
@@ -394,23 +394,37 @@ class ExtractHtml(ShardStage):
     #: 3: fast="auto" and the short-output fallback (issue 22: forums, listings).
     version = 3
 
-    def __init__(self, extractor: Extractor = "trafilatura", timeout_s: float = 10.0,
-                 max_page_mb: float = 10.0, keep_html_field: str | None = None,
-                 fast: Fast = "auto", balance: Balance = "recall",
-                 include_comments: bool = False, include_tables: bool = True,
-                 fallback: bool = True, fallback_ratio: float = FALLBACK_RATIO,
-                 shape: bool = True) -> None:
-        if not 0.0 <= fallback_ratio <= 1.0:
-            raise ConfigError(f"extract_html.fallback_ratio: {fallback_ratio} is not between "
-                              "0 and 1 (a share of resiliparse's words)")
-        self.extractor = extractor
+    class Params(StageParams):
+        extractor: Extractor = "trafilatura"
+        """Or `resiliparse`, `justext` (settings and measured F1 below)."""
+        timeout_s: PositiveFloat = 10.0
+        """Per document; timeouts are rejected `extract_timeout` and counted."""
+        max_page_mb: PositiveFloat = 10.0
+        """Larger pages are rejected `page_too_large`."""
+        keep_html_field: str | None = None
+        """Keep the HTML in this metadata field (default: dropped)."""
+        fast: Fast = "auto"
+        """Trafilatura's options (`fast` also `auto`), see [extract.md](extract.md#options)."""
+        balance: Balance = "recall"
+        """Trafilatura's options (`fast` also `auto`), see [extract.md](extract.md#options)."""
+        include_comments: bool = False
+        """Trafilatura's options (`fast` also `auto`), see [extract.md](extract.md#options)."""
+        include_tables: bool = True
+        """Trafilatura's options (`fast` also `auto`), see [extract.md](extract.md#options)."""
+        fallback: bool = True
+        """Trafilatura's options (`fast` also `auto`), see [extract.md](extract.md#options)."""
+        fallback_ratio: Ratio = FALLBACK_RATIO
+        """Trafilatura's options (`fast` also `auto`), see [extract.md](extract.md#options)."""
+        shape: bool = True
+        """Trafilatura's options (`fast` also `auto`), see [extract.md](extract.md#options)."""
+
+    def setup(self) -> None:
         # trafilatura's options (docs/extract.md has the F1 and CPU of each)
-        self.options = {"fast": fast, "balance": balance, "include_comments": include_comments,
-                        "include_tables": include_tables, "fallback": fallback,
-                        "fallback_ratio": fallback_ratio, "shape": shape}
-        self.timeout_s = timeout_s
-        self.max_bytes = int(max_page_mb * 1024 * 1024)
-        self.keep_html_field = keep_html_field
+        self.options = {"fast": self.fast, "balance": self.balance,
+                        "include_comments": self.include_comments,
+                        "include_tables": self.include_tables, "fallback": self.fallback,
+                        "fallback_ratio": self.fallback_ratio, "shape": self.shape}
+        self.max_bytes = int(self.max_page_mb * 1024 * 1024)
 
     def process(self, docs: Iterator[Document], ctx: ShardContext) -> Iterator[Document]:
         for doc in docs:

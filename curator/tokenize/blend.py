@@ -16,10 +16,13 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import Field, model_validator
 
 from curator.core.context import GlobalContext, write_json
 from curator.core.errors import ConfigError
+from curator.core.params import PositiveInt, StageParams
 from curator.core.stage import GlobalStage, OutputFile, Shard
 from curator.tokenize.megatron import read_index
 from curator.tokenize.megatron_shards import BUCKET_SEP
@@ -105,27 +108,36 @@ class Blend(GlobalStage):
 
     name = "blend"
 
-    def __init__(
-        self,
-        weights: dict[str, float] | None = None,
-        epochs: dict[str, float] | None = None,
-        total_tokens: int | None = None,
-        split: str = "949,50,1",
-        output: OutputFile = "blend.json",
-        seq_length_hint: int | None = None,
-        bucket_weights: dict[int | str, float] | None = None,
-    ) -> None:
-        if weights and epochs:
-            raise ConfigError("blend: give weights or epochs, not both")
-        if not _SPLIT.match(split):
-            raise ConfigError(f"blend: split '{split}' is not like '949,50,1'")
-        self.weights = weights
-        self.epochs = epochs
-        self.total_tokens = total_tokens
-        self.split = split.replace(" ", "")
-        self.output = output
-        self.seq_length_hint = seq_length_hint
-        self.bucket_weights = {str(k): float(v) for k, v in (bucket_weights or {}).items()}
+    class Params(StageParams):
+        weights: dict[str, float] | None = None
+        """Sampling weight per source (default: by tokens)."""
+        epochs: dict[str, float] | None = None
+        """`{source: epochs}` (not with `weights`)."""
+        total_tokens: PositiveInt | None = None
+        """Training budget in tokens, for the epochs column (default: the corpus size, or what
+        `epochs` implies)."""
+        split: Annotated[str, Field(pattern=_SPLIT.pattern)] = "949,50,1"
+        """Train/valid/test split string."""
+        output: OutputFile = "blend.json"
+        """Where to write the blend (relative: under the stage folder's parent)."""
+        seq_length_hint: PositiveInt | None = None
+        """Copied into `blend.json` for the trainer."""
+        bucket_weights: dict[int | str, float] | None = None
+        """`{bucket: factor}` for groups written with `megatron_shards.bucket_field` (default factor
+        1): within a source, a bucket's share is proportional to tokens x factor, so 2 = sampled
+        twice as often per token (Nemotron-CC repeats its best buckets), 0 = left out;
+        `weights`/`epochs` stay per source."""
+
+        @model_validator(mode="after")
+        def _one_of(self) -> Any:
+            if self.weights and self.epochs:
+                raise ValueError("give weights or epochs, not both")
+            return self
+
+    def setup(self) -> None:
+        self.split = self.split.replace(" ", "")
+        self.bucket_weights = {str(k): float(v)  # type: ignore[assignment]
+                               for k, v in (self.bucket_weights or {}).items()}
 
     def run(self, shards: list[Shard], ctx: GlobalContext) -> list[Shard]:
         prefixes: dict[str, list[str]] = ctx.artifact("prefixes")

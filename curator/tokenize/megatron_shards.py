@@ -31,6 +31,7 @@ import numpy as np
 from curator.core.context import GlobalContext, StageContext
 from curator.core.document import Document, meta_value
 from curator.core.errors import ConfigError
+from curator.core.params import NonNegFloat, PositiveInt, Ratio, StageParams
 from curator.core.stage import DirPath, FilePath, GlobalStage, OutputDir, Shard
 from curator.storage.atomic import atomic_open
 from curator.storage.shards import read_shard
@@ -298,38 +299,47 @@ class MegatronShards(GlobalStage):
     #: GPT2BPETokenizer); the EOD comes from what the tokenizer declares, never its names
     version = 2
 
-    def __init__(
-        self,
-        output_dir: OutputDir = "megatron",
-        tokenizer: DirPath | None = None,
-        vocab_file: FilePath | None = None,
-        merges_file: FilePath | None = None,
-        eod_token: str | None = None,
-        append_eod: bool = True,
-        split_sentences: bool = False,
-        lang: str = "en",
-        group_by: Literal["source", "none"] = "source",
-        prefix_size_mb: float = 0.0,
-        batch_size: int = 1000,
-        sentence_stats: float = 0.1,
-        bucket_field: str | None = None,
-    ) -> None:
-        self.output_dir = output_dir
-        self.tokenizer = tokenizer
-        self.vocab_file = vocab_file
-        self.merges_file = merges_file
-        self.eod_token = eod_token
-        self.append_eod = append_eod
-        self.split_sentences = split_sentences
-        self.lang = lang
-        self.group_by = group_by
-        self.prefix_size_mb = prefix_size_mb
-        if not 0 <= sentence_stats <= 1:
-            raise ConfigError("sentence_stats is the fraction of documents whose sentences are "
-                              "counted: 0 (off) to 1 (all)")
-        self.batch_size = max(1, batch_size)
-        self.sentence_stats = sentence_stats
-        self.bucket_field = bucket_field
+    class Params(StageParams):
+        output_dir: OutputDir = "megatron"
+        """Folder for `<prefix>_text_document.bin/.idx/.ids` (relative: under `work_dir`)."""
+        tokenizer: DirPath | None = None
+        """A local `tokenizer.json`, a SentencePiece `.model`, or a folder holding `tokenizer.json`,
+        `tokenizer.model` or `vocab.json` + `merges.txt`."""
+        vocab_file: FilePath | None = None
+        """GPT-2 style byte-level BPE files, encoded as Megatron's `GPT2BPETokenizer` does: it knows
+        no special tokens, so a document's literal `<|endoftext|>` is text, and the EOD is
+        `<|endoftext|>`."""
+        merges_file: FilePath | None = None
+        """GPT-2 style byte-level BPE files, encoded as Megatron's `GPT2BPETokenizer` does: it knows
+        no special tokens, so a document's literal `<|endoftext|>` is text, and the EOD is
+        `<|endoftext|>`."""
+        eod_token: str | None = None
+        """EOD token; default: the artifact's `eod_id`, else what the tokenizer declares: the
+        `eos_token` of the `tokenizer_config.json` / `special_tokens_map.json` beside a
+        `tokenizer.json` (what `AutoTokenizer` reports), `<|endoftext|>` for `vocab_file` +
+        `merges_file`, the SentencePiece `eos_id`. None of these with `append_eod` on: one-line
+        error naming `megatron_shards.eod_token` (no guessing by token names)."""
+        append_eod: bool = True
+        """Add the EOD id at the end of every non-empty document."""
+        split_sentences: bool = False
+        """One Megatron sequence per sentence (as preprocess_data.py --split-sentences)."""
+        lang: str = "en"
+        """Language for sentence splitting (split mode and sentence statistics)."""
+        group_by: Literal["source", "none"] = "source"
+        """`source`: one dataset per `meta["source"]`; `none`: one dataset named `all`."""
+        prefix_size_mb: NonNegFloat = 0.0
+        """`0`: one prefix per group; else cut at document boundaries into prefixes of about this
+        size (`<group>-00000_text_document`, ...)."""
+        batch_size: PositiveInt = 1000
+        """Documents per tokenizer call."""
+        sentence_stats: Ratio = 0.1
+        """Non-split mode: fraction of documents (every k-th one) whose sentences are counted for
+        the sentence averages (splitting every document, `1`, costs about 20% of the throughput);
+        `0` turns it off. Split mode always counts all."""
+        bucket_field: str | None = None
+        """A meta key (e.g. `quality_bucket` from `quality_buckets`): one group per (source,
+        bucket), named `<source>@q<bucket>` (`@qnone` without one), for per-bucket weights in
+        `blend`."""
 
     def output_dirs(self, ctx: StageContext) -> list[str]:
         return [ctx.output_path(self.output_dir)]

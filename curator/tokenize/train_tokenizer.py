@@ -20,14 +20,16 @@ import os
 import re
 import shutil
 from collections.abc import Iterator
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import numpy as np
 import orjson
 import xxhash
+from pydantic import Field, model_validator
 
 from curator.core.context import GlobalContext, StageContext
 from curator.core.errors import ConfigError, InputError
+from curator.core.params import NonNegInt, PositiveFloat, PositiveInt, Ratio, StageParams
 from curator.core.stage import FilePath, GlobalStage, OutputDir, Shard
 from curator.storage.atomic import atomic_open
 from curator.storage.shards import read_shard
@@ -332,58 +334,79 @@ class TrainTokenizer(GlobalStage):
     #: special_tokens_map.json); no EOD is taken from the first special token
     version = 2
 
-    def __init__(
-        self,
-        type: Literal["bpe", "sentencepiece"] = "bpe",
-        vocab_size: int = 32000,
-        special_tokens: list[str] = ["<|endoftext|>"],  # noqa: B006 - copied, never mutated
-        eod_token: str | None = None,
-        max_docs: int = 1_000_000,
-        max_mb: float = 1024.0,
-        seed: int = 0,
-        min_frequency: int = 2,
-        init_vocab: FilePath | None = None,
-        init_merges: FilePath | None = None,
-        sp_model_type: Literal["bpe", "unigram"] = "bpe",
-        character_coverage: float = 0.9995,
-        pad_id: int = 0,
-        unk_id: int = 1,
-        bos_id: int = 2,
-        eos_id: int = 3,
-        byte_fallback: bool = True,
+    class Params(StageParams):
+        type: Literal["bpe", "sentencepiece"] = "bpe"
+        """`bpe` (byte-level BPE, GPT-2 style, HF `tokenizers`) or `sentencepiece`."""
+        vocab_size: Annotated[int, Field(ge=2)] = 32000
+        """Target vocabulary size, special tokens included (8k to 64k and beyond; a small sample may
+        give fewer)."""
+        special_tokens: list[str] = ["<|endoftext|>"]
+        """E.g. `["[CLS]", "[BOS]", "[EOS]", "[SEP]", "[PAD]", "[MASK]", "[UNK]", "[EOD]"]`; BPE
+        gives them ids 0, 1, ...; SentencePiece adds them as user-defined symbols."""
+        eod_token: str | None = None
+        """The end-of-document token (BPE: one of `special_tokens`; it becomes the folder's EOS).
+        Default: the first of `<|endoftext|>`, `[EOD]`, `</s>`, `<eos>`, `<|end_of_text|>`,
+        `<|eot_id|>` that is listed, else none (never a guess: `megatron_shards` with
+        `append_eod` then asks for one) (BPE); the model's `eos_id` (SentencePiece)."""
+        max_docs: PositiveInt = 1_000_000
+        """Train on at most this many documents (a seeded sample)."""
+        max_mb: PositiveFloat = 1024.0
+        """At most this many MB of text in the sample."""
+        seed: int = 0
+        """Changes which documents are sampled."""
+        min_frequency: NonNegInt = 2
+        """BPE: a merge needs at least this many occurrences."""
+        init_vocab: FilePath | None = None
+        """BPE: extend an existing `vocab.json` + `merges.txt`: old tokens keep their ids and
+        merges, new merges learned on the sample are appended until `vocab_size`."""
+        init_merges: FilePath | None = None
+        """BPE: extend an existing `vocab.json` + `merges.txt`: old tokens keep their ids and
+        merges, new merges learned on the sample are appended until `vocab_size`."""
+        sp_model_type: Literal["bpe", "unigram"] = "bpe"
+        """SentencePiece model: `bpe` or `unigram`."""
+        character_coverage: Ratio = 0.9995
+        """SentencePiece: share of characters covered by the vocabulary."""
+        pad_id: int = 0
+        """SentencePiece control ids (`-1` disables one; must differ)."""
+        unk_id: int = 1
+        """SentencePiece control ids (`-1` disables one; must differ)."""
+        bos_id: int = 2
+        """SentencePiece control ids (`-1` disables one; must differ)."""
+        eos_id: int = 3
+        """SentencePiece control ids (`-1` disables one; must differ)."""
+        byte_fallback: bool = True
+        """SentencePiece: characters outside the vocabulary (rare CJK, emoji) become their UTF-8
+        byte pieces `<0xE9>...` instead of `⁇`; needs `vocab_size` above 256 + the sample's
+        characters."""
         normalization: Literal["identity", "nfkc", "nmt_nfkc", "nfkc_cf",
-                               "nmt_nfkc_cf"] = "identity",
-        keep_whitespace: bool = True,
-        max_sentence_length: int = 16384,
-        threads: int = 1,
-        output_dir: OutputDir | None = None,
-    ) -> None:
-        if vocab_size < 2:
-            raise ConfigError("vocab_size must be at least 2")
-        if (init_vocab is None) != (init_merges is None):
-            raise ConfigError("init_vocab and init_merges go together")
-        if init_vocab and type != "bpe":
-            raise ConfigError("init_vocab/init_merges only apply to type: bpe")
-        if max_docs < 1 or max_mb <= 0:
-            raise ConfigError("max_docs and max_mb must be positive")
-        self.type = type
-        self.vocab_size = vocab_size
-        self.special_tokens = list(special_tokens)
-        self.eod_token = eod_token
-        self.max_docs = max_docs
-        self.max_mb = max_mb
-        self.seed = seed
-        self.min_frequency = min_frequency
-        self.init_vocab = os.path.abspath(init_vocab) if init_vocab else None
-        self.init_merges = os.path.abspath(init_merges) if init_merges else None
-        self.sp_model_type = sp_model_type
-        self.character_coverage = character_coverage
-        self.pad_id, self.unk_id, self.bos_id, self.eos_id = pad_id, unk_id, bos_id, eos_id
-        self.byte_fallback = byte_fallback
-        self.normalization, self.keep_whitespace = normalization, keep_whitespace
-        self.max_sentence_length = max_sentence_length
-        self.threads = threads
-        self.output_dir = output_dir
+                               "nmt_nfkc_cf"] = "identity"
+        """SentencePiece normalization rule: `identity` (text kept as is), or SentencePiece's
+        `nmt_nfkc` (its own default: NFKC, so `：` becomes `:`, and control characters including
+        `\n` become spaces), `nfkc`, `nmt_nfkc_cf`, `nfkc_cf` (case folding)."""
+        keep_whitespace: bool = True
+        """SentencePiece: keep runs of spaces, leading/trailing spaces and newlines
+        (`remove_extra_whitespaces: false`, whitespace-only pieces allowed, so indentation and
+        `\n` are pieces); `false` squeezes them as SentencePiece does by default."""
+        max_sentence_length: PositiveInt = 16384
+        """SentencePiece: documents are fed in chunks of at most this many bytes, cut at line ends
+        with the newlines kept (SentencePiece drops longer "sentences")."""
+        threads: PositiveInt = 1
+        """SentencePiece trainer threads."""
+        output_dir: OutputDir | None = None
+        """Where to write the files (default: the stage's artifact folder under `work_dir`)."""
+
+        @model_validator(mode="after")
+        def _init_files(self) -> Any:
+            if (self.init_vocab is None) != (self.init_merges is None):
+                raise ValueError("init_vocab and init_merges go together")
+            if self.init_vocab and self.type != "bpe":
+                raise ValueError("init_vocab/init_merges only apply to type: bpe")
+            return self
+
+    def setup(self) -> None:
+        self.special_tokens = list(self.special_tokens)
+        self.init_vocab = os.path.abspath(self.init_vocab) if self.init_vocab else None
+        self.init_merges = os.path.abspath(self.init_merges) if self.init_merges else None
 
     def output_dirs(self, ctx: StageContext) -> list[str]:
         return [ctx.output_path(self.output_dir)] if self.output_dir else []

@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from curator.core.context import GlobalContext, write_json
 from curator.core.errors import InputError
+from curator.core.params import NonNegFloat, NonNegInt, PositiveFloat, PositiveInt, StageParams
 from curator.core.stage import FilePath, GlobalStage, OutputDir, Shard
 
 
@@ -21,42 +22,66 @@ class Train(GlobalStage):
 
     name = "train"
 
-    def __init__(
-        self,
-        blend: FilePath = "",
-        save: OutputDir = "train/checkpoints",
-        num_layers: int = 2,
-        hidden_size: int = 64,
-        num_attention_heads: int = 4,
-        ffn_hidden_size: int | None = None,
-        seq_length: int = 64,
-        max_position_embeddings: int | None = None,
-        micro_batch_size: int = 4,
-        global_batch_size: int = 8,
-        train_iters: int = 40,
-        lr: float = 3e-3,
-        min_lr: float = 3e-4,
-        lr_warmup_iters: int = 0,
-        weight_decay: float = 0.01,
-        clip_grad: float = 1.0,
-        seed: int = 1234,
-        eval_interval: int = 0,
-        eval_iters: int = 2,
-        log_interval: int = 5,
-        save_interval: int = 0,
-        tensor_model_parallel_size: int = 1,
-        pipeline_model_parallel_size: int = 1,
-        gpus_per_node: int | None = None,
-        device: Literal["auto", "cpu", "cuda"] = "auto",
-        precision: Literal["fp32", "bf16", "fp16"] = "fp32",
-        num_threads: int = 0,
-        nproc_per_node: int = 1,
-    ) -> None:
-        # ``blend``: a blend.json path; empty takes the upstream ``blend`` artifact.
-        # ``nproc_per_node``: ranks to start with torchrun (1 on CPU trains in-process).
-        self.settings = {k: v for k, v in locals().items()
-                         if k not in ("self", "nproc_per_node", "__class__")}
-        self.nproc_per_node = nproc_per_node
+    class Params(StageParams):
+        blend: FilePath = ""
+        """Path of `blend.json`; empty = upstream `blend` artifact."""
+        save: OutputDir = "train/checkpoints"
+        """Checkpoint folder (relative = under work_dir)."""
+        num_layers: PositiveInt = 2
+        """Transformer layers."""
+        hidden_size: PositiveInt = 64
+        """Hidden size."""
+        num_attention_heads: PositiveInt = 4
+        """Attention heads."""
+        ffn_hidden_size: PositiveInt | None = None
+        """MLP size (default 4 x hidden_size)."""
+        seq_length: PositiveInt = 64
+        """Training sequence length."""
+        max_position_embeddings: PositiveInt | None = None
+        """Default `seq_length` (learned absolute positions)."""
+        micro_batch_size: PositiveInt = 4
+        """Sequences per rank per step."""
+        global_batch_size: PositiveInt = 8
+        """Per optimizer step (gradient accumulation = global / (micro x DP))."""
+        train_iters: PositiveInt = 40
+        """Optimizer steps."""
+        lr: PositiveFloat = 3e-3
+        """Cosine decay to `min_lr`."""
+        min_lr: NonNegFloat = 3e-4
+        """Learning rate at the end of cosine decay."""
+        lr_warmup_iters: NonNegInt = 0
+        """Linear warmup steps."""
+        weight_decay: NonNegFloat = 0.01
+        """AdamW (not on biases, norms, embeddings)."""
+        clip_grad: NonNegFloat = 1.0
+        """Gradient-norm clip (0 = off)."""
+        seed: int = 1234
+        """Model init and megatron's sample shuffle."""
+        eval_interval: NonNegInt = 0
+        """Validate every N steps (0 = never; then no valid split is built)."""
+        eval_iters: NonNegInt = 2
+        """Global batches per validation."""
+        log_interval: PositiveInt = 5
+        """Log loss, lr, ms/step, tokens/s every N steps."""
+        save_interval: NonNegInt = 0
+        """Checkpoint every N steps (the last step is always saved)."""
+        tensor_model_parallel_size: PositiveInt = 1
+        """Tensor parallel ranks."""
+        pipeline_model_parallel_size: PositiveInt = 1
+        """Pipeline parallel ranks."""
+        gpus_per_node: PositiveInt | None = None
+        """GPUs per node (default: all visible)."""
+        device: Literal["auto", "cpu", "cuda"] = "auto"
+        """`auto` / `cpu` / `cuda`."""
+        precision: Literal["fp32", "bf16", "fp16"] = "fp32"
+        """`fp32` / `bf16` / `fp16` (GPU only)."""
+        num_threads: NonNegInt = 0
+        """CPU torch threads (0 = torch default)."""
+        nproc_per_node: PositiveInt = 1
+        """>1 (or a GPU) launches `torchrun` as a subprocess (argument list)."""
+
+    def setup(self) -> None:
+        self.settings = {k: v for k, v in self.params.items() if k != "nproc_per_node"}
 
     def config(self, ctx: GlobalContext) -> Any:
         from curator.train.config import TrainConfig

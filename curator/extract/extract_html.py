@@ -297,7 +297,7 @@ def html_class_lookup() -> Any:
     node in a new Python object, and trafilatura's pruning (ancestor walks, ``text_content``)
     wraps millions: the Python calls were about 2% of extraction CPU. Same class for every
     lower-case tag (libxml2's HTML parser lower-cases tag names), so trafilatura's output is
-    unchanged (tests/acquire/test_extract_lookup.py checks both on real pages)."""
+    unchanged (tests/extract/test_extract_html_lookup.py checks both on real pages)."""
     from lxml import etree
     from lxml import html as lhtml
 

@@ -427,3 +427,16 @@ def test_a_parameter_typo_imports_no_other_stage(tmp_path: Path) -> None:
     for other in ("curator.io.parquet", "curator.acquire.common_crawl",
                   "curator.extract.url_blocklist", "curator.filters.language_id"):
         assert f"'{other}'" not in loaded, other
+
+
+def test_tests_mirror_the_package() -> None:
+    """tests/<package>/ for every curator subpackage, and no test folder that names none
+    (reliability/ and security/ are cross-cutting: their tests drive whole runs)."""
+    root = Path(__file__).resolve().parents[2]
+    packages = {p.name for p in (root / "curator").iterdir()
+                if (p / "__init__.py").exists()}
+    folders = {p.name for p in (root / "tests").iterdir()
+               if p.is_dir() and any(p.glob("test_*.py"))}
+    cross_cutting = {"reliability", "security"}
+    assert packages - {"base", "models"} <= folders, sorted(packages - folders)
+    assert folders - cross_cutting <= packages, sorted(folders - cross_cutting - packages)

@@ -2,7 +2,7 @@
 
 The file holds one snippet a line, with every PII item marked ``[[kind|value]]``; a snippet
 without a mark is a look-alike (citation, version, date, ISBN, MAC, hash, UUID, private IP...)
-that must come out unchanged. Shared by ``test_filters_pii.py`` and ``bench/bench_pii.py``."""
+that must come out unchanged. Shared by ``test_pii_redact.py`` and ``bench/bench_pii.py``."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """A download server that keeps stalling (sends part of the file, then no bytes for longer than
 the timeout, on every attempt): each attempt times out and is retried, then the failure is
 reported as one error naming the URL, and no partial file is left under the final name.
-(A stall that clears up is resumed: tests/acquire/test_acquire_download.py.)"""
+(A stall that clears up is resumed: tests/acquire/test_download.py.)"""
 
 from __future__ import annotations
 

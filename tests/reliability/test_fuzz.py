@@ -318,7 +318,7 @@ def test_fuzz_truncated_compressed_jsonl_gives_a_prefix(items, comp, frac):
 
 
 def test_truncated_bz2_and_zstd_jsonl_keep_documents_before_the_cut():
-    """Bad-input matrix: truncated bz2 / zstd (gzip: tests/core/test_io.py)."""
+    """Bad-input matrix: truncated bz2 / zstd (gzip: tests/io/test_jsonl_parquet.py)."""
     # 2.6 MB: several 900 KB bz2 blocks (a bz2 block is all or nothing)
     items = [{"id": f"d{i}", "text": f"some words {i} " * 100} for i in range(2000)]
     raw = b"".join(json.dumps(it).encode() + b"\n" for it in items)

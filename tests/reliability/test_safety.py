@@ -1,6 +1,6 @@
 """Safety: no shell command is built from strings anywhere in ``curator/``, and relative output
 paths from YAML cannot leave ``work_dir`` (absolute paths and URLs are the user's explicit
-choice). Redis key namespacing and cleanup are shown in tests/dedup/test_dedup_redis.py."""
+choice). Redis key namespacing and cleanup are shown in tests/dedup/test_redis_cluster.py."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The low items of issue 23: a removed stage's folders, ``curator.load`` with a descriptor,
 ``curator stages | head``. (ENOSPC in a fused chain: test_disk_errors.py; string scores in
-quality_buckets: tests/filters/test_filters_buckets.py.)"""
+quality_buckets: tests/filters/test_quality_buckets.py.)"""
 
 from __future__ import annotations
 

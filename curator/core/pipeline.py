@@ -432,10 +432,11 @@ def _same_output(value: str, resolved: str, work_dir: str) -> bool:
 
 
 def _fingerprint(pipe: Pipeline) -> None:
-    """A stage's fingerprint covers its YAML name, its code (``version`` of a built-in stage,
-    source of a custom one), its parameters and its inputs' fingerprints: change any of them
-    and this stage and everything downstream reruns. Neither the package version nor the
-    module a built-in stage lives in is part of it (see :mod:`curator.core.identity`). A
+    """A stage's fingerprint covers its YAML name, its code (a digest of its module and of the
+    curator modules it imports, plus ``version``; the source of a custom one), its parameters
+    and its inputs' fingerprints: change any of them and this stage and everything downstream
+    reruns. Neither the package version nor where it is installed is part of it (see
+    :mod:`curator.core.identity`, :mod:`curator.core.codehash`). A
     non-default run-wide ``max_doc_mb`` is part of every source's fingerprint (it decides what
     the source keeps)."""
     fps: dict[str, str] = {}

@@ -203,6 +203,29 @@ def test_status_names_changed_parameter(tmp_path):
     assert report(tmp_path / "w")["min_words"]["params"] == {"n": 5}  # nothing ran
 
 
+def test_rerun_reason_of_a_stage_below_a_changed_one_names_the_upstream(tmp_path):
+    """Issue 24: a stage below one whose parameter changed was said to have a changed
+    parameter itself. Two stages sharing their parameters through a YAML anchor were one
+    mapping, so `--set` on the first set the second's too (and ran it with that value)."""
+    data = setup(tmp_path)
+    (tmp_path / "p.yaml").write_text(
+        f"name: a\nwork_dir: {tmp_path / 'w'}\nprogress: off\nstages:\n"
+        f"  - read_jsonl: {{paths: '{data}/*.jsonl'}}\n"
+        "  - helpers_core:min_words: &common {n: 5}\n    checkpoint: true\n"
+        "  - helpers_core:min_words: *common\n    id: again\n"
+        "  - write_jsonl: {path: out}\n")
+    run_cli("run", "p.yaml", cwd=tmp_path)
+    st = run_cli("status", "p.yaml", "--set", "stages.min_words.n=9", cwd=tmp_path).stdout
+    lines = {ln.split()[0]: ln for ln in st.splitlines()[1:-1]}
+    assert "parameter 'n' changed (5 -> 9)" in lines["min_words"]
+    assert "upstream stage 'min_words' changed" in lines["again"]
+    assert "parameter" not in lines["again"]
+    log = run_cli("run", "p.yaml", "--set", "stages.min_words.n=9", cwd=tmp_path).stderr
+    assert "[again] rerunning: upstream stage 'min_words' changed\n" in log
+    rep = report(tmp_path / "w")
+    assert rep["min_words"]["params"] == {"n": 9} and rep["again"]["params"] == {"n": 5}
+
+
 def wait_for(cond, what: str, timeout: float = 60.0):
     """Poll a real condition (a file's content), not a fixed sleep."""
     deadline = time.monotonic() + timeout

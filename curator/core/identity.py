@@ -215,6 +215,9 @@ def explain(old: dict[str, Any] | None, new: dict[str, Any]) -> list[str]:
     for k in sorted(set(op) | set(np_)):
         if op.get(k) != np_.get(k):
             out.append(f"parameter '{k}' changed ({_short(op.get(k))} -> {_short(np_.get(k))})")
+    if old.get("max_doc_mb") != new.get("max_doc_mb"):  # absent: the default
+        out.append(f"max_doc_mb changed ({old.get('max_doc_mb', 'default')} -> "
+                   f"{new.get('max_doc_mb', 'default')})")
     oi, ni = old.get("inputs") or {}, new.get("inputs") or {}
     if sorted(oi) != sorted(ni):
         out.append(f"inputs changed ({', '.join(sorted(oi)) or '-'} -> "

@@ -280,3 +280,10 @@ def test_explain_names_the_module_and_the_version_salt():
     assert explain(old, new) == [
         "code version 1 -> 2",
         "code of curator/filters/rules.py, curator/text/sentences.py changed"]
+
+
+def test_explain_names_a_changed_max_doc_mb():
+    """A source's fingerprint holds a non-default run-wide max_doc_mb; the reason said
+    'global stage(s) above it changed' with no stage named."""
+    old = {"format": 3, "stage": "read_jsonl", "code": {"version": 1}}
+    assert explain(old, {**old, "max_doc_mb": 2}) == ["max_doc_mb changed (default -> 2)"]

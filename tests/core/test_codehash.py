@@ -287,3 +287,28 @@ def test_explain_names_a_changed_max_doc_mb():
     'global stage(s) above it changed' with no stage named."""
     old = {"format": 3, "stage": "read_jsonl", "code": {"version": 1}}
     assert explain(old, {**old, "max_doc_mb": 2}) == ["max_doc_mb changed (default -> 2)"]
+
+
+def test_code_deps_module_of_a_custom_stage_is_hashed_and_an_edit_is_seen_in_process(
+        tmp_path, monkeypatch):
+    """A custom stage declares a module it loads by a computed name; editing it changes the
+    stage's code identity, also within one long-lived process (a notebook)."""
+    from curator.core.stage import Filter
+
+    (tmp_path / "rules_by_name.py").write_text("LIMIT = 5\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+
+    class ByName(Filter):
+        name = "by_name"
+        code_deps = ("rules_by_name",)
+
+        def check(self, doc):
+            return None
+
+    before = code_identity(ByName, builtin=False)["modules"]
+    assert list(before) == ["rules_by_name.py"]
+    (tmp_path / "rules_by_name.py").write_text("# why\nLIMIT = 5\n")  # a comment only
+    assert code_identity(ByName, builtin=False)["modules"] == before
+    (tmp_path / "rules_by_name.py").write_text("LIMIT = 50\n")
+    after = code_identity(ByName, builtin=False)["modules"]
+    assert after["rules_by_name.py"] != before["rules_by_name.py"]

@@ -2,10 +2,12 @@
 
 Three things decide whether a finished shard is still valid:
 
-* the stage's **configuration**: its YAML name, its explicit ``version`` (built-in stages) or
-  its source code (custom stages), its parameters and its upstream stages' configuration;
-  the package version and the Python location of a built-in stage are *not* part of it, so an
-  upgrade or a file reorganisation reruns nothing that did not change;
+* the stage's **configuration**: its YAML name, its code (a digest of its module and of the
+  curator modules of stage logic it imports, see :mod:`curator.core.codehash`; for a custom
+  stage also the source of the modules defining it; plus the manual ``version`` salt), its
+  parameters and its upstream stages' configuration; the package version and where the code
+  is installed are *not* part of it, so an upgrade that leaves a stage's code alone reruns
+  nothing of it;
 * the **identity of what it read**: for a source shard the files behind it (local: size,
   ``mtime_ns``, ``ctime_ns`` and inode, plus a content hash with ``identity: content``;
   remote: ETag / Last-Modified / size as the filesystem reports them)
@@ -27,8 +29,10 @@ from typing import Any
 
 import orjson
 
+from curator.core.codehash import code_digests, followed, source_imports
+
 #: Bump when the way keys are computed changes (every earlier result then reruns once).
-KEY_FORMAT = 2
+KEY_FORMAT = 3
 
 
 def digest(obj: Any) -> str:
@@ -41,15 +45,25 @@ def digest(obj: Any) -> str:
 
 
 def code_identity(cls: type, builtin: bool) -> dict[str, Any]:
-    """Built-in stage (``builtin``: registered under its YAML name, see
-    :func:`curator.core.registry.is_builtin`): its ``version``. Custom stage (dotted path,
-    ``@filter``...): a hash of the source of every module that defines a class in its MRO
-    outside curator, so editing the function, the class or a helper beside it reruns the
-    stage."""
+    """What a stage's results depend on in code.
+
+    ``modules``: a digest of each curator module of stage logic that the stage's class (and its
+    curator base classes) import, transitively, plus its declared ``code_deps``
+    (:func:`curator.core.codehash.code_digests`), keyed by path inside the package
+    (``curator/filters/rules.py``), so ``curator status`` can name the one that changed.
+    ``version``: the class attribute, a manual salt on top. A built-in stage (``builtin``:
+    registered under its YAML name, see :func:`curator.core.registry.is_builtin`) has nothing
+    more. A custom stage (dotted path, ``@filter``...) also has ``source``: a hash of the source
+    of every module outside curator that defines a class in its MRO (or its function), so
+    editing the function, the class or a helper beside it reruns the stage; the curator modules
+    those import are in ``modules``."""
     version = int(getattr(cls, "version", 1))
+    deps = tuple(getattr(cls, "code_deps", ()) or ())
+    mro = [c.__module__ for c in cls.__mro__ if followed(c.__module__)]
     if builtin:
-        return {"version": version}
+        return {"version": version, "modules": code_digests(mro, deps)}
     sources: dict[str, str] = {}
+    uses: list[str] = []
     objs: list[Any] = [c for c in cls.__mro__ if not c.__module__.startswith("curator.")
                        and c.__module__ not in ("builtins", "curator")]
     fn = cls.__dict__.get("function")
@@ -67,7 +81,14 @@ def code_identity(cls: type, builtin: bool) -> dict[str, Any]:
             except (OSError, TypeError):  # defined interactively: only its name is known
                 text = f"<no source: {obj.__module__}:{obj.__qualname__}>"
         sources[key] = hashlib.sha256(text.encode()).hexdigest()[:16]
-    return {"version": version, "source": sources}
+        uses += source_imports(text, obj.__module__,
+                               os.path.basename(getattr(mod, "__file__", "") or "")
+                               == "__init__.py")
+    out: dict[str, Any] = {"version": version, "source": sources}
+    modules = code_digests(mro + uses, deps)
+    if modules:
+        out["modules"] = modules
+    return out
 
 
 # -- identity of what was read ----------------------------------------------------------------
@@ -186,14 +207,17 @@ def explain(old: dict[str, Any] | None, new: dict[str, Any]) -> list[str]:
     oc, nc = old.get("code") or {}, new.get("code") or {}
     if oc.get("version") != nc.get("version"):
         out.append(f"code version {oc.get('version')} -> {nc.get('version')}")
-    if (oc.get("source") or {}) != (nc.get("source") or {}):
-        mods = sorted(m for m in set(oc.get("source") or {}) | set(nc.get("source") or {})
-                      if (oc.get("source") or {}).get(m) != (nc.get("source") or {}).get(m))
+    mods = _changed_keys(oc.get("source"), nc.get("source")) + _changed_keys(
+        oc.get("modules"), nc.get("modules"))
+    if mods:
         out.append(f"code of {', '.join(mods)} changed")
     op, np_ = old.get("params") or {}, new.get("params") or {}
     for k in sorted(set(op) | set(np_)):
         if op.get(k) != np_.get(k):
             out.append(f"parameter '{k}' changed ({_short(op.get(k))} -> {_short(np_.get(k))})")
+    if old.get("max_doc_mb") != new.get("max_doc_mb"):  # absent: the default
+        out.append(f"max_doc_mb changed ({old.get('max_doc_mb', 'default')} -> "
+                   f"{new.get('max_doc_mb', 'default')})")
     oi, ni = old.get("inputs") or {}, new.get("inputs") or {}
     if sorted(oi) != sorted(ni):
         out.append(f"inputs changed ({', '.join(sorted(oi)) or '-'} -> "
@@ -201,6 +225,12 @@ def explain(old: dict[str, Any] | None, new: dict[str, Any]) -> list[str]:
     else:
         out += [f"upstream stage '{i}' changed" for i in sorted(ni) if oi[i] != ni[i]]
     return out
+
+
+def _changed_keys(old: dict[str, str] | None, new: dict[str, str] | None) -> list[str]:
+    """Modules whose digest differs, appeared or went (a stage that now imports another)."""
+    old, new = old or {}, new or {}
+    return sorted(m for m in set(old) | set(new) if old.get(m) != new.get(m))
 
 
 def _short(v: Any) -> str:

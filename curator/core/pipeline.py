@@ -432,10 +432,11 @@ def _same_output(value: str, resolved: str, work_dir: str) -> bool:
 
 
 def _fingerprint(pipe: Pipeline) -> None:
-    """A stage's fingerprint covers its YAML name, its code (``version`` of a built-in stage,
-    source of a custom one), its parameters and its inputs' fingerprints: change any of them
-    and this stage and everything downstream reruns. Neither the package version nor the
-    module a built-in stage lives in is part of it (see :mod:`curator.core.identity`). A
+    """A stage's fingerprint covers its YAML name, its code (a digest of its module and of the
+    curator modules it imports, plus ``version``; the source of a custom one), its parameters
+    and its inputs' fingerprints: change any of them and this stage and everything downstream
+    reruns. Neither the package version nor where it is installed is part of it (see
+    :mod:`curator.core.identity`, :mod:`curator.core.codehash`). A
     non-default run-wide ``max_doc_mb`` is part of every source's fingerprint (it decides what
     the source keeps)."""
     fps: dict[str, str] = {}
@@ -580,7 +581,9 @@ def _collect_lines(node: yaml.Node, path: tuple[Any, ...], out: dict[tuple[Any, 
 
 def _apply_override(data: dict[str, Any], ov: str, source: str) -> None:
     """``a.b=c``: set a key; ``stages.<id or index>.<param>=v`` reaches a stage's parameter.
-    The value is parsed as YAML (``10`` is an int, ``[a, b]`` a list)."""
+    The value is parsed as YAML (``10`` is an int, ``[a, b]`` a list). Every mapping on the
+    way is copied before it is changed: a YAML alias (``- word_count_filter: *common``) is the
+    same object as its anchor, and setting one stage's parameter must not set another's."""
     if "=" not in ov:
         raise ConfigError(f"--set {ov}: expected KEY.PATH=VALUE")
     key, raw = ov.split("=", 1)
@@ -593,7 +596,8 @@ def _apply_override(data: dict[str, Any], ov: str, source: str) -> None:
     parts = key.split(".")
     cur: Any = data
     if parts[0] == "stages" and len(parts) >= 3 and isinstance(data.get("stages"), list):
-        entry = _stage_entry(data["stages"], parts[1], ov)
+        i = _stage_entry(data["stages"], parts[1], ov)
+        entry = data["stages"][i] = dict(data["stages"][i])
         rest = parts[2:]
         # `checkpoint` is also a parameter of some stages (export_triton): a bool is the
         # stage key, anything else the parameter
@@ -606,29 +610,28 @@ def _apply_override(data: dict[str, Any], ov: str, source: str) -> None:
             rest = rest[1:]
         if not rest:
             raise ConfigError(f"--set {ov}: name a stage parameter, e.g. stages.<id>.<param>=v")
-        if not isinstance(entry.get(kind), dict):
-            entry[kind] = {}
+        entry[kind] = dict(entry[kind]) if isinstance(entry.get(kind), dict) else {}
         cur, parts = entry[kind], rest
     for part in parts[:-1]:
         if not isinstance(cur, dict):
             raise ConfigError(f"--set {ov}: '{part}' is not inside a mapping")
-        if not isinstance(cur.get(part), dict):
-            cur[part] = {}
+        cur[part] = dict(cur[part]) if isinstance(cur.get(part), dict) else {}
         cur = cur[part]
     if not isinstance(cur, dict):
         raise ConfigError(f"--set {ov}: cannot set a key inside a non-mapping")
     cur[parts[-1]] = value
 
 
-def _stage_entry(stages: list[Any], part: str, ov: str) -> dict[str, Any]:
+def _stage_entry(stages: list[Any], part: str, ov: str) -> int:
+    """The index of the stage an override names (by id, YAML name or index)."""
     if part.isdigit():
         i = int(part)
         if i >= len(stages):
             raise ConfigError(f"--set {ov}: there is no stages[{i}]")
-        return stages[i]
-    for entry in stages:
+        return i
+    for i, entry in enumerate(stages):
         kinds = [k for k in entry if k not in RESERVED]
         implied = kinds[0].split(":")[-1].split(".")[-1] if kinds else None
         if entry.get("id") == part or (not entry.get("id") and part in (*kinds[:1], implied)):
-            return entry
+            return i
     raise ConfigError(f"--set {ov}: no stage with id '{part}'")

@@ -125,11 +125,14 @@ class Stage:
     name: ClassVar[str] = ""
     #: "source" | "shard" | "global"; set by the kind base classes below.
     kind: ClassVar[str] = ""
-    #: Bump when a change in the code changes this stage's output: earlier results of the stage
-    #: (and everything below it) are then redone. Built-in stages are fingerprinted by this
-    #: number and their YAML name only, so upgrading curator or moving a class reruns nothing
-    #: whose version did not change; custom stages by their source code.
+    #: A manual salt of the fingerprint, on top of the code digest (:mod:`curator.core.codehash`:
+    #: the stage's module and the curator modules it imports, so editing them reruns it with no
+    #: number to bump). Bump it only for a change the digest cannot see (a third-party library).
     version: ClassVar[int] = 1
+    #: What the stage's output depends on that its imports do not show: modules it imports by a
+    #: computed name, data files it reads (``curator/<family>/data/x.txt``, relative to the
+    #: folder holding the package); hashed into the fingerprint like its own module.
+    code_deps: ClassVar[tuple[str, ...]] = ()
     #: The folders of :meth:`output_dirs` are replaced as a whole (not only added to), so they
     #: may not even be a parent of the work_dir.
     replaces_outputs: ClassVar[bool] = False

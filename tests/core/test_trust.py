@@ -1,6 +1,6 @@
 """Runs you can trust (issue 11): a rerun notices changed inputs and code and redoes exactly
-the shards concerned; a package upgrade or a moved stage class reruns nothing; `curator status`
-says why; one run per work_dir. Real `curator` processes throughout."""
+the shards concerned; a package upgrade that leaves a stage's code alone reruns nothing;
+`curator status` says why; one run per work_dir. Real `curator` processes throughout."""
 
 from __future__ import annotations
 
@@ -170,13 +170,12 @@ def test_custom_code_change_reruns_that_stage_and_package_version_reruns_nothing
     assert rep["long_enough"]["docs_out"] < first["long_enough"]["docs_out"]
 
 
-def test_builtin_fingerprint_ignores_package_version_and_module(tmp_path, monkeypatch):
-    """A built-in stage is keyed on its YAML name and version: moving its class to another
-    module (as a later reorganisation will) keeps the fingerprint; a version bump changes it."""
-    import types
-
+def test_builtin_fingerprint_ignores_package_version_and_takes_version_as_salt(tmp_path,
+                                                                              monkeypatch):
+    """A built-in stage is keyed on its YAML name and code, not on curator's version number;
+    its ``version`` is an extra manual salt: bumping it changes it and everything below.
+    (Code digests: tests/core/test_codehash.py.)"""
     import curator
-    import curator.io as family
     from curator.core import pipeline as pl
     from curator.io.jsonl import ReadJsonl
 
@@ -184,11 +183,6 @@ def test_builtin_fingerprint_ignores_package_version_and_module(tmp_path, monkey
             "  - write_jsonl: {path: out}\n")
     fps = [n.fingerprint for n in pl.loads(text).nodes]
     monkeypatch.setattr(curator, "__version__", "42.0")
-    moved = types.ModuleType("curator.io.moved_readers")
-    moved.ReadJsonl = ReadJsonl
-    monkeypatch.setitem(sys.modules, "curator.io.moved_readers", moved)
-    monkeypatch.setattr(ReadJsonl, "__module__", "curator.io.moved_readers")
-    monkeypatch.setitem(family.STAGES, "read_jsonl", "curator.io.moved_readers:ReadJsonl")
     assert [n.fingerprint for n in pl.loads(text).nodes] == fps
     monkeypatch.setattr(ReadJsonl, "version", 2)
     bumped = [n.fingerprint for n in pl.loads(text).nodes]
@@ -207,6 +201,29 @@ def test_status_names_changed_parameter(tmp_path):
     assert "stale" in lines["min_words"] and "parameter 'n' changed (5 -> 9)" in lines["min_words"]
     assert "upstream stage 'min_words' changed" in lines["upper_first"]
     assert report(tmp_path / "w")["min_words"]["params"] == {"n": 5}  # nothing ran
+
+
+def test_rerun_reason_of_a_stage_below_a_changed_one_names_the_upstream(tmp_path):
+    """Issue 24: a stage below one whose parameter changed was said to have a changed
+    parameter itself. Two stages sharing their parameters through a YAML anchor were one
+    mapping, so `--set` on the first set the second's too (and ran it with that value)."""
+    data = setup(tmp_path)
+    (tmp_path / "p.yaml").write_text(
+        f"name: a\nwork_dir: {tmp_path / 'w'}\nprogress: off\nstages:\n"
+        f"  - read_jsonl: {{paths: '{data}/*.jsonl'}}\n"
+        "  - helpers_core:min_words: &common {n: 5}\n    checkpoint: true\n"
+        "  - helpers_core:min_words: *common\n    id: again\n"
+        "  - write_jsonl: {path: out}\n")
+    run_cli("run", "p.yaml", cwd=tmp_path)
+    st = run_cli("status", "p.yaml", "--set", "stages.min_words.n=9", cwd=tmp_path).stdout
+    lines = {ln.split()[0]: ln for ln in st.splitlines()[1:-1]}
+    assert "parameter 'n' changed (5 -> 9)" in lines["min_words"]
+    assert "upstream stage 'min_words' changed" in lines["again"]
+    assert "parameter" not in lines["again"]
+    log = run_cli("run", "p.yaml", "--set", "stages.min_words.n=9", cwd=tmp_path).stderr
+    assert "[again] rerunning: upstream stage 'min_words' changed\n" in log
+    rep = report(tmp_path / "w")
+    assert rep["min_words"]["params"] == {"n": 9} and rep["again"]["params"] == {"n": 5}
 
 
 def wait_for(cond, what: str, timeout: float = 60.0):

@@ -1,0 +1,272 @@
+"""The code a stage's results depend on, found and hashed without importing anything.
+
+A built-in stage's fingerprint holds a digest of its module's source and of every curator
+module of *stage logic* that module imports, directly or through others (found with
+:mod:`ast`, so late imports inside functions count; imports under ``if TYPE_CHECKING:`` do
+not). Editing a stage, or a text helper one of its filters calls, reruns that stage and what is
+below it; nothing else does.
+
+Which curator modules are followed, and why:
+
+* followed: the stage families (``curator.filters``, ``curator.dedup``, ...), ``curator.text``,
+  ``curator.models``, ``curator.base.document`` (``meta_value``: how stored signals are read;
+  ``curator.core.document`` is its old name) and ``curator.storage.encoding`` (how input bytes
+  are decoded): code that decides what a stage outputs;
+* not followed: the rest of ``curator.core`` (runner, pipeline, executors, report, the stage
+  base classes), the rest of ``curator.storage`` (atomic writes, shard files, caps),
+  ``curator.base.errors`` / ``redact``, the CLI. They run stages but do not decide their
+  output, and a change there must not rerun every stage of every pipeline. A change in them
+  that does alter outputs bumps :data:`curator.core.identity.KEY_FORMAT`.
+
+A stage lists what the import graph cannot show (a module it imports by a computed name, a data
+file it reads) in ``code_deps``: module names, or files given relative to the folder holding
+the ``curator`` package (``curator/filters/models/lid.176.ftz``); they are hashed (and their
+imports followed) like the rest.
+
+Digests are of *content*, keyed by the module's path inside its package
+(``curator/filters/rules.py``): the same code installed elsewhere, copied, or with other mtimes
+gives the same keys. Comments, docstrings, blank lines and trailing spaces are left out, so
+editing them reruns nothing. Each file is read and parsed once per process (kept while its size
+and mtime are unchanged).
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import importlib.util
+import os
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+#: The ``curator`` package folder (this file is ``curator/core/codehash.py``).
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+#: Curator modules (and packages) whose code is not part of a stage's identity.
+NOT_FOLLOWED = ("curator.core", "curator.storage", "curator.base.errors", "curator.base.redact",
+                "curator.cli", "curator.api", "curator.__main__")
+#: Exceptions inside :data:`NOT_FOLLOWED`: they decide what a stage outputs.
+FOLLOWED_ANYWAY = ("curator.storage.encoding",)
+#: Old module names that re-export another module: the one they stand for is followed.
+ALIASES = {"curator.core.document": "curator.base.document"}
+
+
+@dataclass(frozen=True)
+class _Module:
+    """One file's digest and the curator modules it imports (``stamp``: size and mtime, to
+    notice an edit in a long-lived process)."""
+
+    key: str
+    digest: str
+    imports: tuple[str, ...]
+    stamp: tuple[int, int]
+
+
+_CACHE: dict[str, _Module] = {}
+
+
+def followed(name: str) -> bool:
+    """Whether curator module ``name`` holds stage logic (see the module docstring)."""
+    name = ALIASES.get(name, name)
+    if name == "curator" or not name.startswith("curator."):
+        return False
+    if any(name == m or name.startswith(m + ".") for m in FOLLOWED_ANYWAY):
+        return True
+    return not any(name == m or name.startswith(m + ".") for m in NOT_FOLLOWED)
+
+
+def code_digests(roots: Iterable[str], deps: Iterable[str] = ()) -> dict[str, str]:
+    """``{"curator/filters/rules.py": digest, ...}`` for the modules ``roots`` (module names),
+    the declared ``deps`` (module names or package-relative files) and every followed curator
+    module they import, transitively. A module or file that cannot be found is recorded as
+    ``missing`` (so it appearing later counts as a change)."""
+    out: dict[str, str] = {}
+    todo = [ALIASES.get(r, r) for r in roots]
+    for dep in deps:
+        if "/" in dep or os.sep in dep:
+            out[dep.replace(os.sep, "/")] = _file_digest(dep)
+        else:
+            todo.append(dep)
+    seen: set[str] = set()
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        mod = _module(name)
+        if mod is None:
+            out[_key_of(name, None)] = "missing"
+            continue
+        out[mod.key] = mod.digest
+        todo += [ALIASES.get(i, i) for i in mod.imports if followed(i)]
+    return dict(sorted(out.items()))
+
+
+def source_imports(text: str, name: str, is_pkg: bool = False) -> list[str]:
+    """Followed curator modules imported by source ``text`` of module ``name``."""
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return []
+    return [m for m in _scan(tree, name, is_pkg)[0] if followed(m)]
+
+
+# -- one module --------------------------------------------------------------------------------
+
+
+def _module(name: str) -> _Module | None:
+    path = _path_of(name)
+    if path is None:
+        return None
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    stamp = (st.st_size, st.st_mtime_ns)
+    hit = _CACHE.get(name)
+    if hit is not None and hit.stamp == stamp:
+        return hit
+    try:
+        with open(path, "rb") as f:
+            raw = f.read()
+    except OSError:
+        return None
+    is_pkg = os.path.basename(path) == "__init__.py"
+    try:
+        text = raw.decode("utf-8")
+        tree = ast.parse(text)
+    except (UnicodeDecodeError, SyntaxError, ValueError):
+        mod = _Module(_key_of(name, path), _hash(raw), (), stamp)
+    else:
+        imports, doc_lines = _scan(tree, name, is_pkg)
+        mod = _Module(_key_of(name, path), _hash(_normalized(text, doc_lines).encode()),
+                      tuple(imports), stamp)
+    _CACHE[name] = mod
+    return mod
+
+
+def _path_of(name: str) -> str | None:
+    """The source file of module ``name``: curator's own found under :data:`ROOT` (nothing is
+    imported), others through ``importlib`` (which imports their parent packages)."""
+    if name == "curator" or name.startswith("curator."):
+        base = os.path.join(ROOT, *name.split(".")[1:])
+        for p in (base + ".py", os.path.join(base, "__init__.py")):
+            if os.path.isfile(p):
+                return p
+        return None
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        return None
+    origin = getattr(spec, "origin", None)
+    return origin if origin and origin.endswith(".py") and os.path.isfile(origin) else None
+
+
+def _key_of(name: str, path: str | None) -> str:
+    """``curator/filters/rules.py``: a module named by its place in its package, never by
+    where the package is installed."""
+    tail = "/__init__.py" if path and os.path.basename(path) == "__init__.py" else ".py"
+    return name.replace(".", "/") + tail
+
+
+def _file_digest(rel: str) -> str:
+    """A declared data file, relative to the folder holding the ``curator`` package."""
+    path = os.path.join(os.path.dirname(ROOT), rel)
+    h = hashlib.sha256()
+    try:
+        with open(path, "rb") as f:
+            while block := f.read(1 << 20):
+                h.update(block)
+    except OSError:
+        return "missing"
+    return h.hexdigest()[:16]
+
+
+def _hash(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()[:16]
+
+
+def _scan(tree: ast.Module, name: str, is_pkg: bool) -> tuple[list[str], list[int]]:
+    """Curator modules imported anywhere in ``tree`` (inside functions too; not under ``if
+    TYPE_CHECKING:``), and the lines of statements that are only a string literal
+    (docstrings). ``from a import b`` counts as ``a.b`` when that is a module, else as ``a``.
+    Only statements are visited: an import is one, and skipping expressions keeps it cheap."""
+    package = name if is_pkg else name.rpartition(".")[0]
+    out: list[str] = []
+    doc_lines: list[int] = []
+    bodies: list[list[ast.stmt]] = [tree.body]
+    while bodies:
+        body = bodies.pop()
+        for k, node in enumerate(body):
+            if isinstance(node, ast.Import):
+                out += [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = _absolute(node.module, node.level, package)
+                for a in node.names if base else ():
+                    sub = f"{base}.{a.name}"
+                    out.append(sub if a.name != "*" and _path_of_curator(sub) else base)
+            elif (isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
+                  and isinstance(node.value.value, str)
+                  and _alone(node, body[k - 1] if k else None,
+                             body[k + 1] if k + 1 < len(body) else None)):
+                doc_lines += range(node.lineno, (node.end_lineno or node.lineno) + 1)
+            if isinstance(node, ast.If) and _is_type_checking(node.test):
+                bodies.append(node.orelse)
+                continue
+            for field in ("body", "orelse", "finalbody", "handlers", "cases"):
+                sub = getattr(node, field, None)
+                if isinstance(sub, list) and sub:
+                    if field in ("handlers", "cases"):  # except / case clauses hold bodies
+                        bodies += [h.body for h in sub]
+                    elif isinstance(sub[0], ast.stmt):
+                        bodies.append(sub)
+    mods = [m for m in dict.fromkeys(out) if m == "curator" or m.startswith("curator.")]
+    return mods, doc_lines
+
+
+def _alone(node: ast.stmt, before: ast.stmt | None, after: ast.stmt | None) -> bool:
+    """Whether ``node`` shares no line with the statements beside it (``"doc"; x = 1``)."""
+    return (before is None or (before.end_lineno or before.lineno) < node.lineno) and (
+        after is None or after.lineno > (node.end_lineno or node.lineno))
+
+
+def _path_of_curator(name: str) -> bool:
+    return name.startswith("curator.") and _path_of(name) is not None
+
+
+def _absolute(module: str | None, level: int, package: str) -> str | None:
+    if not level:
+        return module
+    parts = package.split(".") if package else []
+    if level - 1 > len(parts):
+        return None
+    base = ".".join(parts[:len(parts) - (level - 1)])
+    return f"{base}.{module}" if module and base else (module or base or None)
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
+# -- what counts as a change -------------------------------------------------------------------
+
+
+#: A string literal (kept as it is) or a comment (dropped), whichever starts first.
+_STRING_OR_COMMENT = re.compile(
+    r'''("""(?:\\.|[^\\])*?"""|\'\'\'(?:\\.|[^\\])*?\'\'\'|"(?:\\.|[^"\\\n])*"|'(?:\\.|[^'\\\n])*')'''
+    r"|#[^\n]*")
+
+
+def _normalized(text: str, doc_lines: Iterable[int]) -> str:
+    """``text`` without comments, docstrings (``doc_lines``: statements that are only a string
+    literal), blank lines and trailing spaces: the same code whatever its comments say.
+    Formatting inside a line still counts."""
+    lines = text.split("\n")
+    for i in doc_lines:
+        if 0 < i <= len(lines):
+            lines[i - 1] = ""
+    code = _STRING_OR_COMMENT.sub(lambda m: m.group(1) or "", "\n".join(lines))
+    kept = (ln.rstrip() for ln in code.split("\n"))
+    return "\n".join(ln for ln in kept if ln)

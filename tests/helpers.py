@@ -58,3 +58,22 @@ def stop_process_groups(procs: list[subprocess.Popen], grace: float = 30) -> Non
         except subprocess.TimeoutExpired:
             os.killpg(p.pid, signal.SIGKILL)
             p.wait()
+
+
+def stage_error(kind: str, params: dict) -> str:
+    """The one-line error a pipeline with stage ``kind: params`` gets at validation (after a
+    ``read_jsonl`` source unless ``kind`` is a source), as ``curator validate`` prints it:
+    ``p.yaml:5: stages[1].<kind>.<key>: ...``. Fails the test when the pipeline is valid."""
+    import json
+
+    from curator.core import pipeline as pl
+    from curator.core.errors import ConfigError
+    from curator.core.registry import resolve
+
+    stages = [] if resolve(kind).kind == "source" else [{"read_jsonl": {"paths": "x.jsonl"}}]
+    text = json.dumps({"name": "t", "work_dir": "w", "stages": [*stages, {kind: params}]})
+    try:
+        pl.loads(text, "p.yaml")
+    except ConfigError as e:
+        return str(e)
+    raise AssertionError(f"{kind}: {params} was accepted")

@@ -13,6 +13,7 @@ from curator.classifiers.quality import holdout_unit, hq_scores, load_model, nor
 from curator.core.context import ShardContext
 from curator.core.document import Document
 from curator.core.errors import ConfigError
+from curator.core.params import PositiveFloat, PositiveInt, Ratio, StageParams
 from curator.core.stage import BatchStage, FilePath
 
 
@@ -22,17 +23,29 @@ class QualityFilter(BatchStage):
 
     name = "quality_filter"
 
-    def __init__(self, model_path: FilePath | None = None,
-                 mode: Literal["threshold", "pareto"] = "threshold", threshold: float = 0.5,
-                 alpha: float = 9.0, seed: int = 0, max_chars: int = 20_000,
-                 label_only: bool = False, batch_size: int = 1024) -> None:
-        if model_path and "://" not in model_path and not os.path.isfile(model_path):
-            raise ConfigError(f"quality_filter.model_path: '{model_path}' not found")
-        if alpha <= 0:
-            raise ConfigError("quality_filter.alpha must be > 0")
-        self.model_path = os.path.abspath(model_path) if model_path else None
-        self.mode, self.threshold, self.alpha, self.seed = mode, threshold, alpha, seed
-        self.max_chars, self.label_only, self.batch_size = max_chars, label_only, batch_size
+    class Params(StageParams):
+        model_path: FilePath | None = None
+        """A fastText quality model; null: the upstream ``quality_model`` artifact."""
+        mode: Literal["threshold", "pareto"] = "threshold"
+        """``threshold``: keep if score >= ``threshold``; ``pareto``: seeded Pareto sampling."""
+        threshold: Ratio = 0.5
+        """Smallest P(high quality) kept by ``mode: threshold``."""
+        alpha: PositiveFloat = 9.0
+        """Pareto shape of ``mode: pareto``: P(keep) = (2 - score)^-alpha."""
+        seed: int = 0
+        """Seed of the Pareto draw, a function of (seed, document id)."""
+        max_chars: PositiveInt = 20_000
+        """Characters of each document scored."""
+        label_only: bool = False
+        """Only write ``meta.quality_score``, never reject."""
+        batch_size: PositiveInt = 1024
+        """Documents per model call."""
+
+    def setup(self) -> None:
+        path = self.model_path
+        if path and "://" not in path and not os.path.isfile(path):
+            raise ConfigError(f"quality_filter.model_path: '{path}' not found")
+        self.model_path = os.path.abspath(path) if path else None
 
     def keep_mask(self, scores: np.ndarray, ids: list[str]) -> np.ndarray:
         if self.mode == "threshold":

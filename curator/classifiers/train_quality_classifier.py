@@ -4,7 +4,9 @@ text); its phases call the fastText helpers of :mod:`curator.classifiers.quality
 from __future__ import annotations
 
 import os
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
+
+from pydantic import Field
 
 from curator.classifiers.quality import (
     DEFAULT_BUCKET,
@@ -19,7 +21,13 @@ from curator.classifiers.quality import (
 )
 from curator.core.context import GlobalContext
 from curator.core.document import Document
-from curator.core.errors import ConfigError
+from curator.core.params import (
+    NonNegInt,
+    PositiveFloat,
+    PositiveInt,
+    Ratio,
+    StageParams,
+)
 from curator.core.stage import GlobalStage, Shard
 from curator.storage.atomic import atomic_open
 from curator.storage.shards import read_shard
@@ -32,31 +40,46 @@ class TrainQualityClassifier(GlobalStage):
 
     name = "train_quality_classifier"
 
-    def __init__(self, positive_sources: list[str], negative_sources: list[str] | None = None,
-                 holdout: float = 0.1, max_docs_per_label: int = 200_000, balance: bool = True,
-                 min_words: int = 5, max_chars: int = 20_000, epoch: int = 5,
-                 lr: float = 0.5, dim: int = DEFAULT_DIM, word_ngrams: int = 2,
-                 min_count: int = 1, bucket: int = DEFAULT_BUCKET, quantize: bool = False,
-                 seed: int = 0, output: Literal["negatives", "all"] = "negatives",
-                 min_auc: float = MIN_AUC) -> None:
-        if not positive_sources:
-            raise ConfigError("train_quality_classifier.positive_sources: name at least one "
-                              "source (a read stage's id or 'source' parameter)")
-        if not 0.0 <= holdout < 1.0:
-            raise ConfigError("train_quality_classifier.holdout must be in [0, 1)")
-        self.positive_sources = frozenset(positive_sources)
-        self.negative_sources = frozenset(negative_sources) if negative_sources else None
-        self.holdout, self.max_docs_per_label, self.balance = holdout, max_docs_per_label, balance
-        self.min_words, self.max_chars = min_words, max_chars
-        self.epoch, self.lr, self.dim = epoch, lr, dim
-        self.word_ngrams, self.min_count, self.seed = word_ngrams, min_count, seed
-        if bucket < 1 or dim < 1:
-            raise ConfigError("train_quality_classifier: bucket and dim must be positive")
-        self.bucket, self.quantize = bucket, quantize
-        self.output = output
-        if not 0.0 <= min_auc <= 1.0:
-            raise ConfigError("train_quality_classifier.min_auc must be in [0, 1]")
-        self.min_auc = min_auc
+    class Params(StageParams):
+        positive_sources: Annotated[list[str], Field(min_length=1)]
+        """Source names of the high-quality reference (a read stage's id or ``source``)."""
+        negative_sources: list[str] | None = None
+        """Source names of the other label; null: every other source."""
+        holdout: Annotated[float, Field(ge=0, lt=1)] = 0.1
+        """Held-out share of the documents (by a hash of the id), for the metrics."""
+        max_docs_per_label: PositiveInt = 200_000
+        """Training documents per label at most."""
+        balance: bool = True
+        """Down-sample the larger label to the size of the smaller."""
+        min_words: NonNegInt = 5
+        """Documents with fewer words are skipped."""
+        max_chars: PositiveInt = 20_000
+        """Characters of each document used."""
+        epoch: PositiveInt = 5
+        """fastText training epochs."""
+        lr: PositiveFloat = 0.5
+        """fastText learning rate."""
+        dim: PositiveInt = DEFAULT_DIM
+        """fastText vector size."""
+        word_ngrams: PositiveInt = 2
+        """fastText word n-gram length (>= 2 also avoids "Encountered NaN" on small data)."""
+        min_count: PositiveInt = 1
+        """fastText: words seen fewer times are ignored."""
+        bucket: PositiveInt = DEFAULT_BUCKET
+        """fastText hash rows for word n-grams (its own 2,000,000 makes ~512 MB models)."""
+        quantize: bool = False
+        """Product-quantize the model (``.ftz``, ~5x smaller) at ~10x the training time."""
+        seed: int = 0
+        """Seed of the holdout split, the balancing sample and training."""
+        output: Literal["negatives", "all"] = "negatives"
+        """Pass on only the shards without positive documents (the crawl), or all."""
+        min_auc: Ratio = MIN_AUC
+        """Stop when the held-out ROC AUC is below this (0.5 = chance; 0 accepts any model)."""
+
+    def setup(self) -> None:
+        self.positive_sources = frozenset(self.positive_sources)
+        self.negative_sources = frozenset(self.negative_sources) \
+            if self.negative_sources else None
 
     def label(self, doc: Document) -> str | None:
         src = doc.meta.get("source")

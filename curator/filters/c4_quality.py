@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import Field
 
 from curator.core.context import ShardContext
 from curator.core.document import Document
+from curator.core.params import NonNegInt, StageParams
 from curator.core.stage import ShardStage
 from curator.text.sentences import split_sentences
 
@@ -26,23 +29,29 @@ class C4Quality(ShardStage):
 
     name = "c4_quality"
 
-    def __init__(self, split_paragraph: bool = True, remove_citations: bool = True,
-                 filter_no_terminal_punct: bool = True, min_num_sentences: int = 5,
-                 min_words_per_line: int = 3, max_word_length: int = 1000,
-                 filter_lorem_ipsum: bool = True, filter_javascript: bool = True,
-                 filter_curly_bracket: bool = True, filter_policy: bool = True,
-                 language: str = "en") -> None:
-        self.split_paragraph = split_paragraph
-        self.remove_citations = remove_citations
-        self.filter_no_terminal_punct = filter_no_terminal_punct
-        self.min_num_sentences = min_num_sentences
-        self.min_words_per_line = min_words_per_line
-        self.max_word_length = max_word_length
-        self.filter_lorem_ipsum = filter_lorem_ipsum
-        self.filter_javascript = filter_javascript
-        self.filter_curly_bracket = filter_curly_bracket
-        self.filter_policy = filter_policy
-        self.language = language
+    class Params(StageParams):
+        split_paragraph: bool = True
+        """Judge lines; false: judge sentences (split with ``language``'s rules)."""
+        remove_citations: bool = True
+        """Remove Wikipedia-style ``[1]``, ``[edit]``, ``[citation needed]`` marks."""
+        filter_no_terminal_punct: bool = True
+        """Drop lines not ending in terminal punctuation (FineWeb sets false)."""
+        min_num_sentences: Annotated[int, Field(ge=-1)] = 5
+        """Fewest sentences left in a kept page; -1 disables."""
+        min_words_per_line: NonNegInt = 3
+        """Lines with fewer words are dropped."""
+        max_word_length: Annotated[int, Field(ge=-1)] = 1000
+        """Lines with a longer word (characters) are dropped; -1 disables."""
+        filter_lorem_ipsum: bool = True
+        """Drop pages containing 'lorem ipsum'."""
+        filter_javascript: bool = True
+        """Drop lines mentioning 'javascript'."""
+        filter_curly_bracket: bool = True
+        """Drop pages containing a curly bracket."""
+        filter_policy: bool = True
+        """Drop lines with a policy notice (terms of use, cookies...)."""
+        language: str = "en"
+        """Language of the sentence splitter."""
 
     def clean(self, text: str, count: Any = None) -> tuple[str | None, str]:
         """(kept text or None, reason). ``count(name)`` receives line-removal counters."""

@@ -25,15 +25,17 @@ import sys
 from collections import Counter
 from collections.abc import Iterator
 from operator import methodcaller
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import numpy as np
 import orjson
 import xxhash
+from pydantic import Field
 
 from curator.core.context import GlobalContext, ShardContext
 from curator.core.document import Document
 from curator.core.errors import ConfigError, InputError
+from curator.core.params import NonNegInt, PositiveInt, StageParams
 from curator.core.stage import FilePath, GlobalStage, Shard
 from curator.storage.atomic import atomic_open, open_compressed_read
 from curator.storage.encoding import utf8_stream
@@ -291,36 +293,46 @@ class _Process:
                 yield Document(doc.id, "\n\n".join(kept), meta)
 
 
+#: A task's name (a key of ``tasks``; used in counters and file names).
+TaskName = Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]+$")]
+
+
 class Decontaminate(GlobalStage):
     """Remove or cut out n-gram overlaps (13-grams) with evaluation sets given as local files;
     reports matches per task."""
 
     name = "decontaminate"
 
-    def __init__(self, tasks: dict[str, FilePath | list[FilePath]], fields: list[str] | None = None,
-                 n: int = 13, min_ngram_words: int = 8, max_matches: int = 10,
-                 mode: Literal["cut", "drop"] = "cut", cut_chars: int = 200,
-                 min_fragment_chars: int = 200, max_splits: int = 10,
-                 split_documents: bool = False) -> None:
-        if not tasks:
-            raise ConfigError("decontaminate.tasks: give at least one task: {name: path(s)}")
-        for t in tasks:
-            if not re.fullmatch(r"[A-Za-z0-9_.-]+", t):
-                raise ConfigError(f"decontaminate.tasks: task name '{t}' may only contain "
-                                  "letters, digits, '_', '.', '-'")
-        if n < 1 or min_ngram_words < 1:
-            raise ConfigError("decontaminate: n and min_ngram_words must be >= 1")
-        self.tasks = {k: [v] if isinstance(v, str) else list(v) for k, v in tasks.items()}
+    class Params(StageParams):
+        tasks: Annotated[dict[TaskName, FilePath | list[FilePath]], Field(min_length=1)]
+        """``{task name: path, glob or list}``: JSONL or text files (one text per line)."""
+        fields: list[str] | None = None
+        """JSONL fields to use (``[question]``); null: every string (or list of strings) field."""
+        n: PositiveInt = 13
+        """n-gram size in words."""
+        min_ngram_words: PositiveInt = 8
+        """Evaluation texts with fewer words are ignored (at most ``n``)."""
+        max_matches: NonNegInt = 10
+        """n-grams found in more documents than this are ignored (too common)."""
+        mode: Literal["cut", "drop"] = "cut"
+        """``cut`` the matches out of documents, or ``drop`` contaminated documents."""
+        cut_chars: NonNegInt = 200
+        """Characters removed on each side of a match."""
+        min_fragment_chars: NonNegInt = 200
+        """Fragments left by a cut shorter than this (characters) are dropped."""
+        max_splits: NonNegInt = 10
+        """A document split more often is removed."""
+        split_documents: bool = False
+        """Emit each fragment as its own document ``<id>#<k>`` (``meta.parent_id``)."""
+
+    def setup(self) -> None:
+        self.tasks = {k: [v] if isinstance(v, str) else list(v) for k, v in self.tasks.items()}
         for t, paths in self.tasks.items():
             for p in paths:  # fail at validation, not after the upstream stages ran
                 local = "://" not in p and not any(ch in p for ch in "*?[")
                 if local and not os.path.exists(p):
                     raise ConfigError(f"decontaminate.tasks.{t}: file not found: {p}")
-        self.fields = fields
-        self.n, self.min_ngram_words = n, min(min_ngram_words, n)
-        self.max_matches, self.mode = max_matches, mode
-        self.cut_chars, self.min_fragment_chars = cut_chars, min_fragment_chars
-        self.max_splits, self.split_documents = max_splits, split_documents
+        self.min_ngram_words = min(self.min_ngram_words, self.n)
 
     def run(self, shards: list[Shard], ctx: GlobalContext) -> list[Shard]:
         items = [(t, expand_paths(p, what=f"decontaminate.tasks.{t}"))

@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from typing import Literal
+from typing import Literal, Self
+
+from pydantic import model_validator
 
 from curator.core.context import ShardContext
 from curator.core.document import Document
+from curator.core.params import PositiveInt, StageParams
 from curator.core.stage import ShardStage
 
 
@@ -41,32 +44,61 @@ class FixUnicode(ShardStage):
 
     name = "fix_unicode"
 
-    def __init__(self, fix_encoding: bool = True, unescape_html: bool | Literal["auto"] = "auto",
-                 remove_terminal_escapes: bool = True, restore_byte_a0: bool = True,
-                 replace_lossy_sequences: bool = True, decode_inconsistent_utf8: bool = True,
-                 fix_c1_controls: bool = True, fix_latin_ligatures: bool = True,
-                 fix_character_width: bool | Literal["non_cjk"] = "non_cjk",
-                 uncurl_quotes: bool = False,
-                 fix_line_breaks: bool = True, fix_surrogates: bool = True,
-                 remove_control_chars: bool = True,
-                 normalization: Literal["NFC", "NFKC", "NFD", "NFKD"] | None = "NFC",
-                 max_decode_length: int = 1_000_000) -> None:
-        if normalization in ("NFKC", "NFKD") and fix_character_width == "non_cjk":
-            # NFKC/NFKD themselves fold full-width forms; say so rather than half-promise.
-            raise ValueError(f"normalization {normalization} folds full-width CJK punctuation "
-                             "to ASCII in every document; set fix_character_width: true to "
-                             "accept that, or use NFC")
-        self.width = fix_character_width
+    class Params(StageParams):
+        fix_encoding: bool = True
+        """Undo mojibake (``doesnâ€™t`` -> ``doesn’t``)."""
+        unescape_html: bool | Literal["auto"] = "auto"
+        """Decode HTML entities; ``auto``: only when the text has no ``<``."""
+        remove_terminal_escapes: bool = True
+        """Remove ANSI terminal escape sequences."""
+        restore_byte_a0: bool = True
+        """Read a mojibake space before a quote as U+00A0 (ftfy)."""
+        replace_lossy_sequences: bool = True
+        """Replace undecodable mojibake remnants with U+FFFD (ftfy)."""
+        decode_inconsistent_utf8: bool = True
+        """Fix UTF-8 mojibake mixed into otherwise correct text (ftfy)."""
+        fix_c1_controls: bool = True
+        """Read C1 control characters as Windows-1252 (ftfy)."""
+        fix_latin_ligatures: bool = True
+        """``ﬁ`` -> ``fi``."""
+        fix_character_width: bool | Literal["non_cjk"] = "non_cjk"
+        """Full-width Latin -> ASCII; ``non_cjk``: only in documents without CJK characters."""
+        uncurl_quotes: bool = False
+        """Straighten curly quotes (kept by default, unlike ftfy)."""
+        fix_line_breaks: bool = True
+        """``\\r\\n`` and other line breaks -> ``\\n``."""
+        fix_surrogates: bool = True
+        """Join UTF-16 surrogate pairs; replace lone surrogates."""
+        remove_control_chars: bool = True
+        """Remove control characters other than tab and newline."""
+        normalization: Literal["NFC", "NFKC", "NFD", "NFKD"] | None = "NFC"
+        """Unicode normalization form; null: none."""
+        max_decode_length: PositiveInt = 1_000_000
+        """Longest text segment (characters) ftfy decodes at once."""
+
+        @model_validator(mode="after")
+        def _nfkc_folds_width(self) -> Self:
+            if self.normalization in ("NFKC", "NFKD") and self.fix_character_width == "non_cjk":
+                # NFKC/NFKD themselves fold full-width forms; say so rather than half-promise.
+                raise ValueError(f"normalization {self.normalization} folds full-width CJK "
+                                 "punctuation to ASCII in every document; set "
+                                 "fix_character_width: true to accept that, or use NFC")
+            return self
+
+    def setup(self) -> None:
+        self.width = self.fix_character_width
         self.options = dict(
-            fix_encoding=fix_encoding, unescape_html=unescape_html,
-            remove_terminal_escapes=remove_terminal_escapes, restore_byte_a0=restore_byte_a0,
-            replace_lossy_sequences=replace_lossy_sequences,
-            decode_inconsistent_utf8=decode_inconsistent_utf8, fix_c1_controls=fix_c1_controls,
-            fix_latin_ligatures=fix_latin_ligatures,
-            fix_character_width=fix_character_width is not False,
-            uncurl_quotes=uncurl_quotes, fix_line_breaks=fix_line_breaks,
-            fix_surrogates=fix_surrogates, remove_control_chars=remove_control_chars,
-            normalization=normalization, max_decode_length=max_decode_length,
+            fix_encoding=self.fix_encoding, unescape_html=self.unescape_html,
+            remove_terminal_escapes=self.remove_terminal_escapes,
+            restore_byte_a0=self.restore_byte_a0,
+            replace_lossy_sequences=self.replace_lossy_sequences,
+            decode_inconsistent_utf8=self.decode_inconsistent_utf8,
+            fix_c1_controls=self.fix_c1_controls,
+            fix_latin_ligatures=self.fix_latin_ligatures,
+            fix_character_width=self.fix_character_width is not False,
+            uncurl_quotes=self.uncurl_quotes, fix_line_breaks=self.fix_line_breaks,
+            fix_surrogates=self.fix_surrogates, remove_control_chars=self.remove_control_chars,
+            normalization=self.normalization, max_decode_length=self.max_decode_length,
         )
 
     def process(self, docs: Iterator[Document], ctx: ShardContext) -> Iterator[Document]:

@@ -13,6 +13,7 @@ from typing import Any
 from curator.core.context import ShardContext
 from curator.core.document import Document
 from curator.core.errors import ConfigError
+from curator.core.params import PositiveInt, Ratio, StageParams
 from curator.core.stage import BatchStage, FilePath
 
 DEFAULT_MODEL = os.path.join(os.path.dirname(__file__), "models", "lid.176.ftz")
@@ -63,17 +64,25 @@ class LanguageId(BatchStage):
 
     name = "language_id"
 
-    def __init__(self, languages: list[str] | None = None, min_score: float = 0.65,
-                 model_path: FilePath | None = None, label_only: bool = False,
-                 batch_size: int = 1024) -> None:
-        self.languages = frozenset(languages) if languages else None
-        self.min_score = min_score
-        self.model_path = os.path.abspath(model_path) if model_path else DEFAULT_MODEL
+    class Params(StageParams):
+        languages: list[str] | None = None
+        """ISO codes to keep (``[en, de]``); null keeps every language."""
+        min_score: Ratio = 0.65
+        """Smallest probability of the top language kept."""
+        model_path: FilePath | None = None
+        """Another fastText LID model (e.g. ``lid.176.bin``); null: the bundled lid.176.ftz."""
+        label_only: bool = False
+        """Only write ``meta.language``/``language_score``, never reject."""
+        batch_size: PositiveInt = 1024
+        """Documents per model call."""
+
+    def setup(self) -> None:
+        self.languages = frozenset(self.languages) if self.languages else None
+        self.model_path = os.path.abspath(self.model_path) if self.model_path \
+            else DEFAULT_MODEL
         if "://" not in self.model_path and not os.path.isfile(self.model_path):
             raise ConfigError(f"language_id.model_path: model file '{self.model_path}' not "
                               "found (omit model_path to use the bundled lid.176.ftz)")
-        self.label_only = label_only
-        self.batch_size = batch_size
 
     def process_batch(self, docs: list[Document], ctx: ShardContext) -> Iterable[Document]:
         langs, scores = predict_languages([d.text for d in docs], self.model_path)

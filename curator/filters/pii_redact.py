@@ -52,6 +52,7 @@ from typing import Any, Literal
 from curator.core.context import ShardContext
 from curator.core.document import Document
 from curator.core.errors import ConfigError
+from curator.core.params import Ratio, StageParams
 from curator.core.stage import ShardStage
 
 Kind = Literal["email", "ipv4", "ipv6", "phone", "credit_card", "iban"]
@@ -502,18 +503,27 @@ class PiiRedact(ShardStage):
     name = "pii_redact"
     version = 2  # glued e-mails, full-width digits, citations and MACs; stdnum checks
 
-    def __init__(self, kinds: list[Kind] = list(KINDS),  # noqa: B006
-                 tokens: dict[str, str] = {},  # noqa: B006
-                 public_ips_only: bool = True,
-                 phone_validation: Literal["regex", "phonenumbers"] = "regex",
-                 phone_regions: list[str] = ["US"],  # noqa: B006
-                 backend: Literal["regex", "presidio"] = "regex",
-                 min_score: float = 0.5,
-                 meta_field: str | None = "pii") -> None:
-        self.kinds, self.tokens = list(kinds), dict(tokens)
-        self.public_ips_only = public_ips_only
-        self.phone_validation, self.phone_regions = phone_validation, list(phone_regions)
-        self.backend, self.min_score, self.meta_field = backend, min_score, meta_field
+    class Params(StageParams):
+        kinds: list[Kind] = list(KINDS)
+        """Which kinds to redact (default: all six)."""
+        tokens: dict[str, str] = {}
+        """Replacement per kind, for those you change (``{email: "[email]"}``)."""
+        public_ips_only: bool = True
+        """Keep private, loopback, link-local, documentation and reserved addresses."""
+        phone_validation: Literal["regex", "phonenumbers"] = "regex"
+        """``phonenumbers``: keep only numbers libphonenumber calls valid (``pii`` extra)."""
+        phone_regions: list[str] = ["US"]
+        """Regions tried for numbers without ``+`` when validating with ``phonenumbers``."""
+        backend: Literal["regex", "presidio"] = "regex"
+        """``presidio``: Microsoft Presidio's pattern recognizers instead."""
+        min_score: Ratio = 0.5
+        """Presidio only: lowest recognizer score kept."""
+        meta_field: str | None = "pii"
+        """Meta key of the per-document counts per kind; null: none written."""
+
+    def setup(self) -> None:
+        self.kinds, self.tokens = list(self.kinds), dict(self.tokens)
+        self.phone_regions = list(self.phone_regions)
         self._cache_redactor = self._make()  # validates the parameters now, before any run
 
     def _make(self) -> PiiRedactor | PresidioRedactor:

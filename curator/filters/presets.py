@@ -7,8 +7,11 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Literal
 
+from pydantic import ValidationError
+
 from curator.core.document import Document
 from curator.core.errors import ConfigError
+from curator.core.params import StageParams
 from curator.core.stage import Filter
 from curator.filters.features import DocFeatures
 from curator.filters.rules import HeuristicRule
@@ -44,28 +47,38 @@ class HeuristicPreset(Filter):
     #: The preset's rules, in the order they are tried (the first that fails is the reason).
     spec: ClassVar[list[RuleSpec]] = []
 
-    def __init__(self, disable: list[str] = [],  # noqa: B006
-                 overrides: dict[str, dict[str, Any]] = {},  # noqa: B006
-                 annotate: bool = False,
-                 mode: Literal["filter", "annotate"] = "filter") -> None:
+    class Params(StageParams):
+        disable: list[str] = []
+        """Rules to skip, by key (``word_count``...)."""
+        overrides: dict[str, dict[str, Any]] = {}
+        """Per-rule parameters by key, e.g. ``{word_count: {min_words: 100}}``."""
+        annotate: bool = False
+        """Also write every rule's value to ``meta.signals`` (still filtering)."""
+        mode: Literal["filter", "annotate"] = "filter"
+        """``annotate``: write signals and failed rules to meta and remove nothing."""
+
+    def setup(self) -> None:
         keys = [k for k, _, _ in self.spec]
-        for k in [*disable, *overrides]:
+        for k in [*self.disable, *self.overrides]:
             if k not in keys:
                 raise ConfigError(f"{self.name}: unknown rule '{k}' (rules: {', '.join(keys)})")
         # mode annotate (RedPajama-V2 style): every rule's value goes to meta["signals"], the
         # rules a document fails to meta["failed_rules"], and nothing is removed; a later
         # `select` stage filters on them
-        self.mode = mode
-        self.annotate = annotate or mode == "annotate"
+        self.annotate = self.annotate or self.mode == "annotate"
         self.rules: list[tuple[str, HeuristicRule]] = []
         for key, rule, params in self.spec:
-            if key in disable:
+            if key in self.disable:
                 continue
-            kw = {**params, **overrides.get(key, {})}
+            kw = {**params, **self.overrides.get(key, {})}
             try:
                 self.rules.append((f"{self.name}:{key}", rule(**kw)))
-            except TypeError as e:
-                raise ConfigError(f"{self.name}: overrides.{key}: {e}") from None
+            except ValidationError as e:
+                err = e.errors()[0]
+                where = ".".join(map(str, err["loc"]))
+                msg = "unknown key" if err["type"] == "extra_forbidden" else err["msg"]
+                raise ConfigError(f"{self.name}.overrides.{key}"
+                                  f"{'.' + where if where else ''}: {msg}") from None
 
     def check(self, doc: Document) -> str | None:
         if not doc.text.strip():

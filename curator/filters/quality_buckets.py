@@ -22,14 +22,15 @@ import functools
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Annotated, Any, Literal, Self
 
 import numpy as np
 import xxhash
+from pydantic import Field, model_validator
 
 from curator.core.context import GlobalContext, ShardContext
 from curator.core.document import Document, meta_value
-from curator.core.errors import ConfigError
+from curator.core.params import PositiveInt, StageParams
 from curator.core.stage import GlobalStage, Shard
 from curator.storage.shards import read_shard
 
@@ -170,28 +171,41 @@ class QualityBuckets(GlobalStage):
 
     name = "quality_buckets"
 
-    def __init__(self, scores: list[str] = ["quality_score"],  # noqa: B006
-                 invert: list[str] = [],  # noqa: B006
-                 weights: dict[str, float] = {},  # noqa: B006
-                 combine: Literal["max", "mean"] = "max",
-                 resolution: int = 20, buckets: int = 5,
-                 field: str = "quality_bucket",
-                 missing: Literal["lowest", "drop"] = "lowest",
-                 sample_per_shard: int = 100_000, seed: int = 0) -> None:
-        if not scores:
-            raise ConfigError("quality_buckets.scores: name at least one meta key")
-        unknown = sorted((set(invert) | set(weights)) - set(scores))
-        if unknown:
-            raise ConfigError(f"quality_buckets: {unknown} in invert/weights are not in scores")
-        if not 2 <= resolution <= 1000 or not 1 <= buckets <= resolution:
-            raise ConfigError("quality_buckets: need 2 <= resolution <= 1000 and "
-                              "1 <= buckets <= resolution")
-        if sample_per_shard < 1:
-            raise ConfigError("quality_buckets.sample_per_shard must be >= 1")
-        self.scores, self.invert, self.weights = list(scores), set(invert), dict(weights)
-        self.combine, self.resolution, self.buckets = combine, resolution, buckets
-        self.field, self.missing = field, missing
-        self.sample_per_shard, self.seed = sample_per_shard, seed
+    class Params(StageParams):
+        scores: Annotated[list[str], Field(min_length=1)] = ["quality_score"]
+        """Meta keys of the scores combined (dotted paths reach nested keys)."""
+        invert: list[str] = []
+        """Scores where lower is better (e.g. a duplicate ratio)."""
+        weights: dict[str, float] = {}
+        """Per-score weights for ``combine: mean`` (default 1)."""
+        combine: Literal["max", "mean"] = "max"
+        """How the scores' integer levels are combined."""
+        resolution: Annotated[int, Field(ge=2, le=1000)] = 20
+        """Integer score range (Nemotron-CC: 0..19)."""
+        buckets: PositiveInt = 5
+        """Quality levels (at most ``resolution``): level = combined * buckets // resolution."""
+        field: str = "quality_bucket"
+        """Meta key written (and ``<field>_score``)."""
+        missing: Literal["lowest", "drop"] = "lowest"
+        """A document with none of the scores: level 0 (``lowest``) or rejected (``drop``)."""
+        sample_per_shard: PositiveInt = 100_000
+        """Values per shard sampled for the corpus-wide percentiles."""
+        seed: int = 0
+        """Seed of that sample."""
+
+        @model_validator(mode="after")
+        def _consistent(self) -> Self:
+            unknown = sorted((set(self.invert) | set(self.weights)) - set(self.scores))
+            if unknown:
+                raise ValueError(f"invert/weights: {unknown} are not in scores")
+            if self.buckets > self.resolution:
+                raise ValueError(f"buckets ({self.buckets}) must be <= resolution "
+                                 f"({self.resolution})")
+            return self
+
+    def setup(self) -> None:
+        self.scores, self.invert = list(self.scores), set(self.invert)
+        self.weights = dict(self.weights)
 
     def run(self, shards: list[Shard], ctx: GlobalContext) -> list[Shard]:
         keys = tuple(self.scores)

@@ -23,11 +23,14 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from operator import itemgetter, methodcaller
-from typing import Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal, Self
+
+from pydantic import Field, model_validator
 
 from curator.core.context import ShardContext
 from curator.core.document import Document
 from curator.core.errors import ConfigError
+from curator.core.params import NonNegInt, PositiveInt, Ratio, StageParams
 from curator.core.stage import FilePath, Filter
 from curator.filters.features import DocFeatures
 from curator.text.words import has_no_space_script, split_words
@@ -45,6 +48,9 @@ _ALNUM = re.compile(r"[^\W_]+")
 _DIGIT = re.compile(r"\d+")
 _SPACE = re.compile(r"\s+")
 _PAREN = re.compile(r"[()\[\]]+")
+
+#: A number >= 0 (a count per word, a length in characters).
+NonNegFloat = Annotated[float, Field(ge=0)]
 
 
 class HeuristicRule(Filter):
@@ -75,8 +81,8 @@ class HeuristicRule(Filter):
 
 class MaxRatioRule(HeuristicRule):
     """A rule that keeps a document while its measure is at most ``max_ratio``. Subclasses
-    define ``value`` and an ``__init__`` that sets ``self.max_ratio`` (its signature is the
-    YAML schema, so each rule keeps its own published default)."""
+    define ``value`` and a ``Params`` model with ``max_ratio`` (each rule keeps its own
+    published default)."""
 
     max_ratio: float
 
@@ -111,8 +117,11 @@ class WordCount(HeuristicRule):
     name = "word_count_filter"
     source = "Gopher A.1.1 (50..100000); NeMo WordCountFilter"
 
-    def __init__(self, min_words: int = 50, max_words: int = 100_000) -> None:
-        self.min_words, self.max_words = min_words, max_words
+    class Params(StageParams):
+        min_words: NonNegInt = 50
+        """Fewest words kept."""
+        max_words: NonNegInt = 100_000
+        """Most words kept."""
 
     def value(self, f: DocFeatures) -> float:
         return len(f.alnum_words)
@@ -128,8 +137,11 @@ class MeanWordLength(HeuristicRule):
     name = "mean_word_length_filter"
     source = "Gopher A.1.1 (3..10); NeMo MeanWordLengthFilter"
 
-    def __init__(self, min_length: float = 3.0, max_length: float = 10.0) -> None:
-        self.min_length, self.max_length = min_length, max_length
+    class Params(StageParams):
+        min_length: NonNegFloat = 3.0
+        """Smallest mean word length kept (characters)."""
+        max_length: NonNegFloat = 10.0
+        """Largest mean word length kept (characters)."""
 
     def value(self, f: DocFeatures) -> float:
         w = f.alnum_words
@@ -146,9 +158,11 @@ class SymbolWordRatio(MaxRatioRule):
     name = "symbol_word_ratio_filter"
     source = "Gopher A.1.1 (0.1 for # and for ellipsis); NeMo SymbolsToWordsFilter"
 
-    def __init__(self, symbols: list[str] = ["#", "...", "…"],  # noqa: B006
-                 max_ratio: float = 0.1) -> None:
-        self.symbols, self.max_ratio = list(symbols), max_ratio
+    class Params(StageParams):
+        symbols: list[str] = ["#", "...", "…"]
+        """Symbols counted (each occurrence in the text)."""
+        max_ratio: NonNegFloat = 0.1
+        """Most symbols per word kept."""
 
     def value(self, f: DocFeatures) -> float:
         return _ratio(sum(f.text.count(s) for s in self.symbols), len(f.words))
@@ -161,8 +175,9 @@ class AlphaWords(HeuristicRule):
     name = "alpha_words_filter"
     source = "Gopher A.1.1 (80%); NeMo WordsWithoutAlphabetsFilter"
 
-    def __init__(self, min_ratio: float = 0.8) -> None:
-        self.min_ratio = min_ratio
+    class Params(StageParams):
+        min_ratio: Ratio = 0.8
+        """Smallest share of tokens with a letter kept."""
 
     def value(self, f: DocFeatures) -> float:
         return _ratio(f.n_alpha_words, len(f.words))
@@ -178,11 +193,17 @@ class StopWords(HeuristicRule):
     name = "stop_words_filter"
     source = "Gopher A.1.1 (2 of the, be, to, of, and, that, have, with); NeMo CommonEnglishWords"
 
-    def __init__(self, min_count: int = 2, stop_words: list[str] = GOPHER_STOP_WORDS,
-                 lowercase: bool = False) -> None:
-        self.min_count, self.lowercase = min_count, lowercase
-        self.stop_words = frozenset(w.lower() for w in stop_words) if lowercase \
-            else frozenset(stop_words)
+    class Params(StageParams):
+        min_count: NonNegInt = 2
+        """Fewest distinct stop words a kept document contains."""
+        stop_words: list[str] = GOPHER_STOP_WORDS
+        """The common words looked for (whole tokens)."""
+        lowercase: bool = False
+        """Compare lowercased tokens (NeMo) rather than exact ones (Gopher)."""
+
+    def setup(self) -> None:
+        sw = self.stop_words
+        self.stop_words = frozenset(w.lower() for w in sw) if self.lowercase else frozenset(sw)
 
     def value(self, f: DocFeatures) -> float:
         words = f.words
@@ -201,8 +222,9 @@ class LongWord(HeuristicRule):
     name = "long_word_filter"
     source = "NeMo LongWordFilter (1000); C4 max_word_length"
 
-    def __init__(self, max_length: int = 1000) -> None:
-        self.max_length = max_length
+    class Params(StageParams):
+        max_length: NonNegInt = 1000
+        """Longest word kept (characters)."""
 
     def value(self, f: DocFeatures) -> float:
         return max(map(len, f.text.split()), default=0)
@@ -221,9 +243,14 @@ class BulletLines(MaxRatioRule):
     name = "bullet_lines_filter"
     source = "Gopher A.1.1 (90%); NeMo BulletsFilter"
 
-    def __init__(self, max_ratio: float = 0.9, bullets: list[str] = ["•", "-"]  # noqa: B006
-                 ) -> None:
-        self.max_ratio, self.bullets = max_ratio, tuple(bullets)
+    class Params(StageParams):
+        max_ratio: Ratio = 0.9
+        """Largest share of lines starting with a bullet kept."""
+        bullets: list[str] = ["•", "-"]
+        """Line starts (after leading spaces) that count as bullets."""
+
+    def setup(self) -> None:
+        self.bullets = tuple(self.bullets)
 
     def value(self, f: DocFeatures) -> float:
         lines = f.lines  # map/methodcaller keep the per-line loop in C
@@ -238,8 +265,9 @@ class EllipsisLines(MaxRatioRule):
     name = "ellipsis_lines_filter"
     source = "Gopher A.1.1 (30%); NeMo EllipsisFilter"
 
-    def __init__(self, max_ratio: float = 0.3) -> None:
-        self.max_ratio = max_ratio
+    class Params(StageParams):
+        max_ratio: Ratio = 0.3
+        """Largest share of lines ending with an ellipsis kept."""
 
     def value(self, f: DocFeatures) -> float:
         lines = f.lines
@@ -254,10 +282,16 @@ class LinePunctuation(HeuristicRule):
     name = "line_punct_filter"
     source = "FineWeb line_punct_thr (0.12)"
 
-    def __init__(self, min_ratio: float = 0.12, exclude_zero: bool = False,
-                 stop_chars: str = TERMINAL_PUNCTUATION) -> None:
-        self.min_ratio, self.exclude_zero = min_ratio, exclude_zero
-        self.stop_chars = frozenset(stop_chars)  # single characters: test the last one
+    class Params(StageParams):
+        min_ratio: Ratio = 0.12
+        """Smallest share of non-empty lines ending in terminal punctuation kept."""
+        exclude_zero: bool = False
+        """Also keep documents where no line ends in terminal punctuation."""
+        stop_chars: str = TERMINAL_PUNCTUATION
+        """The terminal punctuation characters (default: Unicode sentence terminals)."""
+
+    def setup(self) -> None:
+        self.stop_chars = frozenset(self.stop_chars)  # single characters: test the last one
 
     def value(self, f: DocFeatures) -> float:
         lines = f.nonempty_lines  # non-empty, so line[-1] exists
@@ -275,8 +309,11 @@ class ShortLines(MaxRatioRule):
     name = "short_lines_filter"
     source = "FineWeb short_line_thr (0.67, 30 chars)"
 
-    def __init__(self, max_ratio: float = 0.67, max_length: int = 30) -> None:
-        self.max_ratio, self.max_length = max_ratio, max_length
+    class Params(StageParams):
+        max_ratio: Ratio = 0.67
+        """Largest share of short non-empty lines kept."""
+        max_length: NonNegInt = 30
+        """A line of at most this many characters is short."""
 
     def value(self, f: DocFeatures) -> float:
         lines = f.nonempty_lines
@@ -291,8 +328,9 @@ class DuplicateLineChars(MaxRatioRule):
     name = "char_dup_filter"
     source = "FineWeb char_duplicates_ratio (0.01)"
 
-    def __init__(self, max_ratio: float = 0.01) -> None:
-        self.max_ratio = max_ratio
+    class Params(StageParams):
+        max_ratio: Ratio = 0.01
+        """Largest share of characters in repeated lines kept."""
 
     def value(self, f: DocFeatures) -> float:
         return _ratio(_duplicates(f.nonempty_lines)[1],
@@ -306,8 +344,9 @@ class NewlineRatio(MaxRatioRule):
     name = "newline_ratio_filter"
     source = "FineWeb new_line_ratio (0.3)"
 
-    def __init__(self, max_ratio: float = 0.3) -> None:
-        self.max_ratio = max_ratio
+    class Params(StageParams):
+        max_ratio: NonNegFloat = 0.3
+        """Most newlines per word kept."""
 
     def value(self, f: DocFeatures) -> float:
         n = f.text.count("\n")
@@ -321,9 +360,14 @@ class EndPunctuation(MaxRatioRule):
     name = "punctuation_filter"
     source = "NeMo PunctuationFilter (0.85)"
 
-    def __init__(self, max_ratio: float = 0.85,
-                 end_marks: str = ".!?\"'”’" + TERMINAL_PUNCTUATION) -> None:
-        self.max_ratio, self.end_marks = max_ratio, tuple(end_marks)
+    class Params(StageParams):
+        max_ratio: Ratio = 0.85
+        """Largest share of non-empty lines without an end mark kept."""
+        end_marks: str = ".!?\"'”’" + TERMINAL_PUNCTUATION
+        """Characters that end a sentence (default: quotes and Unicode sentence terminals)."""
+
+    def setup(self) -> None:
+        self.end_marks = tuple(self.end_marks)
 
     def value(self, f: DocFeatures) -> float:
         lines = f.nonempty_lines
@@ -339,10 +383,16 @@ class Boilerplate(MaxRatioRule):
     name = "boilerplate_filter"
     source = "NeMo BoilerPlateStringFilter (0.4, remove if at top or bottom); C4 policy lines"
 
-    def __init__(self, max_ratio: float = 0.4, at_top_or_bottom: bool = True,
-                 strings: list[str] = BOILERPLATE_STRINGS) -> None:
-        self.max_ratio, self.at_top_or_bottom = max_ratio, at_top_or_bottom
-        self.strings = [s.lower() for s in strings]
+    class Params(StageParams):
+        max_ratio: Ratio = 0.4
+        """Largest share of characters in boilerplate paragraphs kept."""
+        at_top_or_bottom: bool = True
+        """Reject whenever the first or last paragraph is boilerplate."""
+        strings: list[str] = BOILERPLATE_STRINGS
+        """Boilerplate markers, matched case-insensitively inside paragraphs."""
+
+    def setup(self) -> None:
+        self.strings = [s.lower() for s in self.strings]
 
     def value(self, f: DocFeatures) -> float:
         paras = f.paragraphs
@@ -377,8 +427,9 @@ class NonAlphaNumeric(_CharRatio):
     name = "non_alnum_filter"
     source = "NeMo NonAlphaNumericFilter (0.25)"
 
-    def __init__(self, max_ratio: float = 0.25) -> None:
-        self.max_ratio = max_ratio
+    class Params(StageParams):
+        max_ratio: Ratio = 0.25
+        """Largest share of characters that are not letters or digits kept."""
 
     def value(self, f: DocFeatures) -> float:
         n = len(f.text)
@@ -393,8 +444,9 @@ class NumbersRatio(_CharRatio):
     source = "NeMo NumbersFilter (0.15)"
     pattern = _DIGIT
 
-    def __init__(self, max_ratio: float = 0.15) -> None:
-        self.max_ratio = max_ratio
+    class Params(StageParams):
+        max_ratio: Ratio = 0.15
+        """Largest share of digit characters kept."""
 
 
 class WhitespaceRatio(_CharRatio):
@@ -405,8 +457,9 @@ class WhitespaceRatio(_CharRatio):
     source = "NeMo WhiteSpaceFilter (0.25)"
     pattern = _SPACE
 
-    def __init__(self, max_ratio: float = 0.25) -> None:
-        self.max_ratio = max_ratio
+    class Params(StageParams):
+        max_ratio: Ratio = 0.25
+        """Largest share of whitespace characters kept."""
 
 
 class ParenthesesRatio(_CharRatio):
@@ -417,8 +470,9 @@ class ParenthesesRatio(_CharRatio):
     source = "NeMo ParenthesesFilter (0.1)"
     pattern = _PAREN
 
-    def __init__(self, max_ratio: float = 0.1) -> None:
-        self.max_ratio = max_ratio
+    class Params(StageParams):
+        max_ratio: Ratio = 0.1
+        """Largest share of parentheses and brackets kept."""
 
 
 class UrlsRatio(MaxRatioRule):
@@ -428,8 +482,9 @@ class UrlsRatio(MaxRatioRule):
     name = "urls_filter"
     source = "NeMo UrlsFilter (0.2)"
 
-    def __init__(self, max_ratio: float = 0.2) -> None:
-        self.max_ratio = max_ratio
+    class Params(StageParams):
+        max_ratio: Ratio = 0.2
+        """Largest share of characters inside URLs kept."""
 
     def value(self, f: DocFeatures) -> float:
         return _ratio(sum(len(u) for u in _URL.findall(f.text)), len(f.text))
@@ -442,8 +497,12 @@ class UrlSubstrings(HeuristicRule):
     name = "url_substrings_filter"
     source = "NeMo PornographicUrlsFilter ('porn')"
 
-    def __init__(self, substrings: list[str] = ["porn"]) -> None:  # noqa: B006
-        self.substrings = [s.lower() for s in substrings]
+    class Params(StageParams):
+        substrings: list[str] = ["porn"]
+        """Reject when a URL in the text contains one of these (case-insensitive)."""
+
+    def setup(self) -> None:
+        self.substrings = [s.lower() for s in self.substrings]
 
     def value(self, f: DocFeatures) -> float:
         return float(any(s in u.lower() for u in _URL.findall(f.text) for s in self.substrings))
@@ -459,10 +518,15 @@ class ContainsString(HeuristicRule):
     name = "contains_filter"
     source = "C4 (lorem ipsum, curly bracket)"
 
-    def __init__(self, strings: list[str] = ["lorem ipsum"],  # noqa: B006
-                 lowercase: bool = True) -> None:
-        self.lowercase = lowercase
-        self.strings = [s.lower() for s in strings] if lowercase else list(strings)
+    class Params(StageParams):
+        strings: list[str] = ["lorem ipsum"]
+        """Reject when the text contains one of these."""
+        lowercase: bool = True
+        """Compare case-insensitively."""
+
+    def setup(self) -> None:
+        self.strings = [s.lower() for s in self.strings] if self.lowercase \
+            else list(self.strings)
 
     def value(self, f: DocFeatures) -> float:
         t = f.text.lower() if self.lowercase else f.text
@@ -527,13 +591,34 @@ class BadWords(HeuristicRule):
     source = ("C4 (List of Dirty, Naughty, Obscene or Otherwise Bad Words); built-in lists: "
               "glin-profanity 4.1.0 (MIT), see docs/filters.md")
 
-    def __init__(self, words: list[str] = [], path: FilePath | None = None,  # noqa: B006
-                 max_count: int = 0, builtin: bool = False,
-                 languages: list[str] | None = None,
-                 paths: dict[str, FilePath] = {},  # noqa: B006
-                 allow: list[str] = [],  # noqa: B006
-                 language_field: str = "language",
-                 default_language: str | None = "en") -> None:
+    class Params(StageParams):
+        words: list[str] = []
+        """Your own words or phrases, matched in every language."""
+        path: FilePath | None = None
+        """A file of your own words or phrases, one per line."""
+        max_count: NonNegInt = 0
+        """Most matches a kept document may contain."""
+        builtin: bool = False
+        """Use the built-in lists (chosen by the document's language)."""
+        languages: list[str] | None = None
+        """Built-in lists to load; null: all of them (needs ``builtin: true``)."""
+        paths: dict[str, FilePath] = {}
+        """Your own list files per language code, e.g. ``{de: lists/de.txt}``."""
+        allow: list[str] = []
+        """Words or phrases never counted (removed from every list)."""
+        language_field: str = "language"
+        """Meta key holding the document's language (as ``language_id`` writes it)."""
+        default_language: str | None = "en"
+        """List used for documents of a language without a list; null: only ``words``/``path``."""
+
+        @model_validator(mode="after")
+        def _languages_need_builtin(self) -> Self:
+            if self.languages and not self.builtin:
+                raise ValueError("languages selects built-in lists: set builtin: true (or give "
+                                 "your own lists in 'paths')")
+            return self
+
+    def setup(self) -> None:
         from curator.filters import wordlists
 
         def read(p: str, key: str) -> list[str]:
@@ -544,27 +629,23 @@ class BadWords(HeuristicRule):
                 raise ConfigError(
                     f"bad_words_filter.{key}: cannot read '{p}': {e.strerror}") from None
 
-        allowed = {w.strip().lower() for w in allow}
-        common = {w.strip().lower() for w in words if w.strip()}
-        if path:
-            common.update(read(path, "path"))
+        allowed = {w.strip().lower() for w in self.allow}
+        common = {w.strip().lower() for w in self.words if w.strip()}
+        if self.path:
+            common.update(read(self.path, "path"))
         per_lang: dict[str, set[str]] = {}
-        if builtin:
-            for lang in languages or wordlists.DEFAULT_LANGUAGES:
+        if self.builtin:
+            for lang in self.languages or wordlists.DEFAULT_LANGUAGES:
                 per_lang.setdefault(lang, set()).update(wordlists.builtin_words(lang))
-        elif languages:
-            raise ConfigError("bad_words_filter.languages selects built-in lists: set builtin: "
-                              "true (or give your own lists in 'paths')")
-        for lang, p in paths.items():
+        for lang, p in self.paths.items():
             per_lang.setdefault(lang, set()).update(read(p, f"paths.{lang}"))
         if not common and not per_lang:
             raise ConfigError("bad_words_filter: give 'words', a 'path' to a list (one per line), "
                               "'paths' per language, or builtin: true")
-        if default_language is not None and per_lang and default_language not in per_lang:
+        dl = self.default_language
+        if dl is not None and per_lang and dl not in per_lang:
             raise ConfigError(f"bad_words_filter.default_language: no list for "
-                              f"'{default_language}' (lists: {', '.join(sorted(per_lang))})")
-        self.max_count = max_count
-        self.language_field, self.default_language = language_field, default_language
+                              f"'{dl}' (lists: {', '.join(sorted(per_lang))})")
         self.common = _WordMatcher(common - allowed)
         self.tables = {lang: _WordMatcher((ws | common) - allowed,
                                           lang in wordlists.SUBSTRING_LANGUAGES)
@@ -620,9 +701,13 @@ class DuplicateLines(MaxRatioRule):
     name = "dup_lines_filter"
     source = "Gopher table A1 (lines/paragraphs: 0.3 by count, 0.2 by chars); NeMo Repeated*"
 
-    def __init__(self, unit: Literal["lines", "paragraphs"] = "lines",
-                 by: Literal["count", "chars"] = "count", max_ratio: float = 0.3) -> None:
-        self.unit, self.by, self.max_ratio = unit, by, max_ratio
+    class Params(StageParams):
+        unit: Literal["lines", "paragraphs"] = "lines"
+        """Count repeated lines or repeated paragraphs."""
+        by: Literal["count", "chars"] = "count"
+        """Measure the repeats by their number or by their characters."""
+        max_ratio: Ratio = 0.3
+        """Largest share of repeated units (or of their characters) kept."""
 
     def value(self, f: DocFeatures) -> float:
         items = f.line_runs if self.unit == "lines" else f.paragraphs
@@ -637,8 +722,11 @@ class TopNgram(MaxRatioRule):
     name = "top_ngram_filter"
     source = "Gopher table A1 (2: 0.20, 3: 0.18, 4: 0.16); NeMo RepeatingTopNGramsFilter"
 
-    def __init__(self, n: int = 2, max_ratio: float = 0.2) -> None:
-        self.n, self.max_ratio = n, max_ratio
+    class Params(StageParams):
+        n: PositiveInt = 2
+        """Words per n-gram."""
+        max_ratio: Ratio = 0.2
+        """Largest share of characters covered by the most frequent n-gram kept."""
 
     def value(self, f: DocFeatures) -> float:
         return _ratio(f.top_ngram_chars(self.n), len(f.text))
@@ -653,8 +741,11 @@ class DuplicateNgrams(MaxRatioRule):
     source = ("Gopher table A1 (5: 0.15, 6: 0.14, 7: 0.13, 8: 0.12, 9: 0.11, 10: 0.10); "
               "NeMo RepeatingDuplicateNGramsFilter")
 
-    def __init__(self, n: int = 5, max_ratio: float = 0.15) -> None:
-        self.n, self.max_ratio = n, max_ratio
+    class Params(StageParams):
+        n: PositiveInt = 5
+        """Words per n-gram."""
+        max_ratio: Ratio = 0.15
+        """Largest share of characters in repeated n-grams kept."""
 
     def value(self, f: DocFeatures) -> float:
         return _ratio(f.duplicate_ngram_chars(self.n), len(f.text))

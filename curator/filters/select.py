@@ -27,6 +27,7 @@ from typing import Any
 from curator.core.context import ShardContext
 from curator.core.document import Document
 from curator.core.errors import ConfigError
+from curator.core.params import StageParams
 from curator.core.stage import ShardStage
 
 _MISSING = None
@@ -235,10 +236,15 @@ class Select(ShardStage):
     name = "select"
     version = 2  # evaluation errors are rejections (select_error); long reasons shortened
 
-    def __init__(self, expr: str, reason: str | None = None) -> None:
-        self.expr = expr
-        self.reason = reason or f"select:{short(expr)}"
-        self._cache_fn = compile_expr(expr)
+    class Params(StageParams):
+        expr: str
+        """A condition on ``meta`` (``meta.quality_bucket >= 3``), parsed, never evaluated."""
+        reason: str | None = None
+        """Rejection reason; null: ``select:<expr>`` (shortened)."""
+
+    def setup(self) -> None:
+        self.reason = self.reason or f"select:{short(self.expr)}"
+        self._cache_fn = compile_expr(self.expr)
 
     def process(self, docs: Iterator[Document], ctx: ShardContext) -> Iterator[Document]:
         fn = getattr(self, "_cache_fn", None) or compile_expr(self.expr)

@@ -10,14 +10,16 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import fsspec
 import orjson
+from pydantic import Field
 
 from curator.core.context import ShardContext, StageContext
 from curator.core.document import Document
 from curator.core.errors import InputError
+from curator.core.params import PositiveFloat, StageParams
 from curator.core.stage import DocumentPaths, OutputDir, ShardSpec, ShardStage, Source
 from curator.storage.atomic import compression_of, open_compressed_read, open_compressed_write
 from curator.storage.encoding import is_utf8, sniff, utf8_stream
@@ -46,22 +48,27 @@ class ReadJsonl(Source):
 
     name = "read_jsonl"
 
-    def __init__(self, paths: DocumentPaths | list[DocumentPaths], text_field: str = "text",
-                 id_field: str = "id",
-                 source: str | None = None, shard_size_mb: float = 64.0,
-                 storage_options: dict[str, Any] | None = None,
-                 ids: Literal["keep", "rewrite"] = "keep",
-                 max_doc_mb: float | None = None) -> None:
-        self.paths = paths
-        self.text_field = text_field
-        self.id_field = id_field
-        self.source = source
-        self.shard_size = int(shard_size_mb * 1024 * 1024)
-        self.storage_options = storage_options or {}
-        self.ids = ids
-        if max_doc_mb is not None and max_doc_mb <= 0:
-            raise ValueError("max_doc_mb must be positive")
-        self.max_doc_mb = max_doc_mb
+    class Params(StageParams):
+        paths: DocumentPaths | list[DocumentPaths]
+        """A path, glob or URL, or a list of them."""
+        text_field: str = "text"
+        """Field holding the text."""
+        id_field: str = "id"
+        """Field holding the id; missing or null: ``<file name>:<byte offset>``."""
+        source: str | None = None
+        """Written to ``meta.source``; when given it wins over a record's own ``source``."""
+        shard_size_mb: Annotated[float, Field(ge=0)] = 64.0
+        """Uncompressed files larger than this (MiB) are split into byte-range shards."""
+        storage_options: dict[str, Any] | None = None
+        """Passed to fsspec (credentials, endpoints)."""
+        ids: Literal["keep", "rewrite"] = "keep"
+        """``rewrite``: ids become ``<source>/<file>:<byte offset>`` (old id in meta)."""
+        max_doc_mb: PositiveFloat | None = None
+        """This reader's cap on one line (MiB); null: the pipeline's ``max_doc_mb``."""
+
+    def setup(self) -> None:
+        self.shard_size = int(self.shard_size_mb * 1024 * 1024)
+        self.storage_options = self.storage_options or {}
 
     def shards(self, ctx: StageContext) -> list[ShardSpec]:
         files = expand_paths(self.paths, self.storage_options, f"{ctx.stage_id}.paths")
@@ -226,11 +233,13 @@ class WriteJsonl(ShardStage):
     name = "write_jsonl"
     passthrough = True
 
-    def __init__(self, path: OutputDir, compression: Literal["none", "gzip", "zstd"] = "gzip",
-                 flat: bool = True) -> None:
-        self.path = path
-        self.compression = compression
-        self.flat = flat
+    class Params(StageParams):
+        path: OutputDir
+        """Output folder: relative to ``work_dir`` (may not escape it), absolute, or a URL."""
+        compression: Literal["none", "gzip", "zstd"] = "gzip"
+        """``gzip`` (deterministic header), ``zstd`` or ``none``."""
+        flat: bool = True
+        """``{"id", "text", **meta}``; false: ``{"id", "text", "meta": {...}}``."""
 
     def output_dirs(self, ctx: StageContext) -> list[str]:
         return [ctx.output_path(self.path)]

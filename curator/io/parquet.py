@@ -9,6 +9,7 @@ from typing import Any, Literal
 
 from curator.core.context import ShardContext, StageContext
 from curator.core.document import Document
+from curator.core.params import PositiveFloat, PositiveInt, StageParams
 from curator.core.stage import DocumentPaths, OutputDir, ShardSpec, ShardStage, Source
 from curator.io.jsonl import relative_names, set_source
 from curator.storage.atomic import atomic_open
@@ -25,22 +26,26 @@ class ReadParquet(Source):
 
     name = "read_parquet"
 
-    def __init__(self, paths: DocumentPaths | list[DocumentPaths], text_field: str = "text",
-                 id_field: str = "id",
-                 source: str | None = None, row_groups_per_shard: int = 8,
-                 storage_options: dict[str, Any] | None = None,
-                 ids: Literal["keep", "rewrite"] = "keep",
-                 max_doc_mb: float | None = None) -> None:
-        self.paths = paths
-        self.text_field = text_field
-        self.id_field = id_field
-        self.source = source
-        self.row_groups_per_shard = max(1, row_groups_per_shard)
-        self.storage_options = storage_options or {}
-        self.ids = ids
-        if max_doc_mb is not None and max_doc_mb <= 0:
-            raise ValueError("max_doc_mb must be positive")
-        self.max_doc_mb = max_doc_mb
+    class Params(StageParams):
+        paths: DocumentPaths | list[DocumentPaths]
+        """A path, glob or URL, or a list of them."""
+        text_field: str = "text"
+        """Column holding the text."""
+        id_field: str = "id"
+        """Column holding the id; missing or null: ``<file name>:<row group>:<row>``."""
+        source: str | None = None
+        """Written to ``meta.source``; when given it wins over a record's own ``source``."""
+        row_groups_per_shard: PositiveInt = 8
+        """Row groups per shard (a big file is read by several workers)."""
+        storage_options: dict[str, Any] | None = None
+        """Passed to fsspec (credentials, endpoints)."""
+        ids: Literal["keep", "rewrite"] = "keep"
+        """``rewrite``: ids become ``<source>/<file>:<row group>:<row>`` (old id in meta)."""
+        max_doc_mb: PositiveFloat | None = None
+        """This reader's cap on one text (MiB); null: the pipeline's ``max_doc_mb``."""
+
+    def setup(self) -> None:
+        self.storage_options = self.storage_options or {}
 
     def shards(self, ctx: StageContext) -> list[ShardSpec]:
         import fsspec
@@ -102,11 +107,13 @@ class WriteParquet(ShardStage):
     name = "write_parquet"
     passthrough = True
 
-    def __init__(self, path: OutputDir, compression: str = "zstd", row_group_size: int = 10_000
-                 ) -> None:
-        self.path = path
-        self.compression = compression
-        self.row_group_size = row_group_size
+    class Params(StageParams):
+        path: OutputDir
+        """Output folder: relative to ``work_dir`` (may not escape it), absolute, or a URL."""
+        compression: str = "zstd"
+        """Parquet codec (pyarrow's names: ``zstd``, ``snappy``, ``gzip``, ``none``...)."""
+        row_group_size: PositiveInt = 10_000
+        """Rows per row group."""
 
     def output_dirs(self, ctx: StageContext) -> list[str]:
         return [ctx.output_path(self.path)]

@@ -25,13 +25,15 @@ import os
 import posixpath
 import re
 from collections.abc import Iterable, Iterator
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import orjson
+from pydantic import ConfigDict, Field
 
 from curator.core.context import ShardContext, StageContext
 from curator.core.document import Document
 from curator.core.errors import ConfigError, InputError
+from curator.core.params import PositiveFloat, PositiveInt, StageParams
 from curator.core.stage import DocumentPaths, ShardSpec, Source
 from curator.io.jsonl import set_source
 from curator.io.parquet import utf8_len
@@ -49,22 +51,38 @@ class ReadHf(Source):
 
     name = "read_hf"
 
-    def __init__(self, path: DocumentPaths, name: str | None = None, split: str = "train",
-                 text_field: str = "text", id_field: str = "id", source: str | None = None,
-                 streaming: bool = False, revision: str | None = None,
-                 row_groups_per_shard: int = 8, storage_options: dict[str, Any] | None = None,
-                 ids: Literal["keep", "rewrite"] = "keep",
-                 max_doc_mb: float | None = None) -> None:
-        if not path:
-            raise ConfigError("read_hf.path: a folder, an hf:// URL or a hub id owner/name")
-        if max_doc_mb is not None and max_doc_mb <= 0:
-            raise ConfigError("read_hf.max_doc_mb must be positive")
-        self.path, self.config_name, self.split = path, name, split
-        self.text_field, self.id_field, self.source = text_field, id_field, source
-        self.streaming, self.revision = streaming, revision
-        self.row_groups_per_shard = max(1, row_groups_per_shard)
-        self.storage_options = storage_options or {}
-        self.ids, self.max_doc_mb = ids, max_doc_mb
+    class Params(StageParams):
+        # ``name`` is the stage's own YAML name attribute: the field is ``config_name``, read
+        # from and written to the parameters (and so the fingerprint) as ``name``.
+        model_config = ConfigDict(serialize_by_alias=True)
+
+        path: Annotated[DocumentPaths, Field(min_length=1)]
+        """A folder, an ``hf://`` URL or a hub id ``owner/name``."""
+        config_name: str | None = Field(None, alias="name")
+        """The dataset's config (subset), e.g. ``sample-10BT``."""
+        split: str = "train"
+        """The split to read."""
+        text_field: str = "text"
+        """Column holding the text."""
+        id_field: str = "id"
+        """Column holding the id; missing: ``<file>:<row>`` (``<file>:<row group>:<row>``)."""
+        source: str | None = None
+        """Written to ``meta.source``; when given it wins over a record's own ``source``."""
+        streaming: bool = False
+        """Read a hub id through ``datasets``' streaming (needs the ``hf`` extra)."""
+        revision: str | None = None
+        """A hub branch, tag or commit."""
+        row_groups_per_shard: PositiveInt = 8
+        """Parquet row groups per shard."""
+        storage_options: dict[str, Any] | None = None
+        """Passed to fsspec (credentials, endpoints, the hub's token)."""
+        ids: Literal["keep", "rewrite"] = "keep"
+        """``rewrite``: ids become ``<source>/<file>:<row>`` (old id in meta)."""
+        max_doc_mb: PositiveFloat | None = None
+        """This reader's cap on one text (MiB); null: the pipeline's ``max_doc_mb``."""
+
+    def setup(self) -> None:
+        self.storage_options = self.storage_options or {}
 
     # -- listing (root) ------------------------------------------------------------------------
     def _url(self) -> str:

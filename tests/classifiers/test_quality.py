@@ -6,7 +6,7 @@ import os
 
 import numpy as np
 import pytest
-from helpers import run_cli
+from helpers import run_cli, stage_error
 from helpers_filters import run_pipeline, write_jsonl
 
 from curator.classifiers.quality import hq_scores, load_model, normalize
@@ -105,8 +105,8 @@ def test_cli_trains_and_pareto_sampling_is_seeded(tmp, data) -> None:
 def test_quality_filter_config_errors(tmp) -> None:
     with pytest.raises(ConfigError, match="not found"):
         QualityFilter.from_params({"model_path": str(tmp / "none.bin")})
-    with pytest.raises(ConfigError, match="alpha"):
-        QualityFilter.from_params({"alpha": 0})
+    assert "stages[1].quality_filter.alpha: Input should be greater than 0" in \
+        stage_error("quality_filter", {"alpha": 0})
 
 
 def test_training_reports_score_histograms(tmp, data) -> None:

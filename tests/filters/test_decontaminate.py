@@ -4,6 +4,7 @@ import random
 import re
 
 import pytest
+from helpers import stage_error
 from helpers_filters import run_pipeline, write_jsonl
 
 from curator.core.errors import ConfigError, InputError
@@ -141,10 +142,13 @@ def test_cut_windows_and_config_errors() -> None:
     text = "aaa bbb ccc ddd eee fff ggg"
     frags, cuts = cut_windows(text, [(2, 2)], 1)  # words ccc ddd, one char each side
     assert cuts == 1 and frags == ["aaa bbb", "eee fff ggg"]
-    with pytest.raises(ConfigError, match="at least one task"):
-        Decontaminate.from_params({"tasks": {}})
-    with pytest.raises(ConfigError, match="task name"):
-        Decontaminate.from_params({"tasks": {"bad name": "x.txt"}})
+    assert "stages[1].decontaminate.tasks: Dictionary should have at least 1 item" in \
+        stage_error("decontaminate", {"tasks": {}})
+    assert "stages[1].decontaminate.tasks.bad name[key]: String should match pattern" in \
+        stage_error("decontaminate", {"tasks": {"bad name": "x.txt"}})
+    for key in ("n", "min_ngram_words"):
+        assert f"stages[1].decontaminate.{key}: Input should be greater than or equal to 1" \
+            in stage_error("decontaminate", {"tasks": {"qa": "x.txt"}, key: 0})
     with pytest.raises(ConfigError, match=r"tasks\.qa: file not found: /nonexistent/qa\.jsonl"):
         Decontaminate.from_params({"tasks": {"qa": "/nonexistent/qa.jsonl"}})
 

@@ -270,9 +270,9 @@ def _constraints(fi: Any) -> str:
         elif isinstance(m, Lt):
             out.append(f"< {m.lt}")
         elif isinstance(m, MinLen):
-            out.append(f"at least {m.min_length} item(s)")
+            out.append(f"length >= {m.min_length}")
         elif isinstance(m, MaxLen):
-            out.append(f"at most {m.max_length} item(s)")
+            out.append(f"length <= {m.max_length}")
     return ", ".join(out)
 
 
@@ -307,7 +307,7 @@ def field_rows(model: type[BaseModel], prefix: str = "") -> list[dict[str, Any]]
         marker = next((m for m in fi.metadata if isinstance(m, PathParam)), None)
         label = type_label(Annotated[fi.annotation, marker] if marker else fi.annotation)
         rows.append({
-            "name": full, "type": label, "default": default,
+            "name": prefix + (fi.alias or name), "type": label, "default": default,
             "required": required, "constraints": _constraints(fi),
             "help": " ".join((fi.description or "").split()),
         })

@@ -470,7 +470,7 @@ def _format_error(e: ValidationError, prefix: tuple[Any, ...], where: Any,
     path = (label + "." if label else "") + ".".join(
         f"[{x}]" if isinstance(x, int) else str(x) for x in loc
     )
-    path = path.replace(".[", "[")
+    path = path.replace(".[", "[").rstrip(".")  # a rule over several keys has no key
     msg = err["msg"]
     if err["type"] == "extra_forbidden":
         msg = "unknown key"

@@ -58,10 +58,10 @@ _VALIDATED = "__validated__"
 
 def _one_line(stage: str, e: ValidationError) -> str:
     err = e.errors()[0]
-    key = ".".join(str(x) for x in err["loc"])
+    key = "".join(f".{x}" for x in err["loc"])
     msg = "unknown key" if err["type"] == "extra_forbidden" else err["msg"]
     more = f" (and {len(e.errors()) - 1} more)" if len(e.errors()) > 1 else ""
-    return f"{stage}.{key}: {msg}{more}"
+    return f"{stage}{key}: {msg}{more}"
 
 
 def _snake(name: str) -> str:

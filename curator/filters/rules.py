@@ -23,14 +23,14 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from operator import itemgetter, methodcaller
-from typing import Annotated, Any, ClassVar, Literal, Self
+from typing import Any, ClassVar, Literal, Self
 
-from pydantic import Field, model_validator
+from pydantic import model_validator
 
 from curator.core.context import ShardContext
 from curator.core.document import Document
 from curator.core.errors import ConfigError
-from curator.core.params import NonNegInt, PositiveInt, Ratio, StageParams
+from curator.core.params import NonNegFloat, NonNegInt, PositiveInt, Ratio, StageParams
 from curator.core.stage import FilePath, Filter
 from curator.filters.features import DocFeatures
 from curator.text.words import has_no_space_script, split_words
@@ -48,9 +48,6 @@ _ALNUM = re.compile(r"[^\W_]+")
 _DIGIT = re.compile(r"\d+")
 _SPACE = re.compile(r"\s+")
 _PAREN = re.compile(r"[()\[\]]+")
-
-#: A number >= 0 (a count per word, a length in characters).
-NonNegFloat = Annotated[float, Field(ge=0)]
 
 
 class HeuristicRule(Filter):

@@ -22,9 +22,8 @@ from curator.core.params import CuratorDeprecationWarning, StageParams, iter_fie
 from curator.core.registry import builtin_stages, resolve
 from curator.core.stage import FilePath, ShardStage
 
-#: Families whose stages declare a ``Params`` model (all of them once converted).
-CONVERTED = ("curator.acquire", "curator.extract", "curator.dedup", "curator.tokenize",
-             "curator.train", "curator.deploy")
+#: Every family's stages declare a ``Params`` model.
+CONVERTED = ("curator.",)
 
 
 def _pipeline(tmp_path: Path, fuzzy: str) -> Path:

@@ -27,13 +27,15 @@ class QualityFilter(BatchStage):
         model_path: FilePath | None = None
         """A fastText quality model; null: the upstream ``quality_model`` artifact."""
         mode: Literal["threshold", "pareto"] = "threshold"
-        """``threshold``: keep if score >= ``threshold``; ``pareto``: seeded Pareto sampling."""
+        """`threshold`: keep if score >= `threshold`; `pareto`: keep if `pareto(alpha) > 1 - score`
+        (GPT-3, Brown et al. 2020 appendix A)."""
         threshold: Ratio = 0.5
         """Smallest P(high quality) kept by ``mode: threshold``."""
         alpha: PositiveFloat = 9.0
         """Pareto shape of ``mode: pareto``: P(keep) = (2 - score)^-alpha."""
         seed: int = 0
-        """Seed of the Pareto draw, a function of (seed, document id)."""
+        """The Pareto draw is a function of `(seed, document id)`: same result for any sharding or
+        rerun."""
         max_chars: PositiveInt = 20_000
         """Characters of each document scored."""
         label_only: bool = False

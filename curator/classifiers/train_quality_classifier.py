@@ -56,25 +56,27 @@ class TrainQualityClassifier(GlobalStage):
         max_chars: PositiveInt = 20_000
         """Characters of each document used."""
         epoch: PositiveInt = 5
-        """fastText training epochs."""
+        """FastText; `word_ngrams >= 2` also avoids fastText's "Encountered NaN" on small data."""
         lr: PositiveFloat = 0.5
-        """fastText learning rate."""
+        """FastText; `word_ngrams >= 2` also avoids fastText's "Encountered NaN" on small data."""
         dim: PositiveInt = DEFAULT_DIM
-        """fastText vector size."""
+        """FastText; `word_ngrams >= 2` also avoids fastText's "Encountered NaN" on small data."""
         word_ngrams: PositiveInt = 2
-        """fastText word n-gram length (>= 2 also avoids "Encountered NaN" on small data)."""
+        """FastText; `word_ngrams >= 2` also avoids fastText's "Encountered NaN" on small data."""
         min_count: PositiveInt = 1
-        """fastText: words seen fewer times are ignored."""
+        """FastText; `word_ngrams >= 2` also avoids fastText's "Encountered NaN" on small data."""
         bucket: PositiveInt = DEFAULT_BUCKET
-        """fastText hash rows for word n-grams (its own 2,000,000 makes ~512 MB models)."""
+        """FastText hash rows for word bigrams. fastText's own default, 2,000,000, made every model
+        ~512 MB at `dim: 64` (a 190-document quickstart model was 518 MB)."""
         quantize: bool = False
-        """Product-quantize the model (``.ftz``, ~5x smaller) at ~10x the training time."""
+        """Product-quantize the model (`.ftz`, about 5x smaller again) at about 10x the training
+        time."""
         seed: int = 0
         """Seed of the holdout split, the balancing sample and training."""
         output: Literal["negatives", "all"] = "negatives"
-        """Pass on only the shards without positive documents (the crawl), or all."""
+        """Pass on only the shards without positive documents (the crawl), or `"all"`."""
         min_auc: Ratio = MIN_AUC
-        """Stop when the held-out ROC AUC is below this (0.5 = chance; 0 accepts any model)."""
+        """Stop when the held-out ROC AUC is below this (0.5 = chance); `0` accepts any model."""
 
     def setup(self) -> None:
         self.positive_sources = frozenset(self.positive_sources)

@@ -51,7 +51,7 @@ class C4Quality(ShardStage):
         filter_policy: bool = True
         """Drop lines with a policy notice (terms of use, cookies...)."""
         language: str = "en"
-        """Language of the sentence splitter."""
+        """`"en"` (sentence-splitting abbreviations)."""
 
     def clean(self, text: str, count: Any = None) -> tuple[str | None, str]:
         """(kept text or None, reason). ``count(name)`` receives line-removal counters."""

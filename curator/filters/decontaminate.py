@@ -305,11 +305,12 @@ class Decontaminate(GlobalStage):
 
     class Params(StageParams):
         tasks: Annotated[dict[TaskName, FilePath | list[FilePath]], Field(min_length=1)]
-        """``{task name: path, glob or list}``: JSONL or text files (one text per line)."""
+        """`{task name: path, glob or list}`; JSONL (`.jsonl`, `.jsonl.gz`, `.jsonl.zst`) or text
+        files (one evaluation text per non-empty line)."""
         fields: list[str] | None = None
-        """JSONL fields to use (``[question]``); null: every string (or list of strings) field."""
+        """JSONL fields to use (`[question]`); `null`: every string (or list of strings) field."""
         n: PositiveInt = 13
-        """n-gram size in words."""
+        """N-gram size in words."""
         min_ngram_words: PositiveInt = 8
         """Evaluation texts with fewer words are ignored (at most ``n``)."""
         max_matches: NonNegInt = 10

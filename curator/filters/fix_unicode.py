@@ -46,9 +46,9 @@ class FixUnicode(ShardStage):
 
     class Params(StageParams):
         fix_encoding: bool = True
-        """Undo mojibake (``doesnâ€™t`` -> ``doesn’t``)."""
+        """Undo mojibake (`doesnâ€™t` -> `doesn’t`)."""
         unescape_html: bool | Literal["auto"] = "auto"
-        """Decode HTML entities; ``auto``: only when the text has no ``<``."""
+        """`true`, `false` or `"auto"` (only when the text has no `<`)."""
         remove_terminal_escapes: bool = True
         """Remove ANSI terminal escape sequences."""
         restore_byte_a0: bool = True
@@ -62,9 +62,11 @@ class FixUnicode(ShardStage):
         fix_latin_ligatures: bool = True
         """``ﬁ`` -> ``fi``."""
         fix_character_width: bool | Literal["non_cjk"] = "non_cjk"
-        """Full-width Latin -> ASCII; ``non_cjk``: only in documents without CJK characters."""
+        """Full-width Latin -> ASCII (`ＦＵＬＬ` -> `FULL`), half-width kana -> full width;
+        `"non_cjk"`: only in documents that have no Chinese, Japanese or Korean characters
+        (after mojibake repair), `true`: in every document, `false`: never."""
         uncurl_quotes: bool = False
-        """Straighten curly quotes (kept by default, unlike ftfy)."""
+        """Curly quotes are kept (ftfy's default would straighten them)."""
         fix_line_breaks: bool = True
         """``\\r\\n`` and other line breaks -> ``\\n``."""
         fix_surrogates: bool = True
@@ -72,7 +74,7 @@ class FixUnicode(ShardStage):
         remove_control_chars: bool = True
         """Remove control characters other than tab and newline."""
         normalization: Literal["NFC", "NFKC", "NFD", "NFKD"] | None = "NFC"
-        """Unicode normalization form; null: none."""
+        """`NFC`, `NFKC`, `NFD`, `NFKD` or `null`."""
         max_decode_length: PositiveInt = 1_000_000
         """Longest text segment (characters) ftfy decodes at once."""
 

@@ -66,11 +66,12 @@ class LanguageId(BatchStage):
 
     class Params(StageParams):
         languages: list[str] | None = None
-        """ISO codes to keep (``[en, de]``); null keeps every language."""
+        """ISO codes to keep (`[en, de]`); `null` keeps every language."""
         min_score: Ratio = 0.65
-        """Smallest probability of the top language kept."""
+        """Minimum probability of the top language."""
         model_path: FilePath | None = None
-        """Another fastText LID model (e.g. ``lid.176.bin``); null: the bundled lid.176.ftz."""
+        """Another fastText LID model (e.g. `lid.176.bin`); a missing file is a one-line error at
+        validation."""
         label_only: bool = False
         """Only write ``meta.language``/``language_score``, never reject."""
         batch_size: PositiveInt = 1024

@@ -511,11 +511,11 @@ class PiiRedact(ShardStage):
         public_ips_only: bool = True
         """Keep private, loopback, link-local, documentation and reserved addresses."""
         phone_validation: Literal["regex", "phonenumbers"] = "regex"
-        """``phonenumbers``: keep only numbers libphonenumber calls valid (``pii`` extra)."""
+        """`phonenumbers`: keep only numbers libphonenumber calls valid (needs the `pii` extra)."""
         phone_regions: list[str] = ["US"]
-        """Regions tried for numbers without ``+`` when validating with ``phonenumbers``."""
+        """Regions tried for numbers without `+` when validating with `phonenumbers`."""
         backend: Literal["regex", "presidio"] = "regex"
-        """``presidio``: Microsoft Presidio's pattern recognizers instead."""
+        """`presidio`: Microsoft Presidio's pattern recognizers instead (see below)."""
         min_score: Ratio = 0.5
         """Presidio only: lowest recognizer score kept."""
         meta_field: str | None = "pii"

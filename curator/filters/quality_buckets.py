@@ -177,7 +177,7 @@ class QualityBuckets(GlobalStage):
         invert: list[str] = []
         """Scores where lower is better (e.g. a duplicate ratio)."""
         weights: dict[str, float] = {}
-        """Per-score weights for ``combine: mean`` (default 1)."""
+        """Per-score weights for `combine: mean` (default 1)."""
         combine: Literal["max", "mean"] = "max"
         """How the scores' integer levels are combined."""
         resolution: Annotated[int, Field(ge=2, le=1000)] = 20
@@ -185,9 +185,12 @@ class QualityBuckets(GlobalStage):
         buckets: PositiveInt = 5
         """Quality levels (at most ``resolution``): level = combined * buckets // resolution."""
         field: str = "quality_bucket"
-        """Meta key written (and ``<field>_score``)."""
+        """Meta key written (and `<field>_score`)."""
         missing: Literal["lowest", "drop"] = "lowest"
-        """A document with none of the scores: level 0 (``lowest``) or rejected (``drop``)."""
+        """A document with none of the scores: level 0 (`lowest`) or rejected (`drop`). A score
+        present but not a number (`"high"`, `true`) is never level 0: the document is rejected
+        `quality_buckets:invalid_score` with the key and value; a numeric string (`"0.73"`)
+        counts as its number."""
         sample_per_shard: PositiveInt = 100_000
         """Values per shard sampled for the corpus-wide percentiles."""
         seed: int = 0

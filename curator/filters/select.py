@@ -240,7 +240,8 @@ class Select(ShardStage):
         expr: str
         """A condition on ``meta`` (``meta.quality_bucket >= 3``), parsed, never evaluated."""
         reason: str | None = None
-        """Rejection reason; null: ``select:<expr>`` (shortened)."""
+        """`select:<expr>` (expressions over 100 characters: `select:<first 60>... (<n> chars, sha1
+        <8 hex>)`)."""
 
     def setup(self) -> None:
         self.reason = self.reason or f"select:{short(self.expr)}"

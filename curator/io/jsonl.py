@@ -54,17 +54,23 @@ class ReadJsonl(Source):
         text_field: str = "text"
         """Field holding the text."""
         id_field: str = "id"
-        """Field holding the id; missing or null: ``<file name>:<byte offset>``."""
+        """Field holding the id; when missing or `null`, the id is `<file name>:<byte offset>` (see
+        [the id rule](#ids-sources-and-the-size-cap))."""
         source: str | None = None
-        """Written to ``meta.source``; when given it wins over a record's own ``source``."""
+        """Written to `meta.source` (used for blending per source, classifier labels, Megatron
+        grouping). **When given it wins** over a record's own `source` field; when not given, a
+        record's own `source` is kept and the stage id fills in where there is none."""
         shard_size_mb: Annotated[float, Field(ge=0)] = 64.0
-        """Uncompressed files larger than this (MiB) are split into byte-range shards."""
+        """Uncompressed files larger than this are split into byte-range shards, so one big file is
+        read by many workers; each line belongs to the shard holding its first byte."""
         storage_options: dict[str, Any] | None = None
         """Passed to fsspec (credentials, endpoints)."""
         ids: Literal["keep", "rewrite"] = "keep"
-        """``rewrite``: ids become ``<source>/<file>:<byte offset>`` (old id in meta)."""
+        """`rewrite`: every id becomes `<source>/<file>:<byte offset>` (`<file>` relative to the
+        folder shared by all matched files), unique by construction; the record's id is kept in
+        `meta.original_id`."""
         max_doc_mb: PositiveFloat | None = None
-        """This reader's cap on one line (MiB); null: the pipeline's ``max_doc_mb``."""
+        """This reader's own cap on one line; `null`: the pipeline's `max_doc_mb` (default 32)."""
 
     def setup(self) -> None:
         self.shard_size = int(self.shard_size_mb * 1024 * 1024)
@@ -235,11 +241,11 @@ class WriteJsonl(ShardStage):
 
     class Params(StageParams):
         path: OutputDir
-        """Output folder: relative to ``work_dir`` (may not escape it), absolute, or a URL."""
+        """Output folder: relative to `work_dir` (may not escape it), or absolute, or a URL."""
         compression: Literal["none", "gzip", "zstd"] = "gzip"
-        """``gzip`` (deterministic header), ``zstd`` or ``none``."""
+        """`none`, `gzip` (deterministic header) or `zstd`."""
         flat: bool = True
-        """``{"id", "text", **meta}``; false: ``{"id", "text", "meta": {...}}``."""
+        """`{"id", "text", **meta}`; `false` writes `{"id", "text", "meta": {...}}`."""
 
     def output_dirs(self, ctx: StageContext) -> list[str]:
         return [ctx.output_path(self.path)]

@@ -40,7 +40,8 @@ class ReadParquet(Source):
         storage_options: dict[str, Any] | None = None
         """Passed to fsspec (credentials, endpoints)."""
         ids: Literal["keep", "rewrite"] = "keep"
-        """``rewrite``: ids become ``<source>/<file>:<row group>:<row>`` (old id in meta)."""
+        """`rewrite`: ids become `<source>/<file>:<row group>:<row>` (record's id in
+        `meta.original_id`)."""
         max_doc_mb: PositiveFloat | None = None
         """This reader's cap on one text (MiB); null: the pipeline's ``max_doc_mb``."""
 

@@ -63,23 +63,23 @@ class ReadHf(Source):
         split: str = "train"
         """The split to read."""
         text_field: str = "text"
-        """Column holding the text."""
+        """A missing id gets `<file>:<row>` (`<file>:<row group>:<row>` for Parquet)."""
         id_field: str = "id"
-        """Column holding the id; missing: ``<file>:<row>`` (``<file>:<row group>:<row>``)."""
+        """A missing id gets `<file>:<row>` (`<file>:<row group>:<row>` for Parquet)."""
         source: str | None = None
-        """Written to ``meta.source``; when given it wins over a record's own ``source``."""
+        """A missing id gets `<file>:<row>` (`<file>:<row group>:<row>` for Parquet)."""
         streaming: bool = False
-        """Read a hub id through ``datasets``' streaming (needs the ``hf`` extra)."""
+        """Read a hub id through `datasets`' streaming (needs the `hf` extra)."""
         revision: str | None = None
         """A hub branch, tag or commit."""
         row_groups_per_shard: PositiveInt = 8
         """Parquet row groups per shard."""
         storage_options: dict[str, Any] | None = None
-        """Passed to fsspec (credentials, endpoints, the hub's token)."""
+        """A missing id gets `<file>:<row>` (`<file>:<row group>:<row>` for Parquet)."""
         ids: Literal["keep", "rewrite"] = "keep"
         """``rewrite``: ids become ``<source>/<file>:<row>`` (old id in meta)."""
         max_doc_mb: PositiveFloat | None = None
-        """This reader's cap on one text (MiB); null: the pipeline's ``max_doc_mb``."""
+        """A missing id gets `<file>:<row>` (`<file>:<row group>:<row>` for Parquet)."""
 
     def setup(self) -> None:
         self.storage_options = self.storage_options or {}

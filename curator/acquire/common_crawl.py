@@ -20,9 +20,6 @@ class CommonCrawl(WarcExtracting):
     """Download a Common Crawl snapshot's WARC files and extract their HTML main text."""
 
     name = "common_crawl"
-    #: 2: the extraction default changed (fast + favor_recall, text shaping, fallback).
-    #: 3: extraction's fast="auto" and short-output fallback (issue 22: forums, listings).
-    version = 3
 
     class Params(DownloadParams):
         snapshot: str

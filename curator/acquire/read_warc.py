@@ -20,9 +20,6 @@ class ReadWarc(WarcExtracting):
     """Extract HTML main text from web archives (local or remote paths or globs)."""
 
     name = "read_warc"
-    #: 2: the extraction default changed (fast + favor_recall, text shaping, fallback).
-    #: 3: extraction's fast="auto" and short-output fallback (issue 22: forums, listings).
-    version = 3
     class Params(FetchParams):  # no delete_after_read / http_timeout_s: it reads in place
         paths: DocumentPaths | list[DocumentPaths]
         """Web archives (.warc, .warc.gz, .arc, .arc.gz, .warc.lz4...): paths, globs or URLs."""

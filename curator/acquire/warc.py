@@ -633,9 +633,6 @@ class WarcExtracting(DownloadSource):
     """Shared extraction of HTML response records into documents."""
 
     verify = "gzip"
-    #: 2: ClueWeb pages (and the rest of what warcio reads), TREC ids, ARC, LZ4, resource
-    #: records, cut records kept, payload decoding and charsets as browsers do (issue 30).
-    version = 2
     extractor: Extractor = DEFAULT_EXTRACTOR
     timeout_s: float = 10.0
     max_bytes: int = 10 * 1024 * 1024

@@ -229,8 +229,6 @@ class Wikipedia(DownloadSource):
 
     name = "wikipedia"
     verify = "bz2"
-    #: 2: tables in tags, empty headings, inline templates, sections by language (issue 24)
-    version = 2
 
     class Params(DownloadParams):
         language: str | None = None

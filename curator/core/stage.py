@@ -118,8 +118,8 @@ def _strings(value: Any) -> list[str]:
 
 
 class Stage:
-    """Base class of all stages. Subclasses set ``name`` (the YAML name) and take parameters
-    as keyword arguments of ``__init__``."""
+    """Base class of all stages. Subclasses set ``name`` (the YAML name) and declare their
+    parameters as a nested ``class Params(StageParams)``."""
 
     #: YAML name, e.g. ``word_count_filter``. Defaults to the class name in snake case.
     name: ClassVar[str] = ""

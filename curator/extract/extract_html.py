@@ -390,9 +390,6 @@ class ExtractHtml(ShardStage):
     """Replace HTML in ``text`` by its extracted main text (for custom sources)."""
 
     name = "extract_html"
-    #: 2: the extraction default changed (fast + favor_recall, text shaping, fallback).
-    #: 3: fast="auto" and the short-output fallback (issue 22: forums, listings).
-    version = 3
 
     class Params(StageParams):
         extractor: Extractor = "trafilatura"

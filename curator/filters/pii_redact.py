@@ -501,7 +501,6 @@ class PiiRedact(ShardStage):
     tokens; counts per kind in the report."""
 
     name = "pii_redact"
-    version = 2  # glued e-mails, full-width digits, citations and MACs; stdnum checks
 
     class Params(StageParams):
         kinds: list[Kind] = list(KINDS)

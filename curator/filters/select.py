@@ -234,7 +234,6 @@ class Select(ShardStage):
     parsed safely, never evaluated as Python."""
 
     name = "select"
-    version = 2  # evaluation errors are rejections (select_error); long reasons shortened
 
     class Params(StageParams):
         expr: str

@@ -295,9 +295,6 @@ class MegatronShards(GlobalStage):
     """Tokenize documents into Megatron-Core .bin/.idx datasets, one prefix per source."""
 
     name = "megatron_shards"
-    #: 2: vocab_file + merges_file encode a literal <|endoftext|> as text (as Megatron's
-    #: GPT2BPETokenizer); the EOD comes from what the tokenizer declares, never its names
-    version = 2
 
     class Params(StageParams):
         output_dir: OutputDir = "megatron"

@@ -330,9 +330,6 @@ class TrainTokenizer(GlobalStage):
     """Train a byte-level BPE or SentencePiece tokenizer on a bounded sample of the corpus."""
 
     name = "train_tokenizer"
-    #: 2: the BPE folder declares its special tokens (tokenizer_config.json,
-    #: special_tokens_map.json); no EOD is taken from the first special token
-    version = 2
 
     class Params(StageParams):
         type: Literal["bpe", "sentencepiece"] = "bpe"

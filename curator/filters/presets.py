@@ -72,13 +72,14 @@ class HeuristicPreset(Filter):
                 continue
             kw = {**params, **self.overrides.get(key, {})}
             try:
-                self.rules.append((f"{self.name}:{key}", rule(**kw)))
+                rule.params_model()(**kw)  # its errors named as this preset's overrides
             except ValidationError as e:
                 err = e.errors()[0]
                 where = ".".join(map(str, err["loc"]))
                 msg = "unknown key" if err["type"] == "extra_forbidden" else err["msg"]
                 raise ConfigError(f"{self.name}.overrides.{key}"
                                   f"{'.' + where if where else ''}: {msg}") from None
+            self.rules.append((f"{self.name}:{key}", rule(**kw)))
 
     def check(self, doc: Document) -> str | None:
         if not doc.text.strip():

@@ -126,7 +126,8 @@ def test_curator_stages_name_shows_every_parameter_and_a_valid_example(tmp_path)
         except Exception as e:
             failed.append(f"{name}: {e}")
             continue
-        assert set(stage.params) == set(cls.params_model().model_fields), name
+        keys = {fi.alias or k for k, fi in cls.params_model().model_fields.items()}
+        assert set(stage.params) == keys, name
     assert not failed, failed
 
 

@@ -45,6 +45,7 @@ from curator.extract.extract_html import (
     extract_text,
 )
 from curator.extract.timeout import ExtractTimeout
+from curator.storage import read_position
 
 CC_BASE_URL = "https://data.commoncrawl.org"
 SNAPSHOT_NAME = re.compile(r"^CC-MAIN-\d{4}-\d{2}$")
@@ -114,6 +115,7 @@ def _members(path: str, ctx: ShardContext, max_bytes: int = MAX_MEMBER_BYTES
     one that inflates beyond ``max_bytes`` (a gzip bomb) is inflated in bounded steps,
     discarded and quarantined."""
     with open(path, "rb") as f:
+        read_position.track(f)
         buf = b""
         base = 0  # file offset of buf[0]
         eof = False
@@ -283,6 +285,7 @@ def iter_warc(path: str, ctx: ShardContext, max_member_bytes: int = MAX_MEMBER_B
         return
     # One stream: a bad header ends the file (no member boundaries to resynchronise on).
     with open(path, "rb") as raw:
+        read_position.track(raw)
         f: Any = raw
         if kind == ".warc.lz4":
             f = _Lz4Stream(raw)

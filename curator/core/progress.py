@@ -206,6 +206,7 @@ class Progress:
     def __call__(self, stats: Any) -> None:
         with self._lock:
             self.done += 1
+            self._beats = {}  # the finished shard may be among them: read afresh next time
             if isinstance(stats, list) and stats:  # a fused group: what its first stage read
                 stats = stats[0]
             if isinstance(stats, dict):

@@ -115,7 +115,10 @@ def _members(path: str, ctx: ShardContext, max_bytes: int = MAX_MEMBER_BYTES
     one that inflates beyond ``max_bytes`` (a gzip bomb) is inflated in bounded steps,
     discarded and quarantined."""
     with open(path, "rb") as f:
-        read_position.track(f)
+        # progress: the offset of the member after the one yielded (f.tell() runs ahead by up
+        # to a 1 MiB read, a coarse step on a small file)
+        at = _Offset()
+        read_position.track(at, read_position.size_of(f))
         buf = b""
         base = 0  # file offset of buf[0]
         eof = False
@@ -186,7 +189,20 @@ def _members(path: str, ctx: ShardContext, max_bytes: int = MAX_MEMBER_BYTES
                                file=path, offset=start)
                 ctx.count("warc_oversized_records")
                 continue
+            at.offset = base
             yield start, b"".join(out), True
+
+
+class _Offset:
+    """A position to report to :mod:`curator.storage.read_position` (``tell()``)."""
+
+    __slots__ = ("offset",)
+
+    def __init__(self) -> None:
+        self.offset = 0
+
+    def tell(self) -> int:
+        return self.offset
 
 
 def _resync(f: Any, buf: bytes, base: int, bad_start: int) -> tuple[bytes, int]:

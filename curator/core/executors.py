@@ -136,8 +136,11 @@ class DaskExecutor(Executor):
         off = self.cluster is not None and dashboard_address is None
         self.dashboard_link: str | None = None if off else self.client.dashboard_link
         if log:
+            # the Workers page shows each worker's shard in flight (core/progress.py)
+            workers_page = (f" (shards in flight: {self.dashboard_link.rsplit('/', 1)[0]}"
+                            "/workers)" if self.dashboard_link else "")
             log(f"dask scheduler {self.client.scheduler.address}; "
-                f"dashboard {self.dashboard_link or 'off'}")
+                f"dashboard {self.dashboard_link or 'off'}{workers_page}")
 
     #: seconds between checks for live workers while waiting for results
     poll_s = 1.0

@@ -275,6 +275,7 @@ def test_dask_dashboard_shows_the_shard_in_flight(tmp_path):
             release.write_text("")
             _, err = run.communicate(timeout=300)
         assert run.returncode == 0, err
+        assert f"(shards in flight: http://127.0.0.1:{port}/workers)" in err  # the start line
         m = _poll(lambda: _curator_metrics(port),
                   lambda m: m is not None and not m.get("curator_docs"),
                   "the finished shard stayed on the dashboard")

@@ -76,13 +76,15 @@ def heartbeat(docs: Iterator[Any], path: str, every: float | None = None) -> Ite
                 os.unlink(path)
 
 
-def shard_eta(beat: dict[str, Any]) -> float | None:
+def shard_eta(beat: dict[str, Any], now: float | None = None) -> float | None:
     """Seconds left for one shard from the share of its input read so far (``None``: the
-    input's size is unknown, or too little is read to tell)."""
+    input's size is unknown, or too little is read to tell). ``now`` (the clock of the
+    process that wrote the beat) instead of the beat's time: a shard stuck on one document
+    shows a growing ETA rather than a frozen one."""
     frac = beat.get("fraction")
     if not isinstance(frac, (int, float)) or frac < 0.001:
         return None
-    spent = float(beat.get("at", 0)) - float(beat.get("started", 0))
+    spent = (float(beat.get("at", 0)) if now is None else now) - float(beat.get("started", 0))
     return max(spent, 0.0) * (1.0 - frac) / frac
 
 
@@ -96,12 +98,13 @@ def live_summary() -> dict[str, Any]:
     """What this process reads now, summed over its shards in flight: the values of the
     ``curator_*`` worker metrics on the Dask dashboard."""
     beats = list(LIVE.items())  # a copy: shard threads add and remove entries meanwhile
+    now = time.time()
     shards = []
     for path, beat in sorted(beats):
         text = _shard_label(path)
         frac = beat.get("fraction")
         if isinstance(frac, (int, float)):
-            left = shard_eta(beat)
+            left = shard_eta(beat, now)
             text += f" {frac:.0%}" + (f" ETA {format_seconds(left)}" if left is not None else "")
         shards.append(text)
     rate = sum(int(b["docs"]) / max(float(b["at"]) - float(b["started"]), 1e-3)

@@ -45,6 +45,7 @@ from curator.extract.extract_html import (
     extract_text,
 )
 from curator.extract.timeout import ExtractTimeout
+from curator.storage import read_position
 
 CC_BASE_URL = "https://data.commoncrawl.org"
 SNAPSHOT_NAME = re.compile(r"^CC-MAIN-\d{4}-\d{2}$")
@@ -114,6 +115,10 @@ def _members(path: str, ctx: ShardContext, max_bytes: int = MAX_MEMBER_BYTES
     one that inflates beyond ``max_bytes`` (a gzip bomb) is inflated in bounded steps,
     discarded and quarantined."""
     with open(path, "rb") as f:
+        # progress: the offset of the member after the one yielded (f.tell() runs ahead by up
+        # to a 1 MiB read, a coarse step on a small file)
+        at = _Offset()
+        read_position.track(at, read_position.size_of(f))
         buf = b""
         base = 0  # file offset of buf[0]
         eof = False
@@ -184,7 +189,20 @@ def _members(path: str, ctx: ShardContext, max_bytes: int = MAX_MEMBER_BYTES
                                file=path, offset=start)
                 ctx.count("warc_oversized_records")
                 continue
+            at.offset = base
             yield start, b"".join(out), True
+
+
+class _Offset:
+    """A position to report to :mod:`curator.storage.read_position` (``tell()``)."""
+
+    __slots__ = ("offset",)
+
+    def __init__(self) -> None:
+        self.offset = 0
+
+    def tell(self) -> int:
+        return self.offset
 
 
 def _resync(f: Any, buf: bytes, base: int, bad_start: int) -> tuple[bytes, int]:
@@ -283,6 +301,7 @@ def iter_warc(path: str, ctx: ShardContext, max_member_bytes: int = MAX_MEMBER_B
         return
     # One stream: a bad header ends the file (no member boundaries to resynchronise on).
     with open(path, "rb") as raw:
+        read_position.track(raw)
         f: Any = raw
         if kind == ".warc.lz4":
             f = _Lz4Stream(raw)

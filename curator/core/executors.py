@@ -39,6 +39,26 @@ class Executor:
         """``value`` from the root process, on every process."""
         return value
 
+    def _submit(self, fn: Callable[[Any], Any], items: list[Any], label: str | None) -> list[Any]:
+        """One task per item, named on the dashboard by stage and shard: the key
+        ``("curator:<stage>", "<shard>", "<token>")`` groups a stage's shards in the Progress
+        and Task Stream views, and a span ``curator:<stage>`` files their time under the
+        stage on the Fine Performance Metrics page."""
+        import uuid
+
+        from distributed import span
+
+        if not label:
+            return self.client.map(fn, items, pure=False)
+        prefix = f"curator:{label}"
+        token = uuid.uuid4().hex[:8]  # a stage's map may run twice (phases): never reuse keys
+        keys = [(prefix, str(getattr(it, "name", None) or i), token)
+                for i, it in enumerate(items)]
+        if len(set(keys)) < len(keys):  # items without distinct names: number them
+            keys = [(prefix, f"{i}:{k[1]}", token) for i, k in enumerate(keys)]
+        with span(prefix):
+            return self.client.map(fn, items, key=keys)
+
     def on_every_host(self, fn: Callable[..., Any], *args: Any) -> None:
         """Run ``fn(*args)`` here and once on every other host that runs tasks (cleanup that
         only a process on that host can do, such as checking whether a PID is alive)."""
@@ -107,14 +127,20 @@ class DaskExecutor(Executor):
         # workers log a failed task with its exception; mask secrets there too (every worker,
         # also ones started or restarted later)
         self.client.register_plugin(_redacting_plugin(), name="curator-redact-logs")
+        # what each worker's shards in flight have read, as columns of the dashboard's
+        # Workers page (core/progress.py); every worker, also ones started later
+        self.client.register_plugin(_progress_plugin(), name="curator-progress")
         self.size = max(1, len(self.client.scheduler_info().get("workers", {})) or (workers or 1))
         # dashboard_address: null turns the LocalCluster's dashboard off, but the scheduler
         # still serves HTTP (health, metrics) and client.dashboard_link still names it.
         off = self.cluster is not None and dashboard_address is None
         self.dashboard_link: str | None = None if off else self.client.dashboard_link
         if log:
+            # the Workers page shows each worker's shard in flight (core/progress.py)
+            workers_page = (f" (shards in flight: {self.dashboard_link.rsplit('/', 1)[0]}"
+                            "/workers)" if self.dashboard_link else "")
             log(f"dask scheduler {self.client.scheduler.address}; "
-                f"dashboard {self.dashboard_link or 'off'}")
+                f"dashboard {self.dashboard_link or 'off'}{workers_page}")
 
     #: seconds between checks for live workers while waiting for results
     poll_s = 1.0
@@ -126,7 +152,7 @@ class DaskExecutor(Executor):
 
         if not items:
             return []
-        futures = self.client.map(fn, list(items), pure=False)
+        futures = self._submit(fn, list(items), getattr(progress, "stage_id", None))
         index = {f.key: i for i, f in enumerate(futures)}
         results: list[Any] = [None] * len(futures)
         pending = set(futures)
@@ -413,6 +439,20 @@ def _redacting_plugin() -> Any:
             redact_log_handlers()
 
     return RedactLogs()
+
+
+def _progress_plugin() -> Any:
+    from distributed.diagnostics.plugin import WorkerPlugin
+
+    from curator.core.progress import dask_worker_metrics
+
+    class ProgressMetrics(WorkerPlugin):
+        idempotent = True
+
+        def setup(self, worker: Any) -> None:
+            worker.metrics.update(dask_worker_metrics())
+
+    return ProgressMetrics()
 
 
 def _chain(err: BaseException) -> list[BaseException]:

@@ -19,6 +19,8 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+from curator.storage import read_position
+
 #: How often a worker rewrites its shard's heartbeat file (seconds; ``CURATOR_HEARTBEAT_S``).
 HEARTBEAT_S = float(os.environ.get("CURATOR_HEARTBEAT_S") or 2.0)
 #: How often the driver redraws the bar (terminal) or prints a line (otherwise), in seconds;
@@ -33,14 +35,22 @@ def heartbeat_path(work_dir: str, stage_id: str, shard: str) -> str:
     return os.path.join(work_dir, "stages", stage_id, "_progress", f"{shard}.json")
 
 
+#: The heartbeats of the shards this process is reading now (heartbeat path -> beat), for
+#: the Dask dashboard: :func:`dask_worker_metrics` turns them into columns of its Workers page.
+LIVE: dict[str, dict[str, Any]] = {}
+
+
 def heartbeat(docs: Iterator[Any], path: str, every: float | None = None) -> Iterator[Any]:
-    """Pass ``docs`` on, writing ``{"docs", "bytes", "started", "at"}`` to ``path`` (atomically)
-    every ``every`` seconds while they flow; the file is removed when the shard ends."""
+    """Pass ``docs`` on, writing ``{"docs", "bytes", "started", "at"}`` (and ``"fraction"``,
+    the share of the input file read, where its size is known) to ``path`` (atomically)
+    every ``every`` seconds while they flow; the file is removed when the shard ends. The
+    per-document cost is a count and a length; the clock is read every 32 documents."""
     every = HEARTBEAT_S if every is None else every
     n = b = 0
     clock = time.time
     started = last = clock()
     wrote = False
+    pos, hidden = read_position.watch()
     try:
         for d in docs:
             n += 1
@@ -50,13 +60,75 @@ def heartbeat(docs: Iterator[Any], path: str, every: float | None = None) -> Ite
                 now = clock()
                 if now - last >= every:
                     last = now
-                    wrote = _write_beat(path, {"docs": n, "bytes": b, "started": started,
-                                               "at": now}) or wrote
+                    beat: dict[str, Any] = {"docs": n, "bytes": b, "started": started,
+                                            "at": now}
+                    frac = pos.fraction()
+                    if frac is not None:
+                        beat["fraction"] = round(frac, 4)
+                    LIVE[path] = beat
+                    wrote = _write_beat(path, beat) or wrote
             yield d
     finally:
+        read_position.unwatch(pos, hidden)
+        LIVE.pop(path, None)
         if wrote:
             with contextlib.suppress(OSError):
                 os.unlink(path)
+
+
+def shard_eta(beat: dict[str, Any], now: float | None = None) -> float | None:
+    """Seconds left for one shard from the share of its input read so far (``None``: the
+    input's size is unknown, or too little is read to tell). ``now`` (the clock of the
+    process that wrote the beat) instead of the beat's time: a shard stuck on one document
+    shows a growing ETA rather than a frozen one."""
+    frac = beat.get("fraction")
+    if not isinstance(frac, (int, float)) or frac < 0.001:
+        return None
+    spent = (float(beat.get("at", 0)) if now is None else now) - float(beat.get("started", 0))
+    return max(spent, 0.0) * (1.0 - frac) / frac
+
+
+def _shard_label(path: str) -> str:
+    """``stage/shard`` from ``<work_dir>/stages/<stage>/_progress/<shard>.json``."""
+    stage = os.path.basename(os.path.dirname(os.path.dirname(path)))
+    return f"{stage}/{os.path.basename(path)[: -len('.json')]}"
+
+
+def live_summary() -> dict[str, Any]:
+    """What this process reads now, summed over its shards in flight: the values of the
+    ``curator_*`` worker metrics on the Dask dashboard."""
+    beats = list(LIVE.items())  # a copy: shard threads add and remove entries meanwhile
+    now = time.time()
+    shards = []
+    for path, beat in sorted(beats):
+        text = _shard_label(path)
+        frac = beat.get("fraction")
+        if isinstance(frac, (int, float)):
+            left = shard_eta(beat, now)
+            text += f" {frac:.0%}" + (f" ETA {format_seconds(left)}" if left is not None else "")
+        shards.append(text)
+    rate = sum(int(b["docs"]) / max(float(b["at"]) - float(b["started"]), 1e-3)
+               for _, b in beats)
+    return {"curator_shard": ", ".join(shards),
+            "curator_docs": sum(int(b["docs"]) for _, b in beats),
+            "curator_mb": round(sum(int(b["bytes"]) for _, b in beats) / 1e6, 1),
+            "curator_docs_per_s": round(rate)}
+
+
+def _metric(name: str) -> Any:
+    def get(worker: Any) -> Any:
+        return live_summary()[name]
+
+    get.__name__ = name
+    return get
+
+
+def dask_worker_metrics() -> dict[str, Any]:
+    """``name -> callable(worker)`` for ``Worker.metrics``: each worker's heartbeat to the
+    scheduler then carries what its shards in flight have read, and the stock dashboard's
+    Workers page (``/workers``) shows them as columns (``curator_shard`` with the share of
+    the input file read and its ETA, ``curator_docs``, ``curator_mb``, ``curator_docs_per_s``)."""
+    return {name: _metric(name) for name in live_summary()}
 
 
 def _write_beat(path: str, beat: dict[str, Any]) -> bool:
@@ -121,9 +193,12 @@ class Progress:
         self._thread: threading.Thread | None = None
         self.line_s = float(os.environ.get("CURATOR_PROGRESS_S") or LINE_S)
         self._last_live = ""
+        #: the heartbeats read last (shard -> beat): their input fractions refine the ETA
+        self._beats: dict[str, dict[str, Any]] = {}
 
     def start(self, total: int) -> None:
         self.total, self.done, self.docs = total, 0, 0
+        self._beats = {}
         self.t0 = time.perf_counter()
         if self.live_dir and self.mode != "off" and total:
             self._stop.clear()
@@ -134,6 +209,7 @@ class Progress:
     def __call__(self, stats: Any) -> None:
         with self._lock:
             self.done += 1
+            self._beats = {}  # the finished shard may be among them: read afresh next time
             if isinstance(stats, list) and stats:  # a fused group: what its first stage read
                 stats = stats[0]
             if isinstance(stats, dict):
@@ -147,13 +223,20 @@ class Progress:
                 self._line(now)
 
     def _inflight(self) -> tuple[int, int, float, str]:
-        """(documents, bytes, docs/s) of the shards in flight, and the busiest one's name."""
+        """(documents, bytes, docs/s) of the shards in flight, and the busiest one's name
+        (with the share of its input read and its ETA where the input's size is known)."""
         beats = read_beats(self.live_dir) if self.live_dir else {}
+        self._beats = beats
         docs = sum(int(b.get("docs", 0)) for b in beats.values())
         size = sum(int(b.get("bytes", 0)) for b in beats.values())
         rate = sum(int(b.get("docs", 0)) / max(float(b["at"]) - float(b["started"]), 1e-3)
                    for b in beats.values())
         name = max(beats, key=lambda k: int(beats[k].get("bytes", 0))) if beats else ""
+        frac = beats[name].get("fraction") if name else None
+        if isinstance(frac, (int, float)):
+            left = shard_eta(beats[name])
+            name += f" {frac:.0%}" + (f", ETA {format_seconds(left)}" if left is not None
+                                      else "")
         return docs, size, rate, name
 
     def _live_text(self) -> str:
@@ -167,10 +250,11 @@ class Progress:
         rate = self.docs / max(now - self.t0, 1e-9)
         width = 24
         filled = int(width * self.done / max(self.total, 1))
+        live = self._live_text()
         self.stream.write(
             f"\r[{self.stage_id}] |{'#' * filled}{'.' * (width - filled)}| "
             f"{self.done}/{self.total} shards  {rate:,.0f} docs/s  ETA {self.eta(now)}"
-            f"{self._live_text()}\033[K")
+            f"{live}\033[K")
         self.stream.flush()
 
     def _line(self, now: float, live: str = "") -> None:
@@ -198,14 +282,19 @@ class Progress:
                         self._line(now, live)
 
     def eta(self, now: float | None = None) -> str:
-        """Time left for this stage, from the mean time per finished shard so far (shards are
-        cut to similar sizes, and the MPI queue and Dask keep every worker busy)."""
+        """Time left for this stage, from the mean time per shard so far (shards are cut to
+        similar sizes, and the MPI queue and Dask keep every worker busy). Shards in flight
+        count with the share of their input read, so one long shard has an ETA before it
+        ends (a 2 GB WARC read 30% in 3 minutes: 7 minutes left)."""
         if self.done >= self.total:
             return "0s"
-        if not self.done:
+        part = sum(float(b["fraction"]) for b in self._beats.values()
+                   if isinstance(b.get("fraction"), (int, float)))
+        done = self.done + min(part, self.total - self.done)
+        if done < 1e-3:
             return "?"
         now = time.perf_counter() if now is None else now
-        left = (now - self.t0) / self.done * (self.total - self.done)
+        left = (now - self.t0) / done * (self.total - done)
         return format_seconds(left)
 
     def finish(self) -> None:

@@ -21,6 +21,7 @@ from curator.core.document import Document
 from curator.core.errors import InputError
 from curator.core.params import PositiveFloat, StageParams
 from curator.core.stage import DocumentPaths, OutputDir, ShardSpec, ShardStage, Source
+from curator.storage import read_position
 from curator.storage.atomic import compression_of, open_compressed_read, open_compressed_write
 from curator.storage.encoding import is_utf8, sniff, utf8_stream
 from curator.storage.limits import TOO_LARGE, iter_capped_lines, line_reader
@@ -178,6 +179,7 @@ def iter_lines(path: str, ctx: ShardContext, start: int | None = None, end: int 
     cap = ctx.max_doc_bytes if cap is None else cap
     if start is not None:
         with fsspec.open(path, "rb", **(storage_options or {})) as raw:
+            read_position.track(raw, end, start)
             fh = line_reader(raw)
             # the line holding byte start-1 belongs to the previous shard: read past it
             first = start > 0
@@ -195,7 +197,7 @@ def iter_lines(path: str, ctx: ShardContext, start: int | None = None, end: int 
         return
     lineno, pos, enc = 0, 0, "utf-8"
     try:
-        with open_compressed_read(path, storage_options) as raw:
+        with open_compressed_read(path, storage_options, track=True) as raw:
             fh, enc = utf8_stream(line_reader(raw))
             if not is_utf8(enc):
                 ctx.count(f"encoding:{enc}")

@@ -20,6 +20,8 @@ from typing import IO, Any
 
 import fsspec
 
+from curator.storage import read_position
+
 ZSTD_LEVEL = 3
 GZIP_LEVEL = 6  # zlib's default; level 9 costs ~3x the time for ~2% smaller files
 
@@ -200,11 +202,15 @@ def open_compressed_write(path: str) -> Iterator[IO[bytes]]:
 
 
 @contextlib.contextmanager
-def open_compressed_read(path: str, storage_options: dict[str, Any] | None = None
-                         ) -> Iterator[IO[bytes]]:
-    """Binary reader through fsspec that decompresses according to the file name."""
+def open_compressed_read(path: str, storage_options: dict[str, Any] | None = None,
+                         track: bool = False) -> Iterator[IO[bytes]]:
+    """Binary reader through fsspec that decompresses according to the file name. ``track``:
+    the file is a shard's input, whose compressed position shows in progress
+    (:mod:`curator.storage.read_position`)."""
     comp = compression_of(path)
     with fsspec.open(path, "rb", **(storage_options or {})) as raw:
+        if track:
+            read_position.track(raw)
         if comp == "gzip":
             with gzip.GzipFile(fileobj=raw, mode="rb") as gz:
                 yield gz  # type: ignore[misc]

@@ -46,14 +46,14 @@ def record_writer(path: str) -> Iterator[RecordWriter]:
         yield RecordWriter(fh)
 
 
-def read_records(path: str) -> Iterator[dict[str, Any]]:
-    with open_compressed_read(path) as fh:
+def read_records(path: str, track: bool = False) -> Iterator[dict[str, Any]]:
+    with open_compressed_read(path, track=track) as fh:
         for line in fh:
             if line.strip():
                 yield orjson.loads(line)
 
 
 def read_shard(path: str) -> Iterator[Document]:
-    """Documents of an internal shard file, in order."""
-    for rec in read_records(path):
+    """Documents of an internal shard file, in order (its read position shows in progress)."""
+    for rec in read_records(path, track=True):
         yield Document.from_record(rec)

@@ -85,7 +85,32 @@ def test_a_long_shard_shows_progress_in_a_real_run(tmp_path):
                        env=env, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     live = [ln for ln in r.stderr.splitlines() if "in flight" in ln]
-    assert live and all(re.match(r"\[big\] 0/1 shards, 0 docs, 0 docs/s, ETA \?; in flight: "
-                                 r"[\d,]+ docs, [\d.,]+ MB, [\d,]+ docs/s \(big-00000\)$", ln)
-                        for ln in live), r.stderr
+    # the share of the file read gives the shard, and so the stage, an ETA before it ends
+    pat = (r"\[big\] 0/1 shards, 0 docs, 0 docs/s, ETA (\w+|\?); in flight: [\d,]+ docs, "
+           r"[\d.,]+ MB, [\d,]+ docs/s \(big-00000 (\d+)%, ETA (\w+)\)$")
+    got = [re.match(pat, ln) for ln in live]
+    assert live and all(got), r.stderr
+    pcts = [int(m.group(2)) for m in got]
+    assert pcts == sorted(pcts) and 0 < pcts[0] < 100, pcts
+    assert all(m.group(1) != "?" for m in got)  # no shard finished, yet the stage has an ETA
     assert not os.path.exists(tmp_path / "work" / "stages" / "big" / "_progress")
+
+
+def test_stage_eta_counts_the_share_read_of_shards_in_flight(tmp_path):
+    """No shard finished, one a quarter read after 10 s, two in the stage: 70 s left (it was
+    '?' until the first shard ended); the named shard shows its share and its own ETA."""
+    from curator.core.progress import _write_beat
+
+    out = io.StringIO()
+    live = tmp_path / "_progress"
+    p = Progress("web", stream=out, mode="log", live_dir=str(live))
+    p.start(2)
+    p.t0 -= 10.0
+    now = time.time()
+    _write_beat(str(live / "web-00000.json"), {"docs": 100, "bytes": 1000, "started": now - 10,
+                                               "at": now, "fraction": 0.25})
+    assert p._live_text().endswith("(web-00000 25%, ETA 30s)")
+    assert p.eta() in ("1m10s", "1m11s")
+    p({"docs_in": 400})  # a shard ends: the estimate is from finished shards until reread
+    assert p.eta() in ("10s", "11s")
+    p.finish()

@@ -1,4 +1,22 @@
 """Fixtures shared across test packages: the trained demo checkpoint and the Triton venv are
-used by tests/train and tests/deploy (session-scoped, built once, only when a test asks)."""
+used by tests/train and tests/deploy (session-scoped, built once, only when a test asks); a
+real HTTP mirror on 127.0.0.1 serves the acquire and extract tests."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from helpers_acquire import Mirror
 
 pytest_plugins = ["fixtures_train"]
+
+
+@pytest.fixture
+def mirror(tmp_path: Any) -> Iterator[Mirror]:
+    root = tmp_path / "mirror"
+    root.mkdir()
+    m = Mirror(str(root))
+    yield m
+    m.close()

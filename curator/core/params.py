@@ -258,21 +258,17 @@ def _metadata(annotation: Any) -> list[Any]:
     return out
 
 
+#: How each constraint reads in ``curator stages`` and the docs: (its attribute, the words).
+_CONSTRAINTS = {Ge: ("ge", ">= {}"), Gt: ("gt", "> {}"), Le: ("le", "<= {}"), Lt: ("lt", "< {}"),
+                MinLen: ("min_length", "length >= {}"), MaxLen: ("max_length", "length <= {}")}
+
+
 def _constraints(fi: Any) -> str:
     out = []
     for m in fi.metadata or _metadata(fi.annotation):
-        if isinstance(m, Ge):
-            out.append(f">= {m.ge}")
-        elif isinstance(m, Gt):
-            out.append(f"> {m.gt}")
-        elif isinstance(m, Le):
-            out.append(f"<= {m.le}")
-        elif isinstance(m, Lt):
-            out.append(f"< {m.lt}")
-        elif isinstance(m, MinLen):
-            out.append(f"length >= {m.min_length}")
-        elif isinstance(m, MaxLen):
-            out.append(f"length <= {m.max_length}")
+        attr, words = _CONSTRAINTS.get(type(m), (None, ""))
+        if attr is not None:
+            out.append(words.format(getattr(m, attr)))
     return ", ".join(out)
 
 

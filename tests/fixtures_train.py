@@ -33,7 +33,7 @@ def example_run(blend_path: str, tmp_path_factory: pytest.TempPathFactory) -> di
     import subprocess
     import sys
 
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     tmp = tmp_path_factory.mktemp("example")
     docs = tmp / "docs.jsonl"
     docs.write_text("".join(json.dumps({"id": f"d{i}", "text": s}) + "\n"
@@ -76,6 +76,6 @@ def triton_venv() -> str:
     venv = default_venv()
     if not glob.glob(os.path.join(venv, "lib", "python*", "site-packages", "pytriton",
                                   "tritonserver", "bin", "tritonserver")):
-        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
         subprocess.run([os.path.join(root, "scripts", "setup_triton.sh"), venv], check=True)
     return venv

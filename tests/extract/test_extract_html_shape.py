@@ -1,4 +1,4 @@
-"""Text shape of the default extraction on real documentation pages (tests/acquire/data/docpages,
+"""Text shape of the default extraction on real documentation pages (tests/extract/data/docpages,
 origins in SOURCES.md there): one paragraph per line, code keeps its lines, tables as
 tab-separated cells, no UI strings of documentation generators."""
 

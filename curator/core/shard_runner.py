@@ -143,16 +143,20 @@ def _resumable(task: ShardTask) -> list[ShardStats] | None:
     m = read_marker(marker_path(task.work_dir, last.stage_id, task.name), task.work_dir)
     if not m or m.get("key") != last.key or not isinstance(m.get("stats"), dict):
         return None
-    if last.write and not m["stats"].get("path"):  # made fused earlier, now materialised
-        return None
     above = m.get("group") or []
     if len(above) != len(task.steps) - 1 or any(
             not isinstance(e, dict) or e.get("key") != st.key
             or not isinstance(e.get("stats"), dict)
             for e, st in zip(above, task.steps, strict=False)):
         return None
+    try:
+        stats = [ShardStats.from_json(e["stats"]) for e in (*above, m)]
+    except ValueError:  # a damaged marker: the shard is redone
+        return None
+    if last.write and not stats[-1].path:  # made fused earlier, now materialised
+        return None
     # what the markers say was written must still be there, and be this work_dir's
-    made = [m["stats"]["path"]] if last.write else []
+    made = [stats[-1].path] if last.write else []
     for e in (*above, m):
         made += [f for f in e.get("files") or [] if isinstance(f, str)]
     if missing_or_foreign(made, task.work_dir):
@@ -161,7 +165,6 @@ def _resumable(task: ShardTask) -> list[ShardStats] | None:
         path = marker_path(task.work_dir, st.stage_id, task.name)
         if not os.path.exists(path):
             write_json(path, e)
-    stats = [ShardStats.from_json(e["stats"]) for e in (*above, m)]
     for st in stats:
         st.resumed = True
     return stats

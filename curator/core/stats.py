@@ -85,7 +85,14 @@ class ShardStats:
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> ShardStats:
-        """A marker's ``"stats"``, from this or an older version."""
+        """A marker's ``"stats"``, from this or an older version; ``ValueError`` when a count
+        is not a number (a damaged marker: its shard is redone, not summed into the report)."""
+        for k in ("docs_in", "bytes_in", "docs_out", "bytes_out", "seconds"):
+            v = d.get(k, 0)
+            if isinstance(v, bool) or not isinstance(v, int | float):
+                raise ValueError(f"stats.{k} is not a number: {v!r}")
+        if not isinstance(d.get("path") or "", str):
+            raise ValueError(f"stats.path is not a path: {d.get('path')!r}")
         return cls(
             shard=str(d.get("shard", "")), docs_in=d.get("docs_in", 0),
             bytes_in=d.get("bytes_in", 0), docs_out=d.get("docs_out", 0),

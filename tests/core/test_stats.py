@@ -157,3 +157,30 @@ def test_a_run_writes_the_stats_it_returns(tmp_path):
             s["docs_in"], s["docs_out"], s["rejected"], s["quarantined"])
     by_id = {s["id"]: s for s in summary["stages"]}
     assert by_id["read_jsonl"]["quarantined"] and by_id["min_words"]["rejected"]
+
+
+@pytest.mark.parametrize("damage", [{"docs_in": "lots"}, {"bytes_out": None},
+                                    {"path": 7}, {"seconds": [1]}])
+def test_a_damaged_marker_redoes_its_shard(tmp_path, damage):
+    """A shard marker whose counts are not numbers (edited by hand, written by a broken
+    tool) is not summed into the report: the shard is redone and gets a sound marker."""
+    data = tmp_path / "data"
+    data.mkdir()
+    make_corpus(str(data / "a.jsonl"), 30, seed=5)
+    wd = tmp_path / "wd"
+    text = (f"name: t\nwork_dir: {wd}\nprogress: off\nstages:\n"
+            f"  - read_jsonl: {{paths: \"{data}/*.jsonl\"}}\n"
+            "  - helpers_core:min_words: {n: 8}\n  - helpers_core:upper_first: {}\n")
+    first = {s["id"]: s for s in Runner(pl.loads(text), LocalExecutor()).run()["stages"]}
+    marker = next((wd / "stages" / "upper_first" / "_done").glob("*.json"))
+    m = json.loads(marker.read_text())
+    m["group"][1]["stats"].update(damage)  # the middle stage's record, inside the group's
+    marker.write_text(json.dumps(m))
+    (wd / "stages" / "upper_first" / "_SUCCESS.json").unlink()
+    again = {s["id"]: s for s in Runner(pl.loads(text), LocalExecutor()).run()["stages"]}
+    for sid, s in first.items():
+        assert (again[sid]["docs_in"], again[sid]["docs_out"], again[sid]["rejected"]) == (
+            s["docs_in"], s["docs_out"], s["rejected"])
+        assert again[sid]["shards_resumed"] == 0
+    redone = json.loads(marker.read_text())
+    assert isinstance(redone["group"][1]["stats"]["docs_in"], int)

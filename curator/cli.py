@@ -283,14 +283,15 @@ def cmd_tls_certs(args: argparse.Namespace) -> int:
 
 def cmd_inspect(args: argparse.Namespace) -> int:
     from curator.core.samples import render, sample, stage_done
+    from curator.core.stats import StageStats
 
     if args.n < 1:
         raise CuratorError("inspect: -n must be at least 1")
     rejected = args.rejected is not None
     reason = args.rejected or None
     done = stage_done(args.work_dir, args.stage)
-    stats = done.get("stats") or {}
-    rej = stats.get("rejected") or {}
+    stats = StageStats.from_json(done.get("stats"))
+    rej = stats.rejected
     shards = done.get("shards") or []
     if not rejected and shards and not any(s.get("path") for s in shards):
         raise CuratorError(f"stage '{args.stage}' ran fused with the stage after it and wrote "
@@ -300,7 +301,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
                          seed=args.seed)
     what = (f"rejected{' for ' + repr(reason) if reason else ''}" if rejected else "kept")
     what = f"documents {what}"
-    print(f"stage '{args.stage}' ({done.get('stage', '?')}): {stats.get('docs_out', 0):,} kept, "
+    print(f"stage '{args.stage}' ({done.get('stage', '?')}): {stats.docs_out:,} kept, "
           f"{sum(rej.values()):,} rejected"
           + (f" ({', '.join(f'{r} {n:,}' for r, n in sorted(rej.items(), key=lambda x: -x[1]))})"
              if rej else ""))

@@ -14,20 +14,19 @@ from curator.core.document import Document
 from curator.core.errors import StageError, fs_error_line
 from curator.core.shard_context import (
     DEFAULT_MAX_DOC_BYTES,
-    HIST_BINS,
     Mapper,
     ShardContext,
     StageContext,
-    length_bin,
     write_json,
 )
 from curator.core.shard_runner import run_shard_tasks
 from curator.core.stage import PhaseContext, Shard
+from curator.core.stats import HIST_BINS, ShardStats, length_bin
 from curator.core.usage import Usage, call_measured
 from curator.storage import sealed
 
-__all__ = ["DEFAULT_MAX_DOC_BYTES", "HIST_BINS", "GlobalContext", "ShardContext", "StageContext",
-           "length_bin", "write_json"]
+__all__ = ["DEFAULT_MAX_DOC_BYTES", "HIST_BINS", "GlobalContext", "ShardContext", "ShardStats",
+           "StageContext", "length_bin", "write_json"]
 
 
 class GlobalContext(PhaseContext):
@@ -46,7 +45,8 @@ class GlobalContext(PhaseContext):
         #: Artifacts this stage publishes for downstream stages (JSON-able values).
         self.artifacts: dict[str, Any] = {}
         self.counters: Counter[str] = Counter()
-        self.shard_stats: list[dict[str, Any]] = []
+        #: what :meth:`write_shards` did, per output shard (a stage sums its counters)
+        self.shard_stats: list[ShardStats] = []
         #: CPU and memory of the items :meth:`map` ran (report).
         self.task_usage: list[Usage] = []
 

@@ -214,6 +214,8 @@ class Progress:
                 stats = stats[0]
             if isinstance(stats, dict):
                 self.docs += int(stats.get("docs_in", 0) or 0)
+            elif isinstance(getattr(stats, "docs_in", None), int):  # a ShardStats
+                self.docs += stats.docs_in
             if self.mode == "off":
                 return
             now = time.perf_counter()

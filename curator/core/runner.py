@@ -24,7 +24,6 @@ import itertools
 import os
 import shutil
 import time
-from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -40,7 +39,7 @@ from curator.core.pipeline import Pipeline, StageNode
 from curator.core.progress import Progress
 from curator.core.redact import redact, redact_value
 from curator.core.report import skipped_note
-from curator.core.shard_context import DEFAULT_MAX_DOC_BYTES, HIST_BINS
+from curator.core.shard_context import DEFAULT_MAX_DOC_BYTES
 from curator.core.shard_runner import (
     ShardTask,
     Step,
@@ -55,6 +54,7 @@ from curator.core.shard_runner import (
     written_outputs,
 )
 from curator.core.stage import GlobalStage, Shard, ShardSpec, Source, Stage
+from curator.core.stats import ShardStats, StageStats
 from curator.core.usage import Meter, Usage, stage_usage
 from curator.storage.atomic import remove_dead_temps
 from curator.storage.outputs import adopt, check_output_dir, claim_output_dir, missing_or_foreign
@@ -156,6 +156,22 @@ class Runner:
 
     def run(self) -> dict[str, Any]:
         """Run every stage that is not already done; return the run summary (report data)."""
+        with self._locked():
+            t_start = time.perf_counter()
+            self._check_outputs()
+            for group in self.pipe.fused_groups():
+                self._at = group[0].id
+                with self._disk_errors():
+                    if isinstance(group[0].stage, GlobalStage):
+                        self.results[group[0].id] = self._run_global(group[0])
+                    else:
+                        self.results.update(self._run_group(group))
+            return self._summary(time.perf_counter() - t_start)
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        """The work_dir checked, locked (unless the caller holds the lock) and adopted by the
+        root; a refusal there stops every rank with the same error."""
         own_lock = None
         error = None
         if self.ex.is_root:
@@ -170,10 +186,22 @@ class Runner:
         if error:
             raise error[0](error[1])
         try:
-            return self._run()
+            yield
         finally:
             if own_lock is not None:
                 own_lock.release()
+
+    @contextlib.contextmanager
+    def _disk_errors(self) -> Iterator[None]:
+        """A disk full, a missing permission, a read-only file system, in any phase of a
+        stage: one line naming the stage being worked on."""
+        try:
+            yield
+        except OSError as e:
+            line = fs_error_line(e)
+            if line is None or os.environ.get("CURATOR_DEBUG"):
+                raise
+            raise StageError(f"stage '{self._at}': {line}") from None
 
     def _adopt_work_dir(self) -> None:
         """A work_dir copied (``cp -a``) or moved since its last run: its markers' paths are
@@ -194,27 +222,14 @@ class Runner:
                  "their files are here" + (f"; unfinished phases of {dropped} stage(s) restart"
                                            if dropped else ""))
 
-    def _run(self) -> dict[str, Any]:
+    def _summary(self, seconds: float) -> dict[str, Any]:
+        """The run summary (report.json), written with report.html by the root."""
         cfg = self.pipe.config
-        t_start = time.perf_counter()
-        self._check_outputs()
-        for group in self.pipe.fused_groups():
-            self._at = group[0].id
-            try:
-                if isinstance(group[0].stage, GlobalStage):
-                    self.results[group[0].id] = self._run_global(group[0])
-                else:
-                    self.results.update(self._run_group(group))
-            except OSError as e:  # disk full, no permission, read-only: one line, any phase
-                line = fs_error_line(e)
-                if line is None or os.environ.get("CURATOR_DEBUG"):
-                    raise
-                raise StageError(f"stage '{self._at}': {line}") from None
         summary = {
             "name": cfg.name,
             "work_dir": self.work_dir,
             "executor": {"type": self.ex.kind, "workers": self.ex.size},
-            "seconds": round(time.perf_counter() - t_start, 3),
+            "seconds": round(seconds, 3),
             "stages": [self._stage_summary(n) for n in self.pipe.nodes],
         }
         if self.ex.is_root and cfg.report:
@@ -266,27 +281,15 @@ class Runner:
 
     def _run_group(self, group: list[StageNode]) -> dict[str, dict[str, Any]]:
         """Run a fused group (often of one stage): every shard in one pass through all its
-        stages; then each stage's result, marker and log line as if it had run alone."""
+        stages (``run_shard`` on the executor); then each stage's result, marker and log line
+        as if it had run alone."""
         plans = self._plan(group)
-        last = len(plans) - 1
-
-        def reusable(k: int, p: _Plan) -> bool:
-            if not p.done or p.done.get("state") != p.state:
-                return False
-            # the group's output must exist (a stage that ran fused has no files), and so must
-            # every file the stages wrote (one deleted by hand makes its shard redo)
-            if k == last and not all(s.get("path") for s in p.done.get("shards", [])):
-                return False
-            return not missing_or_foreign(written_outputs(p.done), self.work_dir)
-
-        if all(reusable(k, p) for k, p in enumerate(plans)):
-            results = {}
+        if self._all_reusable(plans):
             for p in plans:
                 self.log(f"[{p.node.id}] done earlier, skipped")
-                assert p.done is not None  # noqa: S101 - invariant (skipped plans have one)
+                assert p.done is not None  # noqa: S101 - invariant (reusable plans have one)
                 p.done["skipped"] = True
-                results[p.node.id] = p.done
-            return results
+            return {p.node.id: p.done for p in plans if p.done is not None}
         if self.ex.is_root:
             for p in plans:
                 self._at = p.node.id
@@ -302,7 +305,33 @@ class Runner:
         progress = Progress(label, enabled=self.ex.is_root, mode=self.pipe.config.progress,
                             live_dir=os.path.join(stage_dir(self.work_dir, group[0].id),
                                                   "_progress"))
-        head = plans[0]
+        tasks = self._shard_tasks(plans, artifacts)
+        t0 = time.perf_counter()
+        progress.start(len(tasks))
+        per_shard = self.ex.map(run_shard, tasks, progress=progress)
+        progress.finish()
+        self._remove_dead_temps(group, artifacts)
+        results = self._group_results(plans, per_shard, time.perf_counter() - t0)
+        self.ex.barrier()
+        return results
+
+    def _all_reusable(self, plans: list[_Plan]) -> bool:
+        """Every stage of the group is done for the same state, and what it made is still
+        there: the group's output (a stage that ran fused has no files) and every file the
+        stages wrote (one deleted by hand makes its shard redo)."""
+        last = len(plans) - 1
+        for k, p in enumerate(plans):
+            if not p.done or p.done.get("state") != p.state:
+                return False
+            if k == last and not all(s.get("path") for s in p.done.get("shards", [])):
+                return False
+            if missing_or_foreign(written_outputs(p.done), self.work_dir):
+                return False
+        return True
+
+    def _shard_tasks(self, plans: list[_Plan], artifacts: dict[str, Any]) -> list[ShardTask]:
+        """One task per input shard of the group's first stage, one step per stage."""
+        head, last = plans[0], len(plans) - 1
         source = isinstance(head.node.stage, Source)
         save = self.pipe.config.save_rejected
         tasks = []
@@ -315,14 +344,15 @@ class Runner:
             else:
                 tasks.append(ShardTask(steps, self.work_dir, name, None, head.inputs[i].path,
                                        save, self.pipe.max_doc_bytes))
-        t0 = time.perf_counter()
-        progress.start(len(tasks))
-        per_shard = self.ex.map(run_shard, tasks, progress=progress)
-        progress.finish()
-        self._remove_dead_temps(group, artifacts)
-        wall = time.perf_counter() - t0
+        return tasks
+
+    def _group_results(self, plans: list[_Plan], per_shard: list[list[ShardStats]],
+                       wall: float) -> dict[str, dict[str, Any]]:
+        """Each stage's result from its shards' stats; the root writes its ``_SUCCESS.json``
+        and logs its line."""
+        source = isinstance(plans[0].node.stage, Source)
         stats = [[r[k] for r in per_shard] for k in range(len(plans))]
-        busy = [sum(st.get("seconds", 0.0) for st in s) for s in stats]
+        busy = [sum(st.seconds for st in s) for s in stats]
         results: dict[str, dict[str, Any]] = {}
         for k, p in enumerate(plans):
             node = p.node
@@ -332,14 +362,14 @@ class Runner:
             out = out_shards(stats[k])
             agg = aggregate(stats[k], None if source and not k else p.inputs, out)
             if source and not k:
-                id_files = [id_hash_path(self.work_dir, node.id, n) for n in head.names]
+                id_files = [id_hash_path(self.work_dir, node.id, n) for n in p.names]
                 dups = count_duplicate_ids(id_files) if self.ex.is_root else 0
                 if dups:
-                    agg["counters"]["duplicate_ids"] = dups
+                    agg.counters["duplicate_ids"] = dups
             result = self._result(node, p.state, p.after, p.files, out, {}, agg, [], secs,
                                   stats[k])
-            if len(group) > 1:
-                result["fused"] = [n.id for n in group]
+            if len(plans) > 1:
+                result["fused"] = [q.node.id for q in plans]
             results[node.id] = result
             if self.ex.is_root:
                 sdir = stage_dir(self.work_dir, node.id)
@@ -347,7 +377,6 @@ class Runner:
                 write_json(os.path.join(sdir, "_SUCCESS.json"), result)
                 self._log_stage(node.id, agg, result["seconds"])
                 shutil.rmtree(os.path.join(sdir, "_ids"), ignore_errors=True)
-        self.ex.barrier()
         return results
 
     # -- one global stage -------------------------------------------------------------------
@@ -394,7 +423,7 @@ class Runner:
         progress.finish()
         agg = aggregate(gctx.shard_stats, inputs, out, usage=gctx.task_usage,
                         driver=driver.stop())
-        agg["counters"] = dict(Counter(agg["counters"]) + gctx.counters)
+        agg.counters = agg.counters + gctx.counters  # the driver's own counts
         result = self._result(node, state, after, files, out, gctx.artifacts, agg, inputs,
                               time.perf_counter() - t0, gctx.shard_stats)
         if self.ex.is_root:
@@ -404,9 +433,9 @@ class Runner:
         return result
 
     def _result(self, node: StageNode, state: str, after: dict[str, str], files: Any,
-                out: list[Shard], artifacts: dict[str, Any], agg: dict[str, Any],
+                out: list[Shard], artifacts: dict[str, Any], agg: StageStats,
                 global_inputs: list[Shard], seconds: float,
-                shard_stats: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
+                shard_stats: Sequence[ShardStats] = ()) -> dict[str, Any]:
         """A stage's ``_SUCCESS.json``: what it made, from what, with its stats."""
         stage = node.stage
         return {
@@ -422,20 +451,20 @@ class Runner:
             "shards": [{"name": s.name, "path": s.path, "docs": s.docs, "bytes": s.bytes,
                         "key": s.key} for s in out],
             "artifacts": artifacts,
-            "stats": agg,
+            "stats": agg.to_json(),
             # what a global stage read, to say which inputs changed when it is stale
             "input_keys": {s.name: s.key for s in global_inputs},
             "seconds": round(seconds, 3),
             # files written outside the stage folder (checked before a rerun reuses them),
             # and where the work_dir was (a copied work_dir rebases the paths above)
-            "written": [f for st in shard_stats for f in st.get("files") or []],
+            "written": [f for st in shard_stats for f in st.files],
             "work_dir": self.work_dir,
         }
 
-    def _log_stage(self, sid: str, agg: dict[str, Any], seconds: float) -> None:
+    def _log_stage(self, sid: str, agg: StageStats, seconds: float) -> None:
         self.log(_stage_line(sid, agg, seconds))
-        if agg["counters"].get("duplicate_ids"):
-            self.log(f"[{sid}] warning: {agg['counters']['duplicate_ids']} document(s) "
+        if agg.counters.get("duplicate_ids"):
+            self.log(f"[{sid}] warning: {agg.counters['duplicate_ids']} document(s) "
                      "have an id seen before in this source (counter duplicate_ids; "
                      "read_jsonl/read_parquet 'ids: rewrite' makes them unique)")
 
@@ -647,53 +676,35 @@ def _remove_obsolete(work_dir: str, stage_id: str, names: set[str]) -> None:
                 os.unlink(p)
 
 
-def aggregate(stats: Sequence[dict[str, Any]], inputs: list[Shard] | None,
+def aggregate(stats: Sequence[ShardStats], inputs: list[Shard] | None,
               outputs: list[Shard] | None = None, usage: Sequence[Usage] = (),
-              driver: Usage | None = None) -> dict[str, Any]:
+              driver: Usage | None = None) -> StageStats:
     """Sum per-shard stats into per-stage stats; ``cpu_s`` sums the shards done in this run,
     the phase items (``usage``) and the driver's own time, ``peak_rss_mb`` is the largest
     high-water mark among them (:mod:`curator.core.usage`)."""
-    agg: dict[str, Any] = {"docs_in": 0, "bytes_in": 0, "docs_out": 0, "bytes_out": 0,
-                           "rejected": Counter(), "quarantined": Counter(), "counters": Counter(),
-                           "rejected_by_source": Counter(),
-                           "length_hist": [0] * HIST_BINS, "shard_seconds": 0.0,
-                           "shards_resumed": 0}
-    sources: Counter[str] = Counter()
-    for st in stats:
-        for k in ("docs_in", "bytes_in", "docs_out", "bytes_out"):
-            agg[k] += st.get(k, 0)
-        agg["rejected"].update(st.get("rejected", {}))
-        agg["quarantined"].update(st.get("quarantined", {}))
-        agg["counters"].update(st.get("counters", {}))
-        sources.update(st.get("sources", {}))
-        agg["rejected_by_source"].update(st.get("rejected_by_source", {}))
-        for i, c in enumerate(st.get("length_hist", [])):
-            agg["length_hist"][i] += c
-        agg["shard_seconds"] += st.get("seconds", 0.0)
-        agg["shards_resumed"] += bool(st.get("resumed"))
+    agg = StageStats.of_shards(stats)
     if not stats and inputs is not None:  # a global stage that passed shards through
         passed = outputs if outputs is not None else inputs
-        agg["docs_in"] = sum(s.docs for s in inputs)
-        agg["bytes_in"] = sum(s.bytes for s in inputs)
-        agg["docs_out"] = sum(s.docs for s in passed)
-        agg["bytes_out"] = sum(s.bytes for s in passed)
-    for k in ("rejected", "quarantined", "counters", "rejected_by_source"):
-        agg[k] = dict(sorted(agg[k].items(), key=lambda kv: (-kv[1], kv[0])))
-    agg["shard_seconds"] = round(agg["shard_seconds"], 3)
-    agg.update(stage_usage([*usage, *(st for st in stats if not st.get("resumed"))], driver))
-    if sources:  # source stages: output documents per meta.source
-        agg["sources"] = dict(sorted(sources.items(), key=lambda kv: (-kv[1], kv[0])))
+        agg.docs_in = sum(s.docs for s in inputs)
+        agg.bytes_in = sum(s.bytes for s in inputs)
+        agg.docs_out = sum(s.docs for s in passed)
+        agg.bytes_out = sum(s.bytes for s in passed)
+    agg.sort_tallies()
+    agg.shard_seconds = round(agg.shard_seconds, 3)
+    ran = [Usage(st.cpu_s, st.peak_rss_mb or 0.0, st.proc) for st in stats
+           if not st.resumed and st.cpu_s is not None]
+    used = stage_usage([*usage, *ran], driver)
+    agg.cpu_s, agg.peak_rss_mb = used["cpu_s"], used["peak_rss_mb"]
     return agg
 
 
-def _stage_line(sid: str, agg: dict[str, Any], secs: float) -> str:
-    removed = sum(agg["rejected"].values())
-    q = sum(agg["quarantined"].values())
+def _stage_line(sid: str, agg: StageStats, secs: float) -> str:
+    q = agg.set_aside
     extra = f", {q} quarantined" if q else ""
-    if agg.get("shards_resumed"):
-        extra += f", {agg['shards_resumed']} shards reused"
-    note = skipped_note(agg)
-    return (f"[{sid}] {agg['docs_in']} -> {agg['docs_out']} docs ({removed} removed{extra}) "
+    if agg.shards_resumed:
+        extra += f", {agg.shards_resumed} shards reused"
+    note = skipped_note(agg.to_json())
+    return (f"[{sid}] {agg.docs_in} -> {agg.docs_out} docs ({agg.removed} removed{extra}) "
             f"in {secs:.2f}s" + (f"; {note}" if note else ""))
 
 

@@ -19,6 +19,7 @@ from typing import Any
 import orjson
 
 from curator.core.errors import InputError
+from curator.core.stats import StageStats
 from curator.storage.shards import read_records
 
 
@@ -82,7 +83,7 @@ def sample(work_dir: str, stage_id: str, *, rejected: bool = False, reason: str 
     ``gopher_quality:word_count``)."""
     done = stage_done(work_dir, stage_id)
     if rejected and reason is not None:
-        known = (done.get("stats") or {}).get("rejected") or {}
+        known = StageStats.from_json(done.get("stats")).rejected
         if reason not in known and not any(r.startswith(reason) for r in known):
             raise InputError(f"stage '{stage_id}' rejected no document for '{reason}' "
                              f"(its reasons: {', '.join(sorted(known)) or 'none'})")

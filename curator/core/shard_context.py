@@ -17,13 +17,7 @@ from curator.storage.atomic import atomic_open, open_compressed_write
 from curator.storage.limits import DEFAULT_MAX_DOC_MB, mb_to_bytes
 from curator.storage.shards import RecordWriter, dumps
 
-#: Length histogram bins: bin i counts documents with 2**(i-1) <= len(text) < 2**i (bin 0: empty).
-HIST_BINS = 28
 DEFAULT_MAX_DOC_BYTES = mb_to_bytes(DEFAULT_MAX_DOC_MB)
-
-
-def length_bin(n: int) -> int:
-    return min(n.bit_length(), HIST_BINS - 1)
 
 
 class Mapper(Protocol):

@@ -36,15 +36,9 @@ from curator.core.errors import CuratorError, StageError, fs_error_line
 from curator.core.identity import digest
 from curator.core.progress import heartbeat, heartbeat_path
 from curator.core.redact import redact, redact_value
-from curator.core.shard_context import (
-    DEFAULT_MAX_DOC_BYTES,
-    HIST_BINS,
-    Mapper,
-    ShardContext,
-    length_bin,
-    write_json,
-)
+from curator.core.shard_context import DEFAULT_MAX_DOC_BYTES, Mapper, ShardContext, write_json
 from curator.core.stage import Shard, ShardSpec, ShardStage, Source, Stage
+from curator.core.stats import ShardStats, length_bin
 from curator.core.usage import Meter, Usage
 from curator.storage.atomic import atomic_open
 from curator.storage.limits import TOO_LARGE
@@ -140,11 +134,7 @@ def _tally(sources: Counter[str], src: Any, n: int) -> None:
         sources["(other)"] += n
 
 
-def _new_stats(name: str) -> dict[str, Any]:
-    return {"shard": name, "docs_in": 0, "bytes_in": 0, "docs_out": 0, "bytes_out": 0}
-
-
-def _resumable(task: ShardTask) -> list[dict[str, Any]] | None:
+def _resumable(task: ShardTask) -> list[ShardStats] | None:
     """The stats of every step when the last step's marker has its key (it chains the keys of
     the steps above, and holds their markers too) and its output, else ``None``: the shard is
     redone for the whole group. A step whose own marker is missing (a kill between two marker
@@ -153,15 +143,20 @@ def _resumable(task: ShardTask) -> list[dict[str, Any]] | None:
     m = read_marker(marker_path(task.work_dir, last.stage_id, task.name), task.work_dir)
     if not m or m.get("key") != last.key or not isinstance(m.get("stats"), dict):
         return None
-    if last.write and not m["stats"].get("path"):  # made fused earlier, now materialised
-        return None
     above = m.get("group") or []
     if len(above) != len(task.steps) - 1 or any(
             not isinstance(e, dict) or e.get("key") != st.key
+            or not isinstance(e.get("stats"), dict)
             for e, st in zip(above, task.steps, strict=False)):
         return None
+    try:
+        stats = [ShardStats.from_json(e["stats"]) for e in (*above, m)]
+    except ValueError:  # a damaged marker: the shard is redone
+        return None
+    if last.write and not stats[-1].path:  # made fused earlier, now materialised
+        return None
     # what the markers say was written must still be there, and be this work_dir's
-    made = [m["stats"]["path"]] if last.write else []
+    made = [stats[-1].path] if last.write else []
     for e in (*above, m):
         made += [f for f in e.get("files") or [] if isinstance(f, str)]
     if missing_or_foreign(made, task.work_dir):
@@ -170,7 +165,9 @@ def _resumable(task: ShardTask) -> list[dict[str, Any]] | None:
         path = marker_path(task.work_dir, st.stage_id, task.name)
         if not os.path.exists(path):
             write_json(path, e)
-    return [e["stats"] for e in above] + [m["stats"]]
+    for st in stats:
+        st.resumed = True
+    return stats
 
 
 def _clear(task: ShardTask) -> None:
@@ -193,39 +190,75 @@ def _clear(task: ShardTask) -> None:
                 os.unlink(p)
 
 
-def run_shard(task: ShardTask) -> list[dict[str, Any]]:
-    """Take one shard through the task's steps (or return the stats of an earlier run that
-    did); one stats dict per step, in step order."""
+def run_shard(task: ShardTask) -> list[ShardStats]:
+    """Take one shard through the task's steps, or return the stats an earlier run marked.
+
+    Four parts: *read* the shard (a source's documents under the run's size cap), *process*
+    it through each step's ``process`` (counted and timed between steps), *write* what the
+    last step keeps, *mark* every step done. One record per step, in step order."""
     cached = _resumable(task)
     if cached is not None:
-        for st in cached:
-            st["resumed"] = True
         return cached
     _clear(task)
+    run = _Pass(task)
+    with run.naming_the_failed_step():
+        docs = run.read()
+        for k, step in enumerate(task.steps):
+            if k or task.spec is None:  # a source's documents come from read()
+                docs = _processor(step)(docs, run.ctxs[k])  # Filter.process: keep or reject
+            docs = run.counted(docs, k)
+        with run.output() as write:
+            for doc in docs:
+                write(doc)
+        run.publish()
+    stats = run.finish()
+    _mark(task, run.ctxs, stats)
+    return stats
 
-    t0 = time.perf_counter()
-    meter = Meter()  # CPU seconds and peak RSS of this pass (report)
-    steps = task.steps
-    last = len(steps) - 1
-    ctxs = [ShardContext(shard=task.name, stage_id=st.stage_id, work_dir=task.work_dir,
-                         artifacts=st.artifacts, save_rejected=task.save_rejected,
-                         max_doc_bytes=task.max_doc_bytes) for st in steps]
-    stats = [_new_stats(task.name) for _ in steps]
-    hists = [[0] * HIST_BINS for _ in steps]
-    #: seconds spent inside next() of step k's output (k and everything above it)
-    pulled = [0.0] * len(steps)
-    #: the step whose code raised, found where the exception first crosses a step boundary
-    culprit: list[int] = []
-    head = steps[0].stage
-    doc_ids: list[str] = []
-    sources: Counter[str] = Counter()
-    ctx0 = ctxs[0]
-    if task.spec is not None:  # a source's rejections count under its name (report)
-        name_of = getattr(head, "source_name", None)
-        ctx0.default_source = (name_of(ctx0) if callable(name_of) else None) or getattr(
-            head, "source", None) or steps[0].stage_id
 
-    def counted(docs: Iterator[Document]) -> Iterator[Document]:
+class _Pass:
+    """One pass of a shard through its steps: their contexts, counts and timers, and which
+    step to blame when something raises."""
+
+    def __init__(self, task: ShardTask) -> None:
+        self.task = task
+        self.t0 = time.perf_counter()
+        self.meter = Meter()  # CPU seconds and peak RSS of this pass (report)
+        steps = task.steps
+        self.last = len(steps) - 1
+        self.ctxs = [ShardContext(shard=task.name, stage_id=st.stage_id, work_dir=task.work_dir,
+                                  artifacts=st.artifacts, save_rejected=task.save_rejected,
+                                  max_doc_bytes=task.max_doc_bytes) for st in steps]
+        self.stats = [ShardStats(task.name) for _ in steps]
+        #: seconds spent inside next() of step k's output (k and everything above it)
+        self.pulled = [0.0] * len(steps)
+        #: the step whose code raised, found where the exception first crosses a step boundary
+        self.culprit: int | None = None
+        self.doc_ids: list[str] = []
+        self.sources: Counter[str] = Counter()
+        self.out_path = ""
+        if task.spec is not None:  # a source's rejections count under its name (report)
+            head, ctx0 = steps[0].stage, self.ctxs[0]
+            name_of = getattr(head, "source_name", None)
+            ctx0.default_source = (name_of(ctx0) if callable(name_of) else None) or getattr(
+                head, "source", None) or steps[0].stage_id
+
+    # -- read --------------------------------------------------------------------------------
+    def read(self) -> Iterator[Document]:
+        """The documents of the first step: a source's (capped, see :meth:`_capped`) or the
+        upstream shard's, counted into step 0, with a heartbeat for the progress line."""
+        task, head = self.task, self.task.steps[0]
+        if task.spec is not None:
+            if not isinstance(head.stage, Source):
+                raise StageError(f"stage '{head.stage_id}' is not a source")
+            docs = self._capped(head.stage.read(task.spec, self.ctxs[0]))
+        else:
+            assert task.input_path is not None  # noqa: S101 - invariant (not a source task)
+            docs = self._read_counted(read_shard(task.input_path))
+        # progress inside a long shard: the driver shows what is read so far (core/progress.py)
+        return heartbeat(docs, heartbeat_path(task.work_dir, head.stage_id, task.name))
+
+    def _read_counted(self, docs: Iterator[Document]) -> Iterator[Document]:
         """The documents a shard or global stage reads, counted."""
         n = b = 0
         try:
@@ -234,16 +267,18 @@ def run_shard(task: ShardTask) -> list[dict[str, Any]]:
                 b += utf8_len(d.text)
                 yield d
         finally:
-            stats[0]["docs_in"] += n
-            stats[0]["bytes_in"] += b
+            self.stats[0].docs_in += n
+            self.stats[0].bytes_in += b
 
-    def source_docs(docs: Iterator[Document]) -> Iterator[Document]:
+    def _capped(self, docs: Iterator[Document]) -> Iterator[Document]:
         """A source's documents, counted, with the run-wide size cap (a safety net for sources
         that materialise records before checking them), their ids (duplicate count) and
         their ``meta.source`` tally. One generator: this runs once per document."""
-        cap = ctx0.doc_cap(getattr(head, "max_doc_mb", None))  # a reader's own override wins
+        ctx0 = self.ctxs[0]
+        cap = ctx0.doc_cap(getattr(self.task.steps[0].stage, "max_doc_mb", None))
         quarter = cap // 4  # a text of at most cap/4 characters is at most cap UTF-8 bytes
-        add_id = doc_ids.append
+        add_id = self.doc_ids.append
+        sources = self.sources
         last_src: Any = _NO_SOURCE
         run = n = b = 0
         try:
@@ -267,14 +302,15 @@ def run_shard(task: ShardTask) -> list[dict[str, Any]]:
         finally:
             if run:
                 _tally(sources, last_src, run)
-            stats[0]["docs_in"] += n
-            stats[0]["bytes_in"] += b
+            self.stats[0].docs_in += n
+            self.stats[0].bytes_in += b
 
-    def link(docs: Iterator[Document], k: int) -> Iterator[Document]:
-        """Step k's output going into step k+1: counted out of k and into k+1 (one
-        generator), timed, and blamed on step k if it raises."""
+    # -- process -----------------------------------------------------------------------------
+    def counted(self, docs: Iterator[Document], k: int) -> Iterator[Document]:
+        """Step k's output: counted out of k (and into k+1, one generator), its lengths
+        binned, timed, and blamed on step k if it raises."""
         n = b = 0
-        hist = hists[k]
+        hist = self.stats[k].length_hist
         pc = time.perf_counter
         spent = 0.0
         it = iter(docs)
@@ -287,8 +323,8 @@ def run_shard(task: ShardTask) -> list[dict[str, Any]]:
                     spent += pc() - t
                     break
                 except Exception:
-                    if not culprit:
-                        culprit.append(k)
+                    if self.culprit is None:
+                        self.culprit = k
                     raise
                 spent += pc() - t
                 ln = utf8_len(d.text)
@@ -297,119 +333,107 @@ def run_shard(task: ShardTask) -> list[dict[str, Any]]:
                 hist[length_bin(ln)] += 1
                 yield d
         finally:
-            pulled[k] += spent
-            stats[k]["docs_out"] += n
-            stats[k]["bytes_out"] += b
-            stats[k + 1]["docs_in"] += n
-            stats[k + 1]["bytes_in"] += b
+            self.pulled[k] += spent
+            out = self.stats[k]
+            out.docs_out += n
+            out.bytes_out += b
+            if k < self.last:
+                into = self.stats[k + 1]
+                into.docs_in += n
+                into.bytes_in += b
 
-    out_path = ""
-    try:
-        if task.spec is not None:
-            if not isinstance(head, Source):
-                raise StageError(f"stage '{steps[0].stage_id}' is not a source")
-            docs = source_docs(head.read(task.spec, ctx0))
-        else:
-            assert task.input_path is not None  # noqa: S101 - invariant (not a source task)
-            docs = counted(read_shard(task.input_path))
-        # progress inside a long shard: the driver shows what is read so far (core/progress.py)
-        docs = heartbeat(docs, heartbeat_path(task.work_dir, steps[0].stage_id, task.name))
-        for k, st in enumerate(steps):
-            if k:
-                docs = link(docs, k - 1)
-            if task.spec is None or k:
-                docs = _processor(st)(docs, ctxs[k])
-        final = steps[last]
-        hist = hists[last]
-        n = b = 0
-        t_pull = 0.0
-        pc = time.perf_counter
-        passthrough = (final.stage.passthrough and final.process is None and last == 0
-                       and task.input_path is not None)
+    # -- write -------------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def output(self) -> Iterator[Callable[[Document], None]]:
+        """A function that writes one of the last step's documents to its output shard
+        (atomic: published when the block ends without error), or drops it when the step is
+        a passthrough (its output is its input shard)."""
+        task, final = self.task, self.task.steps[self.last]
         try:
-            if passthrough:
-                out_path = task.input_path or ""
-                for d in docs:
-                    n += 1
-                    ln = utf8_len(d.text)
-                    b += ln
-                    hist[length_bin(ln)] += 1
+            if (final.stage.passthrough and final.process is None and self.last == 0
+                    and task.input_path is not None):
+                self.out_path = task.input_path
+                yield _drop
             else:
-                out_path = data_path(task.work_dir, final.stage_id, task.name)
-                with record_writer(out_path) as w:
-                    it = iter(docs)
-                    while True:
-                        t = pc()
-                        try:
-                            d = next(it)
-                        except StopIteration:
-                            break
-                        finally:
-                            t_pull += pc() - t
-                        w.write_doc(d)
-                        ln = utf8_len(d.text)
-                        n += 1
-                        b += ln
-                        hist[length_bin(ln)] += 1
+                self.out_path = data_path(task.work_dir, final.stage_id, task.name)
+                with record_writer(self.out_path) as w:
+                    yield w.write_doc
         except Exception:
-            if not culprit:
-                culprit.append(last)
+            if self.culprit is None:
+                self.culprit = self.last
             raise
-        pulled[last] = t_pull
-        stats[last]["docs_out"], stats[last]["bytes_out"] = n, b
-        if task.spec is not None:
+
+    def publish(self) -> None:
+        """After the output: a source's own totals and id hashes, then each step's
+        rejected/quarantined records (a full disk there names that step)."""
+        if self.task.spec is not None:
             # A source's "in" is every record it produced: kept, removed or set aside.
-            s0 = stats[0]
-            s0["docs_in"] = (s0["docs_out"] + sum(ctx0.rejected.values())
-                             + sum(ctx0.quarantined.values()))
-            s0["sources"] = dict(sources)
-            culprit.append(0)  # what fails from here on is the source's own file
-            _write_id_hashes(id_hash_path(task.work_dir, steps[0].stage_id, task.name), doc_ids)
-            culprit.clear()
-        # publishing a step's rejected/quarantined records can fail too (a full disk): that
-        # step is named, not the first of the chain
-        for k, c in enumerate(ctxs):
-            if not culprit:
-                culprit.append(k)
+            s0, ctx0 = self.stats[0], self.ctxs[0]
+            s0.docs_in = (s0.docs_out + sum(ctx0.rejected.values())
+                          + sum(ctx0.quarantined.values()))
+            s0.sources = dict(self.sources)
+            self.culprit = 0  # what fails from here on is the source's own file
+            _write_id_hashes(id_hash_path(self.task.work_dir, self.task.steps[0].stage_id,
+                                          self.task.name), self.doc_ids)
+        for k, c in enumerate(self.ctxs):
+            self.culprit = k
             c.close(ok=True)
-            culprit.clear()
-    except CuratorError:
-        for c in ctxs:
-            c.close(ok=False)
-        raise
-    except Exception as e:
-        for c in ctxs:
-            c.close(ok=False)
-        if os.environ.get("CURATOR_DEBUG"):
+        self.culprit = None
+
+    @contextlib.contextmanager
+    def naming_the_failed_step(self) -> Iterator[None]:
+        """On an error: discard the steps' set-aside files, and raise a one-line
+        :class:`StageError` naming the step and shard (``CURATOR_DEBUG``: the original)."""
+        try:
+            yield
+        except CuratorError:
+            for c in self.ctxs:
+                c.close(ok=False)
             raise
-        # redacted here, on the worker: the message also lands in the worker's own log
-        why = redact(fs_error_line(e) or f"{type(e).__name__}: {e}")
-        sid = steps[culprit[0] if culprit else 0].stage_id
-        raise StageError(f"stage '{sid}' failed on shard '{task.name}': {why}") from e
-    total = time.perf_counter() - t0
-    used = meter.stop()
-    # Each step's own time: what pulling its output took minus pulling its input; reading
-    # the input counts for the first step, writing (and setting up) for the last.
-    prev = 0.0
-    for k, st in enumerate(steps):
-        own = (total - prev) if k == last else (pulled[k] - prev)
-        prev = pulled[k]
-        path = out_path if k == last else (task.input_path or "") if (
-            k == 0 and st.stage.passthrough and task.input_path) else ""
-        c = ctxs[k]
-        stats[k].update(
-            path=path, rejected=dict(c.rejected), quarantined=dict(c.quarantined),
-            counters=dict(c.counters), length_hist=hists[k],
-            rejected_by_source=dict(c.rejected_by_source),
-            seconds=round(max(own, 0.0), 4), resumed=False, key=st.key,
-            files=list(c.files),
+        except Exception as e:
+            for c in self.ctxs:
+                c.close(ok=False)
+            if os.environ.get("CURATOR_DEBUG"):
+                raise
+            # redacted here, on the worker: the message also lands in the worker's own log
+            why = redact(fs_error_line(e) or f"{type(e).__name__}: {e}")
+            sid = self.task.steps[self.culprit or 0].stage_id
+            raise StageError(f"stage '{sid}' failed on shard '{self.task.name}': {why}") from e
+
+    def finish(self) -> list[ShardStats]:
+        """Each step's record, with its own time: what pulling its output took minus pulling
+        its input (reading the input counts for the first step, writing and setting up for
+        the last)."""
+        total = time.perf_counter() - self.t0
+        used = self.meter.stop()
+        task, prev = self.task, 0.0
+        for k, st in enumerate(task.steps):
+            own = max((total - prev) if k == self.last else (self.pulled[k] - prev), 0.0)
+            prev = self.pulled[k]
+            c, s = self.ctxs[k], self.stats[k]
+            s.path = self.out_path if k == self.last else (task.input_path or "") if (
+                k == 0 and st.stage.passthrough and task.input_path) else ""
+            s.rejected, s.quarantined = dict(c.rejected), dict(c.quarantined)
+            s.counters, s.rejected_by_source = dict(c.counters), dict(c.rejected_by_source)
+            s.seconds, s.key, s.files = round(own, 4), st.key, list(c.files)
             # one process ran the whole chain: its CPU is split by each step's share of the
             # pass's time, its peak RSS is the chain's (an upper bound for each step)
-            **Usage(used.cpu_s * (max(own, 0.0) / total if total > 0 else 1 / len(steps)),
-                    used.peak_rss_mb, used.proc).as_stats(),
-        )
-    # Markers last. The last step's comes first and holds the others: it alone says the shard
-    # is done for the whole group, so a marker that exists is never redone or rewritten.
+            u = Usage(used.cpu_s * (own / total if total > 0 else 1 / len(task.steps)),
+                      used.peak_rss_mb, used.proc).as_stats()
+            s.cpu_s, s.peak_rss_mb, s.proc = u["cpu_s"], u["peak_rss_mb"], u["proc"]
+        return self.stats
+
+
+def _drop(doc: Document) -> None:
+    """The output of a passthrough step: its documents are already in its input shard."""
+
+
+# -- mark ------------------------------------------------------------------------------------
+def _mark(task: ShardTask, ctxs: Sequence[ShardContext], stats: Sequence[ShardStats]) -> None:
+    """Write every step's ``_done`` marker. The last step's comes first and holds the others:
+    it alone says the shard is done for the whole group, so a marker that exists is never
+    redone or rewritten."""
+    steps, last = task.steps, len(task.steps) - 1
     markers = []
     for k, st in enumerate(steps):
         if k == 0:
@@ -417,7 +441,8 @@ def run_shard(task: ShardTask) -> list[dict[str, Any]]:
         else:
             read = {"upstream": f"{steps[k - 1].stage_id} (fused)"}
         markers.append({"fingerprint": st.fingerprint, "key": st.key, "read": redact_value(read),
-                        "files": ctxs[k].files, "stats": stats[k], "work_dir": task.work_dir})
+                        "files": ctxs[k].files, "stats": stats[k].to_json(),
+                        "work_dir": task.work_dir})
     if last:
         markers[last]["group"] = markers[:last]
     for k in (last, *range(last)):
@@ -429,7 +454,6 @@ def run_shard(task: ShardTask) -> list[dict[str, Any]]:
                 raise
             raise StageError(f"stage '{steps[k].stage_id}' failed on shard '{task.name}': "
                              f"{line}") from None
-    return stats
 
 
 def _processor(st: Step) -> Processor:
@@ -471,7 +495,7 @@ def run_shard_tasks(executor: Mapper, stage: Stage, stage_id: str, fingerprint: 
                     work_dir: str, shards: list[Shard], *, artifacts: dict[str, Any],
                     save_rejected: bool, max_doc_bytes: int = DEFAULT_MAX_DOC_BYTES,
                     process: Processor | None = None, progress: Any = None,
-                    ) -> tuple[list[Shard], list[dict[str, Any]]]:
+                    ) -> tuple[list[Shard], list[ShardStats]]:
     """Map one stage over input shards, one output shard each (a global stage's final phase,
     ``GlobalContext.write_shards``)."""
     tasks = [
@@ -485,10 +509,9 @@ def run_shard_tasks(executor: Mapper, stage: Stage, stage_id: str, fingerprint: 
     return out_shards(stats), stats
 
 
-def out_shards(stats: Sequence[dict[str, Any]]) -> list[Shard]:
+def out_shards(stats: Sequence[ShardStats]) -> list[Shard]:
     """The shards a stage's per-shard stats describe (path ``""``: streamed, not written)."""
-    return [Shard(st["shard"], st["path"], st["docs_out"], st["bytes_out"], st.get("key", ""))
-            for st in stats]
+    return [Shard(st.shard, st.path, st.docs_out, st.bytes_out, st.key) for st in stats]
 
 
 def read_marker(path: str, work_dir: str) -> dict[str, Any] | None:

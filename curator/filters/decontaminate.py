@@ -356,8 +356,8 @@ class Decontaminate(GlobalStage):
         totals: Counter[str] = Counter()
         rejected: Counter[str] = Counter()
         for st in ctx.shard_stats:
-            totals.update(st.get("counters", {}))
-            rejected.update(st.get("rejected", {}))
+            totals.update(st.counters)
+            rejected.update(st.rejected)
         summary = {}
         rows = []
         for b in built:

@@ -224,7 +224,7 @@ class QualityBuckets(GlobalStage):
         out = ctx.write_shards(_Assign(self, edges), shards)
         counts = [0] * self.buckets
         for st in ctx.shard_stats:
-            for name, n in (st.get("counters") or {}).items():
+            for name, n in st.counters.items():
                 if name.startswith(self.field + ":"):
                     counts[int(name.rsplit(":", 1)[1])] += n
         ctx.artifacts["quality_bucket_edges"] = edges

@@ -15,6 +15,7 @@ from curator.core import pipeline as pl
 from curator.core.executors import LocalExecutor
 from curator.core.report import render_html
 from curator.core.runner import _stage_line, count_duplicate_ids
+from curator.core.stats import StageStats
 from curator.storage.shards import read_records
 
 
@@ -168,8 +169,8 @@ def test_source_counts_add_up(tmp_path):
     assert (st["docs_in"], st["docs_out"], sum(st["quarantined"].values())) == (3, 2, 1)
     assert any(m.startswith("[read_jsonl] 3 -> 2 docs (0 removed, 1 quarantined)")
                for m in logs)
-    line = _stage_line("src", {"docs_in": 290, "docs_out": 288, "rejected": {"short": 2},
-                               "quarantined": {}}, 1.0)
+    line = _stage_line("src", StageStats.from_json(
+        {"docs_in": 290, "docs_out": 288, "rejected": {"short": 2}, "quarantined": {}}), 1.0)
     assert line.startswith("[src] 290 -> 288 docs (2 removed)")
 
 
@@ -203,14 +204,13 @@ def test_report_input_checks_count_every_too_large_reason():
 def test_stage_line_says_what_a_source_skipped_when_it_kept_less_than_half() -> None:
     counters = {"records_read": 30, "skipped:response: no HTML content type": 29,
                 "skipped:warcinfo record: not a page": 1}
-    agg = {"docs_in": 1, "docs_out": 1, "rejected": {}, "quarantined": {}, "counters": counters}
+    agg = StageStats.from_json({"docs_in": 1, "docs_out": 1, "counters": counters})
     assert _stage_line("web", agg, 1.0) == (
         "[web] 1 -> 1 docs (0 removed) in 1.00s; kept 1 of 30 candidate records: 29 responses "
         "skipped: no HTML content type, 1 warcinfo record skipped: not a page")
-    agg["docs_out"] = 15  # half kept: the line stays short
+    agg.docs_out = 15  # half kept: the line stays short
     assert _stage_line("web", agg, 1.0) == "[web] 1 -> 15 docs (0 removed) in 1.00s"
     # nothing that could be a page, nothing kept: still said
-    agg = {"docs_in": 0, "docs_out": 0, "rejected": {}, "quarantined": {},
-           "counters": {"skipped:request: not a page": 2}}
+    agg = StageStats.from_json({"counters": {"skipped:request: not a page": 2}})
     assert _stage_line("web", agg, 1.0).endswith(
         "kept 0 of 0 candidate records: 2 requests skipped: not a page")

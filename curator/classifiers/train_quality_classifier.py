@@ -3,6 +3,7 @@ text); its phases call the fastText helpers of :mod:`curator.classifiers.quality
 
 from __future__ import annotations
 
+import contextlib
 import os
 from typing import Any, Literal
 
@@ -18,7 +19,7 @@ from curator.classifiers.quality import (
     train_from_parts,
 )
 from curator.core.context import GlobalContext
-from curator.core.document import Document
+from curator.core.document import Document, meta_value
 from curator.core.errors import ConfigError
 from curator.core.stage import GlobalStage, Shard
 from curator.storage.atomic import atomic_open
@@ -26,25 +27,46 @@ from curator.storage.shards import read_shard
 
 
 class TrainQualityClassifier(GlobalStage):
-    """Train a fastText quality classifier: positive_sources (e.g. Wikipedia) vs crawl text;
-    publishes the ``quality_model`` artifact and held-out ROC AUC, precision and recall; stops
+    """Train a fastText quality classifier: positive_sources (e.g. Wikipedia) vs crawl text,
+    or a teacher's score (``labels_from`` >= ``threshold``); publishes the ``quality_model``
+    artifact and held-out ROC AUC, precision, recall (and Spearman with the teacher); stops
     when the AUC is below ``min_auc``."""
 
     name = "train_quality_classifier"
 
-    def __init__(self, positive_sources: list[str], negative_sources: list[str] | None = None,
+    def __init__(self, positive_sources: list[str] | None = None,
+                 negative_sources: list[str] | None = None,
+                 labels_from: str | None = None, threshold: float | None = None,
                  holdout: float = 0.1, max_docs_per_label: int = 200_000, balance: bool = True,
                  min_words: int = 5, max_chars: int = 20_000, epoch: int = 5,
                  lr: float = 0.5, dim: int = DEFAULT_DIM, word_ngrams: int = 2,
                  min_count: int = 1, bucket: int = DEFAULT_BUCKET, quantize: bool = False,
-                 seed: int = 0, output: Literal["negatives", "all"] = "negatives",
+                 seed: int = 0, output: Literal["negatives", "all"] | None = None,
                  min_auc: float = MIN_AUC) -> None:
-        if not positive_sources:
+        # labels_from: a meta key holding a teacher's score (model_classifier's field, e.g.
+        #   edu_score): documents scoring >= threshold are the positives (distillation);
+        #   instead of positive_sources
+        # threshold: the teacher score from which a document is a positive
+        # output: shards passed on; default "negatives" with positive_sources (the shards
+        #   without reference text), "all" with labels_from
+        if labels_from is not None:
+            if positive_sources or negative_sources:
+                raise ConfigError("train_quality_classifier: set labels_from or "
+                                  "positive_sources/negative_sources, not both")
+            if threshold is None:
+                raise ConfigError("train_quality_classifier.threshold: labels_from needs the "
+                                  "teacher score from which a document is a positive (3 for "
+                                  "FineWeb-Edu's 0-5 scale)")
+        elif not positive_sources:
             raise ConfigError("train_quality_classifier.positive_sources: name at least one "
-                              "source (a read stage's id or 'source' parameter)")
+                              "source (a read stage's id or 'source' parameter), or set "
+                              "labels_from to learn from a teacher's score")
+        elif threshold is not None:
+            raise ConfigError("train_quality_classifier.threshold: only with labels_from")
+        self.labels_from, self.threshold = labels_from, threshold
         if not 0.0 <= holdout < 1.0:
             raise ConfigError("train_quality_classifier.holdout must be in [0, 1)")
-        self.positive_sources = frozenset(positive_sources)
+        self.positive_sources = frozenset(positive_sources or ())
         self.negative_sources = frozenset(negative_sources) if negative_sources else None
         self.holdout, self.max_docs_per_label, self.balance = holdout, max_docs_per_label, balance
         self.min_words, self.max_chars = min_words, max_chars
@@ -53,12 +75,24 @@ class TrainQualityClassifier(GlobalStage):
         if bucket < 1 or dim < 1:
             raise ConfigError("train_quality_classifier: bucket and dim must be positive")
         self.bucket, self.quantize = bucket, quantize
-        self.output = output
+        self.output = output or ("all" if labels_from is not None else "negatives")
         if not 0.0 <= min_auc <= 1.0:
             raise ConfigError("train_quality_classifier.min_auc must be in [0, 1]")
         self.min_auc = min_auc
 
+    def teacher_score(self, doc: Document) -> float | None:
+        """The teacher's score of ``doc`` (``labels_from``), ``None`` when it has none."""
+        v = meta_value(doc.meta, self.labels_from) if self.labels_from else None
+        if isinstance(v, bool) or not isinstance(v, int | float) or v != v:
+            return None
+        return float(v)
+
     def label(self, doc: Document) -> str | None:
+        if self.labels_from is not None:
+            v = self.teacher_score(doc)
+            if v is None:
+                return None
+            return HQ if self.threshold is not None and v >= self.threshold else LQ
         src = doc.meta.get("source")
         if src in self.positive_sources:
             return HQ
@@ -75,23 +109,31 @@ class TrainQualityClassifier(GlobalStage):
         for p in parts:  # resumed phases: their files must still be there, complete
             verify_file(p["train"], p["train_bytes"], ctx.stage_id)
             verify_file(p["holdout"], p["holdout_bytes"], ctx.stage_id)
+            if "teacher" in p:
+                verify_file(p["teacher"], p["teacher_bytes"], ctx.stage_id)
         (result,) = ctx.map(_Train(self, out_dir), [parts], phase="train", keys=["model"])
         verify_file(result["model"], result["model_bytes"], ctx.stage_id)
         m = result["metrics"]
-        neg = sorted(self.negative_sources) if self.negative_sources else "every other source"
+        if self.labels_from is not None:
+            what = f"{self.labels_from} >= {self.threshold:g} vs below"
+        else:
+            neg = sorted(self.negative_sources) if self.negative_sources \
+                else "every other source"
+            what = f"positive_sources {sorted(self.positive_sources)} vs {neg}"
         check_auc(m, self.min_auc, self.holdout, f"stage '{ctx.stage_id}'",
-                  "train_quality_classifier.holdout",
-                  f"positive_sources {sorted(self.positive_sources)} vs {neg}")
+                  "train_quality_classifier.holdout", what)
         ctx.artifacts["quality_model"] = result["model"]
         ctx.artifacts["quality_metrics"] = m
+        cols = ["train hq", "train lq", "held-out docs", "ROC AUC", "precision", "recall",
+                "f1", "accuracy", "model MB"]
+        row = [m.get("train_hq"), m.get("train_lq"), m.get("holdout_docs"), m.get("auc"),
+               m.get("precision"), m.get("recall"), m.get("f1"), m.get("accuracy"),
+               round(result["model_bytes"] / 1e6, 2)]
+        if self.labels_from is not None:  # agreement with the teacher's ranking
+            cols.insert(4, f"Spearman vs {self.labels_from}")
+            row.insert(4, m.get("spearman"))
         ctx.artifacts["report_tables"] = [{
-            "title": "Quality classifier (held-out, hq label)",
-            "columns": ["train hq", "train lq", "held-out docs", "ROC AUC", "precision",
-                        "recall", "f1", "accuracy", "model MB"],
-            "rows": [[m.get("train_hq"), m.get("train_lq"), m.get("holdout_docs"), m.get("auc"),
-                      m.get("precision"), m.get("recall"), m.get("f1"), m.get("accuracy"),
-                      round(result["model_bytes"] / 1e6, 2)]],
-        }]
+            "title": "Quality classifier (held-out, hq label)", "columns": cols, "rows": [row]}]
         ctx.count("quality_train:model_bytes", result["model_bytes"])
         labels = [f"{i / 10:.1f}-{(i + 1) / 10:.1f}" for i in range(10)]
         ctx.artifacts["report_histograms"] = [
@@ -116,9 +158,11 @@ class _Sample:
     def __call__(self, shard: Shard) -> dict[str, Any]:
         st = self.stage
         counts = {"hq": 0, "lq": 0, "skipped": 0}
-        paths = {k: os.path.join(self.out_dir, f"{shard.name}.{k}.txt")
-                 for k in ("train", "holdout")}
-        with atomic_open(paths["train"], "wb") as ftr, atomic_open(paths["holdout"], "wb") as fho:
+        kinds = ("train", "holdout", "teacher") if st.labels_from else ("train", "holdout")
+        paths = {k: os.path.join(self.out_dir, f"{shard.name}.{k}.txt") for k in kinds}
+        with contextlib.ExitStack() as stack:
+            files = {k: stack.enter_context(atomic_open(v, "wb")) for k, v in paths.items()}
+            ftr, fho, fte = files["train"], files["holdout"], files.get("teacher")
             for doc in read_shard(shard.path):
                 label = st.label(doc)
                 text = normalize(doc.text, st.max_chars) if label else ""
@@ -127,7 +171,12 @@ class _Sample:
                     continue
                 counts["hq" if label == HQ else "lq"] += 1
                 line = f"{label} {text}\n".encode()
-                (fho if holdout_unit(st.seed, doc.id) < st.holdout else ftr).write(line)
+                if holdout_unit(st.seed, doc.id) < st.holdout:
+                    fho.write(line)
+                    if fte is not None:  # the teacher's score, line for line
+                        fte.write(f"{st.teacher_score(doc)!r}\n".encode())
+                else:
+                    ftr.write(line)
         sizes = {f"{k}_bytes": os.path.getsize(v) for k, v in paths.items()}
         return {"shard": shard.name, **paths, **sizes, **counts}
 
@@ -145,4 +194,6 @@ class _Train:
                                 word_ngrams=st.word_ngrams, min_count=st.min_count,
                                 bucket=st.bucket, quantize=st.quantize,
                                 seed=st.seed, balance=st.balance,
-                                max_docs_per_label=st.max_docs_per_label)
+                                max_docs_per_label=st.max_docs_per_label,
+                                teacher_parts=[p["teacher"] for p in parts]
+                                if st.labels_from else None)

@@ -74,12 +74,12 @@ def _fit(model: Any, tok: Any, texts: list[str], targets: list[float], steps: in
     gen = torch.Generator().manual_seed(seed)
     opt = torch.optim.AdamW(model.parameters(), lr=3e-3)
     y_all = torch.tensor(targets, dtype=torch.float32)
+    enc = tok(texts, truncation=True, max_length=max_length, padding=True,
+              return_tensors="pt")  # once: tokenizing every step costs more than the step
     model.train()
     for _ in range(steps):
-        idx = torch.randint(len(texts), (min(16, len(texts)),), generator=gen).tolist()
-        batch = tok([texts[i] for i in idx], truncation=True, max_length=max_length,
-                    padding=True, return_tensors="pt")
-        out = model(**batch).logits.squeeze(-1)
+        idx = torch.randint(len(texts), (min(16, len(texts)),), generator=gen)
+        out = model(**{k: v[idx] for k, v in enc.items()}).logits.squeeze(-1)
         loss = torch.nn.functional.mse_loss(out, y_all[idx])
         opt.zero_grad()
         loss.backward()

@@ -183,7 +183,9 @@ def _load(model: str, local: bool, key: str, dev: str, torch_dtype: Any) -> Load
 
     where = f"'{model}'"
     verbosity = transformers.logging.get_verbosity()
+    bars = transformers.logging.is_progress_bar_enabled()
     transformers.logging.set_verbosity_error()  # the load report: we check it ourselves
+    transformers.logging.disable_progress_bar()  # one bar per worker would garble progress
     try:
         tok = AutoTokenizer.from_pretrained(model, local_files_only=local)
         net, info = AutoModelForSequenceClassification.from_pretrained(
@@ -198,6 +200,8 @@ def _load(model: str, local: bool, key: str, dev: str, torch_dtype: Any) -> Load
                           f"config.json (a head of the wrong size?): {msg}") from None
     finally:
         transformers.logging.set_verbosity(verbosity)
+        if bars:
+            transformers.logging.enable_progress_bar()
     missing = sorted(info.get("missing_keys") or [])
     mismatched = sorted(str(m) for m in info.get("mismatched_keys") or [])
     if missing or mismatched:

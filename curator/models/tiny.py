@@ -71,6 +71,18 @@ def _fit(model: Any, tok: Any, texts: list[str], targets: list[float], steps: in
          max_length: int, seed: int) -> None:
     import torch
 
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # a tiny model: threads only add synchronisation
+    try:
+        _steps(model, tok, texts, targets, steps, max_length, seed)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _steps(model: Any, tok: Any, texts: list[str], targets: list[float], steps: int,
+           max_length: int, seed: int) -> None:
+    import torch
+
     gen = torch.Generator().manual_seed(seed)
     opt = torch.optim.AdamW(model.parameters(), lr=3e-3)
     y_all = torch.tensor(targets, dtype=torch.float32)

@@ -5,30 +5,26 @@ and Spearman against the teacher, and refuses a useless student."""
 from __future__ import annotations
 
 import random
+from pathlib import Path
 
 import numpy as np
 import pytest
 import yaml
-from helpers import run_cli
+from helpers import ROOT, run_cli
 from helpers_filters import run_pipeline, write_jsonl
 from scipy.stats import spearmanr
 
 from curator.classifiers.quality import HQ, holdout_unit, hq_scores, load_model, normalize, ranks
 from curator.classifiers.train_quality_classifier import TrainQualityClassifier
 from curator.core.errors import ConfigError
-from curator.filters.synthetic import PROSE_WORD_KINDS, documents
-from curator.models.tiny import build_classifier
+from curator.filters.synthetic import documents
 
 
 @pytest.fixture(scope="module")
-def teacher(tmp_path_factory):
-    """A tiny BERT fitted to score prose 4 and everything else 1 (an 'edu' teacher)."""
-    docs = documents(300, seed=40, prose_share=0.5)
-    folder = tmp_path_factory.mktemp("teacher") / "edu"
-    build_classifier(str(folder), [d["text"] for d in docs], max_length=128, vocab_size=800,
-                     targets=[4.0 if d["kind"] in PROSE_WORD_KINDS else 1.0 for d in docs],
-                     steps=150, seed=0, init_range=0.02)
-    return folder
+def teacher() -> Path:
+    """The bundled demo teacher (scripts/make_tiny_models.py: a tiny BERT fitted to score
+    synthetic prose 4, code and tables 2, the rest 1), so no test trains a transformer."""
+    return ROOT / "data" / "models" / "tiny-edu-classifier"
 
 
 def _stages(tmp, teacher, **params):

@@ -263,3 +263,19 @@ def test_new_weights_in_the_same_folder_rerun_the_stage(tmp, texts, tokenizer) -
     assert all(abs(new[k] - first[k]) > 1e-6 for k in first)
     ref = plain(folder, [t for t in corpus(10, seed=4)])[:, 0]
     assert [new[f"d{i}"] for i in range(10)] == pytest.approx(ref.tolist(), abs=1e-3)
+
+
+def test_a_local_model_is_loaded_without_any_network_call(monkeypatch, tmp, texts,
+                                                          tokenizer) -> None:
+    """No lookup, no connection: a local folder is read with local_files_only."""
+    import socket
+
+    def refuse(*a, **k):
+        raise AssertionError(f"network call: {a[:2]}")
+
+    folder = build_classifier(str(tmp / "m"), texts, tokenizer=tokenizer, max_length=64)
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.setattr(socket, "getaddrinfo", refuse)
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    raw, m = stage(model=folder).predict(["the river school"])
+    assert raw.shape == (1, 1) and m.kind == "regression"

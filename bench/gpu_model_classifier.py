@@ -9,9 +9,10 @@ packaged 6-layer model with a fresh regression head. Speed does not depend on th
 Documents: seeded synthetic web-like pages (``curator.filters.synthetic``), lengths as on the
 web (most above 512 tokens after repetition), so truncation and sorting both matter.
 
-    python bench/gpu_model_classifier.py --device cpu --docs 64          # this machine
-    python bench/gpu_model_classifier.py --device cuda --docs 4096       # a GPU
-    python bench/gpu_model_classifier.py --device cpu,cuda --model minilm
+    python bench/gpu_model_classifier.py --device cpu --docs 32          # this machine
+    python bench/gpu_model_classifier.py --device cpu --docs 32 --dtype bfloat16
+    python bench/gpu_model_classifier.py --device cuda --docs 4096       # a GPU (bf16)
+    python bench/gpu_model_classifier.py --device cpu,cuda --model minilm --docs 64
 
 Each figure is the best of ``--repeat`` passes after one warm-up batch. ``max_abs_diff``: the
 largest difference between the stage's scores and the plain loop's in float32 (the 1e-3 goal);
@@ -83,13 +84,14 @@ def plain_loop(folder: str, docs: list[str], device: str, batch: int
         return time.perf_counter() - t, time.process_time() - c, out
 
 
-def stage_pass(folder: str, docs: list[str], device: str, batch: int
+def stage_pass(folder: str, docs: list[str], device: str, batch: int, dtype: str = "auto"
                ) -> tuple[float, float, list]:
     import torch
 
     from curator.classifiers.model_classifier import ModelClassifier
 
-    st = ModelClassifier.from_params({"model": folder, "device": device, "batch_size": batch})
+    st = ModelClassifier.from_params({"model": folder, "device": device, "batch_size": batch,
+                                      "dtype": dtype})
     st.predict(docs[:batch])  # load + warm-up
     if device == "cuda":
         torch.cuda.synchronize()
@@ -107,12 +109,15 @@ def main() -> None:
     ap.add_argument("--model", choices=["base", "minilm"], default="base")
     ap.add_argument("--batch-size", type=int, default=0, help="0: 32 on CPU, 256 on CUDA")
     ap.add_argument("--repeat", type=int, default=1)
+    ap.add_argument("--dtype", default="auto",
+                    help="the stage's dtype: auto (fp32 on CPU, bf16 on GPU), bfloat16, ...")
     args = ap.parse_args()
     import numpy as np
     import torch
 
     docs = texts(args.docs)
     result: dict = {"model": args.model, "docs": len(docs), "max_tokens": 512,
+                    "stage_dtype": args.dtype,
                     "machine": platform.processor() or platform.machine(),
                     "cpus": len(os.sched_getaffinity(0)), "torch": torch.__version__,
                     "torch_threads": torch.get_num_threads(), "runs": {}}
@@ -133,7 +138,7 @@ def main() -> None:
                 result["gpu"] = torch.cuda.get_device_name(0)
             best_s = best_p = cpu_s = cpu_p = float("inf")
             for _ in range(args.repeat):
-                ts, cs, s_scores = stage_pass(folder, docs, device, batch)
+                ts, cs, s_scores = stage_pass(folder, docs, device, batch, args.dtype)
                 tp, cp, p_scores = plain_loop(folder, docs, device, batch)
                 best_s, best_p = min(best_s, ts), min(best_p, tp)
                 cpu_s, cpu_p = min(cpu_s, cs), min(cpu_p, cp)

@@ -155,13 +155,15 @@ def _folder_state(model: str) -> tuple[Any, ...]:
 
 
 def load_classifier(model: str, *, key: str, device: Device = "auto", dtype: DType = "auto",
-                    threads: int = 0) -> LoadedModel:
+                    threads: int = 0, prefix: str | None = None) -> LoadedModel:
     """A sequence-classification model and its tokenizer, loaded once per process (and again
-    when the folder's files change), in eval mode on ``device``."""
+    when the folder's files change), in eval mode on ``device``. ``key`` names the model's
+    YAML key in errors; ``prefix`` (the stage name) the device and dtype keys."""
     local = is_local(model)
     if local:
         check_folder(model, key)
-    dev = choose_device(device, key)
+    pre = prefix or key.rsplit(".", 1)[0]
+    dev = choose_device(device, f"{pre}.device")
     if dev == "cpu":
         set_threads(threads)
     cache_key = (os.path.abspath(model) if local else model, dev, dtype,
@@ -170,7 +172,7 @@ def load_classifier(model: str, *, key: str, device: Device = "auto", dtype: DTy
         hit = _CACHE.get(cache_key)
         if hit is not None:
             return hit
-        loaded = _load(model, local, key, dev, choose_dtype(dtype, dev, key))
+        loaded = _load(model, local, key, dev, choose_dtype(dtype, dev, f"{pre}.dtype"))
         for k in [k for k in _CACHE if k[0] == cache_key[0]]:
             del _CACHE[k]  # an older version of the same folder
         _CACHE[cache_key] = loaded

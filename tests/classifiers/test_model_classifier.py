@@ -212,8 +212,10 @@ def test_parameters_that_do_not_fit_the_head(regression_model, multiclass_model)
     with pytest.raises(ConfigError, match=r"model_classifier\.model: name a model"):
         stage()
     if not torch.cuda.is_available():
-        with pytest.raises(ConfigError, match=r"model_classifier\.model: cuda asked for"):
+        with pytest.raises(ConfigError, match=r"model_classifier\.device: cuda asked for"):
             stage(model=str(regression_model), device="cuda").loaded()
+    with pytest.raises(ConfigError, match=r"model_classifier\.dtype: float16 is for GPUs"):
+        stage(model=str(regression_model), device="cpu", dtype="float16").loaded()
 
 
 def test_nan_scores_stop_the_stage(tmp, texts, tokenizer) -> None:

@@ -188,10 +188,40 @@ def check_auc(metrics: dict[str, Any], min_auc: float, holdout: float, what: str
                          f"sources' labels and text, or set {accept} to accept it")
 
 
+#: Held-out documents whose teacher score enters the Spearman correlation (the first ones of
+#: the held-out file, a hash-chosen sample): two floats each, so memory stays bounded.
+SPEARMAN_MAX = 1_000_000
+
+
+def ranks(x: np.ndarray) -> np.ndarray:
+    """Ranks 0..n-1 with ties given their average rank (what Spearman's rho needs)."""
+    order = np.argsort(x, kind="mergesort")
+    r = np.empty(len(x), dtype=np.float64)
+    r[order] = np.arange(len(x), dtype=np.float64)
+    _, inv, counts = np.unique(x, return_inverse=True, return_counts=True)
+    return (np.bincount(inv, weights=r) / counts)[inv]
+
+
+def spearman(a: np.ndarray, b: np.ndarray) -> float | None:
+    """Spearman's rank correlation of two equal-length arrays (``None`` when either is
+    constant or there are fewer than 3 values)."""
+    if len(a) < 3:
+        return None
+    ra, rb = ranks(np.asarray(a, dtype=np.float64)), ranks(np.asarray(b, dtype=np.float64))
+    ra -= ra.mean()
+    rb -= rb.mean()
+    den = float(np.sqrt((ra * ra).sum() * (rb * rb).sum()))
+    return float((ra * rb).sum() / den) if den else None
+
+
 def evaluate(model_path: str, holdout_file: str, threshold: float = 0.5,
-             batch: int = 10_000) -> dict[str, Any]:
-    """Held-out precision/recall/F1 of the hq label and accuracy (streamed in batches)."""
+             batch: int = 10_000, teacher_file: str | None = None) -> dict[str, Any]:
+    """Held-out precision/recall/F1 of the hq label and accuracy (streamed in batches); with
+    ``teacher_file`` (one teacher score per held-out line) also the Spearman correlation of
+    the model's P(hq) with the teacher's scores."""
     model = load_model(model_path)
+    student: list[np.ndarray] = []
+    kept = 0
     tp = fp = fn = tn = 0
     edges = np.linspace(0.0, 1.0, 11)
     hist = {HQ: np.zeros(10, dtype=np.int64), LQ: np.zeros(10, dtype=np.int64)}
@@ -199,7 +229,11 @@ def evaluate(model_path: str, holdout_file: str, threshold: float = 0.5,
 
     def score(gold: list[bool], texts: list[str]) -> None:
         nonlocal tp, fp, fn, tn
+        nonlocal kept
         scores = hq_scores(model, texts)
+        if teacher_file and kept < SPEARMAN_MAX:
+            student.append(scores[:SPEARMAN_MAX - kept])
+            kept += len(student[-1])
         pred = scores >= threshold
         g = np.array(gold)
         hist[HQ] += np.histogram(scores[g], edges)[0]
@@ -230,7 +264,15 @@ def evaluate(model_path: str, holdout_file: str, threshold: float = 0.5,
     prec = tp / (tp + fp) if tp + fp else 0.0
     rec = tp / (tp + fn) if tp + fn else 0.0
     auc = binned_auc(fine[HQ], fine[LQ])
-    return {"holdout_docs": n, "holdout_hq": tp + fn,
+    extra: dict[str, Any] = {}
+    if teacher_file:
+        rho = None
+        if kept:
+            teacher = np.loadtxt(teacher_file, dtype=np.float64, ndmin=1, max_rows=kept)
+            rho = spearman(np.concatenate(student), teacher[:kept])
+        extra = {"spearman": None if rho is None else round(rho, 4),
+                 "spearman_docs": kept}
+    return {"holdout_docs": n, "holdout_hq": tp + fn, **extra,
             "auc": None if auc is None else round(auc, 4),
             "precision": round(prec, 4), "recall": round(rec, 4),
             "f1": round(2 * prec * rec / (prec + rec), 4) if prec + rec else 0.0,
@@ -242,9 +284,11 @@ def train_from_parts(train_parts: list[str], holdout_parts: list[str], out_dir: 
                      epoch: int = 5, lr: float = 0.5, dim: int = DEFAULT_DIM,
                      word_ngrams: int = 2, min_count: int = 1, bucket: int = DEFAULT_BUCKET,
                      quantize: bool = False, seed: int = 0, balance: bool = True,
-                     max_docs_per_label: int = 200_000) -> dict[str, Any]:
+                     max_docs_per_label: int = 200_000,
+                     teacher_parts: list[str] | None = None) -> dict[str, Any]:
     """Merge labelled line files, balance classes, train and evaluate; returns model path
-    and metrics. Deterministic for a given seed and input."""
+    and metrics. Deterministic for a given seed and input. ``teacher_parts``: per held-out
+    part, the teacher's score of each of its lines (for the Spearman correlation)."""
     # Index lines by (file, byte offset) per label: memory stays small however many
     # documents there are; only the sampled lines are read back.
     by_label: dict[str, list[tuple[int, int]]] = {HQ: [], LQ: []}
@@ -286,6 +330,13 @@ def train_from_parts(train_parts: list[str], holdout_parts: list[str], out_dir: 
         for p in holdout_parts:
             with open(p, "rb") as src:
                 shutil.copyfileobj(src, f)
+    teacher_file = None
+    if teacher_parts is not None:
+        teacher_file = os.path.join(out_dir, "holdout_teacher.txt")
+        with atomic_open(teacher_file, "wb") as f:
+            for p in teacher_parts:
+                with open(p, "rb") as src:
+                    shutil.copyfileobj(src, f)
     model_path = os.path.join(out_dir, "quality.ftz" if quantize else "quality.bin")
     train_fasttext(train_file, model_path, epoch=epoch, lr=lr, dim=dim,
                    word_ngrams=word_ngrams, min_count=min_count, bucket=bucket,
@@ -294,7 +345,7 @@ def train_from_parts(train_parts: list[str], holdout_parts: list[str], out_dir: 
     from curator.filters import language_id
 
     language_id._MODELS.pop(model_path, None)  # a retrained file must be reloaded
-    metrics = evaluate(model_path, holdout_file)
+    metrics = evaluate(model_path, holdout_file, teacher_file=teacher_file)
     size = os.path.getsize(model_path)
     metrics.update(train_hq=counts[HQ], train_lq=counts[LQ], model_bytes=size)
     return {"model": model_path, "model_bytes": size, "metrics": metrics}

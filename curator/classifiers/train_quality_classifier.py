@@ -3,10 +3,11 @@ text); its phases call the fastText helpers of :mod:`curator.classifiers.quality
 
 from __future__ import annotations
 
+import contextlib
 import os
 from typing import Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from curator.classifiers.quality import (
     DEFAULT_BUCKET,
@@ -20,7 +21,7 @@ from curator.classifiers.quality import (
     train_from_parts,
 )
 from curator.core.context import GlobalContext
-from curator.core.document import Document
+from curator.core.document import Document, meta_value
 from curator.core.params import (
     NonNegInt,
     PositiveFloat,
@@ -34,17 +35,24 @@ from curator.storage.shards import read_shard
 
 
 class TrainQualityClassifier(GlobalStage):
-    """Train a fastText quality classifier: positive_sources (e.g. Wikipedia) vs crawl text;
-    publishes the ``quality_model`` artifact and held-out ROC AUC, precision and recall; stops
+    """Train a fastText quality classifier: positive_sources (e.g. Wikipedia) vs crawl text,
+    or a teacher's score (``labels_from`` >= ``threshold``); publishes the ``quality_model``
+    artifact and held-out ROC AUC, precision, recall (and Spearman with the teacher); stops
     when the AUC is below ``min_auc``."""
 
     name = "train_quality_classifier"
 
     class Params(StageParams):
-        positive_sources: Annotated[list[str], Field(min_length=1)]
+        positive_sources: list[str] | None = None
         """Source names of the high-quality reference (a read stage's id or ``source``)."""
         negative_sources: list[str] | None = None
         """Source names of the other label; null: every other source."""
+        labels_from: str | None = None
+        """Instead of sources: a meta key holding a teacher's score (``model_classifier``'s
+        ``field``, e.g. ``edu_score``); documents scoring >= ``threshold`` are the positives."""
+        threshold: float | None = None
+        """With ``labels_from``: the teacher score from which a document is a positive (3 on
+        FineWeb-Edu's 0-5 scale)."""
         holdout: Annotated[float, Field(ge=0, lt=1)] = 0.1
         """Held-out share of the documents (by a hash of the id), for the metrics."""
         max_docs_per_label: PositiveInt = 200_000
@@ -56,15 +64,16 @@ class TrainQualityClassifier(GlobalStage):
         max_chars: PositiveInt = 20_000
         """Characters of each document used."""
         epoch: PositiveInt = 5
-        """FastText; `word_ngrams >= 2` also avoids fastText's "Encountered NaN" on small data."""
+        """FastText training epochs."""
         lr: PositiveFloat = 0.5
-        """FastText; `word_ngrams >= 2` also avoids fastText's "Encountered NaN" on small data."""
+        """FastText learning rate."""
         dim: PositiveInt = DEFAULT_DIM
-        """FastText; `word_ngrams >= 2` also avoids fastText's "Encountered NaN" on small data."""
+        """FastText vector size."""
         word_ngrams: PositiveInt = 2
-        """FastText; `word_ngrams >= 2` also avoids fastText's "Encountered NaN" on small data."""
+        """FastText word n-gram length; `>= 2` also avoids fastText's "Encountered NaN" on
+        small data."""
         min_count: PositiveInt = 1
-        """FastText; `word_ngrams >= 2` also avoids fastText's "Encountered NaN" on small data."""
+        """FastText: words seen fewer times are ignored."""
         bucket: PositiveInt = DEFAULT_BUCKET
         """FastText hash rows for word bigrams. fastText's own default, 2,000,000, made every model
         ~512 MB at `dim: 64` (a 190-document quickstart model was 518 MB)."""
@@ -73,17 +82,49 @@ class TrainQualityClassifier(GlobalStage):
         time."""
         seed: int = 0
         """Seed of the holdout split, the balancing sample and training."""
-        output: Literal["negatives", "all"] = "negatives"
-        """Pass on only the shards without positive documents (the crawl), or `"all"`."""
+        output: Literal["negatives", "all"] | None = None
+        """Shards passed on: only those without positive documents (the crawl), or `"all"`;
+        default `negatives` with positive_sources, `all` with labels_from."""
         min_auc: Ratio = MIN_AUC
         """Stop when the held-out ROC AUC is below this (0.5 = chance); `0` accepts any model."""
 
+        @model_validator(mode="after")
+        def _labels(self) -> Any:
+            if self.labels_from is not None:
+                if self.positive_sources or self.negative_sources:
+                    raise ValueError("set labels_from or positive_sources/negative_sources, "
+                                     "not both")
+                if self.threshold is None:
+                    raise ValueError("threshold: labels_from needs the teacher score from "
+                                     "which a document is a positive (3 for FineWeb-Edu's 0-5 "
+                                     "scale)")
+            elif not self.positive_sources:
+                raise ValueError("positive_sources: name at least one source (a read stage's "
+                                 "id or 'source' parameter), or set labels_from to learn from "
+                                 "a teacher's score")
+            elif self.threshold is not None:
+                raise ValueError("threshold: only with labels_from")
+            return self
+
     def setup(self) -> None:
-        self.positive_sources = frozenset(self.positive_sources)
+        self.positive_sources = frozenset(self.positive_sources or ())
         self.negative_sources = frozenset(self.negative_sources) \
             if self.negative_sources else None
+        self.output = self.output or ("all" if self.labels_from is not None else "negatives")
+
+    def teacher_score(self, doc: Document) -> float | None:
+        """The teacher's score of ``doc`` (``labels_from``), ``None`` when it has none."""
+        v = meta_value(doc.meta, self.labels_from) if self.labels_from else None
+        if isinstance(v, bool) or not isinstance(v, int | float) or v != v:
+            return None
+        return float(v)
 
     def label(self, doc: Document) -> str | None:
+        if self.labels_from is not None:
+            v = self.teacher_score(doc)
+            if v is None:
+                return None
+            return HQ if self.threshold is not None and v >= self.threshold else LQ
         src = doc.meta.get("source")
         if src in self.positive_sources:
             return HQ
@@ -100,23 +141,31 @@ class TrainQualityClassifier(GlobalStage):
         for p in parts:  # resumed phases: their files must still be there, complete
             verify_file(p["train"], p["train_bytes"], ctx.stage_id)
             verify_file(p["holdout"], p["holdout_bytes"], ctx.stage_id)
+            if "teacher" in p:
+                verify_file(p["teacher"], p["teacher_bytes"], ctx.stage_id)
         (result,) = ctx.map(_Train(self, out_dir), [parts], phase="train", keys=["model"])
         verify_file(result["model"], result["model_bytes"], ctx.stage_id)
         m = result["metrics"]
-        neg = sorted(self.negative_sources) if self.negative_sources else "every other source"
+        if self.labels_from is not None:
+            what = f"{self.labels_from} >= {self.threshold:g} vs below"
+        else:
+            neg = sorted(self.negative_sources) if self.negative_sources \
+                else "every other source"
+            what = f"positive_sources {sorted(self.positive_sources)} vs {neg}"
         check_auc(m, self.min_auc, self.holdout, f"stage '{ctx.stage_id}'",
-                  "train_quality_classifier.holdout",
-                  f"positive_sources {sorted(self.positive_sources)} vs {neg}")
+                  "train_quality_classifier.holdout", what)
         ctx.artifacts["quality_model"] = result["model"]
         ctx.artifacts["quality_metrics"] = m
+        cols = ["train hq", "train lq", "held-out docs", "ROC AUC", "precision", "recall",
+                "f1", "accuracy", "model MB"]
+        row = [m.get("train_hq"), m.get("train_lq"), m.get("holdout_docs"), m.get("auc"),
+               m.get("precision"), m.get("recall"), m.get("f1"), m.get("accuracy"),
+               round(result["model_bytes"] / 1e6, 2)]
+        if self.labels_from is not None:  # agreement with the teacher's ranking
+            cols.insert(4, f"Spearman vs {self.labels_from}")
+            row.insert(4, m.get("spearman"))
         ctx.artifacts["report_tables"] = [{
-            "title": "Quality classifier (held-out, hq label)",
-            "columns": ["train hq", "train lq", "held-out docs", "ROC AUC", "precision",
-                        "recall", "f1", "accuracy", "model MB"],
-            "rows": [[m.get("train_hq"), m.get("train_lq"), m.get("holdout_docs"), m.get("auc"),
-                      m.get("precision"), m.get("recall"), m.get("f1"), m.get("accuracy"),
-                      round(result["model_bytes"] / 1e6, 2)]],
-        }]
+            "title": "Quality classifier (held-out, hq label)", "columns": cols, "rows": [row]}]
         ctx.count("quality_train:model_bytes", result["model_bytes"])
         labels = [f"{i / 10:.1f}-{(i + 1) / 10:.1f}" for i in range(10)]
         ctx.artifacts["report_histograms"] = [
@@ -141,9 +190,11 @@ class _Sample:
     def __call__(self, shard: Shard) -> dict[str, Any]:
         st = self.stage
         counts = {"hq": 0, "lq": 0, "skipped": 0}
-        paths = {k: os.path.join(self.out_dir, f"{shard.name}.{k}.txt")
-                 for k in ("train", "holdout")}
-        with atomic_open(paths["train"], "wb") as ftr, atomic_open(paths["holdout"], "wb") as fho:
+        kinds = ("train", "holdout", "teacher") if st.labels_from else ("train", "holdout")
+        paths = {k: os.path.join(self.out_dir, f"{shard.name}.{k}.txt") for k in kinds}
+        with contextlib.ExitStack() as stack:
+            files = {k: stack.enter_context(atomic_open(v, "wb")) for k, v in paths.items()}
+            ftr, fho, fte = files["train"], files["holdout"], files.get("teacher")
             for doc in read_shard(shard.path):
                 label = st.label(doc)
                 text = normalize(doc.text, st.max_chars) if label else ""
@@ -152,7 +203,12 @@ class _Sample:
                     continue
                 counts["hq" if label == HQ else "lq"] += 1
                 line = f"{label} {text}\n".encode()
-                (fho if holdout_unit(st.seed, doc.id) < st.holdout else ftr).write(line)
+                if holdout_unit(st.seed, doc.id) < st.holdout:
+                    fho.write(line)
+                    if fte is not None:  # the teacher's score, line for line
+                        fte.write(f"{st.teacher_score(doc)!r}\n".encode())
+                else:
+                    ftr.write(line)
         sizes = {f"{k}_bytes": os.path.getsize(v) for k, v in paths.items()}
         return {"shard": shard.name, **paths, **sizes, **counts}
 
@@ -170,4 +226,6 @@ class _Train:
                                 word_ngrams=st.word_ngrams, min_count=st.min_count,
                                 bucket=st.bucket, quantize=st.quantize,
                                 seed=st.seed, balance=st.balance,
-                                max_docs_per_label=st.max_docs_per_label)
+                                max_docs_per_label=st.max_docs_per_label,
+                                teacher_parts=[p["teacher"] for p in parts]
+                                if st.labels_from else None)

@@ -69,37 +69,44 @@ class ModelClassifier(BatchStage):
 
     class Params(StageParams):
         model: DirPath | None = None
-        """A local model folder (its files are part of the stage's key) or a hub id; optional
-        with a preset (then the preset's hub id)."""
+        """A local model folder (every file in it is part of the stage's key: new weights in the
+        same folder rerun the stage) or a hub id (downloaded once into transformers' cache)."""
         preset: Literal["fineweb-edu", "fineweb-edu-mixtral", "fineweb-edu-nemotron"] | None = None
-        """A published FineWeb-Edu classifier: its hub id, field and int-score rule."""
+        """`fineweb-edu`, `fineweb-edu-mixtral`, `fineweb-edu-nemotron` (below)."""
         field: str | None = None
         """Meta key of the score (regression) or label (classification); default the preset's,
         else ``model_score``."""
         min_score: float | None = None
-        """Keep documents scoring at least this (a classification head: the predicted label's
-        probability)."""
+        """Keep documents whose value is within (inclusive); reasons `model_classifier:min_score`,
+        `:max_score` (the score is in the rejected record). Regression: the score (the int score
+        with a preset, see `filter_on`); classification: the probability of the predicted label."""
         max_score: float | None = None
-        """Keep documents scoring at most this."""
+        """Keep documents whose value is within (inclusive); reasons `model_classifier:min_score`,
+        `:max_score` (the score is in the rejected record). Regression: the score (the int score
+        with a preset, see `filter_on`); classification: the probability of the predicted label."""
         labels: Annotated[list[str], Field(min_length=1)] | None = None
-        """Keep documents whose predicted label is one of these (classification heads)."""
+        """Classification heads: keep documents whose predicted label is one of these (reason
+        `model_classifier:label`)."""
         filter_on: Literal["auto", "score", "int_score"] = "auto"
-        """What ``min_score``/``max_score`` compare: ``auto`` is the int score with a preset
-        (FineWeb-Edu keeps int_score >= 3), else the score."""
+        """`score`, `int_score` (presets only), `auto`: the int score with a preset (FineWeb-Edu
+        keeps `int_score >= 3`), else the score."""
         max_tokens: Annotated[int, Field(ge=2)] | None = None
-        """Truncate texts to this many tokens (default the model's maximum)."""
+        """Tokens per document the model sees (truncated at the end, as `tokenizer(text,
+        truncation=True)`)."""
         batch_size: PositiveInt | None = None
         """Documents per forward pass (default 32 on CPU, 256 on GPU)."""
         sort_window: PositiveInt = 1024
-        """Documents sorted by length together (memory: this many documents)."""
+        """Documents read, tokenized and sorted by length together (memory: this many documents)."""
         device: Literal["auto", "cpu", "cuda"] = "auto"
-        """``auto``: CUDA when present."""
+        """`cpu`, `cuda`, `auto` (CUDA when torch sees a GPU)."""
         dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"
-        """``auto``: bf16 (fp16 without bf16) on GPU, fp32 on CPU."""
+        """`float32`, `bfloat16`, `float16`; `auto`: float32 on CPU, bfloat16 on a GPU that has it
+        (float16 otherwise)."""
         threads: NonNegInt = 0
-        """Torch threads on CPU (0: OMP_NUM_THREADS, else the CPUs / MPI ranks here)."""
+        """Torch threads on CPU; `0`: `OMP_NUM_THREADS` when set (Dask workers set 1), else this
+        process's CPUs divided by the MPI ranks on the host."""
         all_scores: bool = False
-        """Also store every label's probability in ``meta[field + "_probs"]``."""
+        """Classification: also every label's probability in `meta[field + "_probs"]`."""
 
         @model_validator(mode="after")
         def _ranges(self) -> Any:

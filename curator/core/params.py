@@ -144,6 +144,10 @@ class StageParams(BaseModel):
                 continue
             value = out.pop(key)
             _warn_old_key(cls, key, path)
+            given = _get_path(out, path.split("."))
+            if given is not _MISSING and given != value:
+                raise ValueError(f"{key} (the old spelling) and {path} are both given, with "
+                                 f"different values; keep {path}")
             _set_path(out, path.split("."), value)
         return out
 
@@ -196,10 +200,23 @@ def _flat_path(cls: type[BaseModel], key: str) -> str | None:
     return None
 
 
+_MISSING = object()
+
+
+def _get_path(data: Any, parts: list[str]) -> Any:
+    for p in parts:
+        if isinstance(data, BaseModel):
+            data = data.model_dump()
+        if not isinstance(data, dict) or p not in data:
+            return _MISSING
+        data = data[p]
+    return data
+
+
 def _set_path(data: dict[str, Any], parts: list[str], value: Any) -> None:
     head = parts[0]
     if len(parts) == 1:
-        data.setdefault(head, value)  # the new spelling wins over the old one
+        data[head] = value
         return
     sub = data.get(head)
     if isinstance(sub, BaseModel):

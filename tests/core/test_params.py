@@ -94,6 +94,17 @@ def test_a_bad_value_is_one_line_naming_the_nested_key(tmp_path, fuzzy, message)
     assert len(lines) == 1 and message in lines[0], r.stderr
 
 
+def test_old_and_new_spelling_with_different_values_is_an_error(tmp_path) -> None:
+    p = _pipeline(tmp_path, "      redis_key_prefix: old\n      redis: {key_prefix: new}\n")
+    r = run_cli("validate", str(p), check=False)
+    assert r.returncode != 0
+    assert "stages[1].fuzzy_dedup: Value error, redis_key_prefix (the old spelling) and " \
+        "redis.key_prefix are both given, with different values; keep redis.key_prefix" \
+        in r.stderr, r.stderr
+    same = _pipeline(tmp_path, "      redis_key_prefix: x\n      redis: {key_prefix: x}\n")
+    assert run_cli("validate", str(same), check=False).returncode == 0
+
+
 def test_tls_true_is_short_for_the_group() -> None:
     stage = resolve("fuzzy_dedup").from_params({"redis": {"tls": True}})
     assert stage.redis.tls.enabled and stage.params["redis"]["tls"]["enabled"] is True

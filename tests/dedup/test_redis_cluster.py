@@ -144,7 +144,7 @@ def test_unreachable_node_list_is_one_clear_error():
 def test_redis_example_pipeline_on_dask(tmp_path, redis_cluster):
     nodes = "[" + ",".join(redis_cluster.nodes) + "]"
     run_cli("run", "pipelines/dedup-redis-cluster.yaml", "--work-dir", str(tmp_path / "r"),
-            "--set", f"stages.fuzzy_dedup.redis_nodes={nodes}")
+            "--set", f"stages.fuzzy_dedup.redis.nodes={nodes}")
     run_cli("run", "pipelines/dedup-redis-cluster.yaml", "--work-dir", str(tmp_path / "e"),
             "--executor", "local", "--set", "stages.fuzzy_dedup.backend=embedded")
     got = rejected(tmp_path / "r", "fuzzy_dedup")

@@ -134,7 +134,10 @@ def _traf(**kw: object) -> Callable[[str], str]:
     def run(html: str) -> str:
         import trafilatura
 
-        return trafilatura.extract(html, deduplicate=False, **kw) or ""
+        from curator.extract.discard import stock
+
+        with stock():  # trafilatura as it ships, whatever curator's configs installed
+            return trafilatura.extract(html, deduplicate=False, **kw) or ""
     return run
 
 

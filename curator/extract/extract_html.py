@@ -382,7 +382,8 @@ def extract_text(html: str, extractor: Extractor = DEFAULT_EXTRACTOR,
                  timeout_s: float | None = None, *, fast: Fast = "auto",
                  balance: Balance = "recall", include_comments: bool = False,
                  include_tables: bool = True, fallback: bool = True,
-                 fallback_ratio: float = FALLBACK_RATIO, shape: bool = True) -> str:
+                 fallback_ratio: float = FALLBACK_RATIO, shape: bool = True,
+                 body_ratio: float = BODY_RATIO) -> str:
     """Main text of an HTML page ('' when there is none). Raises :class:`ExtractTimeout`
     after ``timeout_s`` seconds.
 
@@ -390,7 +391,7 @@ def extract_text(html: str, extractor: Extractor = DEFAULT_EXTRACTOR,
     speed): ``fast`` skips its readability/jusText fallbacks (``"auto"``: fast first, and
     again with them when the text is under ``fallback_ratio`` of resiliparse's, or 0.5, or,
     where resiliparse keeps under :data:`UNRELIABLE_RATIO` of trafilatura's words, under
-    :data:`BODY_RATIO` of the ``<body>``'s words);
+    ``body_ratio`` of the ``<body>``'s words, 0: never);
     ``balance`` is its precision/recall trade-off; ``fallback`` takes resiliparse's text
     when trafilatura's is empty or under ``fallback_ratio`` of it in words; ``shape`` joins
     hard-wrapped lines inside a paragraph, writes table cells tab-separated and drops
@@ -412,7 +413,7 @@ def extract_text(html: str, extractor: Extractor = DEFAULT_EXTRACTOR,
                 text = _trafilatura(html, False, balance, include_comments, include_tables,
                                     shape).strip() or text
             elif (fast == "auto" and n_alt < UNRELIABLE_RATIO * n_text
-                  and n_text < BODY_RATIO * _body_words(rtree)):
+                  and n_text < body_ratio * _body_words(rtree)):
                 second: Balance = "default" if balance == "recall" else balance
                 text = _trafilatura(html, False, second, include_comments, include_tables,
                                     shape).strip() or text
@@ -434,15 +435,19 @@ class ExtractHtml(ShardStage):
                  fast: Fast = "auto", balance: Balance = "recall",
                  include_comments: bool = False, include_tables: bool = True,
                  fallback: bool = True, fallback_ratio: float = FALLBACK_RATIO,
-                 shape: bool = True) -> None:
+                 shape: bool = True, body_ratio: float = BODY_RATIO) -> None:
         if not 0.0 <= fallback_ratio <= 1.0:
             raise ConfigError(f"extract_html.fallback_ratio: {fallback_ratio} is not between "
                               "0 and 1 (a share of resiliparse's words)")
+        if not 0.0 <= body_ratio <= 1.0:
+            raise ConfigError(f"extract_html.body_ratio: {body_ratio} is not between "
+                              "0 and 1 (a share of the page's <body> words)")
         self.extractor = extractor
         # trafilatura's options (docs/extract.md has the F1 and CPU of each)
         self.options = {"fast": fast, "balance": balance, "include_comments": include_comments,
                         "include_tables": include_tables, "fallback": fallback,
-                        "fallback_ratio": fallback_ratio, "shape": shape}
+                        "fallback_ratio": fallback_ratio, "shape": shape,
+                        "body_ratio": body_ratio}
         self.timeout_s = timeout_s
         self.max_bytes = int(max_page_mb * 1024 * 1024)
         self.keep_html_field = keep_html_field

@@ -296,10 +296,12 @@ def main(argv: list[str] | None = None) -> int:
 
         main_ex = args.extractor or DEFAULT_EXTRACTOR
         best: dict[str, tuple[float, float, int]] = {}
+        every: dict[str, list[float]] = {}  # CPU seconds of each round, per tool
 
         def keep(key: str, r: tuple[float, float, int]) -> None:
             old = best.get(key)
             best[key] = r if old is None else (min(old[0], r[0]), min(old[1], r[1]), r[2])
+            every.setdefault(key, []).append(r[1])
 
         exs = [main_ex, *args.also]
         for rnd in range(args.rounds):  # alternate the tools so that load changes hit both
@@ -309,6 +311,14 @@ def main(argv: list[str] | None = None) -> int:
                 keep(f"curator{k}", run_curator(warc, os.path.join(tmp, f"r{rnd}"),
                                                 args.workers, ex, f"curator{k}", args.executor))
         if args.rounds > 1:
+            # each round's pair ran back to back, so the machine's load hit both alike: the
+            # spread of the per-round CPU ratio is the noise of the figure
+            ratios = [d / c for d, c in zip(every["datatrove"], every["curator0"])]
+            for rnd, (d, c) in enumerate(zip(every["datatrove"], every["curator0"])):
+                print(f"round {rnd + 1}: cpu s datatrove {d:.2f}, curator {c:.2f}, "
+                      f"ratio {d / c:.2f}x")
+            print(f"cpu ratio per round: min {min(ratios):.2f}x, median "
+                  f"{sorted(ratios)[len(ratios) // 2]:.2f}x, max {max(ratios):.2f}x")
             print(f"best of {args.rounds} alternating rounds (wall and CPU each)")
         runs = [("datatrove", "trafilatura (datatrove)", best["datatrove"])]
         runs += [("curator", ex, best[f"curator{k}"]) for k, ex in enumerate(exs)]

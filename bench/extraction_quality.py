@@ -134,7 +134,10 @@ def _traf(**kw: object) -> Callable[[str], str]:
     def run(html: str) -> str:
         import trafilatura
 
-        return trafilatura.extract(html, deduplicate=False, **kw) or ""
+        from curator.extract.discard import stock
+
+        with stock():  # trafilatura as it ships, whatever curator's configs installed
+            return trafilatura.extract(html, deduplicate=False, **kw) or ""
     return run
 
 
@@ -175,6 +178,8 @@ def configs() -> dict[str, Callable[[str], str]]:
         out[f"curator fast=auto {balance}"] = cur(fast="auto", balance=balance)
         out[f"curator fast=auto {balance}, no fallback"] = cur(fast="auto", balance=balance,
                                                                fallback=False)
+    # round 3 of issue 22: fast=auto's <body> yardstick where resiliparse keeps nothing
+    out["curator default, body_ratio=0"] = cur(body_ratio=0.0)
     for ratio in (0.3, 0.7):
         out[f"curator default, fallback_ratio={ratio}"] = cur(fallback_ratio=ratio)
     out.update({

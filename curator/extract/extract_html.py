@@ -247,15 +247,27 @@ def _trafilatura(html: str, fast: bool = True, balance: Balance = "recall",
     return _shape_text(text) if shape else text
 
 
-def _resiliparse(html: str) -> str:
+def _resiliparse_tree(html: str) -> tuple[str, Any]:
+    """resiliparse's main-content text and its parsed tree (for :func:`_body_words`)."""
     from resiliparse.extract.html2text import extract_plain_text
     from resiliparse.parse.html import HTMLTree
 
+    tree = HTMLTree.parse(html)
     # comments/post_meta off: comment threads and "posted by ... on ..." lines are not the
     # article; measured against gold news pages this lifts token F1 from 0.89 to 0.91.
-    return extract_plain_text(HTMLTree.parse(html), main_content=True, alt_texts=False,
-                              links=False, form_fields=False, noscript=False, comments=False,
-                              post_meta=False)
+    return extract_plain_text(tree, main_content=True, alt_texts=False, links=False,
+                              form_fields=False, noscript=False, comments=False,
+                              post_meta=False), tree
+
+
+def _resiliparse(html: str) -> str:
+    return _resiliparse_tree(html)[0]
+
+
+def _body_words(tree: Any) -> int:
+    """Words of the text of the page's ``<body>`` (every element, navigation included)."""
+    body = tree.body
+    return len(body.text.split()) if body is not None else 0
 
 
 _JUSTEXT_STOPLISTS: dict[str, frozenset[str]] = {}
@@ -315,7 +327,10 @@ def _fast_class_lookup() -> None:
     """Give trafilatura's HTML parser (the one its ``load_html`` uses) the C-level lookup."""
     from trafilatura.utils import HTML_PARSER
 
+    from curator.extract.discard import install
+
     HTML_PARSER.set_element_class_lookup(html_class_lookup())
+    install()  # its discard XPaths without re:test callbacks (curator/extract/discard.py)
 
 
 def prepare(extractor: str) -> None:
@@ -344,6 +359,17 @@ def prepare(extractor: str) -> None:
 #: section (forums, listings: precision 1.0, recall 0.1); this lifts tuning-split F1 from 0.821
 #: to 0.859 (forums 0.65 -> 0.77) at the same CPU per page (docs/extract.md).
 FALLBACK_RATIO = 0.5
+#: resiliparse's main-content pass is no yardstick when it keeps under this share of
+#: trafilatura's words: on boards whose markup its HTML5 parser reads differently (an unclosed
+#: ``<iframe>`` in a ``<noscript>``: 14 of the 22 German tuning pages, all forum threads) it
+#: keeps nothing. Then ``fast="auto"`` compares trafilatura's text with the words of the
+#: page's ``<body>`` instead: under :data:`BODY_RATIO` of them, trafilatura runs again with its
+#: fallbacks, in ``default`` balance, because ``favor_recall`` skips the readability/jusText
+#: comparison for any text over 2,500 characters (trafilatura's ``compare_extraction``), which
+#: is the case of a first post. Tuning split: German 0.703 -> 0.772, forums 0.769 -> 0.789,
+#: all 0.859 -> 0.863, +2.4 ms/page (docs/extract.md).
+UNRELIABLE_RATIO = 0.3
+BODY_RATIO = 0.2
 
 Fast = bool | Literal["auto"]
 
@@ -356,13 +382,16 @@ def extract_text(html: str, extractor: Extractor = DEFAULT_EXTRACTOR,
                  timeout_s: float | None = None, *, fast: Fast = "auto",
                  balance: Balance = "recall", include_comments: bool = False,
                  include_tables: bool = True, fallback: bool = True,
-                 fallback_ratio: float = FALLBACK_RATIO, shape: bool = True) -> str:
+                 fallback_ratio: float = FALLBACK_RATIO, shape: bool = True,
+                 body_ratio: float = BODY_RATIO) -> str:
     """Main text of an HTML page ('' when there is none). Raises :class:`ExtractTimeout`
     after ``timeout_s`` seconds.
 
     The keyword options apply to trafilatura (docs/extract.md gives their measured F1 and
     speed): ``fast`` skips its readability/jusText fallbacks (``"auto"``: fast first, and
-    again with them when the text is under ``fallback_ratio`` of resiliparse's, or 0.5);
+    again with them when the text is under ``fallback_ratio`` of resiliparse's, or 0.5, or,
+    where resiliparse keeps under :data:`UNRELIABLE_RATIO` of trafilatura's words, under
+    ``body_ratio`` of the ``<body>``'s words, 0: never);
     ``balance`` is its precision/recall trade-off; ``fallback`` takes resiliparse's text
     when trafilatura's is empty or under ``fallback_ratio`` of it in words; ``shape`` joins
     hard-wrapped lines inside a paragraph, writes table cells tab-separated and drops
@@ -376,10 +405,17 @@ def extract_text(html: str, extractor: Extractor = DEFAULT_EXTRACTOR,
                             include_tables, shape).strip()
         if fast == "auto" or (fallback and (not text or fallback_ratio > 0)):
             prepare("resiliparse")
-            alt = _resiliparse(html).strip()
+            alt, rtree = _resiliparse_tree(html)
+            alt = alt.strip()
             ratio = fallback_ratio or FALLBACK_RATIO
-            if fast == "auto" and (not text or _words(text) < ratio * _words(alt)):
+            n_text, n_alt = _words(text), _words(alt)
+            if fast == "auto" and (not text or n_text < ratio * n_alt):
                 text = _trafilatura(html, False, balance, include_comments, include_tables,
+                                    shape).strip() or text
+            elif (fast == "auto" and n_alt < UNRELIABLE_RATIO * n_text
+                  and n_text < body_ratio * _body_words(rtree)):
+                second: Balance = "default" if balance == "recall" else balance
+                text = _trafilatura(html, False, second, include_comments, include_tables,
                                     shape).strip() or text
             if fallback and (not text or _words(text) < fallback_ratio * _words(alt)):
                 text = alt
@@ -393,7 +429,7 @@ class ExtractHtml(ShardStage):
 
     class Params(StageParams):
         extractor: Extractor = "trafilatura"
-        """Or `resiliparse`, `justext` (settings and measured F1 below)."""
+        """Or `resiliparse`, `justext` (settings and measured F1 in extract.md)."""
         timeout_s: PositiveFloat = 10.0
         """Per document; timeouts are rejected `extract_timeout` and counted."""
         max_page_mb: PositiveFloat = 10.0
@@ -401,26 +437,31 @@ class ExtractHtml(ShardStage):
         keep_html_field: str | None = None
         """Keep the HTML in this metadata field (default: dropped)."""
         fast: Fast = "auto"
-        """Trafilatura's options (`fast` also `auto`), see [extract.md](extract.md#options)."""
+        """Trafilatura's fast mode; `auto`: fast, rerun in full when the text looks short
+        (see [extract.md](extract.md#options))."""
         balance: Balance = "recall"
-        """Trafilatura's options (`fast` also `auto`), see [extract.md](extract.md#options)."""
+        """Trafilatura's precision/recall balance."""
         include_comments: bool = False
-        """Trafilatura's options (`fast` also `auto`), see [extract.md](extract.md#options)."""
+        """Keep comment sections."""
         include_tables: bool = True
-        """Trafilatura's options (`fast` also `auto`), see [extract.md](extract.md#options)."""
+        """Keep the text of tables."""
         fallback: bool = True
-        """Trafilatura's options (`fast` also `auto`), see [extract.md](extract.md#options)."""
+        """Use resiliparse's text when trafilatura finds little."""
         fallback_ratio: Ratio = FALLBACK_RATIO
-        """Trafilatura's options (`fast` also `auto`), see [extract.md](extract.md#options)."""
+        """"Little": fewer words than this share of resiliparse's."""
         shape: bool = True
-        """Trafilatura's options (`fast` also `auto`), see [extract.md](extract.md#options)."""
+        """Tidy the text (paragraphs on one line, code keeps its lines), see extract.md."""
+        body_ratio: Ratio = BODY_RATIO
+        """With `fast: auto`, when resiliparse keeps almost nothing: rerun trafilatura in full
+        when its text has fewer words than this share of the page's `<body>` (0: off)."""
 
     def setup(self) -> None:
         # trafilatura's options (docs/extract.md has the F1 and CPU of each)
         self.options = {"fast": self.fast, "balance": self.balance,
                         "include_comments": self.include_comments,
                         "include_tables": self.include_tables, "fallback": self.fallback,
-                        "fallback_ratio": self.fallback_ratio, "shape": self.shape}
+                        "fallback_ratio": self.fallback_ratio, "shape": self.shape,
+                        "body_ratio": self.body_ratio}
         self.max_bytes = int(self.max_page_mb * 1024 * 1024)
 
     def process(self, docs: Iterator[Document], ctx: ShardContext) -> Iterator[Document]:

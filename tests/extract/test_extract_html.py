@@ -72,3 +72,46 @@ def test_fallback_ratio_outside_0_1_is_a_config_error(ratio) -> None:
 
     with pytest.raises(ConfigError, match="fallback_ratio"):
         ExtractHtml(fallback_ratio=ratio)
+
+
+def test_fast_auto_uses_the_body_when_resiliparse_keeps_nothing() -> None:
+    """A German board (med1.de, harvest gold): resiliparse's main-content pass keeps no word
+    of it, so "under half of resiliparse's words" never fires and fast=True's first post
+    stayed the answer (F1 0.23). The default then judges trafilatura's text against the
+    words of the <body> and reruns its cascade in default balance (favor_recall skips the
+    cascade on any text over 2,500 characters): the whole thread."""
+    import os
+    import sys
+
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "bench"))
+    from extraction_quality import load_gold, prf
+
+    from curator.extract.extract_html import _resiliparse
+
+    page = next(p for p in load_gold("tuning") if p.id.startswith(
+        "harvest/www.med1.de.forum.beruf-alltag-und-umwelt.corona"))
+    assert _resiliparse(page.html).strip() == ""
+    default = extract_text(page.html)
+    without = extract_text(page.html, body_ratio=0.0)
+    assert prf(without, page.gold)[2] < 0.3
+    assert prf(default, page.gold)[2] > 0.9
+    # recall balance in the rerun would not help: trafilatura bypasses its cascade
+    assert extract_text(page.html, fast=False, fallback=False) == extract_text(
+        page.html, fast=True, fallback=False)
+
+
+def test_body_yardstick_leaves_pages_resiliparse_reads_alone() -> None:
+    """Where resiliparse finds the main text, body_ratio changes nothing (the rule only
+    replaces a yardstick that failed)."""
+    html = _page(1).replace("</article>", "</article><nav>" + " ".join(
+        f"<a href='/{i}'>link {i}</a>" for i in range(400)) + "</nav>")
+    assert extract_text(html) == extract_text(html, body_ratio=0.0)
+
+
+@pytest.mark.parametrize("ratio", [-0.1, 1.5])
+def test_body_ratio_outside_0_1_is_a_config_error(ratio) -> None:
+    from curator.core.errors import ConfigError
+    from curator.extract.extract_html import ExtractHtml
+
+    with pytest.raises(ConfigError, match="body_ratio"):
+        ExtractHtml(body_ratio=ratio)

@@ -10,7 +10,7 @@ the three lists were about a fifth of the default extraction's CPU (OVERALL_DISC
 alone 4.3 ms of ~32 ms per page on the gold set). Here a C-level XPath picks the elements of
 the right tags that have the tested attributes, and the regular expressions (the very patterns
 of trafilatura's XPath text, run by the same ``re`` module lxml's callbacks use) are applied in
-Python. Same node lists on the gold pages (tests/acquire/test_extract_discard.py).
+Python. Same node lists on the gold pages (tests/extract/test_discard.py).
 
 :func:`install` replaces a list only when its expressions are exactly the ones this was
 written for (their text's SHA-256, :data:`TARGETS`); any other trafilatura version keeps its

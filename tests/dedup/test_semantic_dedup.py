@@ -205,7 +205,9 @@ def test_new_threshold_and_clusters_reuse_the_embeddings(tiny, tmp_path):
 def test_static_prefilter_sends_only_candidates_to_the_model(tiny, tmp_path):
     """prefilter: static embeds every document with the distilled model and only candidates
     with the full one; a lower prefilter threshold then embeds only the new candidates (no
-    document goes through the full model twice)."""
+    document goes through the full model twice); with every document a candidate the result
+    is the full model's. (How much the cheap pass misses is a property of the real model:
+    measured in docs/models.md, not here on a random one.)"""
     make_corpus(tmp_path / "c", per_shard=60)
     n = len(_texts(tmp_path / "c"))
     full = _pipeline(tmp_path, "full", tmp_path / "c", f"model: '{tiny}', threshold: 0.9")
@@ -216,16 +218,18 @@ def test_static_prefilter_sends_only_candidates_to_the_model(tiny, tmp_path):
     c1 = _counters(tmp_path / "w")
     assert c1["static_embedded_documents"] == n
     assert 0 < c1["candidates"] < n and c1["embedded_documents"] == c1["candidates"]
-    rej_full = rejected(tmp_path / "full", "semantic_dedup")
     rej_pre = rejected(tmp_path / "w", "semantic_dedup")
-    assert set(rej_pre) <= set(rej_full)
-    assert len(rej_pre) >= 0.9 * len(rej_full)  # the cheap pass loses (almost) nothing
-    y.write_text(y.read_text().replace("prefilter_threshold: 0.85", "prefilter_threshold: 0.7"))
+    kept = set(output_ids(tmp_path / "w", "semantic_dedup"))
+    assert rej_pre and all(v["cosine"] >= 0.9 and v["duplicate_of"] in kept
+                           for v in rej_pre.values())
+    y.write_text(y.read_text().replace("prefilter_threshold: 0.85", "prefilter_threshold: 0.01"))
     run_cli("run", str(y))
     c2 = _counters(tmp_path / "w")
-    assert c2["candidates"] > c1["candidates"]
-    assert c2["embedded_documents"] == c2["candidates"] - c1["candidates"]
+    assert c2["candidates"] == n
+    assert c2["embedded_documents"] == n - c1["candidates"]
     assert c2.get("static_embedded_documents", 0) == 0
+    assert rejected(tmp_path / "w", "semantic_dedup") == rejected(tmp_path / "full",
+                                                                   "semantic_dedup")
 
 
 def test_local_dask_mpi_identical(tiny, tmp_path):

@@ -159,6 +159,12 @@ class SemanticDedup(GlobalStage):
     def run(self, shards: list[Shard], ctx: GlobalContext) -> list[Shard]:
         from curator.models.embed import folder_key
 
+        if self.device == "cuda":
+            import torch
+
+            if not torch.cuda.is_available():
+                raise ConfigError("semantic_dedup.device: cuda, but torch sees no GPU here "
+                                  "(device: auto uses one when there is one)")
         cache = os.path.join(ctx.work_dir, "cache", ctx.stage_id)
         model_key = folder_key(self.model)
 
@@ -239,8 +245,8 @@ class SemanticDedup(GlobalStage):
         per_cluster = np.sum(np.asarray(sizes, dtype=np.int64), axis=0)
         groups = _balance(per_cluster, max(1, ctx.workers) * 4, cl.max_cluster_size)
         out = ctx.map(functools.partial(_cluster_task, cl, shards),
-                      groups, phase=f"{cl.tag}_clusters",
-                      keys=[str(i) for i in range(len(groups))])
+                      groups, phase=f"{cl.tag}_clusters",  # keyed by range: a resume with
+                      keys=[f"{a}-{b}" for a, b in groups])  # other workers regroups safely
         return PassResult(files=[o["path"] for o in out], found=sum(o["found"] for o in out),
                           clusters=int((per_cluster > 0).sum()),
                           split=sum(o["split"] for o in out))
@@ -565,7 +571,7 @@ def _cluster_task(cl: Clustering, shards: list[ShardVectors],
             cos.append(c_)
     r_all = np.concatenate(removed) if removed else np.empty(0, np.uint64)
     order = np.argsort(r_all, kind="stable")
-    base = cl.path("pairs", f"g{a:07d}")
+    base = cl.path("pairs", f"c{a:07d}-{b:07d}")
     _save_npy(base + ".removed.npy", r_all[order])
     _save_npy(base + ".kept.npy", (np.concatenate(kept) if kept else
                                    np.empty(0, np.uint64))[order])

@@ -121,7 +121,7 @@ class SemanticDedup(GlobalStage):
     def __init__(
         self,
         model: DirPath,  # a sentence-transformers folder (or hub id); its files are in the key
-        threshold: Annotated[float, pydantic.Field(gt=0, le=1)] = 0.95,  # cosine to remove at
+        threshold: Annotated[float, pydantic.Field(gt=0, le=1)] = 0.9,  # cosine to remove at
         backend: Literal["torch", "static", "onnx", "onnx-int8", "fast"] = "torch",
         device: Literal["auto", "cpu", "cuda"] = "auto",
         batch_size: Annotated[int, pydantic.Field(ge=1)] = 32,  # texts per model call

@@ -132,7 +132,7 @@ class SemanticDedup(GlobalStage):
         kmeans_iterations: Annotated[int, pydantic.Field(ge=1)] = 20,
         seed: int = 42,
         prefilter: Literal["none", "static"] = "none",  # static: cheap first pass
-        prefilter_threshold: Annotated[float, pydantic.Field(gt=0, le=1)] = 0.8,
+        prefilter_threshold: Annotated[float, pydantic.Field(gt=0, le=1)] = 0.75,
     ) -> None:
         from curator.models.embed import check_model_folder
 

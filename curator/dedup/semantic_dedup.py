@@ -204,6 +204,8 @@ class SemanticDedup(GlobalStage):
             table += [["prefilter", f"static at cosine >= {self.prefilter_threshold}"],
                       ["candidates (full model)", pres.found]]
         full = spec(self.backend)
+        if self.backend == "static":  # distilled once, before the shard tasks load it
+            ctx.map(_distill_task, [full], phase="distill")
         emb = ctx.map(functools.partial(_embed_task, ctx.stage_dir, cache, full),
                       [(*it, need[i]) for i, it in enumerate(items)], phase="embed", keys=keys)
         ctx.count("embedded_documents", sum(r["embedded"] for r in emb))

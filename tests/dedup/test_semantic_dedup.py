@@ -298,3 +298,17 @@ def test_new_weights_in_the_same_folder_rerun_and_reembed(tiny, tmp_path):
     assert _counters(tmp_path / "w")["embedded_documents"] == n
     emb = list((tmp_path / "w" / "cache" / "semantic_dedup").glob("*/*.npy"))
     assert len(emb) == 2  # the old weights' vectors were pruned
+
+
+def test_static_backend_removes_the_planted_copies(tiny, tmp_path):
+    """backend: static (the distilled model alone, distilled once before the shard tasks):
+    the upper-cased copies have the same tokens, so cosine 1 to their originals."""
+    planted = make_corpus(tmp_path / "c")
+    y = _pipeline(tmp_path, "w", tmp_path / "c",
+                  f"model: '{tiny}', threshold: 0.999, backend: static")
+    run_cli("run", str(y))
+    rej = rejected(tmp_path / "w", "semantic_dedup")
+    assert {copy: orig for orig, copy in planted}.items() <= {
+        k: v["duplicate_of"] for k, v in rej.items()}.items()
+    assert _counters(tmp_path / "w")["embedded_documents"] == len(_texts(tmp_path / "c"))
+    assert len(list((tmp_path / "w" / "cache" / "semantic_dedup" / "models").iterdir())) == 1

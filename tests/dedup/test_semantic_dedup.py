@@ -312,3 +312,24 @@ def test_static_backend_removes_the_planted_copies(tiny, tmp_path):
         k: v["duplicate_of"] for k, v in rej.items()}.items()
     assert _counters(tmp_path / "w")["embedded_documents"] == len(_texts(tmp_path / "c"))
     assert len(list((tmp_path / "w" / "cache" / "semantic_dedup" / "models").iterdir())) == 1
+
+
+def test_resume_with_another_worker_count_regroups_clusters(tiny, tmp_path):
+    """The cluster tasks are grouped by worker count; a run resumed on more workers (finished
+    phases kept, the stage not done) must not take a saved group for another group of
+    clusters: its removals equal a fresh run's."""
+    make_corpus(tmp_path / "c", shards=3, per_shard=40)
+    params = f"model: '{tiny}', threshold: 0.75, clusters: 6"
+    y = _pipeline(tmp_path, "w", tmp_path / "c", params)
+    run_cli("run", str(y))
+    want = rejected(tmp_path / "w", "semantic_dedup")
+    sdir = tmp_path / "w" / "stages" / "semantic_dedup"
+    (sdir / "_SUCCESS.json").unlink()  # as if killed after the cluster phase
+    shutil.rmtree(sdir / "_phases" / "removals")
+    for d in (sdir / "removals", sdir / "_done", sdir / "data",
+              tmp_path / "w" / "rejected" / "semantic_dedup"):
+        shutil.rmtree(d)
+    y.write_text(y.read_text().replace("{type: local}", "{type: dask, workers: 2}"))
+    run_cli("run", str(y))
+    assert rejected(tmp_path / "w", "semantic_dedup") == want and len(want) > 10
+    assert len(list((sdir / "_phases" / "full_clusters").iterdir())) > 4  # it did regroup

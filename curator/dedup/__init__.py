@@ -4,5 +4,6 @@ STAGES: dict[str, str] = {
     "exact_dedup": "curator.dedup.exact_dedup:ExactDedup",
     "fuzzy_dedup": "curator.dedup.fuzzy_dedup:FuzzyDedup",
     "line_dedup": "curator.dedup.line_dedup:LineDedup",
+    "semantic_dedup": "curator.dedup.semantic_dedup:SemanticDedup",
     "sentence_span_dedup": "curator.dedup.sentence_span_dedup:SentenceSpanDedup",
 }

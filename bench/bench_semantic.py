@@ -114,7 +114,7 @@ def child(job: dict) -> dict:
     elif kind == "first_pass":
         from model2vec import StaticModel
 
-        from curator.models.candidates import candidate_mask, pairs_at
+        from curator.models.candidates import pairs_at, select_candidates
         from curator.models.fast_encoder import load_fast_encoder
 
         sm = StaticModel.from_pretrained(job["static_model"])
@@ -124,10 +124,9 @@ def child(job: dict) -> dict:
         svec = sm.encode(texts)
         res["static_cpu"] = _cpu() - c
         c = _cpu()
-        keep = candidate_mask(svec, job["static_threshold"])
+        kept = select_candidates(svec, job["threshold"], texts if job["lexical"] else None)
         res["search_cpu"] = _cpu() - c
         c = _cpu()
-        kept = np.nonzero(keep)[0]
         vec = enc.encode([texts[i] for i in kept])
         res["encode_cpu"] = _cpu() - c
         c = _cpu()
@@ -268,27 +267,36 @@ def first_pass(args: argparse.Namespace, tmp: Path) -> list[str]:
                 f"{t:5.2f}  {len(i):10d}  {in_pairs:13d}  {s:8.2f}  "
                 f"{100 * keep.mean():8.1f}%  {rec:6.4f}  {est:9.1f}x"
             )
-    # the chosen static thresholds, measured end to end in one process each
-    from curator.models.candidates import static_threshold_for
+    # the chosen cuts, measured end to end in one process each
+    from curator.models.candidates import first_pass_for, lexical_mask
 
+    texts = read_texts(args.corpus, n)
+    lines.append("the chosen cuts (curator.models.candidates.CUTS), static or lexical neighbour:")
+    for t in THRESHOLDS:
+        cut = first_pass_for(t)
+        i, j, _ = truth[t]
+        keep = candidate_mask(static, cut.static)
+        lex = lexical_mask(texts, cut.jaccard, ngram=cut.ngram)
+        for label, m in (("static", keep), ("lexical", lex), ("either", keep | lex)):
+            rec = float(np.mean(m[i] & m[j])) if len(i) else 1.0
+            lines.append(
+                f"  {t:.2f}: static >= {cut.static:.2f} | word {cut.ngram}-gram Jaccard"
+                f" >= {cut.jaccard:.2f}: {label:8s} keeps {100 * m.mean():5.1f}%,"
+                f" recall {rec:.4f}"
+            )
     lines.append(
-        f"measured end to end (static encode + search + full on kept + pairs), {args.rounds} rounds"
+        "measured end to end (static encode + static and lexical search + full model on the"
+        f" kept + their pairs), {args.rounds} rounds"
     )
     lines.append("full t  static t  kept docs  recall   CPU s (best, spread)  ratio vs full")
     for t in THRESHOLDS:
-        s = static_threshold_for(t)
+        s = first_pass_for(t).static
         cpus = []
         for _ in range(args.rounds):
-            r = run_child(
-                {
-                    **base,
-                    "kind": "first_pass",
-                    "threshold": t,
-                    "static_threshold": s,
-                    "out": str(tmp / "fp.npy"),
-                }
-            )
+            job = {**base, "kind": "first_pass", "threshold": t, "lexical": True}
+            r = run_child({**job, "out": str(tmp / "fp.npy")})
             cpus.append(r["total_cpu"] - r["load_cpu"])
+            print(f"# first pass {t}: {r}", flush=True)
         got = np.load(tmp / "fp.npy").astype(np.int64)
         i, j, _ = truth[t]
         true = set(zip(i.tolist(), j.tolist()))

@@ -1,16 +1,19 @@
 """The cheap first pass of semantic dedup: a static embedding model (model2vec, distilled from the
-same sentence-transformers model) decides which documents can have a near-duplicate at all, and
-only those go through the full model.
+same sentence-transformers model) and word overlap decide which documents can have a
+near-duplicate at all, and only those go through the full model.
 
 Why documents, not pairs: the static model's cosines are a loose proxy (at 0.9 only a small
 share of its pairs are true ones), but a document that the full model puts at ``threshold`` to
-another is almost always one that the static model puts close to *some* other document. So the
-first pass keeps every document with a static neighbour at ``static_threshold`` or more; the full
-model embeds those, and the full-model pairs are searched among them (all of them, not only the
-static pairs), so a true pair is lost only when one of its two documents has no static neighbour.
+another is almost always one that the static model puts close to *some* other document, or one
+that shares most of its words with another (near-copies whose boilerplate differs, which the
+static model misses). So the first pass keeps every document with a static neighbour at the
+static cut or a lexical neighbour at the Jaccard cut; the full model embeds those, and the
+full-model pairs are searched among all of them (not only the first pass's pairs), so a true
+pair is lost only when one of its two documents has neither neighbour.
 
-``static_threshold_for(threshold)`` is the static cut measured to keep recall >= 0.98 of the full
-model's brute-force pairs (bench/bench_semantic.py, figures in bench/RESULTS.md).
+``first_pass_for(threshold)`` gives the cuts measured to keep recall >= 0.98 of the full
+model's brute-force pairs (bench/bench_semantic.py, figures in bench/RESULTS.md);
+``select_candidates`` applies them.
 
 Memory: similarities are computed in row blocks of at most ``max_cells`` cells, so a cluster of
 n documents needs O(n * dim) for the embeddings plus one block, never n x n.
@@ -18,28 +21,56 @@ n documents needs O(n * dim) for the embeddings plus one block, never n x n.
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
+from typing import Any
+
 import numpy as np
 
-# Measured on 22,681 real documents (ag_news + dragnet articles, cut to 1,500 characters) against
-# all-MiniLM-L6-v2 and its model2vec distillation (pca_dims=256): see bench/RESULTS.md.
-# (full-model threshold, static threshold) pairs; between points the lower static cut is used.
-STATIC_THRESHOLDS: tuple[tuple[float, float], ...] = ((0.90, 0.80), (0.95, 0.85))
+_WORD = re.compile(r"\w+")
 
 
-def static_threshold_for(threshold: float) -> float:
-    """The static-model cosine below which a document is not sent to the full model, for a
-    full-model ``threshold``: the measured point at or below ``threshold``; below the lowest
-    measured point, the same margin as there."""
+@dataclass(frozen=True)
+class FirstPassCut:
+    """Where the first pass cuts for one full-model threshold: a static-model cosine, and a
+    Jaccard of word ``ngram`` sets (a document passes on either)."""
+
+    threshold: float
+    static: float
+    ngram: int
+    jaccard: float
+
+
+# Measured on 10,000 ag_news stories against all-MiniLM-L6-v2 and its model2vec distillation
+# (pca_dims=256), bench/RESULTS.md "Semantic first pass": each the cheapest cut found whose
+# recall of the full model's pairs was >= 0.98 there (1.0 for both). Lower thresholds are not
+# measured: they take the 0.9 cut moved down by the same amount.
+CUTS: tuple[FirstPassCut, ...] = (
+    FirstPassCut(0.90, 0.80, 1, 0.3),
+    FirstPassCut(0.95, 0.85, 2, 0.3),
+)
+
+
+def first_pass_for(threshold: float) -> FirstPassCut:
+    """The measured cut at or below ``threshold``; below the lowest one, that cut with its
+    static cosine lowered by the difference."""
     if not 0.0 < threshold <= 1.0:
         raise ValueError(f"threshold {threshold}: must be in (0, 1]")
     best = None
-    for full, static in STATIC_THRESHOLDS:
-        if full <= threshold:
-            best = static
+    for cut in CUTS:
+        if cut.threshold <= threshold:
+            best = cut
     if best is None:
-        full, static = STATIC_THRESHOLDS[0]
-        best = static - (full - threshold)
-    return max(best, -1.0)
+        low = CUTS[0]
+        best = FirstPassCut(
+            threshold, max(low.static - (low.threshold - threshold), -1.0), low.ngram, low.jaccard
+        )
+    return best
+
+
+def static_threshold_for(threshold: float) -> float:
+    """The static-model cosine of ``first_pass_for(threshold)``."""
+    return first_pass_for(threshold).static
 
 
 def normalize_rows(emb: np.ndarray) -> np.ndarray:
@@ -97,3 +128,65 @@ def pairs_at(
         np.concatenate(out_j).astype(np.int64),
         np.concatenate(out_c).astype(np.float32),
     )
+
+
+def _shingle_matrix(texts: list[str], ngram: int) -> Any:
+    """Binary CSR matrix: one row per text, one column per distinct word n-gram."""
+    import scipy.sparse as sp
+
+    vocab: dict[str, int] = {}
+    indptr, cols = [0], []
+    for text in texts:
+        words = _WORD.findall(text.lower())
+        grams = {" ".join(words[k : k + ngram]) for k in range(max(1, len(words) - ngram + 1))}
+        grams.discard("")
+        cols.extend(vocab.setdefault(g, len(vocab)) for g in grams)
+        indptr.append(len(cols))
+    data = np.ones(len(cols), dtype=np.float32)
+    return sp.csr_matrix(
+        (data, np.asarray(cols, np.int64), np.asarray(indptr, np.int64)),
+        shape=(len(texts), max(len(vocab), 1)),
+    )
+
+
+def lexical_mask(
+    texts: list[str], jaccard: float, *, ngram: int = 1, max_cells: int = 1 << 24
+) -> np.ndarray:
+    r"""Boolean mask over texts: True where another text shares word n-grams at Jaccard >=
+    ``jaccard`` (exact Jaccard of the n-gram sets, by sparse products in row blocks).
+
+    Why: the static model misses near-copies whose boilerplate differs (a wire story with and
+    without its HTML ticker link); their words still overlap. Lowercased ``\w+`` words."""
+    n = len(texts)
+    mask = np.zeros(n, dtype=bool)
+    if n < 2:
+        return mask
+    x = _shingle_matrix(texts, ngram)
+    sizes = np.asarray(x.sum(axis=1)).ravel()
+    xt = x.T.tocsc()
+    block = _row_block(n, max_cells)
+    for i0 in range(0, n, block):
+        i1 = min(n, i0 + block)
+        inter = (x[i0:i1] @ xt).tocoo()
+        rows, cols, shared = inter.row + i0, inter.col, inter.data
+        union = sizes[rows] + sizes[cols] - shared
+        hit = (rows != cols) & (shared >= jaccard * np.maximum(union, 1))
+        mask[rows[hit]] = True
+    return mask
+
+
+def select_candidates(
+    static_emb: np.ndarray, threshold: float, texts: list[str] | None = None
+) -> np.ndarray:
+    """Indices of the rows (documents of one cluster, say) that the full model must embed to
+    find its pairs at cosine >= ``threshold``: those with a static neighbour at the static cut
+    of ``first_pass_for(threshold)`` or, when ``texts`` are given, a lexical neighbour at its
+    Jaccard cut. The others cannot be in a pair (up to the measured recall) and need no full
+    embedding."""
+    cut = first_pass_for(threshold)
+    keep = candidate_mask(static_emb, cut.static)
+    if texts is not None:
+        if len(texts) != len(static_emb):
+            raise ValueError(f"{len(texts)} texts for {len(static_emb)} embeddings")
+        keep |= lexical_mask(texts, cut.jaccard, ngram=cut.ngram)
+    return np.nonzero(keep)[0]

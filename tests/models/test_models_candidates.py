@@ -64,3 +64,65 @@ def test_static_threshold_is_below_the_full_threshold() -> None:
     assert static_threshold_for(0.8) < static_threshold_for(0.9)
     with pytest.raises(ValueError):
         static_threshold_for(0.0)
+
+
+def test_select_candidates_uses_the_static_cut() -> None:
+    from curator.models.candidates import select_candidates
+
+    x = _clustered(seed=2)
+    s = static_threshold_for(0.9)
+    idx = select_candidates(x, 0.9)
+    assert np.array_equal(idx, np.nonzero(candidate_mask(x, s))[0])
+    assert 0 < len(idx) < len(x)
+    # a looser full threshold never selects fewer documents
+    assert set(idx) <= set(select_candidates(x, 0.85))
+
+
+def _brute_jaccard(texts: list[str], j: float, n: int) -> np.ndarray:
+    import re
+
+    sets = []
+    for t in texts:
+        w = re.findall(r"\w+", t.lower())
+        sets.append({" ".join(w[k : k + n]) for k in range(max(1, len(w) - n + 1))} - {""})
+    out = np.zeros(len(texts), bool)
+    for a in range(len(texts)):
+        for b in range(len(texts)):
+            if a != b and sets[a] | sets[b]:
+                out[a] |= len(sets[a] & sets[b]) / len(sets[a] | sets[b]) >= j
+    return out
+
+
+@pytest.mark.parametrize("ngram", [1, 2])
+@pytest.mark.parametrize("max_cells", [1, 50, 1 << 24])
+def test_lexical_mask_equals_brute_force_jaccard(ngram: int, max_cells: int) -> None:
+    from curator.models.candidates import lexical_mask
+
+    texts = [
+        "Intel names Otellini new CEO, replacing Craig Barrett.",
+        "Intel Corp names Paul Otellini new CEO replacing Craig Barrett (Reuters)",
+        "Oil prices rose on Monday.",
+        "Crude oil prices rose on Monday after OPEC talks.",
+        "",
+        "Completely unrelated text about gardening tomatoes.",
+        "",
+    ]
+    for j in (0.2, 0.3, 0.5, 0.9):
+        got = lexical_mask(texts, j, ngram=ngram, max_cells=max_cells)
+        assert np.array_equal(got, _brute_jaccard(texts, j, ngram)), j
+    assert lexical_mask(texts, 0.3, ngram=ngram)[:2].all()
+    assert not lexical_mask(texts, 0.3, ngram=ngram)[5]
+
+
+def test_select_candidates_adds_lexical_neighbours() -> None:
+    from curator.models.candidates import first_pass_for, select_candidates
+
+    rng = np.random.default_rng(3)
+    emb = rng.normal(size=(4, 32))  # no static neighbours at all
+    texts = ["the same wire story about the merger", "the same wire story about the merger!",
+             "weather", "sports"]
+    assert len(select_candidates(emb, 0.95)) == 0
+    assert list(select_candidates(emb, 0.95, texts)) == [0, 1]
+    assert first_pass_for(0.97) == first_pass_for(0.95)
+    with pytest.raises(ValueError):
+        select_candidates(emb, 0.9, texts[:2])

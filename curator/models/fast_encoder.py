@@ -270,9 +270,16 @@ class FastEncoder:
         opts.inter_op_num_threads = 1
         # idle workers spinning for work burn CPU that the other processes of a run need
         opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        self._session = ort.InferenceSession(
-            str(path), sess_options=opts, providers=["CPUExecutionProvider"]
-        )
+        try:
+            self._session = ort.InferenceSession(
+                str(path), sess_options=opts, providers=["CPUExecutionProvider"]
+            )
+        except Exception:  # a damaged cache file (we write whole files): export it again
+            path.unlink(missing_ok=True)
+            path = self._onnx_file(cache_dir)
+            self._session = ort.InferenceSession(
+                str(path), sess_options=opts, providers=["CPUExecutionProvider"]
+            )
         self.device = "cpu"
         self.dim = int(self._run_onnx(*_dummy(self.tokenizer)).shape[1])
 

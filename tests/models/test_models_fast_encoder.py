@@ -174,6 +174,12 @@ def test_onnx_cache_is_reused_and_keyed_on_the_weights(tmp_path: Path) -> None:
     enc = load_fast_encoder(folder, backend="onnx", cache_dir=cache)
     assert len(list(cache.glob("*.onnx"))) == 2
     np.testing.assert_allclose(enc.encode(TEXTS), _reference(folder, TEXTS), atol=2e-5)
+    # a damaged cache file (a disk fault, a planted file) is exported again, not trusted
+    newest = max(cache.glob("*.onnx"), key=lambda p: p.stat().st_mtime_ns)
+    newest.write_bytes(newest.read_bytes()[:1000])
+    enc = load_fast_encoder(folder, backend="onnx", cache_dir=cache)
+    np.testing.assert_allclose(enc.encode(TEXTS), _reference(folder, TEXTS), atol=2e-5)
+    assert newest.stat().st_size > 1000
 
 
 def test_unsupported_pipeline_is_refused(tmp_path: Path) -> None:

@@ -219,13 +219,15 @@ class FastEncoder:
         self.batch_size = batch_size
         self._transformer = st[0].auto_model.eval()
         self.tokenizer = st.tokenizer
-        self._threads = threads or len(os.sched_getaffinity(0))
+        affinity = getattr(os, "sched_getaffinity", None)
+        self._threads = threads or (len(affinity(0)) if affinity else os.cpu_count() or 1)
         if backend in ("fast", "fast-bf16"):
             self._init_torch(device)
         else:
             if device not in ("cpu", "auto"):
                 raise ValueError(f"device {device!r}: the onnx backends run on CPU (use 'fast')")
             self._init_onnx(Path(cache_dir) if cache_dir else _default_cache())
+            self._transformer = None  # exported: the torch weights need not stay in memory
 
     # -- torch -----------------------------------------------------------------------------
     def _torch_module(self, attn: str | None = None) -> Any:

@@ -11,16 +11,17 @@ Backends (``load_fast_encoder(model, backend=...)``):
     sentence-transformers' vectors.
 ``fast-bf16``
     as ``fast`` with the weights and activations in bfloat16 (pooling in fp32). On CPUs with
-    AMX or AVX512-BF16 (Sapphire Rapids and later, Zen 4) 1.8-1.9x sentence-transformers'
-    documents per CPU-second at cosine 0.9999; on older CPUs bfloat16 is emulated and slower than
-    fp32: use ``onnx-int8`` there.
+    AMX or AVX512-BF16 (Sapphire Rapids and later, Zen 4) 2.9x sentence-transformers'
+    documents per CPU-second at cosine 0.9999 (1.8x on a loaded machine); on older CPUs
+    bfloat16 is emulated and slower than fp32: use ``onnx-int8`` there.
 ``onnx``
     the same graph exported to ONNX (pooling and normalisation inside it), fused by ONNX Runtime's
     transformer optimiser and run by ONNX Runtime on CPU. fp32, cosine >= 0.9999.
 ``onnx-int8``
     the ``onnx`` graph with its MatMul weights quantised to int8 (dynamic quantisation,
     activations quantised per batch). Minimum cosine to sentence-transformers' vectors 0.990 on
-    real articles, 1.7x its documents per CPU-second (bench/bench_semantic.py, bench/RESULTS.md).
+    real articles, 1.4-1.7x its documents per CPU-second (bench/bench_semantic.py,
+    bench/RESULTS.md).
 
 Exported ONNX files are cached under ``cache_dir`` (default ``$CURATOR_CACHE/onnx`` or
 ``~/.cache/curator/onnx``), keyed by a digest of the model folder's files, the backend and the

@@ -35,6 +35,7 @@ import hashlib
 import json
 import os
 import tempfile
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -342,6 +343,14 @@ class FastEncoder:
 
         module = self._torch_module("eager")  # plain ops, which the optimiser fuses
         ids, mask = _dummy(self.tokenizer, rows=2, width=16)
+        with warnings.catch_warnings():  # tracer chatter about shapes, one-off, not the user's
+            warnings.simplefilter("ignore")
+            self._export_traced(torch, module, ids, mask, path)
+
+    @staticmethod
+    def _export_traced(
+        torch: Any, module: Any, ids: np.ndarray, mask: np.ndarray, path: Path
+    ) -> None:
         torch.onnx.export(
             module,
             (torch.from_numpy(ids), torch.from_numpy(mask)),

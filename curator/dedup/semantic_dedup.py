@@ -129,7 +129,7 @@ class SemanticDedup(GlobalStage):
         """Cosine similarity (0-1] at which a document counts as a duplicate of a kept one; 0.9 from
         hand-judged pairs on the news corpus below (all 30 sampled at 0.90 or more are the same
         news item, 8 of 12 at 0.85-0.90)."""
-        backend: Literal["torch", "static", "onnx", "onnx-int8", "fast"] = "torch"
+        backend: Literal["torch", "static", "onnx", "onnx-int8", "fast", "fast-bf16"] = "torch"
         """`torch`: the vectors `SentenceTransformer(model).encode` gives (its pooling,
         `max_seq_length`, `Normalize`); `static`: a model2vec model distilled from `model` (fast,
         coarse); `onnx` / `onnx-int8` / `fast`: `curator.models.fast_encoder` (ONNX Runtime)."""

@@ -25,7 +25,7 @@ import numpy as np
 
 #: Backends this module serves itself; the others go to ``curator.models.fast_encoder``.
 BACKENDS = ("torch", "static")
-FAST_BACKENDS = ("onnx", "onnx-int8", "fast")
+FAST_BACKENDS = ("onnx", "onnx-int8", "fast", "fast-bf16")
 #: Bump when the distillation recipe changes (cached static models are then redone).
 STATIC_RECIPE = 1
 
@@ -197,7 +197,8 @@ def load_encoder(model: str, *, backend: str = "torch", device: str = "cpu",
 
     ``backend``: ``torch`` (sentence-transformers itself), ``static`` (a model2vec model
     distilled from ``model``, kept in ``cache_dir``, default ``~/.cache/curator``), or one of
-    ``onnx`` / ``onnx-int8`` / ``fast`` (``curator.models.fast_encoder``). Raises
+    ``onnx`` / ``onnx-int8`` / ``fast`` / ``fast-bf16`` (``curator.models.fast_encoder``; its
+    ONNX exports are kept in ``cache_dir`` too). Raises
     :class:`NotAModel` when ``model`` cannot be such a model."""
     if backend == "torch":
         return TorchEncoder(model, device=device, batch_size=batch_size,
@@ -215,7 +216,8 @@ def load_encoder(model: str, *, backend: str = "torch", device: str = "cpu",
             raise ValueError(f"backend '{backend}' needs curator.models.fast_encoder, which "
                              f"is not available here ({e})") from None
         enc: Encoder = load_fast_encoder(model, backend=backend, device=device,
-                                         batch_size=batch_size, max_seq_length=max_seq_length)
+                                         batch_size=batch_size, max_seq_length=max_seq_length,
+                                         cache_dir=cache_dir)
         return enc
     raise ValueError(f"unknown encoder backend '{backend}' (one of: "
                      f"{', '.join(BACKENDS + FAST_BACKENDS)})")

@@ -438,5 +438,5 @@ def test_tests_mirror_the_package() -> None:
     folders = {p.name for p in (root / "tests").iterdir()
                if p.is_dir() and any(p.glob("test_*.py"))}
     cross_cutting = {"reliability", "security"}
-    assert packages - {"base", "models"} <= folders, sorted(packages - folders)
+    assert packages - {"base"} <= folders, sorted(packages - folders)
     assert folders - cross_cutting <= packages, sorted(folders - cross_cutting - packages)

@@ -153,7 +153,8 @@ def test_scheduler_refuses_a_client_without_the_certificate(certs, tls_cluster):
     # a certificate of another CA: refused the same way
     other = certs.parent / "other"
     trusting.load_cert_chain(str(other / "client.pem"), str(other / "client.key"))
-    with pytest.raises(ssl.SSLError, match="ALERT"):  # the scheduler's alert: decrypt error
+    # the scheduler's alert (decrypt error), or the same EOF when it closed first
+    with pytest.raises(ssl.SSLError, match=r"ALERT|EOF occurred in violation"):
         _handshake(tls_cluster, trusting)
     # and the cluster's own client certificate gets through (the probe is sound)
     ok = ssl.create_default_context(cafile=str(certs / "ca.pem"))

@@ -364,7 +364,8 @@ def _build_nodes(cfg: PipelineConfig, where: Any) -> list[StageNode]:
 
 
 #: What curator itself keeps in a work_dir; no stage output may be (or be inside) one of them.
-OWN_NAMES = ("stages", "rejected", "quarantine", "report.json", "report.html", "_outputs.json")
+OWN_NAMES = ("stages", "rejected", "quarantine", "cache", "report.json", "report.html",
+             "_outputs.json")
 
 
 def _check_outputs(cfg: PipelineConfig, nodes: list[StageNode], where: Any) -> None:

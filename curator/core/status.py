@@ -224,13 +224,14 @@ def _changed_inputs(done: dict[str, Any], node: StageNode, known: dict[str, Any]
 
 
 #: The folders of a stage that curator creates in the work_dir, by kind.
-STAGE_FOLDERS = ("stages", "rejected", "quarantine")
+STAGE_FOLDERS = ("stages", "rejected", "quarantine", "cache")
 
 
 @dataclass
 class Leftover:
     """What a stage no longer in the pipeline left in the work_dir: its curator-made folders
-    (``stages/<id>``, ``rejected/<id>``, ``quarantine/<id>``) and output folders it claimed."""
+    (``stages/<id>``, ``rejected/<id>``, ``quarantine/<id>``, ``cache/<id>``: semantic_dedup's
+    embeddings) and output folders it claimed."""
 
     id: str
     folders: list[str] = field(default_factory=list)

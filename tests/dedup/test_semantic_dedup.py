@@ -202,6 +202,24 @@ def test_new_threshold_and_clusters_reuse_the_embeddings(tiny, tmp_path):
                                                                    "semantic_dedup")
 
 
+def test_prune_removes_the_embeddings_of_a_removed_stage(tiny, tmp_path):
+    """work_dir/cache/<id> is curator's like stages/<id>: `curator prune` lists it once the
+    stage is gone from the pipeline, and removes it with --yes."""
+    make_corpus(tmp_path / "c")
+    y = _pipeline(tmp_path, "w", tmp_path / "c", f"model: '{tiny}'")
+    run_cli("run", str(y))
+    cache = tmp_path / "w" / "cache" / "semantic_dedup"
+    assert any(cache.rglob("*.npy"))
+    text = y.read_text()
+    entry = next(x for x in text.splitlines(True) if "semantic_dedup" in x)
+    y.write_text(text.replace(entry, ""))
+    listed = run_cli("prune", str(y)).stdout
+    assert "cache/semantic_dedup" in listed and cache.exists(), listed
+    run_cli("prune", str(y), "--yes")
+    assert not cache.exists()
+    assert (tmp_path / "w" / "stages").exists()  # the rest stays
+
+
 def test_static_prefilter_sends_only_candidates_to_the_model(tiny, tmp_path):
     """prefilter: static embeds every document with the distilled model and only candidates
     with the full one; a lower prefilter threshold then embeds only the new candidates (no

@@ -262,3 +262,16 @@ def test_every_stage_entry_in_the_docs_and_pipelines_is_valid() -> None:
     for p in sorted((REPO / "pipelines").glob("*.yaml")):
         r = run_cli("validate", str(p), check=False)
         assert r.returncode == 0, (p.name, r.stderr)
+
+
+def test_a_field_that_would_hide_a_stage_attribute_is_refused() -> None:
+    """``name``, ``id``, ``params``, ``process``...: set as attributes, such a field would
+    break the stage, so the model is refused when first used (read_hf's ``name`` is aliased)."""
+
+    class Clash(ShardStage):
+        class Params(StageParams):
+            name: str = "x"
+            """clashes with Stage.name"""
+
+    with pytest.raises(TypeError, match=r"field\(s\) \['name'\] would hide"):
+        Clash.params_model()

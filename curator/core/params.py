@@ -221,11 +221,13 @@ def _set_path(data: dict[str, Any], parts: list[str], value: Any) -> None:
     sub = data.get(head)
     if isinstance(sub, BaseModel):
         sub = sub.model_dump()
-    if not isinstance(sub, dict):
-        # a group given as a scalar shorthand (``tls: true``) stays the group's own business
-        sub = {} if sub is None else sub
-        if not isinstance(sub, dict):
-            return
+    if sub is None:
+        sub = {}
+    elif not isinstance(sub, dict):
+        # a group given as a scalar shorthand (``tls: true``): the old key cannot be merged
+        # into it, and dropping the old key's value would lose a setting without a word
+        raise ValueError(f"{head} is given as {sub!r}; write it as a mapping to add "
+                         f"{'.'.join(parts[1:])} to it")
     data[head] = sub = dict(sub)
     _set_path(sub, parts[1:], value)
 

@@ -105,6 +105,15 @@ def test_old_and_new_spelling_with_different_values_is_an_error(tmp_path) -> Non
     assert run_cli("validate", str(same), check=False).returncode == 0
 
 
+def test_an_old_key_into_a_group_given_as_shorthand_is_an_error_not_dropped(tmp_path) -> None:
+    """`redis: {tls: true}` with the old `redis_tls_ca_file`: the CA file must not vanish."""
+    p = _pipeline(tmp_path, "      redis: {tls: true}\n      redis_tls_ca_file: ca.pem\n")
+    r = run_cli("validate", str(p), check=False)
+    assert r.returncode != 0
+    assert "tls is given as True; write it as a mapping to add ca_file to it" in r.stderr, \
+        r.stderr
+
+
 def test_tls_true_is_short_for_the_group() -> None:
     stage = resolve("fuzzy_dedup").from_params({"redis": {"tls": True}})
     assert stage.redis.tls.enabled and stage.params["redis"]["tls"]["enabled"] is True

@@ -32,6 +32,7 @@ import functools
 import io
 import math
 import os
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
@@ -320,10 +321,14 @@ def _load_npy(path: str, what: str, mmap: bool = True) -> np.ndarray:
                          "delete the stage folder and rerun") from e
 
 
+#: The files semantic_dedup writes in its cache (vectors, and atomic_open's temp names for them).
+_CACHE_FILE = re.compile(r"\.npy(\.tmp-[^/]+)?$")
+
+
 def _prune_cache(cache: str, keep: list[str], static_dirs: list[str]) -> None:
     """Remove the cache files this run did not use (older encoders, shards gone): the cache
     holds what the current configuration can reuse, and no more. Touches nothing outside
-    ``cache`` (a folder only this stage writes)."""
+    ``cache`` (a folder only this stage writes), and there only ``.npy`` files."""
     keep_set = {os.path.abspath(p) for p in keep}
     static_keep = {os.path.abspath(d) for d in static_dirs}
     for dirpath, dirnames, filenames in os.walk(cache, topdown=True):
@@ -333,7 +338,8 @@ def _prune_cache(cache: str, keep: list[str], static_dirs: list[str]) -> None:
             continue
         for f in filenames:
             full = os.path.join(here, f)
-            if full not in keep_set:
+            # only what this stage writes there: vectors and their temp names
+            if full not in keep_set and _CACHE_FILE.search(f):
                 os.remove(full)
     for dirpath, _dirs, _files in sorted(os.walk(cache), reverse=True):
         if dirpath != cache and not os.listdir(dirpath):

@@ -220,6 +220,22 @@ def test_prune_removes_the_embeddings_of_a_removed_stage(tiny, tmp_path):
     assert (tmp_path / "w" / "stages").exists()  # the rest stays
 
 
+def test_cache_pruning_leaves_files_it_did_not_write(tiny, tmp_path):
+    """The stage drops stale vectors from its cache, never anything else put there."""
+    make_corpus(tmp_path / "c")
+    y = _pipeline(tmp_path, "w", tmp_path / "c", f"model: '{tiny}'")
+    run_cli("run", str(y))
+    cache = tmp_path / "w" / "cache" / "semantic_dedup"
+    mine = cache / "notes.txt"
+    mine.write_text("keep me")
+    stale = cache / "old-key" / "x.npy"
+    stale.parent.mkdir()
+    stale.write_bytes(b"")
+    y.write_text(y.read_text().replace(f"model: '{tiny}'", f"model: '{tiny}', threshold: 0.8"))
+    run_cli("run", str(y))
+    assert mine.read_text() == "keep me" and not stale.exists()
+
+
 def test_static_prefilter_sends_only_candidates_to_the_model(tiny, tmp_path):
     """prefilter: static embeds every document with the distilled model and only candidates
     with the full one; a lower prefilter threshold then embeds only the new candidates (no

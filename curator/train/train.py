@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Literal
+from typing import Any
 
 from curator.core.context import GlobalContext, write_json
 from curator.core.errors import InputError
-from curator.core.params import NonNegFloat, NonNegInt, PositiveFloat, PositiveInt, StageParams
-from curator.core.stage import FilePath, GlobalStage, OutputDir, Shard
+from curator.core.stage import GlobalStage, Shard
+from curator.train.config import TrainConfig
 
 
 class Train(GlobalStage):
@@ -22,77 +22,19 @@ class Train(GlobalStage):
 
     name = "train"
 
-    class Params(StageParams):
-        blend: FilePath = ""
-        """Path of `blend.json`; empty = upstream `blend` artifact."""
-        save: OutputDir = "train/checkpoints"
-        """Checkpoint folder (relative = under work_dir)."""
-        num_layers: PositiveInt = 2
-        """Transformer layers."""
-        hidden_size: PositiveInt = 64
-        """Hidden size."""
-        num_attention_heads: PositiveInt = 4
-        """Attention heads."""
-        ffn_hidden_size: PositiveInt | None = None
-        """MLP size (default 4 x hidden_size)."""
-        seq_length: PositiveInt = 64
-        """Training sequence length."""
-        max_position_embeddings: PositiveInt | None = None
-        """Default `seq_length` (learned absolute positions)."""
-        micro_batch_size: PositiveInt = 4
-        """Sequences per rank per step."""
-        global_batch_size: PositiveInt = 8
-        """Per optimizer step (gradient accumulation = global / (micro x DP))."""
-        train_iters: PositiveInt = 40
-        """Optimizer steps."""
-        lr: PositiveFloat = 3e-3
-        """Cosine decay to `min_lr`."""
-        min_lr: NonNegFloat = 3e-4
-        """Learning rate at the end of cosine decay."""
-        lr_warmup_iters: NonNegInt = 0
-        """Linear warmup steps."""
-        weight_decay: NonNegFloat = 0.01
-        """AdamW (not on biases, norms, embeddings)."""
-        clip_grad: NonNegFloat = 1.0
-        """Gradient-norm clip (0 = off)."""
-        seed: int = 1234
-        """Model init and megatron's sample shuffle."""
-        eval_interval: NonNegInt = 0
-        """Validate every N steps (0 = never; then no valid split is built)."""
-        eval_iters: NonNegInt = 2
-        """Global batches per validation."""
-        log_interval: PositiveInt = 5
-        """Log loss, lr, ms/step, tokens/s every N steps."""
-        save_interval: NonNegInt = 0
-        """Checkpoint every N steps (the last step is always saved)."""
-        tensor_model_parallel_size: PositiveInt = 1
-        """Tensor parallel ranks."""
-        pipeline_model_parallel_size: PositiveInt = 1
-        """Pipeline parallel ranks."""
-        gpus_per_node: PositiveInt | None = None
-        """GPUs per node (default: all visible)."""
-        device: Literal["auto", "cpu", "cuda"] = "auto"
-        """`auto` / `cpu` / `cuda`."""
-        precision: Literal["fp32", "bf16", "fp16"] = "fp32"
-        """`fp32` / `bf16` / `fp16` (GPU only)."""
-        num_threads: NonNegInt = 0
-        """CPU torch threads (0 = torch default)."""
-        nproc_per_node: PositiveInt = 1
-        """>1 (or a GPU) launches `torchrun` as a subprocess (argument list)."""
+    class Params(TrainConfig):
+        """The fields of :class:`~curator.train.config.TrainConfig`, which ``curator train``
+        takes as flags: one declaration for the stage, the command and the ranks."""
 
-    def setup(self) -> None:
-        self.settings = {k: v for k, v in self.params.items() if k != "nproc_per_node"}
-
-    def config(self, ctx: GlobalContext) -> Any:
-        from curator.train.config import TrainConfig
-
-        s = dict(self.settings)
-        s["blend"] = os.path.abspath(s["blend"] or ctx.artifact("blend"))
-        s["save"] = ctx.output_path(s["save"])
-        return TrainConfig(**s)
+    def config(self, ctx: GlobalContext) -> TrainConfig:
+        """The run's configuration: ``blend`` defaults to the upstream artifact and ``save``
+        is resolved under work_dir."""
+        return TrainConfig.from_dict({
+            **self.params, "blend": os.path.abspath(self.blend or ctx.artifact("blend")),
+            "save": ctx.output_path(self.save)})
 
     def input_files(self) -> list[str]:
-        return _blend_files(self.settings["blend"]) if self.settings["blend"] else []
+        return _blend_files(self.blend) if self.blend else []
 
     def run(self, shards: list[Shard], ctx: GlobalContext) -> list[Shard]:
         from curator.train.layout import layout_for
@@ -108,7 +50,7 @@ class Train(GlobalStage):
         # One task on one worker, whatever the executor (under MPI every rank gets the
         # result). Keyed on the stage fingerprint: a finished run is not repeated, an
         # interrupted one resumes from its last checkpoint.
-        summary = ctx.map(_run_training, [(cfg.to_dict(), self.nproc_per_node)],
+        summary = ctx.map(_run_training, [cfg.to_dict()],
                           phase="train", keys=["run"])[0]
         if ctx.is_root:
             self._report(summary, ctx)
@@ -173,13 +115,13 @@ def _check_data(save: str, blend: str) -> str | None:
     return None
 
 
-def _run_training(task: tuple[dict[str, Any], int]) -> dict[str, Any]:
+def _run_training(task: dict[str, Any]) -> dict[str, Any]:
     """Train in this process (one CPU rank) or through torchrun; returns the summary."""
-    from curator.train.config import TrainConfig
     from curator.train.launch import run_torchrun
     from curator.train.trainer import resolve_device, train
 
-    cfg, nproc = TrainConfig.from_dict(task[0]), task[1]
+    cfg = TrainConfig.from_dict(task)
+    nproc = cfg.nproc_per_node
     if nproc == 1 and resolve_device(cfg) == "cpu":
         summary = train(cfg, log=lambda m: print(m, flush=True))
     else:

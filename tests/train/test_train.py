@@ -246,18 +246,73 @@ def test_stage_takes_upstream_blend_artifact(blend_path: str, tmp_path) -> None:
         stage.config(bare)
 
 
-def test_stage_parameters_mirror_train_config() -> None:
-    """The YAML stage, the CLI and the torchrun worker share TrainConfig: same names, same
-    defaults."""
-    import dataclasses
+def test_the_stage_cli_and_ranks_share_one_parameter_model() -> None:
+    """The stage's Params is TrainConfig and declares nothing of its own (a field added, or a
+    default changed, in one place only would be drift), and every field is a flag of
+    ``curator train``: the YAML keys and the flags are the same set."""
+    import inspect
 
+    from curator.cli import build_parser
     from curator.train.train import Train
 
-    fields = {f.name: f.default for f in dataclasses.fields(TrainConfig)}
-    params = Train.params_model().model_fields
-    stage_defaults = {k: v.default for k, v in params.items() if k != "nproc_per_node"}
-    fields["save"] = stage_defaults["save"]  # the stage defaults under work_dir
-    assert stage_defaults == fields
+    assert issubclass(Train.Params, TrainConfig)
+    assert inspect.get_annotations(Train.Params) == {}
+    sub = next(a for a in build_parser()._actions if a.dest == "command")
+    flags = {o for a in sub.choices["train"]._actions for o in a.option_strings}
+    launch_only = {"-h", "--help", "--sbatch", "--nodes", "--partition", "--time"}
+    yaml_keys = set(Train.params_model().model_fields)
+    assert flags - launch_only == {"--" + k.replace("_", "-") for k in yaml_keys}
+
+
+@pytest.mark.parametrize("key, value, message", [
+    ("num_layers", 0, "Input should be greater than or equal to 1 (got 0)"),
+    ("lr", -0.5, "Input should be greater than 0 (got -0.5)"),
+    ("eval_iters", -1, "Input should be greater than or equal to 0 (got -1)"),
+    ("nproc_per_node", 0, "Input should be greater than or equal to 1 (got 0)"),
+])
+def test_a_bad_value_is_refused_by_the_stage_and_the_cli_naming_the_key(
+        blend_path: str, tmp_path, capsys, key: str, value, message: str) -> None:
+    from helpers import stage_error
+
+    from curator.cli import main
+
+    assert stage_error("train", {key: value}) == f"p.yaml:1: stages[1].train.{key}: {message}"
+    flag = "--" + key.replace("_", "-")
+    rc = main(["train", "--blend", blend_path, "--save", str(tmp_path / "ck"), flag, str(value)])
+    assert rc == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (
+        f"curator: error: train: {flag}: {message}")
+    assert not (tmp_path / "ck").exists()
+
+
+#: A train_config.json as curator wrote it before TrainConfig was a parameter model (the
+#: dataclass's fields, sorted; no nproc_per_node).
+OLD_TRAIN_CONFIG = {
+    "blend": "/data/blend.json", "clip_grad": 1.0, "device": "auto", "eval_interval": 0,
+    "eval_iters": 2, "ffn_hidden_size": None, "global_batch_size": 8, "gpus_per_node": None,
+    "hidden_size": 64, "log_interval": 5, "lr": 0.003, "lr_warmup_iters": 0,
+    "max_position_embeddings": None, "micro_batch_size": 4, "min_lr": 0.0003,
+    "num_attention_heads": 4, "num_layers": 2, "num_threads": 0,
+    "pipeline_model_parallel_size": 1, "precision": "fp32", "save": "/ckpt/run1",
+    "save_interval": 0, "seed": 1234, "seq_length": 64, "tensor_model_parallel_size": 1,
+    "train_iters": 40, "weight_decay": 0.01}
+
+
+def test_an_older_train_config_json_still_loads_and_a_bad_one_names_its_key(tmp_path) -> None:
+    path = tmp_path / "train_config.json"
+    path.write_text(json.dumps({**OLD_TRAIN_CONFIG, "precision": "bf16"}, indent=1))
+    cfg = TrainConfig.load_json(str(path))
+    assert cfg.precision == "bf16" and cfg.nproc_per_node == 1
+    assert {k: v for k, v in cfg.to_dict().items() if k in OLD_TRAIN_CONFIG} == {
+        **OLD_TRAIN_CONFIG, "precision": "bf16"}
+    # written back: the same keys plus the new one, still sorted
+    cfg.save_json(str(path))
+    assert list(_json(path)) == sorted([*OLD_TRAIN_CONFIG, "nproc_per_node"])
+    path.write_text(json.dumps({**OLD_TRAIN_CONFIG, "num_layer": 3}))
+    with pytest.raises(ConfigError, match=rf"^train: {path}: num_layer: unknown setting$"):
+        TrainConfig.load_json(str(path))
+    with pytest.raises(ConfigError, match=r"^train: precision: Input should be 'fp32', 'bf16' "):
+        TrainConfig.from_dict({**OLD_TRAIN_CONFIG, "precision": "fp8"})
 
 
 def test_cli_trains_in_process_and_extends_a_run(blend_path: str, tmp_path, capsys) -> None:

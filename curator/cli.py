@@ -246,15 +246,17 @@ def cmd_stages(args: argparse.Namespace) -> int:
 def cmd_report(args: argparse.Namespace) -> int:
     import orjson
 
-    from curator.core.report import write_report
+    from curator.core.report import RunReport, write_report
 
     path = os.path.join(args.work_dir, "report.json")
     try:
         with open(path, "rb") as f:
-            summary = orjson.loads(f.read())
+            report = RunReport.from_json(orjson.loads(f.read()))
     except OSError as e:
         raise CuratorError(f"{path}: cannot read run report: {e.strerror}") from None
-    _, html = write_report(summary, args.work_dir)
+    except ValueError as e:  # orjson.JSONDecodeError too
+        raise CuratorError(f"{path}: not a curator run report: {e}") from None
+    _, html = write_report(report, args.work_dir)
     print(html)
     return 0
 

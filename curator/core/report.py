@@ -1,6 +1,11 @@
 """The run report: ``report.json`` for machines and a self-contained ``report.html`` (inline SVG
 plots, no scripts, no network) for people.
 
+Both come from a :class:`RunReport`: one :class:`StageReport` per stage, holding the stage's
+:class:`~curator.core.stats.StageStats`. ``to_json`` writes report.json key for key as curator
+always has, and ``from_json`` reads back what this or an older version wrote (``curator report``
+re-renders it).
+
 Stages can add to it through artifacts: ``report_tables`` (a list of
 ``{"title", "columns", "rows"}``) and ``report_histograms`` (a list of
 ``{"title", "labels", "counts"}``).
@@ -11,10 +16,13 @@ from __future__ import annotations
 import html
 import os
 import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from curator.core.context import write_json
 from curator.core.redact import redact_value
+from curator.core.stats import StageStats
 from curator.storage.atomic import atomic_open
 
 PALETTE = ["#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1",
@@ -54,14 +62,138 @@ def collapse_groups(counters: dict[str, Any], n: int = TOP_N) -> list[tuple[str,
     return out
 
 
-def write_report(summary: dict[str, Any], work_dir: str) -> tuple[str, str]:
+# -- what a report holds (report.json) ---------------------------------------------------------
+
+#: A stage entry's own keys in report.json, before its :class:`StageStats` keys.
+_STAGE_KEYS = ("id", "stage", "kind", "inputs", "params", "seconds", "skipped", "artifacts",
+               "shards")
+#: The stats keys of a stage entry (``sources`` only for a source that has some).
+_STATS_KEYS = tuple(StageStats().to_json()) + ("sources",)
+
+
+@dataclass
+class StageReport:
+    """One stage's entry in report.json: what it is, its result and its :class:`StageStats`
+    (the entry is flat: the stats keys follow the stage's own)."""
+
+    id: str
+    stage: str
+    kind: str = ""
+    inputs: list[str] = field(default_factory=list)
+    params: dict[str, Any] = field(default_factory=dict)
+    seconds: float = 0.0
+    #: done by an earlier run, reused
+    skipped: bool = False
+    artifacts: dict[str, Any] = field(default_factory=dict)
+    #: output shards
+    shards: int = 0
+    stats: StageStats = field(default_factory=StageStats)
+    #: stats keys the entry did not have (written by an older version: ``cpu_s``); they stay
+    #: out of the JSON and the report shows "-" for them
+    absent: frozenset[str] = frozenset()
+    #: keys this version does not know, kept as they were (written back after the others)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_result(cls, stage_id: str, result: Mapping[str, Any]) -> StageReport:
+        """The entry of a stage's result (its ``_SUCCESS.json``, or the run's own)."""
+        return cls.from_json({
+            "id": stage_id, "stage": result["stage"], "kind": result["kind"],
+            "inputs": result["inputs"], "params": result["params"],
+            "seconds": result["seconds"], "skipped": result.get("skipped", False),
+            "artifacts": result["artifacts"], "shards": len(result["shards"]),
+            **result["stats"]})
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> StageReport:
+        """An entry of report.json (this or an older version's); ``ValueError`` naming the key
+        when it is not a stage entry."""
+        if not isinstance(d, Mapping):
+            raise ValueError(f"not a mapping: {type(d).__name__}")
+        for k in ("id", "stage"):
+            if not isinstance(d.get(k), str):
+                raise ValueError(f"{k} is missing or not a string")
+        for k in ("docs_in", "bytes_in", "docs_out", "bytes_out", "seconds", "shards"):
+            v = d.get(k, 0)
+            if isinstance(v, bool) or not isinstance(v, int | float):
+                raise ValueError(f"{k} is not a number: {v!r}")
+        known = set(_STAGE_KEYS) | set(_STATS_KEYS)
+        return cls(
+            id=d["id"], stage=d["stage"], kind=str(d.get("kind") or ""),
+            inputs=list(d.get("inputs") or []), params=dict(d.get("params") or {}),
+            seconds=d.get("seconds", 0.0), skipped=bool(d.get("skipped")),
+            artifacts=dict(d.get("artifacts") or {}), shards=d.get("shards", 0),
+            stats=StageStats.from_json({k: d[k] for k in _STATS_KEYS if k in d}),
+            absent=frozenset(k for k in _STATS_KEYS if k not in d and k != "sources"),
+            extra={k: v for k, v in d.items() if k not in known})
+
+    def to_json(self) -> dict[str, Any]:
+        """The entry, key for key as report.json has always held it."""
+        out: dict[str, Any] = {
+            "id": self.id, "stage": self.stage, "kind": self.kind, "inputs": self.inputs,
+            "params": self.params, "seconds": self.seconds, "skipped": self.skipped,
+            "artifacts": self.artifacts, "shards": self.shards}
+        out.update((k, v) for k, v in self.stats.to_json().items() if k not in self.absent)
+        out.update(self.extra)
+        return out
+
+    def measured(self, name: str) -> Any:
+        """A stats value the report shows, "-" when the entry did not have it."""
+        return "-" if name in self.absent else getattr(self.stats, name)
+
+
+@dataclass
+class RunReport:
+    """A run's summary: report.json, and what report.html is rendered from."""
+
+    name: str
+    work_dir: str
+    executor: str | None
+    workers: int | None
+    #: the run's wall time
+    seconds: float
+    stages: list[StageReport]
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> RunReport:
+        """report.json as read (this or an older version's); ``ValueError`` naming the key
+        when it is not a run report."""
+        if not isinstance(d, Mapping):
+            raise ValueError("not a JSON object")
+        if not isinstance(d.get("name"), str):
+            raise ValueError("name is missing or not a string")
+        if not isinstance(d.get("stages"), list):
+            raise ValueError("stages is missing or not a list")
+        stages = []
+        for i, st in enumerate(d["stages"]):
+            try:
+                stages.append(StageReport.from_json(st))
+            except ValueError as e:
+                raise ValueError(f"stages[{i}]: {e}") from None
+        ex = d.get("executor") if isinstance(d.get("executor"), Mapping) else {}
+        return cls(name=d["name"], work_dir=str(d.get("work_dir") or ""),
+                   executor=ex.get("type"), workers=ex.get("workers"),
+                   seconds=d.get("seconds", 0.0), stages=stages,
+                   extra={k: v for k, v in d.items()
+                          if k not in ("name", "work_dir", "executor", "seconds", "stages")})
+
+    def to_json(self) -> dict[str, Any]:
+        """report.json, key for key as curator has always written it."""
+        return {"name": self.name, "work_dir": self.work_dir,
+                "executor": {"type": self.executor, "workers": self.workers},
+                "seconds": self.seconds, "stages": [s.to_json() for s in self.stages],
+                **self.extra}
+
+
+def write_report(report: RunReport, work_dir: str) -> tuple[str, str]:
     """Write ``report.json`` and ``report.html`` under ``work_dir``; return their paths."""
     jpath = os.path.join(work_dir, "report.json")
     hpath = os.path.join(work_dir, "report.html")
-    summary = redact_value(summary, env=True)  # no credential of a URL or the environment
-    write_json(jpath, summary)
+    data = redact_value(report.to_json(), env=True)  # no credential of a URL or the environment
+    write_json(jpath, data)
     with atomic_open(hpath, "wb") as f:
-        f.write(render_html(summary).encode("utf-8"))
+        f.write(render_html(RunReport.from_json(data)).encode("utf-8"))
     return jpath, hpath
 
 
@@ -83,25 +215,26 @@ def _fmt(n: Any) -> str:
     return _e(n)
 
 
-def funnel_svg(stages: list[dict[str, Any]]) -> str:
+def funnel_svg(stages: list[StageReport]) -> str:
     """Horizontal bars: documents out of each stage, with documents in as a faint bar."""
     w, row, left = 720, 26, 190
     h = row * len(stages) + 30
-    top = max([s["docs_in"] for s in stages] + [s["docs_out"] for s in stages] + [1])
+    top = max([s.stats.docs_in for s in stages] + [s.stats.docs_out for s in stages] + [1])
     scale = (w - left - 90) / top
     parts = [f'<svg class="plot plot-funnel" xmlns="http://www.w3.org/2000/svg" width="{w}" '
              f'height="{h}" viewBox="0 0 {w} {h}" role="img" aria-label="document funnel">']
     for i, s in enumerate(stages):
         y = 10 + i * row
+        docs_in, docs_out = s.stats.docs_in, s.stats.docs_out
         parts.append(f'<text x="{left - 8}" y="{y + 15}" text-anchor="end" font-size="12">'
-                     f'{_e(s["id"])}</text>')
-        parts.append(f'<rect x="{left}" y="{y + 3}" width="{s["docs_in"] * scale:.1f}" '
-                     f'height="{row - 8}" fill="#d9d9d9"><title>in: {s["docs_in"]}</title></rect>')
+                     f'{_e(s.id)}</text>')
+        parts.append(f'<rect x="{left}" y="{y + 3}" width="{docs_in * scale:.1f}" '
+                     f'height="{row - 8}" fill="#d9d9d9"><title>in: {docs_in}</title></rect>')
         parts.append(f'<rect class="bar" x="{left}" y="{y + 3}" '
-                     f'width="{max(s["docs_out"] * scale, 1):.1f}" height="{row - 8}" '
-                     f'fill="{PALETTE[0]}"><title>out: {s["docs_out"]}</title></rect>')
-        parts.append(f'<text x="{left + max(s["docs_in"], s["docs_out"]) * scale + 6:.1f}" '
-                     f'y="{y + 15}" font-size="11">{s["docs_out"]:,}</text>')
+                     f'width="{max(docs_out * scale, 1):.1f}" height="{row - 8}" '
+                     f'fill="{PALETTE[0]}"><title>out: {docs_out}</title></rect>')
+        parts.append(f'<text x="{left + max(docs_in, docs_out) * scale + 6:.1f}" '
+                     f'y="{y + 15}" font-size="11">{docs_out:,}</text>')
     parts.append("</svg>")
     return "".join(parts)
 
@@ -180,16 +313,16 @@ def _table(columns: list[str], rows: list[list[Any]], cls: str = "") -> str:
 _OLD_TOO_LARGE = ("page too large", "record inflates to more than", "paper too large")
 
 
-def input_checks(stages: list[dict[str, Any]]) -> list[list[Any]]:
+def input_checks(stages: list[StageReport]) -> list[list[Any]]:
     """Per stage with any: records over ``max_doc_mb`` (quarantined ``too_large``), documents
     whose id was already seen in the source (``duplicate_ids``), and records whose own
     ``source`` an explicit ``source:`` parameter replaced (``source_overridden``)."""
     rows = []
     for s in stages:
-        c = s.get("counters") or {}
-        big = sum(n for r, n in (s.get("quarantined") or {}).items()
+        c = s.stats.counters
+        big = sum(n for r, n in s.stats.quarantined.items()
                   if r == "too_large" or r.startswith(_OLD_TOO_LARGE))
-        row = [s["id"], big,
+        row = [s.id, big,
                c.get("duplicate_ids", 0), c.get("source_overridden", 0)]
         if any(row[1:]):
             rows.append(row)
@@ -202,7 +335,7 @@ def input_checks(stages: list[dict[str, Any]]) -> list[list[Any]]:
 SKIPPED_PREFIX = "skipped:"
 
 
-def skipped_kinds(counters: dict[str, Any]) -> list[tuple[str, str, int]]:
+def skipped_kinds(counters: Mapping[str, Any]) -> list[tuple[str, str, int]]:
     """``(kind, why, records)`` of a stage's ``skipped:`` counters, most first."""
     out = []
     for k, v in counters.items():
@@ -212,21 +345,21 @@ def skipped_kinds(counters: dict[str, Any]) -> list[tuple[str, str, int]]:
     return sorted(out, key=lambda t: (-t[2], t[0], t[1]))
 
 
-def skipped_note(agg: dict[str, Any], n: int = 4) -> str:
+def skipped_note(stats: StageStats, n: int = 4) -> str:
     """What a source skipped, by kind, when it kept less than half of the records it read
     ("kept 0 of 29 candidate records: 29 responses skipped: no HTML content type"); ""
     otherwise.
     A source that silently keeps nothing is the failure this is for (ClueWeb09 once read as
     "0 -> 0 docs")."""
-    c = agg.get("counters") or {}
+    c = stats.counters
     kinds = skipped_kinds(c)
     read = c.get("records_read", 0)
-    if not kinds or agg.get("docs_out", 0) * 2 >= max(read, 1):
+    if not kinds or stats.docs_out * 2 >= max(read, 1):
         return ""
     parts = [f"{v} {kind if v == 1 else kind + 's'} skipped: {why}" for kind, why, v in kinds[:n]]
     if len(kinds) > n:
         parts.append(f"{sum(v for *_, v in kinds[n:])} more of {len(kinds) - n} other kinds")
-    return (f"kept {agg.get('docs_out', 0)} of {read} candidate records: "
+    return (f"kept {stats.docs_out} of {read} candidate records: "
             + ", ".join(parts))
 
 
@@ -251,16 +384,16 @@ def _source_cells(cells: dict[Any, dict[str, int]], sources: dict[str, int]
     return cols, rows
 
 
-def by_source_table(stages: list[dict[str, Any]]) -> tuple[list[str], list[list[Any]]]:
+def by_source_table(stages: list[StageReport]) -> tuple[list[str], list[list[Any]]]:
     """Columns and rows of the source x rule table: one row per (stage, reason), one column
     per ``meta.source`` ('-' for documents without one; past ``TOP_N`` sources the rest in one
     "other" column), and the total."""
     cells: dict[tuple[str, str], dict[str, int]] = {}
     sources: dict[str, int] = {}
     for s in stages:
-        for key, n in (s.get("rejected_by_source") or {}).items():
+        for key, n in s.stats.rejected_by_source.items():
             src, _, reason = key.partition("\t")
-            cell = cells.setdefault((s["id"], reason), {})
+            cell = cells.setdefault((s.id, reason), {})
             cell[src] = cell.get(src, 0) + n
             sources[src] = sources.get(src, 0) + n
     cols, counts = _source_cells(cells, sources)
@@ -272,14 +405,14 @@ def by_source_table(stages: list[dict[str, Any]]) -> tuple[list[str], list[list[
     return ["stage", "rule", *cols, "total"], rows
 
 
-def stage_source_table(stages: list[dict[str, Any]]) -> tuple[list[str], list[list[Any]]]:
+def stage_source_table(stages: list[StageReport]) -> tuple[list[str], list[list[Any]]]:
     """Removed documents per stage (rows) and source (columns, top ``TOP_N`` and "other")."""
     cells: dict[str, dict[str, int]] = {}
     sources: dict[str, int] = {}
     for s in stages:
-        for key, n in (s.get("rejected_by_source") or {}).items():
+        for key, n in s.stats.rejected_by_source.items():
             src = key.partition("\t")[0]
-            cell = cells.setdefault(s["id"], {})
+            cell = cells.setdefault(s.id, {})
             cell[src] = cell.get(src, 0) + n
             sources[src] = sources.get(src, 0) + n
     cols, counts = _source_cells(cells, sources)
@@ -291,19 +424,20 @@ def stage_source_table(stages: list[dict[str, Any]]) -> tuple[list[str], list[li
     return ["stage", *cols, "total"], rows
 
 
-def per_stage_top(stages: list[dict[str, Any]], counts_of: Any) -> list[list[Any]]:
+def per_stage_top(stages: list[StageReport],
+                  counts_of: Callable[[StageReport], Mapping[str, int]]) -> list[list[Any]]:
     """(stage, name, count, share) rows, the top ``TOP_N`` names of each stage and "other"."""
     rows = []
     for s in stages:
         counts = counts_of(s)
         total = sum(counts.values())
         for name, n in top_n(counts):
-            rows.append([s["id"], name, n, f"{100 * n / total:.1f}%" if total else "-"])
+            rows.append([s.id, name, n, f"{100 * n / total:.1f}%" if total else "-"])
     return rows
 
 
-def _languages(s: dict[str, Any]) -> dict[str, int]:
-    return {k[9:]: v for k, v in (s.get("counters") or {}).items() if k.startswith("language:")}
+def _languages(s: StageReport) -> dict[str, int]:
+    return {k[9:]: v for k, v in s.stats.counters.items() if k.startswith("language:")}
 
 
 def _short_table(t: dict[str, Any], n: int = TOP_N) -> list[list[Any]]:
@@ -340,33 +474,33 @@ def _short_histograms(hists: list[dict[str, Any]], n: int = TOP_N) -> list[dict[
                               "labels": others[0]["labels"], "counts": summed}]
 
 
-def _examples(summary: dict[str, Any], per_reason: int = 3
+def _examples(report: RunReport, per_reason: int = 3
               ) -> dict[tuple[str, str], tuple[_Raw, str]]:
     """(stage, reason) -> (a link for the reasons table, a section with the first few rejected
     documents, their id, source and first lines; ``curator inspect`` shows more)."""
     from curator.core.samples import first_examples
 
-    wd = summary.get("work_dir") or ""
+    wd = report.work_dir
     out: dict[tuple[str, str], tuple[_Raw, str]] = {}
-    for s in summary["stages"]:
-        if not s.get("rejected") or not os.path.isdir(os.path.join(wd, "rejected", s["id"])):
+    for s in report.stages:
+        if not s.stats.rejected or not os.path.isdir(os.path.join(wd, "rejected", s.id)):
             continue
         try:
-            found = first_examples(wd, s["id"], per_reason)
+            found = first_examples(wd, s.id, per_reason)
         except (OSError, ValueError):  # a damaged rejected file: the report still renders
             continue
         for reason, docs in found.items():
-            if reason not in s["rejected"]:
+            if reason not in s.stats.rejected:
                 continue
-            anchor = "ex-" + re.sub(r"[^A-Za-z0-9_.-]+", "-", f"{s['id']}-{reason}")
+            anchor = "ex-" + re.sub(r"[^A-Za-z0-9_.-]+", "-", f"{s.id}-{reason}")
             items = "".join(
                 f"<li><code>{_e(d.id)}</code> (source {_e(d.source)}, shard {_e(d.shard)})"
                 f"<pre>{_e(_first_lines(d.text))}</pre></li>" for d in docs)
-            cmd = f"curator inspect {wd} {s['id']} --rejected {reason}"
-            out[(s["id"], reason)] = (
+            cmd = f"curator inspect {wd} {s.id} --rejected {reason}"
+            out[(s.id, reason)] = (
                 _Raw(f'<a href="#{anchor}">{len(docs)} example{"s" if len(docs) != 1 else ""}'
                      "</a>"),
-                f'<h3 id="{anchor}">{_e(s["id"])}: {_e(reason)}</h3><ul class="examples">'
+                f'<h3 id="{anchor}">{_e(s.id)}: {_e(reason)}</h3><ul class="examples">'
                 f"{items}</ul><p>More: <code>{_e(cmd)}</code></p>")
     return out
 
@@ -396,40 +530,40 @@ def _first_lines(text: str, lines: int = 4, width: int = 200) -> str:
     return "\n".join(body[:lines] + (["…"] if len(body) > lines else []))
 
 
-def render_html(summary: dict[str, Any]) -> str:
-    stages = summary["stages"]
+def render_html(report: RunReport) -> str:
+    stages = report.stages
     overview = _table(
         ["stage", "type", "docs in", "docs out", "removed", "quarantined", "MB in", "MB out",
          "shards", "seconds", "CPU s", "peak RSS MB", "note"],
-        [[s["id"], s["stage"], s["docs_in"], s["docs_out"], sum(s["rejected"].values()),
-          sum(s["quarantined"].values()), round(s["bytes_in"] / 1e6, 3),
-          round(s["bytes_out"] / 1e6, 3), s["shards"], s["seconds"], s.get("cpu_s", "-"),
-          s.get("peak_rss_mb", "-"),
-          "skipped (done earlier)" if s.get("skipped") else ""] for s in stages],
+        [[s.id, s.stage, s.stats.docs_in, s.stats.docs_out, s.stats.removed,
+          s.stats.set_aside, round(s.stats.bytes_in / 1e6, 3),
+          round(s.stats.bytes_out / 1e6, 3), s.shards, s.seconds, s.measured("cpu_s"),
+          s.measured("peak_rss_mb"),
+          "skipped (done earlier)" if s.skipped else ""] for s in stages],
         "overview",
     )
-    examples = _examples(summary)
-    reasons = [[s["id"], r, n, examples.get((s["id"], r), ("", ""))[0]]
-               for s in stages for r, n in s["rejected"].items()]
-    quarantine = [[s["id"], r, n] for s in stages for r, n in s["quarantined"].items()]
-    counters = [[s["id"], k, v] for s in stages for k, v in collapse_groups(
-        {k: v for k, v in s.get("counters", {}).items()
+    examples = _examples(report)
+    reasons = [[s.id, r, n, examples.get((s.id, r), ("", ""))[0]]
+               for s in stages for r, n in s.stats.rejected.items()]
+    quarantine = [[s.id, r, n] for s in stages for r, n in s.stats.quarantined.items()]
+    counters = [[s.id, k, v] for s in stages for k, v in collapse_groups(
+        {k: v for k, v in s.stats.counters.items()
          if not k.startswith((*FOUND_PREFIXES, "language:", SKIPPED_PREFIX))})]
-    skipped = [[s["id"], kind, why, v, (s.get("counters") or {}).get("records_read", "-"),
-                s["docs_out"]]
-               for s in stages for kind, why, v in skipped_kinds(s.get("counters") or {})]
+    skipped = [[s.id, kind, why, v, s.stats.counters.get("records_read", "-"), s.stats.docs_out]
+               for s in stages for kind, why, v in skipped_kinds(s.stats.counters)]
     languages = per_stage_top(stages, _languages)
-    nb = max((len(s["length_hist"]) for s in stages), default=0)
-    last_nz = max((i for s in stages for i, c in enumerate(s["length_hist"]) if c), default=1)
+    hists = [s.stats.length_hist for s in stages]
+    nb = max((len(h) for h in hists), default=0)
+    last_nz = max((i for h in hists for i, c in enumerate(h) if c), default=1)
     labels = _length_labels(nb)[: last_nz + 1]
     # stages that passed shards through without reading them have no histogram of their own
-    series = [(s["id"], s["length_hist"][: last_nz + 1]) for s in stages
-              if s["docs_out"] and any(s["length_hist"])]
+    series = [(s.id, s.stats.length_hist[: last_nz + 1]) for s in stages
+              if s.stats.docs_out and any(s.stats.length_hist)]
     # 20 lines in one chart are unreadable: the sources and the last stage, at most MAX_SERIES
     all_series = len(series)
     if all_series > MAX_SERIES:
-        last_id = stages[-1]["id"]
-        keep = {s["id"] for s in stages if s.get("kind") == "source"} | {last_id}
+        last_id = stages[-1].id
+        keep = {s.id for s in stages if s.kind == "source"} | {last_id}
         picked = [x for x in series if x[0] in keep] or series
         if len(picked) > MAX_SERIES:  # the largest sources, and the last stage
             tail = [x for x in picked if x[0] == last_id]
@@ -442,31 +576,30 @@ def render_html(summary: dict[str, Any]) -> str:
                    if all_series > len(series) else "")
     extra: list[str] = []
     for s in stages:
-        arts = s.get("artifacts") or {}
+        arts = s.artifacts
         for t in arts.get("report_tables", []) or []:
-            extra.append(f"<h3>{_e(s['id'])}: {_e(t['title'])}</h3>"
+            extra.append(f"<h3>{_e(s.id)}: {_e(t['title'])}</h3>"
                          + _table(t["columns"], _short_table(t), "extra"))
         for hg in _short_histograms(arts.get("report_histograms", []) or []):
             if not any(hg["counts"]):  # an empty plot (no cluster at all) says nothing
-                extra.append(f"<h3>{_e(s['id'])}: {_e(hg['title'])}</h3>"
+                extra.append(f"<h3>{_e(s.id)}: {_e(hg['title'])}</h3>"
                              "<p class=\"empty-plot\">Nothing to plot: every count is 0.</p>")
                 continue
-            extra.append(f"<h3>{_e(s['id'])}: {_e(hg['title'])}</h3>" + histogram_svg(
-                [(hg.get("series", s["id"]), hg["counts"])], hg["labels"], hg["title"],
+            extra.append(f"<h3>{_e(s.id)}: {_e(hg['title'])}</h3>" + histogram_svg(
+                [(hg.get("series", s.id), hg["counts"])], hg["labels"], hg["title"],
                 "plot-extra"))
-    artifacts = [[s["id"], k, _artifact_value(v)] for s in stages
-                 for k, v in (s.get("artifacts") or {}).items() if not k.startswith("report_")]
+    artifacts = [[s.id, k, _artifact_value(v)] for s in stages
+                 for k, v in s.artifacts.items() if not k.startswith("report_")]
     checks = input_checks(stages)
-    sources = per_stage_top(stages, lambda s: s.get("sources") or {})
+    sources = per_stage_top(stages, lambda s: s.stats.sources or {})
     by_source = by_source_table(stages)
     by_stage_source = stage_source_table(stages)
-    found = [[s["id"], *k.split(":", 1), v] for s in stages
-             for k, v in collapse_groups({k: v for k, v in (s.get("counters") or {}).items()
+    found = [[s.id, *k.split(":", 1), v] for s in stages
+             for k, v in collapse_groups({k: v for k, v in s.stats.counters.items()
                                           if k.startswith(FOUND_PREFIXES)})]
-    ex = summary.get("executor", {})
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
-<title>curator report: {_e(summary['name'])}</title>
+<title>curator report: {_e(report.name)}</title>
 <style>
 body {{ font-family: system-ui, sans-serif; margin: 2em; color: #222; max-width: 1400px; }}
 table {{ border-collapse: collapse; margin: 0.5em 0 1.5em; font-size: 13px; }}
@@ -481,9 +614,9 @@ td:first-child, td:nth-child(2) {{ text-align: left; white-space: normal; }}
 .examples pre {{ white-space: pre-wrap; font-size: 12px; background: #f8f8f8; margin: 0.2em 0 0.8em;
   padding: 4px; max-width: 1100px; }}
 </style></head><body>
-<h1>curator run report: {_e(summary['name'])}</h1>
-<p>executor <b>{_e(ex.get('type'))}</b> with {_e(ex.get('workers'))} worker(s);
-wall time {summary['seconds']:.2f}s; work_dir <code>{_e(summary['work_dir'])}</code></p>
+<h1>curator run report: {_e(report.name)}</h1>
+<p>executor <b>{_e(report.executor)}</b> with {_e(report.workers)} worker(s);
+wall time {report.seconds:.2f}s; work_dir <code>{_e(report.work_dir)}</code></p>
 <h2>Document funnel</h2>
 {funnel_svg(stages)}
 <h2>Stages</h2>

@@ -38,7 +38,7 @@ from curator.core.lock import WorkDirLock
 from curator.core.pipeline import Pipeline, StageNode
 from curator.core.progress import Progress
 from curator.core.redact import redact, redact_value
-from curator.core.report import skipped_note
+from curator.core.report import RunReport, StageReport, skipped_note, write_report
 from curator.core.shard_context import DEFAULT_MAX_DOC_BYTES
 from curator.core.shard_runner import (
     ShardTask,
@@ -225,19 +225,14 @@ class Runner:
     def _summary(self, seconds: float) -> dict[str, Any]:
         """The run summary (report.json), written with report.html by the root."""
         cfg = self.pipe.config
-        summary = {
-            "name": cfg.name,
-            "work_dir": self.work_dir,
-            "executor": {"type": self.ex.kind, "workers": self.ex.size},
-            "seconds": round(seconds, 3),
-            "stages": [self._stage_summary(n) for n in self.pipe.nodes],
-        }
+        report = RunReport(
+            name=cfg.name, work_dir=self.work_dir, executor=self.ex.kind, workers=self.ex.size,
+            seconds=round(seconds, 3),
+            stages=[StageReport.from_result(n.id, self.results[n.id]) for n in self.pipe.nodes])
         if self.ex.is_root and cfg.report:
-            from curator.core.report import write_report
-
-            write_report(summary, self.work_dir)
+            write_report(report, self.work_dir)
         self.ex.barrier()
-        return summary
+        return report.to_json()
 
     # -- a chain of per-document stages -----------------------------------------------------
     def _plan(self, group: list[StageNode]) -> list[_Plan]:
@@ -539,11 +534,6 @@ class Runner:
             arts.update(self.results[anc].get("artifacts") or {})
         return arts
 
-    def _stage_summary(self, node: StageNode) -> dict[str, Any]:
-        r = self.results[node.id]
-        return {"id": node.id, "stage": r["stage"], "kind": r["kind"], "inputs": r["inputs"],
-                "params": r["params"], "seconds": r["seconds"], "skipped": r.get("skipped", False),
-                "artifacts": r["artifacts"], "shards": len(r["shards"]), **r["stats"]}
 
 
 # -- keys shared by the runner and `curator status` ----------------------------------------------
@@ -703,7 +693,7 @@ def _stage_line(sid: str, agg: StageStats, secs: float) -> str:
     extra = f", {q} quarantined" if q else ""
     if agg.shards_resumed:
         extra += f", {agg.shards_resumed} shards reused"
-    note = skipped_note(agg.to_json())
+    note = skipped_note(agg)
     return (f"[{sid}] {agg.docs_in} -> {agg.docs_out} docs ({agg.removed} removed{extra}) "
             f"in {secs:.2f}s" + (f"; {note}" if note else ""))
 

@@ -13,7 +13,7 @@ import pytest
 
 from curator.core import pipeline as pl
 from curator.core.executors import LocalExecutor
-from curator.core.report import render_html
+from curator.core.report import RunReport, StageReport, render_html
 from curator.core.runner import _stage_line, count_duplicate_ids
 from curator.core.stats import StageStats
 from curator.storage.shards import read_records
@@ -80,7 +80,7 @@ def test_id_rule_numbers_null_and_duplicates_are_counted(tmp_path):
         "field 'id' is a bool, not a string or a number",
         "field 'id' is a dict, not a string or a number"]
     assert any("2 document(s) have an id seen before" in m for m in logs)
-    html = render_html(s)
+    html = render_html(RunReport.from_json(s))
     assert '<table class="input-checks">' in html and "<td>2</td>" in html
 
 
@@ -120,7 +120,7 @@ def test_explicit_source_wins_over_the_records_source_field(tmp_path):
     # without the parameter the record's own field is kept, the stage id fills the gap
     assert [d["meta"]["source"] for d in out_docs(tmp_path, "own")] == ["books", "own"]
     assert stage(s, "own")["sources"] == {"books": 1, "own": 1}
-    html = render_html(s)
+    html = render_html(RunReport.from_json(s))
     assert '<table class="sources">' in html and "<td>books</td>" in html
 
 
@@ -193,12 +193,13 @@ def test_count_duplicate_ids_in_bounded_batches(tmp_path):
 def test_report_input_checks_count_every_too_large_reason():
     from curator.core.report import input_checks
 
-    stages = [{"id": "web", "counters": {"duplicate_ids": 4},
+    stages = [{"id": "web", "stage": "read_warc", "counters": {"duplicate_ids": 4},
                "quarantined": {"page too large: 20971520 bytes > 10485760": 1, "too_large": 2,
                                "record inflates to more than 67108864 bytes": 1,
                                "empty page": 5}},
-              {"id": "clean", "counters": {"tokens": 9}, "quarantined": {"empty page": 1}}]
-    assert input_checks(stages) == [["web", 4, 4, 0]]
+              {"id": "clean", "stage": "read_warc", "counters": {"tokens": 9},
+               "quarantined": {"empty page": 1}}]
+    assert input_checks([StageReport.from_json(s) for s in stages]) == [["web", 4, 4, 0]]
 
 
 def test_stage_line_says_what_a_source_skipped_when_it_kept_less_than_half() -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from test_report import chromium
 
-from curator.core.report import TOP_N, render_html
+from curator.core.report import TOP_N, RunReport, render_html
 
 SOURCES = [f"crawl-{i:02d}" for i in range(19)] + ["a_source_with_a_very_long_name_" * 3]
 LANGS = ["en", "de", "fr", "es", "it", "pt", "nl", "pl", "ru", "uk", "cs", "sk", "sl", "hr",
@@ -110,7 +110,7 @@ def expect_top(counts: dict[str, int]) -> list[tuple[str, int]]:
 
 def test_report_with_20_sources_and_35_languages_in_chromium(tmp_path: Path) -> None:
     summary, truth = synthetic_summary()
-    page = render_html(summary)
+    page = render_html(RunReport.from_json(summary))
     (tmp_path / "report.html").write_text(page.replace("</body>", LAYOUT_JS + "</body>"))
     dom = chromium([f"--window-size={WIDTH},1000", "--dump-dom",
                     (tmp_path / "report.html").as_uri()], tmp_path).stdout
@@ -193,7 +193,7 @@ def test_report_with_20_source_stages_stays_readable_in_chromium(tmp_path: Path)
                                                    "counts": [0, 0, 0, 0]}]}))
     summary = {"name": "twenty", "work_dir": "/w", "executor": {"type": "local", "workers": 1},
                "seconds": 10.0, "stages": stages}
-    page = render_html(summary)
+    page = render_html(RunReport.from_json(summary))
     (tmp_path / "report.html").write_text(page.replace("</body>", LAYOUT_JS + "</body>"))
     dom = chromium([f"--window-size={WIDTH},1000", "--dump-dom",
                     (tmp_path / "report.html").as_uri()], tmp_path).stdout

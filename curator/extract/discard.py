@@ -36,66 +36,64 @@ def _first(attrib: Any, a: str, b: str) -> str:
     return ""
 
 
-class FrameDiscard:
-    """The first expression: div/item/list/p/section/span elements with a navigation role,
-    a "most popular" component, a consent id/class, or an id or class of boilerplate."""
+class _AttributeDiscard:
+    """Elements a C-level XPath pre-selects (``PRE``) whose id matches ``ids``, whose class
+    matches ``classes``, or that :meth:`marked` (the rest of the expression) accepts."""
 
-    def __init__(self, consent: str, ids: str, classes: str) -> None:
+    PRE = ""
+
+    def __init__(self, special: str, ids: str, classes: str) -> None:
         from lxml.etree import XPath
 
-        self.pre = XPath(".//*[self::div or self::item or self::list or self::p or self::section"
-                         " or self::span][@data-lp-replacement-content or @role"
-                         " or @data-component or @id or @class]")
-        self.consent = re.compile(consent).search
+        self.pre = XPath(self.PRE)
+        self.special = re.compile(special).search
         self.ids = re.compile(ids).search
         self.classes = re.compile(classes).search
+
+    def marked(self, a: Any) -> bool:
+        raise NotImplementedError
 
     def __call__(self, tree: Any) -> list[Any]:
         out = []
         for el in self.pre(tree):
             a = el.attrib
-            role = a.get("role")
-            dc = a.get("data-component")
-            i = a.get("id")
-            c = a.get("class")
-            if ("data-lp-replacement-content" in a
+            if (self.marked(a) or self.ids(a.get("id") or "")
+                    or self.classes(a.get("class") or "")):
+                out.append(el)
+        return out
+
+
+class FrameDiscard(_AttributeDiscard):
+    """The first expression: div/item/list/p/section/span elements with a navigation role,
+    a "most popular" component, a consent id/class (``special``), or an id or class of
+    boilerplate."""
+
+    PRE = (".//*[self::div or self::item or self::list or self::p or self::section"
+           " or self::span][@data-lp-replacement-content or @role"
+           " or @data-component or @id or @class]")
+
+    def marked(self, a: Any) -> bool:
+        role = a.get("role")
+        dc = a.get("data-component")
+        return bool("data-lp-replacement-content" in a
                     or (role is not None and "nav" in role.replace("N", "n"))
                     or (dc is not None and "MostPopularStories" in dc)
-                    or self.consent(_first(a, "id", "class"))
-                    or self.ids(i if i is not None else "")
-                    or self.classes(c if c is not None else "")):
-                out.append(el)
-        return out
+                    or self.special(_first(a, "id", "class")))
 
 
-class HiddenDiscard:
-    """The second expression: comment titles, reply blocks, hidden or not displayed
-    elements, any tag."""
+class HiddenDiscard(_AttributeDiscard):
+    """The second expression: comment titles, reply blocks, an id/style of hidden blocks
+    (``special``), not displayed or aria-hidden elements, any tag."""
 
-    def __init__(self, id_style: str, ids: str, classes: str) -> None:
-        from lxml.etree import XPath
+    PRE = ".//*[@class or @id or @style or @aria-hidden]"
 
-        self.pre = XPath(".//*[@class or @id or @style or @aria-hidden]")
-        self.id_style = re.compile(id_style).search
-        self.ids = re.compile(ids).search
-        self.classes = re.compile(classes).search
-
-    def __call__(self, tree: Any) -> list[Any]:
-        out = []
-        for el in self.pre(tree):
-            a = el.attrib
-            i = a.get("id")
-            c = a.get("class")
-            s = a.get("style")
-            if (c == "comments-title"
+    def marked(self, a: Any) -> bool:
+        s = a.get("style")
+        return bool(a.get("class") == "comments-title"
                     or _first(a, "id", "class").startswith("reply-")
-                    or self.id_style(_first(a, "id", "style"))
+                    or self.special(_first(a, "id", "style"))
                     or (s is not None and ("display:none" in s or "display: none" in s))
-                    or self.ids(i if i is not None else "")
-                    or self.classes(c if c is not None else "")
-                    or a.get("aria-hidden") == "true"):
-                out.append(el)
-        return out
+                    or a.get("aria-hidden") == "true")
 
 
 class RegexFrames:
@@ -123,33 +121,42 @@ class RegexFrames:
         return out
 
 
-def _raw_prune(exprs: list[Any]) -> list[Any] | None:
-    """RAW_TREE_PRUNE_XPATH: infinite-scroll containers without an <h1> (or named as Zox
-    News' appended posts); its second expression has no regex and stays as it is."""
-    tests = _RE_TEST.findall(exprs[0].path)
+def _paired_tests(expr: Any) -> tuple[str, str, Callable[[str], Any], Callable[[str], Any]] | None:
+    """An expression testing ``@id`` or ``@class``, then ``@id`` or ``@class`` again in its
+    last predicate: the first two patterns, and searches with the last two (None when the
+    expression has other tests)."""
+    tests = _RE_TEST.findall(expr.path)
     if [a for a, _ in tests] != ["@id", "@class", "@id", "@class"]:
         return None
     (_, a1), (_, a2), (_, b1), (_, b2) = tests
-    post_id, post_class = re.compile(b1).search, re.compile(b2).search
+    return a1, a2, re.compile(b1).search, re.compile(b2).search
+
+
+def _raw_prune(exprs: list[Any]) -> list[Any] | None:
+    """RAW_TREE_PRUNE_XPATH: infinite-scroll containers without an <h1> (or named as Zox
+    News' appended posts); its second expression has no regex and stays as it is."""
+    tests = _paired_tests(exprs[0])
+    if tests is None:
+        return None
+    ids, classes, post_id, post_class = tests
 
     def extra(el: Any, i: str, c: str) -> bool:
         return (next(el.iterdescendants("h1"), None) is None or bool(post_id(i))
                 or bool(post_class(c)))
-    return [RegexFrames(("div", "section", "aside"), a1, a2, extra), exprs[1]]
+    return [RegexFrames(("div", "section", "aside"), ids, classes, extra), exprs[1]]
 
 
 def _comments_and_lists(exprs: list[Any]) -> list[Any] | None:
     """REMOVE_COMMENTS_AND_LISTS_XPATH: comment sections (comments off), lists only when
     named as comments."""
-    tests = _RE_TEST.findall(exprs[0].path)
-    if [a for a, _ in tests] != ["@id", "@class", "@id", "@class"]:
+    tests = _paired_tests(exprs[0])
+    if tests is None:
         return None
-    (_, a1), (_, a2), (_, b1), (_, b2) = tests
-    list_id, list_class = re.compile(b1).search, re.compile(b2).search
+    ids, classes, list_id, list_class = tests
 
     def extra(el: Any, i: str, c: str) -> bool:
         return el.tag not in ("ol", "ul") or bool(list_id(i)) or bool(list_class(c))
-    return [RegexFrames(("div", "list", "section", "details", "ol", "ul"), a1, a2, extra)]
+    return [RegexFrames(("div", "list", "section", "details", "ol", "ul"), ids, classes, extra)]
 
 
 def digest(paths: list[str]) -> str:

@@ -142,13 +142,14 @@ class ModelClassifier(BatchStage):
         # BatchStage's batch_size is how many documents are sorted together
         self.inference_batch, self.batch_size = self.batch_size, self.sort_window
 
-    def loaded(self, cache_dir: str | None = None) -> hf.LoadedModel:
+    def loaded(self, cache_dir: str | None = None, own_cache: bool = False) -> hf.LoadedModel:
         """The model, loaded once per process (again when its folder's files change), and
         checked against this stage's parameters. ``cache_dir``: where ONNX exports are kept
-        (default ``$CURATOR_CACHE/onnx``)."""
+        (default ``$CURATOR_CACHE/onnx``); ``own_cache``: it is this stage's own folder
+        (older exports in it are removed)."""
         m = hf.load_classifier(self.model, key=f"{self.name}.model", device=self.device,
                                dtype=self.dtype, threads=self.threads, prefix=self.name,
-                               backend=self.backend, cache_dir=cache_dir)
+                               backend=self.backend, cache_dir=cache_dir, own_cache=own_cache)
         if self._preset is not None and m.kind != "regression":
             raise ConfigError(f"{self.name}.preset: {self.preset} expects a regression head "
                               f"(1 output); '{self.model}' has {len(m.labels)} ({m.kind})")
@@ -187,12 +188,12 @@ class ModelClassifier(BatchStage):
                     ids[i] = row
         return ids
 
-    def predict(self, texts: list[str], cache_dir: str | None = None
+    def predict(self, texts: list[str], cache_dir: str | None = None, own_cache: bool = False
                 ) -> tuple[np.ndarray, hf.LoadedModel]:
         """Raw outputs (logits, float32), one row per text, in text order."""
         import torch
 
-        m = self.loaded(cache_dir)
+        m = self.loaded(cache_dir, own_cache)
         ids = self.encode(m, texts)
         n = len(ids)
         out = np.empty((n, len(m.labels)), dtype=np.float32)
@@ -221,7 +222,7 @@ class ModelClassifier(BatchStage):
     def process_batch(self, docs: list[Document], ctx: ShardContext) -> Iterable[Document]:
         cache = os.path.join(ctx.work_dir, "cache", ctx.stage_id, "onnx") \
             if ctx is not None and self.backend != "torch" else None
-        raw, m = self.predict([d.text for d in docs], cache)
+        raw, m = self.predict([d.text for d in docs], cache, own_cache=cache is not None)
         bad = ~np.isfinite(raw).all(axis=1)
         if bad.any():
             i = int(np.flatnonzero(bad)[0])

@@ -178,12 +178,13 @@ def _folder_state(model: str) -> tuple[Any, ...]:
 
 def load_classifier(model: str, *, key: str, device: Device = "auto", dtype: DType = "auto",
                     threads: int = 0, prefix: str | None = None, backend: Backend = "torch",
-                    cache_dir: str | None = None) -> LoadedModel:
+                    cache_dir: str | None = None, own_cache: bool = False) -> LoadedModel:
     """A sequence-classification model and its tokenizer, loaded once per process (and again
     when the folder's files change), in eval mode on ``device``. ``key`` names the model's
     YAML key in errors; ``prefix`` (the stage name) the device, dtype and backend keys.
     ``backend`` ``onnx`` / ``onnx-int8`` runs an ONNX export on CPU (curator.models.onnx_export,
-    cached in ``cache_dir``, default ``$CURATOR_CACHE/onnx``)."""
+    cached in ``cache_dir``, default ``$CURATOR_CACHE/onnx``; with ``own_cache`` the folder is the
+    caller's alone and other exports in it are removed)."""
     local = is_local(model)
     if local:
         check_folder(model, key)
@@ -207,6 +208,12 @@ def load_classifier(model: str, *, key: str, device: Device = "auto", dtype: DTy
         loaded = _load(model, local, key, dev, choose_dtype(dtype, dev, f"{pre}.dtype"))
         if backend != "torch":
             loaded = _to_onnx(loaded, model, local, backend, cache_dir, n_threads)
+            if own_cache and cache_dir and loaded.onnx_path:
+                from pathlib import Path
+
+                from curator.models.onnx_export import prune_others
+
+                prune_others(cache_dir, Path(loaded.onnx_path))
         for k in [k for k in _CACHE if k[0] == cache_key[0]]:
             del _CACHE[k]  # an older version of the same folder
         _CACHE[cache_key] = loaded

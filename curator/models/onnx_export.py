@@ -111,6 +111,19 @@ def cached_export(cache_dir: str | os.PathLike[str], identity: Sequence[Any], ba
     return target
 
 
+def prune_others(cache_dir: str | os.PathLike[str], keep: Path) -> int:
+    """Remove the exports in ``cache_dir`` other than ``keep`` (and their digests): for a
+    folder one stage owns, where older weights' exports would otherwise pile up (a BERT-base
+    export is ~0.4 GB). Returns how many files went. Never call it on a shared cache."""
+    removed = 0
+    for p in Path(cache_dir).iterdir():
+        if p.is_file() and p.name.endswith((".onnx", ".onnx.sha256")) and \
+                p.name not in (keep.name, keep.name + ".sha256"):
+            p.unlink(missing_ok=True)
+            removed += 1
+    return removed
+
+
 def export_traced(module: Any, inputs: tuple[Any, ...], path: Path,
                   input_names: list[str], output_name: str) -> None:
     """``torch.onnx.export`` with the TorchScript tracer, batch and sequence axes dynamic."""

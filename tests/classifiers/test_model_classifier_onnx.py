@@ -108,10 +108,11 @@ def test_export_cache_is_keyed_on_the_weights_and_never_trusted_damaged(tmp, tex
     build_classifier(str(folder), texts, tokenizer=tokenizer, max_length=64, seed=7)
     want = plain(folder, corpus(12, seed=4))[:, 0]
     assert scores(_run(tmp, folder, "run")) == pytest.approx(want.tolist(), abs=1e-3)
-    assert len(list(cache.glob("*.onnx"))) == 2
+    (now,) = cache.glob("*.onnx")  # the old weights' export went (the stage's own folder)
+    assert now != files[0] and len(list(cache.iterdir())) == 2  # and its .sha256
     # a damaged export (cut short; or the same size with other bytes, which ONNX Runtime
     # might still load): exported again, never run. A fresh work_dir shares no cache.
-    newest = max(cache.glob("*.onnx"), key=lambda p: p.stat().st_mtime_ns)
+    newest = now
     for damage in ("truncate", "flip"):
         data = newest.read_bytes()
         if damage == "truncate":

@@ -118,6 +118,12 @@ class ModelClassifier(BatchStage):
             if self.min_score is not None and self.max_score is not None \
                     and self.min_score > self.max_score:
                 raise ValueError(f"min_score {self.min_score:g} > max_score {self.max_score:g}")
+            if self.backend != "torch" and self.device == "cuda":
+                raise ValueError(f"backend: {self.backend} runs on CPU; use backend: torch on "
+                                 "a GPU")
+            if self.backend != "torch" and self.dtype not in ("auto", "float32"):
+                raise ValueError(f"dtype: {self.dtype} is for backend: torch ({self.backend} "
+                                 "sets its own precision)")
             if self.filter_on == "int_score" and self.preset is None:
                 raise ValueError("filter_on: int_score needs a preset (its model card's rule)")
             return self

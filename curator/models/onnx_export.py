@@ -29,6 +29,8 @@ from typing import Any
 ONNX_BACKENDS = ("onnx", "onnx-int8")
 #: Bump when the export recipe changes (cached exports are then redone).
 EXPORT_RECIPE = 3
+#: A temporary export folder this old was left by a killed process (an export takes minutes).
+STALE_EXPORT_S = 6 * 3600
 #: Model types whose graphs ONNX Runtime's transformer optimiser fuses.
 _FUSABLE = {"bert", "roberta", "distilbert", "xlm-roberta", "mpnet", "electra"}
 
@@ -112,14 +114,21 @@ def cached_export(cache_dir: str | os.PathLike[str], identity: Sequence[Any], ba
 
 
 def prune_others(cache_dir: str | os.PathLike[str], keep: Path) -> int:
-    """Remove the exports in ``cache_dir`` other than ``keep`` (and their digests): for a
+    """Remove the exports in ``cache_dir`` other than ``keep`` (and their digests, and
+    temporary export folders older than ``STALE_EXPORT_S``): for a
     folder one stage owns, where older weights' exports would otherwise pile up (a BERT-base
     export is ~0.4 GB). Returns how many files went. Never call it on a shared cache."""
+    import time
+
     removed = 0
     for p in Path(cache_dir).iterdir():
         if p.is_file() and p.name.endswith((".onnx", ".onnx.sha256")) and \
                 p.name not in (keep.name, keep.name + ".sha256"):
             p.unlink(missing_ok=True)
+            removed += 1
+        elif p.is_dir() and p.name.startswith(".export-") and \
+                time.time() - p.stat().st_mtime > STALE_EXPORT_S:
+            shutil.rmtree(p, ignore_errors=True)  # left by a killed process
             removed += 1
     return removed
 

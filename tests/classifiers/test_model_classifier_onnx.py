@@ -128,12 +128,26 @@ def test_export_cache_is_keyed_on_the_weights_and_never_trusted_damaged(tmp, tex
         assert hashlib.sha256(newest.read_bytes()).hexdigest() == digest  # whole again
 
 
-def test_backend_parameters(regression_model) -> None:
-    with pytest.raises(ConfigError, match=r"^model_classifier\.backend: onnx runs on CPU"):
-        stage(model=str(regression_model), backend="onnx", device="cuda").loaded()
-    with pytest.raises(ConfigError, match=r"^model_classifier\.dtype: bfloat16 is for "
+def test_backend_parameters(regression_model, tmp) -> None:
+    with pytest.raises(ConfigError, match=r"^model_classifier: .*backend: onnx runs on CPU"):
+        ModelClassifier(model=str(regression_model), backend="onnx", device="cuda")
+    with pytest.raises(ConfigError, match=r"^model_classifier: .*dtype: bfloat16 is for "
                        "backend: torch"):
-        stage(model=str(regression_model), backend="onnx-int8", dtype="bfloat16").loaded()
+        ModelClassifier(model=str(regression_model), backend="onnx-int8", dtype="bfloat16")
+    from curator.models import hf as hf_mod  # the loader itself, for callers without Params
+
+    with pytest.raises(ConfigError, match=r"^m\.backend: onnx runs on CPU"):
+        hf_mod.load_classifier(str(regression_model), key="m.model", backend="onnx",
+                               device="cuda")
+    # `curator validate` catches it before any model is loaded
+    pipe = tmp / "p.yaml"
+    pipe.write_text(json.dumps({"name": "x", "work_dir": str(tmp / "w"), "stages": [
+        {"read_jsonl": {"paths": "in.jsonl"}},
+        {"model_classifier": {"model": str(regression_model), "backend": "onnx",
+                              "device": "cuda"}}]}))
+    p = run_cli("validate", str(pipe), cwd=tmp, check=False)
+    assert p.returncode != 0 and "Traceback" not in p.stderr
+    assert "backend: onnx runs on CPU" in p.stderr.strip().splitlines()[-1]
 
 
 def test_onnx_through_the_cli(tmp, regression_model) -> None:

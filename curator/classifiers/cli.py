@@ -6,25 +6,20 @@ import argparse
 import json
 import os
 import shutil
+import sys
 import tempfile
+from collections.abc import Iterator
+from typing import TextIO
 
 #: quality.MIN_AUC (not imported: registering the command must not import numpy and fastText)
 MIN_AUC = 0.6
 
 
 def cmd_train(args: argparse.Namespace) -> int:
-    from curator.classifiers.quality import (
-        HQ,
-        LQ,
-        check_auc,
-        holdout_unit,
-        iter_jsonl_texts,
-        normalize,
-        train_from_parts,
-    )
+    from curator.classifiers.quality import check_auc, train_from_parts
     from curator.core.errors import CuratorError
-    from curator.storage.paths import expand_paths
 
+    _check_args(args.tqc_parser, args)
     out = os.path.abspath(args.output)
     try:
         os.makedirs(os.path.dirname(out), exist_ok=True)
@@ -34,28 +29,139 @@ def cmd_train(args: argparse.Namespace) -> int:
     work = tempfile.mkdtemp(prefix="quality-", dir=os.path.dirname(out) or ".")
     try:
         tr, ho = os.path.join(work, "part.train.txt"), os.path.join(work, "part.holdout.txt")
+        te = os.path.join(work, "part.teacher.txt") if args.labels_from else None
         with open(tr, "w", encoding="utf-8") as ftr, open(ho, "w", encoding="utf-8") as fho:
-            for label, paths in ((HQ, args.positive), (LQ, args.negative)):
-                for doc_id, text in iter_jsonl_texts(expand_paths(paths, what=label),
-                                                     args.text_field):
-                    t = normalize(text)
-                    if len(t.split()) < args.min_words:
-                        continue
-                    f = fho if holdout_unit(args.seed, doc_id) < args.holdout else ftr
-                    f.write(f"{label} {t}\n")
+            if args.labels_from:
+                counts = _write_teacher_labels(args, ftr, fho, te or "")
+                sources = f"--labels-from {args.labels_from} >= {args.threshold:g} vs below"
+            else:
+                counts = _write_source_labels(args, ftr, fho)
+                sources = (f"--positive {' '.join(args.positive)} vs --negative "
+                           f"{' '.join(args.negative)}")
         sizes = {k: v for k, v in (("dim", args.dim), ("bucket", args.bucket)) if v}
         result = train_from_parts([tr], [ho], work, epoch=args.epoch, lr=args.lr,
                                   word_ngrams=args.word_ngrams, seed=args.seed,
                                   quantize=args.quantize, **sizes,
-                                  max_docs_per_label=args.max_docs_per_label)
-        sources = f"--positive {' '.join(args.positive)} vs --negative {' '.join(args.negative)}"
+                                  max_docs_per_label=args.max_docs_per_label,
+                                  teacher_parts=[te] if te else None)
         check_auc(result["metrics"], args.min_auc, args.holdout, "train-quality-classifier",
                   "--split", sources, "--min-auc 0")
         os.replace(result["model"], out)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    print(json.dumps({"model": out, **result["metrics"]}, indent=2))
+    m = result["metrics"]
+    if args.labels_from:  # the headline a user checks first; stdout stays one JSON object
+        sys.stderr.write(f"held-out ROC AUC {m.get('auc')}, Spearman {m.get('spearman')} vs "
+                         f"{args.labels_from} ({m.get('holdout_docs')} documents)\n")
+    print(json.dumps({"model": out, **counts, **m}, indent=2))
     return 0
+
+
+def _write_source_labels(args: argparse.Namespace, ftr: TextIO, fho: TextIO) -> dict[str, int]:
+    """--positive / --negative: the label is the file a document comes from."""
+    from curator.classifiers.quality import HQ, LQ, holdout_unit, iter_jsonl_texts, normalize
+    from curator.storage.paths import expand_paths
+
+    for label, paths in ((HQ, args.positive), (LQ, args.negative)):
+        for doc_id, text in iter_jsonl_texts(expand_paths(paths, what=label), args.text_field):
+            t = normalize(text)
+            if len(t.split()) < args.min_words:
+                continue
+            f = fho if holdout_unit(args.seed, doc_id) < args.holdout else ftr
+            f.write(f"{label} {t}\n")
+    return {}
+
+
+def _write_teacher_labels(args: argparse.Namespace, ftr: TextIO, fho: TextIO,
+                          teacher: str) -> dict[str, int]:
+    """--labels-from: a document is high-quality when its teacher score is >= --threshold.
+    Records without a finite numeric score are counted and left out (a student must not learn
+    a guessed label); none with a score at all is an error naming the field."""
+    from curator.classifiers.quality import HQ, LQ, holdout_unit, normalize
+    from curator.core.errors import InputError
+    from curator.storage.paths import expand_paths
+
+    field, threshold = args.labels_from, args.threshold
+    counts = {"docs_labelled": 0, "docs_without_score": 0, "docs_too_short": 0}
+    hq = 0
+    lo, hi = float("inf"), float("-inf")
+    with open(teacher, "w", encoding="utf-8") as fte:
+        for doc_id, text, score in _iter_scored(expand_paths(args.input, what="input"),
+                                                args.text_field, field):
+            if score is None:
+                counts["docs_without_score"] += 1
+                continue
+            t = normalize(text)
+            if len(t.split()) < args.min_words:
+                counts["docs_too_short"] += 1
+                continue
+            counts["docs_labelled"] += 1
+            hq += score >= threshold
+            lo, hi = min(lo, score), max(hi, score)
+            line = f"{HQ if score >= threshold else LQ} {t}\n"
+            if holdout_unit(args.seed, doc_id) < args.holdout:
+                fho.write(line)
+                fte.write(f"{score!r}\n")
+            else:
+                ftr.write(line)
+    if not counts["docs_labelled"]:
+        why = (f"none of the {counts['docs_without_score']} records has a finite number in "
+               f"'{field}'" if counts["docs_without_score"] else "no record with text found")
+        raise InputError(f"--labels-from {field}: {why} (in {' '.join(args.input)}); "
+                         f"name the field model_classifier wrote (its `field`, e.g. "
+                         f"edu_score)")
+    n = counts["docs_labelled"]
+    if hq in (0, n):  # one class only: nothing to learn, whatever the student
+        side = "at or above" if hq else "below"
+        raise InputError(f"--labels-from {field} --threshold {threshold:g}: all {n} labelled "
+                         f"documents score {side} it ({field} from {lo:g} to {hi:g}); choose "
+                         "a threshold inside that range")
+    return counts
+
+
+def _iter_scored(paths: list[str], text_field: str, field: str
+                 ) -> Iterator[tuple[str, str, float | None]]:
+    """(id, text, teacher score or None) of the JSONL records that have text. The score is
+    looked up in the record (flat output of write_jsonl) or in its ``meta``, nested by dots;
+    NaN / inf (Python's json writes them), booleans and non-numbers give None."""
+    import math
+
+    import orjson
+
+    from curator.base.document import meta_value
+    from curator.core.errors import InputError
+    from curator.storage.atomic import open_compressed_read
+    from curator.storage.encoding import utf8_stream
+
+    for path in paths:
+        try:
+            with open_compressed_read(path) as raw:
+                fh, _ = utf8_stream(raw)
+                for i, line in enumerate(fh, 1):
+                    if i == 1 and line.startswith(b"\xef\xbb\xbf"):
+                        line = line[3:]
+                    if not line.strip():
+                        continue
+                    try:
+                        rec = orjson.loads(line)
+                    except orjson.JSONDecodeError:
+                        try:  # NaN / Infinity: not JSON, but what Python's json writes
+                            rec = json.loads(line)
+                        except ValueError:
+                            raise InputError(f"{path}:{i}: not a JSON record") from None
+                    if not isinstance(rec, dict) or not isinstance(rec.get(text_field), str):
+                        continue
+                    v = meta_value(rec, field)
+                    if v is None and isinstance(rec.get("meta"), dict):
+                        v = meta_value(rec["meta"], field)
+                    ok = isinstance(v, int | float) and not isinstance(v, bool) \
+                        and math.isfinite(v)
+                    yield (str(rec.get("id", f"{path}:{i}")), rec[text_field],
+                           float(v) if ok else None)
+        except FileNotFoundError:
+            raise InputError(f"{path}: file not found") from None
+        except UnicodeDecodeError as e:
+            raise InputError(f"{path}: text not valid in its encoding: {e}") from None
 
 
 def _share(value: str) -> float:
@@ -70,10 +176,20 @@ def _share(value: str) -> float:
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("train-quality-classifier",
-                       help="train a fastText quality classifier (high-quality vs crawl JSONL)")
-    p.add_argument("--positive", nargs="+", required=True,
+                       help="train a fastText quality classifier (high-quality vs crawl JSONL, "
+                            "or a teacher's score)")
+    p.add_argument("--positive", nargs="+",
                    help="JSONL file(s)/globs of high-quality reference text (e.g. Wikipedia)")
-    p.add_argument("--negative", nargs="+", required=True, help="JSONL file(s)/globs of crawl")
+    p.add_argument("--negative", nargs="+", help="JSONL file(s)/globs of crawl")
+    p.add_argument("--labels-from", metavar="FIELD",
+                   help="instead of --positive/--negative: learn a teacher's score, the record "
+                        "field FIELD (flat, in 'meta', or nested a.b; e.g. edu_score written "
+                        "by model_classifier) of the --input records")
+    p.add_argument("--threshold", type=float,
+                   help="with --labels-from: documents scoring >= this are the positives "
+                        "(3 on FineWeb-Edu's 0-5 scale)")
+    p.add_argument("--input", nargs="+", metavar="JSONL",
+                   help="with --labels-from: JSONL file(s)/globs of scored documents")
     p.add_argument("--output", "-o", required=True, help="where to save the model (.bin)")
     p.add_argument("--text-field", default="text")
     p.add_argument("--split", "--holdout", dest="holdout", type=_share, default=0.1,
@@ -95,4 +211,24 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="product-quantize the model (about 8x smaller, slower to train)")
     p.add_argument("--word-ngrams", type=int, default=2)
     p.add_argument("--seed", type=int, default=0)
-    p.set_defaults(func=cmd_train)
+    p.set_defaults(func=cmd_train, tqc_parser=p)
+
+
+def _check_args(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """The two ways to label documents exclude each other (a usage error, exit 2)."""
+    if args.labels_from is not None:
+        if args.positive or args.negative:
+            p.error("--labels-from learns from a score: drop --positive/--negative")
+        if args.threshold is None:
+            p.error("--labels-from needs --threshold (the score from which a document is a "
+                    "positive, e.g. 3 for FineWeb-Edu's 0-5 scale)")
+        if not args.input:
+            p.error("--labels-from needs --input (the scored JSONL files)")
+        if args.threshold != args.threshold:
+            p.error("--threshold nan: give a number")
+        return
+    if args.threshold is not None or args.input:
+        p.error("--threshold and --input go with --labels-from")
+    if not args.positive or not args.negative:
+        p.error("give --positive and --negative (JSONL files), or --labels-from FIELD "
+                "--threshold X --input FILES")

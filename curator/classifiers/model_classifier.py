@@ -102,6 +102,11 @@ class ModelClassifier(BatchStage):
         dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"
         """`float32`, `bfloat16`, `float16`; `auto`: float32 on CPU, bfloat16 on a GPU that has it
         (float16 otherwise)."""
+        backend: Literal["torch", "onnx", "onnx-int8"] = "torch"
+        """`torch` (exact; fp32 on CPU unless `dtype`), `onnx` (ONNX Runtime on CPU, fp32:
+        scores within 1e-3 of torch's), `onnx-int8` (int8 weights: faster on CPU, scores
+        drift; docs/models.md gives the measured drift). ONNX exports are cached in
+        `<work_dir>/cache/<stage id>/onnx`, keyed on the weights' content."""
         threads: NonNegInt = 0
         """Torch threads on CPU; `0`: `OMP_NUM_THREADS` when set (Dask workers set 1), else this
         process's CPUs divided by the MPI ranks on the host."""
@@ -113,6 +118,12 @@ class ModelClassifier(BatchStage):
             if self.min_score is not None and self.max_score is not None \
                     and self.min_score > self.max_score:
                 raise ValueError(f"min_score {self.min_score:g} > max_score {self.max_score:g}")
+            if self.backend != "torch" and self.device == "cuda":
+                raise ValueError(f"backend: {self.backend} runs on CPU; use backend: torch on "
+                                 "a GPU")
+            if self.backend != "torch" and self.dtype not in ("auto", "float32"):
+                raise ValueError(f"dtype: {self.dtype} is for backend: torch ({self.backend} "
+                                 "sets its own precision)")
             if self.filter_on == "int_score" and self.preset is None:
                 raise ValueError("filter_on: int_score needs a preset (its model card's rule)")
             return self
@@ -137,11 +148,14 @@ class ModelClassifier(BatchStage):
         # BatchStage's batch_size is how many documents are sorted together
         self.inference_batch, self.batch_size = self.batch_size, self.sort_window
 
-    def loaded(self) -> hf.LoadedModel:
+    def loaded(self, cache_dir: str | None = None, own_cache: bool = False) -> hf.LoadedModel:
         """The model, loaded once per process (again when its folder's files change), and
-        checked against this stage's parameters."""
+        checked against this stage's parameters. ``cache_dir``: where ONNX exports are kept
+        (default ``$CURATOR_CACHE/onnx``); ``own_cache``: it is this stage's own folder
+        (older exports in it are removed)."""
         m = hf.load_classifier(self.model, key=f"{self.name}.model", device=self.device,
-                               dtype=self.dtype, threads=self.threads)
+                               dtype=self.dtype, threads=self.threads, prefix=self.name,
+                               backend=self.backend, cache_dir=cache_dir, own_cache=own_cache)
         if self._preset is not None and m.kind != "regression":
             raise ConfigError(f"{self.name}.preset: {self.preset} expects a regression head "
                               f"(1 output); '{self.model}' has {len(m.labels)} ({m.kind})")
@@ -180,11 +194,12 @@ class ModelClassifier(BatchStage):
                     ids[i] = row
         return ids
 
-    def predict(self, texts: list[str]) -> tuple[np.ndarray, hf.LoadedModel]:
+    def predict(self, texts: list[str], cache_dir: str | None = None, own_cache: bool = False
+                ) -> tuple[np.ndarray, hf.LoadedModel]:
         """Raw outputs (logits, float32), one row per text, in text order."""
         import torch
 
-        m = self.loaded()
+        m = self.loaded(cache_dir, own_cache)
         ids = self.encode(m, texts)
         n = len(ids)
         out = np.empty((n, len(m.labels)), dtype=np.float32)
@@ -206,17 +221,14 @@ class ModelClassifier(BatchStage):
                     row = ids[i]
                     arr[r, :len(row)] = row
                     mask[r, :len(row)] = 1
-                batch = {"input_ids": torch.from_numpy(arr).to(m.device),
-                         "attention_mask": torch.from_numpy(mask).to(m.device)}
-                if wants_types:
-                    batch["token_type_ids"] = torch.zeros_like(batch["input_ids"])
-                logits = m.model(**batch).logits
-                out[idx] = logits.float().cpu().numpy()
+                out[idx] = m.logits(arr, mask, wants_types)
         return out, m
 
     # -- the stage ----------------------------------------------------------------------------
     def process_batch(self, docs: list[Document], ctx: ShardContext) -> Iterable[Document]:
-        raw, m = self.predict([d.text for d in docs])
+        cache = os.path.join(ctx.work_dir, "cache", ctx.stage_id, "onnx") \
+            if ctx is not None and self.backend != "torch" else None
+        raw, m = self.predict([d.text for d in docs], cache, own_cache=cache is not None)
         bad = ~np.isfinite(raw).all(axis=1)
         if bad.any():
             i = int(np.flatnonzero(bad)[0])

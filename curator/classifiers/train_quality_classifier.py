@@ -4,6 +4,7 @@ text); its phases call the fastText helpers of :mod:`curator.classifiers.quality
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 from typing import Annotated, Any, Literal
 
@@ -115,8 +116,8 @@ class TrainQualityClassifier(GlobalStage):
     def teacher_score(self, doc: Document) -> float | None:
         """The teacher's score of ``doc`` (``labels_from``), ``None`` when it has none."""
         v = meta_value(doc.meta, self.labels_from) if self.labels_from else None
-        if isinstance(v, bool) or not isinstance(v, int | float) or v != v:
-            return None
+        if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
+            return None  # missing, not a number, NaN or inf: no label rather than a guess
         return float(v)
 
     def label(self, doc: Document) -> str | None:

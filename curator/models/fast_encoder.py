@@ -31,17 +31,21 @@ exporting at once both end with a whole file.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
-import tempfile
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from curator.models.onnx_export import (
+    cached_export,
+    default_cache,
+    export_traced,
+    folder_digest,
+    open_session,
+)
 
 BACKENDS = ("fast", "fast-bf16", "onnx", "onnx-int8")
 
@@ -119,18 +123,6 @@ def _pooling_mode(pool: Any, folder: Path) -> str:
     if not isinstance(mode, str) or mode not in known:
         raise ValueError(f"{folder}: pooling {mode!r} is not supported by the fast backends")
     return known[mode]
-
-
-def folder_digest(folder: Path) -> str:
-    """sha256 over the names and contents of the files that define the model."""
-    h = hashlib.sha256()
-    for p in sorted(folder.rglob("*")):
-        if p.is_file() and not p.name.startswith(".") and p.suffix != ".onnx":
-            h.update(str(p.relative_to(folder)).encode())
-            with p.open("rb") as f:
-                for chunk in iter(lambda f=f: f.read(1 << 20), b""):
-                    h.update(chunk)
-    return h.hexdigest()
 
 
 class _Tokens:
@@ -229,7 +221,7 @@ class FastEncoder:
         else:
             if device not in ("cpu", "auto"):
                 raise ValueError(f"device {device!r}: the onnx backends run on CPU (use 'fast')")
-            self._init_onnx(Path(cache_dir) if cache_dir else _default_cache())
+            self._init_onnx(Path(cache_dir) if cache_dir else default_cache())
             self._transformer = None  # exported: the torch weights need not stay in memory
 
     # -- torch -----------------------------------------------------------------------------
@@ -266,25 +258,8 @@ class FastEncoder:
 
     # -- onnx ------------------------------------------------------------------------------
     def _init_onnx(self, cache_dir: Path) -> None:
-        import onnxruntime as ort
-
         path = self._onnx_file(cache_dir)
-        opts = ort.SessionOptions()
-        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        opts.intra_op_num_threads = self._threads
-        opts.inter_op_num_threads = 1
-        # idle workers spinning for work burn CPU that the other processes of a run need
-        opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        try:
-            self._session = ort.InferenceSession(
-                str(path), sess_options=opts, providers=["CPUExecutionProvider"]
-            )
-        except Exception:  # a damaged cache file (we write whole files): export it again
-            path.unlink(missing_ok=True)
-            path = self._onnx_file(cache_dir)
-            self._session = ort.InferenceSession(
-                str(path), sess_options=opts, providers=["CPUExecutionProvider"]
-            )
+        self._session = open_session(path, self._threads, lambda: self._onnx_file(cache_dir))
         self.device = "cpu"
         self.dim = int(self._run_onnx(*_dummy(self.tokenizer)).shape[1])
 
@@ -293,78 +268,18 @@ class FastEncoder:
         return np.asarray(out, dtype=np.float32)
 
     def _onnx_file(self, cache_dir: Path) -> Path:
-        import onnxruntime as ort
-        import torch
-
-        key = hashlib.sha256(
-            json.dumps(
-                [
-                    folder_digest(self.spec.folder),
-                    self.backend,
-                    self.spec.pooling,
-                    self.spec.normalize,
-                    torch.__version__,
-                    ort.__version__,
-                    _EXPORT_VERSION,
-                ]
-            ).encode()
-        ).hexdigest()[:24]
-        target = cache_dir / f"{key}.{self.backend}.onnx"
-        if target.is_file():
-            return target
-        cache_dir.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryDirectory(dir=cache_dir, prefix=".export-") as tmp:
-            fp32 = Path(tmp) / "model.onnx"
-            self._export(fp32)
-            fused = Path(tmp) / "fused.onnx"
-            _optimize(fp32, fused, self._module_config())
-            final = fused
-            if self.backend == "onnx-int8":
-                from onnxruntime.quantization import QuantType, quantize_dynamic
-
-                final = Path(tmp) / "int8.onnx"
-                quantize_dynamic(
-                    str(fused),
-                    str(final),
-                    weight_type=QuantType.QInt8,
-                    per_channel=True,
-                    op_types_to_quantize=["MatMul"],  # QAttention too: min cosine ~0.98
-                    # the fused graph's contrib ops defeat shape inference: say fp32 outright
-                    extra_options={"DefaultTensorType": 1},
-                )
-            os.replace(final, target)  # atomic: a reader sees no file or a whole one
-        return target
-
-    def _module_config(self) -> Any:
-        return self._transformer.config
+        identity = [folder_digest(self.spec.folder), "sentence", self.spec.pooling,
+                    self.spec.normalize]
+        return cached_export(cache_dir, identity, self.backend, self._export,
+                             self._transformer.config)
 
     def _export(self, path: Path) -> None:
         import torch
 
         module = self._torch_module("eager")  # plain ops, which the optimiser fuses
         ids, mask = _dummy(self.tokenizer, rows=2, width=16)
-        with warnings.catch_warnings():  # tracer chatter about shapes, one-off, not the user's
-            warnings.simplefilter("ignore")
-            self._export_traced(torch, module, ids, mask, path)
-
-    @staticmethod
-    def _export_traced(
-        torch: Any, module: Any, ids: np.ndarray, mask: np.ndarray, path: Path
-    ) -> None:
-        torch.onnx.export(
-            module,
-            (torch.from_numpy(ids), torch.from_numpy(mask)),
-            str(path),
-            input_names=["input_ids", "attention_mask"],
-            output_names=["embedding"],
-            dynamic_axes={
-                "input_ids": {0: "batch", 1: "seq"},
-                "attention_mask": {0: "batch", 1: "seq"},
-                "embedding": {0: "batch"},
-            },
-            opset_version=17,
-            dynamo=False,
-        )
+        export_traced(module, (torch.from_numpy(ids), torch.from_numpy(mask)), path,
+                      ["input_ids", "attention_mask"], "embedding")
 
     # -- the Encoder API -------------------------------------------------------------------
     def encode(self, texts: Sequence[str]) -> np.ndarray:
@@ -379,9 +294,6 @@ class FastEncoder:
         return out
 
 
-_EXPORT_VERSION = 3
-
-
 def _dummy(tokenizer: Any, rows: int = 1, width: int = 4) -> tuple[np.ndarray, np.ndarray]:
     enc = tokenizer(
         ["hello world"] * rows,
@@ -391,38 +303,6 @@ def _dummy(tokenizer: Any, rows: int = 1, width: int = 4) -> tuple[np.ndarray, n
         return_tensors="np",
     )
     return enc["input_ids"].astype(np.int64), enc["attention_mask"].astype(np.int64)
-
-
-def _optimize(src: Path, dst: Path, config: Any) -> None:
-    """Fuse attention, LayerNorm and GELU with ONNX Runtime's transformer optimiser where the
-    model type is one it knows (BERT family); otherwise keep the graph as exported."""
-    import shutil
-
-    model_type = getattr(config, "model_type", "")
-    known = {"bert", "roberta", "distilbert", "xlm-roberta", "mpnet", "electra"}
-    if model_type not in known:
-        shutil.copyfile(src, dst)
-        return
-    from onnxruntime.transformers.optimizer import optimize_model
-
-    opt_type = (
-        "bert" if model_type in ("xlm-roberta", "roberta", "mpnet", "electra") else model_type
-    )
-    optimized = optimize_model(
-        str(src),
-        model_type=opt_type,
-        num_heads=int(getattr(config, "num_attention_heads", 0)),
-        hidden_size=int(getattr(config, "hidden_size", 0)),
-        opt_level=1,
-        use_gpu=False,
-    )
-    optimized.save_model_to_file(str(dst))
-
-
-def _default_cache() -> Path:
-    root = os.environ.get("CURATOR_CACHE")
-    base = Path(root) if root else Path.home() / ".cache" / "curator"
-    return base / "onnx"
 
 
 def load_fast_encoder(

@@ -24,6 +24,7 @@ from curator.base.errors import ConfigError
 
 Device = Literal["auto", "cpu", "cuda"]
 DType = Literal["auto", "float32", "bfloat16", "float16"]
+Backend = Literal["torch", "onnx", "onnx-int8"]
 
 #: Files of which a local model folder needs at least one to have a tokenizer.
 TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "vocab.json", "spm.model", "tokenizer.model",
@@ -140,6 +141,27 @@ class LoadedModel:
     kind: str
     #: label names by output index (``id2label``)
     labels: list[str]
+    #: ``torch``, or ``onnx`` / ``onnx-int8`` (then ``model`` is None and ``session`` runs)
+    backend: str = "torch"
+    session: Any = None
+    #: the ONNX file ``session`` runs (None for torch)
+    onnx_path: str | None = None
+
+    def logits(self, ids: Any, mask: Any, token_types: bool) -> Any:
+        """Raw outputs (float32 numpy, one row per text) of a padded batch: ``ids`` and
+        ``mask`` int64 numpy arrays. Call under ``torch.inference_mode`` for torch."""
+        import numpy as np
+
+        if self.session is not None:
+            feed = {"input_ids": ids, "attention_mask": mask}
+            return np.asarray(self.session.run(None, feed)[0], dtype=np.float32)
+        import torch
+
+        batch = {"input_ids": torch.from_numpy(ids).to(self.device),
+                 "attention_mask": torch.from_numpy(mask).to(self.device)}
+        if token_types:
+            batch["token_type_ids"] = torch.zeros_like(batch["input_ids"])
+        return self.model(**batch).logits.float().cpu().numpy()
 
 
 def _folder_state(model: str) -> tuple[Any, ...]:
@@ -155,28 +177,107 @@ def _folder_state(model: str) -> tuple[Any, ...]:
 
 
 def load_classifier(model: str, *, key: str, device: Device = "auto", dtype: DType = "auto",
-                    threads: int = 0, prefix: str | None = None) -> LoadedModel:
+                    threads: int = 0, prefix: str | None = None, backend: Backend = "torch",
+                    cache_dir: str | None = None, own_cache: bool = False) -> LoadedModel:
     """A sequence-classification model and its tokenizer, loaded once per process (and again
     when the folder's files change), in eval mode on ``device``. ``key`` names the model's
-    YAML key in errors; ``prefix`` (the stage name) the device and dtype keys."""
+    YAML key in errors; ``prefix`` (the stage name) the device, dtype and backend keys.
+    ``backend`` ``onnx`` / ``onnx-int8`` runs an ONNX export on CPU (curator.models.onnx_export,
+    cached in ``cache_dir``, default ``$CURATOR_CACHE/onnx``; with ``own_cache`` the folder is the
+    caller's alone and other exports in it are removed)."""
     local = is_local(model)
     if local:
         check_folder(model, key)
     pre = prefix or key.rsplit(".", 1)[0]
+    if backend != "torch":
+        if device == "cuda":
+            raise ConfigError(f"{pre}.backend: {backend} runs on CPU; use backend: torch on "
+                              "a GPU")
+        if dtype not in ("auto", "float32"):
+            raise ConfigError(f"{pre}.dtype: {dtype} is for backend: torch ({backend} "
+                              f"{'is fp32' if backend == 'onnx' else 'quantises to int8'})")
+        device, dtype = "cpu", "float32"
     dev = choose_device(device, f"{pre}.device")
-    if dev == "cpu":
-        set_threads(threads)
-    cache_key = (os.path.abspath(model) if local else model, dev, dtype,
+    n_threads = set_threads(threads) if dev == "cpu" else 0
+    cache_key = (os.path.abspath(model) if local else model, dev, dtype, backend, cache_dir,
                  _folder_state(model) if local else ())
     with _LOCK:
         hit = _CACHE.get(cache_key)
         if hit is not None:
             return hit
         loaded = _load(model, local, key, dev, choose_dtype(dtype, dev, f"{pre}.dtype"))
+        if backend != "torch":
+            loaded = _to_onnx(loaded, model, local, backend, cache_dir, n_threads)
+            if own_cache and cache_dir and loaded.onnx_path:
+                from pathlib import Path
+
+                from curator.models.onnx_export import prune_others
+
+                prune_others(cache_dir, Path(loaded.onnx_path))
         for k in [k for k in _CACHE if k[0] == cache_key[0]]:
             del _CACHE[k]  # an older version of the same folder
         _CACHE[cache_key] = loaded
         return loaded
+
+
+def _to_onnx(m: LoadedModel, model: str, local: bool, backend: str, cache_dir: str | None,
+             threads: int) -> LoadedModel:
+    """``m`` run by ONNX Runtime: exported (or taken from the cache, keyed on the weights'
+    content) and opened; the torch weights are let go."""
+    import copy
+    from pathlib import Path
+
+    import torch
+
+    from curator.models import onnx_export as ox
+
+    net = m.model
+    # a hub model is identified by its revision (transformers records the commit it loaded)
+    content = ox.folder_digest(model) if local else \
+        f"hub:{model}@{getattr(net.config, '_commit_hash', None) or 'unknown'}"
+    types = getattr(net.config, "type_vocab_size", 0) and \
+        "token_type_ids" in getattr(m.tokenizer, "model_input_names", ())
+    identity = [content, "sequence-classification", bool(types)]
+    cache = Path(cache_dir) if cache_dir else ox.default_cache()
+
+    def export(path: Path) -> None:
+        eager = copy.deepcopy(net)
+        eager.set_attn_implementation("eager")  # plain ops, which the optimiser fuses
+        ids = torch.tensor([[m.tokenizer.cls_token_id or 1] + [5] * 14 + [0]] * 2)
+        mask = torch.ones_like(ids)
+        mask[1, 8:] = 0
+        ox.export_traced(_logits_of(eager.eval(), bool(types)), (ids, mask), path,
+                         ["input_ids", "attention_mask"], "logits")
+
+    def path() -> Path:
+        return ox.cached_export(cache, identity, backend, export, net.config)
+
+    onnx = path()
+    session = ox.open_session(onnx, threads or 1, path)
+    return LoadedModel(None, m.tokenizer, "cpu", m.dtype, m.max_length, m.kind, m.labels,
+                       backend=backend, session=session, onnx_path=str(onnx))
+
+
+def _logits_module() -> Any:
+    import torch
+
+    class Logits(torch.nn.Module):
+        """The classifier as (input_ids, attention_mask) -> logits: what is exported."""
+
+        def __init__(self, net: torch.nn.Module, types: bool) -> None:
+            super().__init__()
+            self.net, self.types = net, types
+
+        def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> Any:
+            kw = {"token_type_ids": torch.zeros_like(input_ids)} if self.types else {}
+            return self.net(input_ids=input_ids, attention_mask=attention_mask, **kw).logits
+
+    return Logits
+
+
+def _logits_of(net: Any, types: bool) -> Any:
+    """The exportable module around ``net`` (its class is built lazily: torch imports late)."""
+    return _logits_module()(net, types)
 
 
 def _load(model: str, local: bool, key: str, dev: str, torch_dtype: Any) -> LoadedModel:

@@ -97,3 +97,118 @@ def test_ranks_average_ties_like_scipy() -> None:
 
     x = np.array([3.0, 1.0, 3.0, 2.0, 3.0, 1.0])
     assert (ranks(x) + 1).tolist() == rankdata(x).tolist()
+
+
+# -- the CLI: curator train-quality-classifier --labels-from FIELD --threshold X ---------------
+
+
+def _scored(tmp: Path, n: int = 600, seed: int = 41, random_scores: bool = False) -> list[dict]:
+    """Synthetic pages with a teacher score: prose 4-5, the rest 1-2 (or unrelated noise).
+    Some records store the score flat (write_jsonl's default), some in ``meta`` (flat: false),
+    some lack it, have NaN (Python's json writes it), a boolean or a string."""
+    rng = random.Random(seed)
+    recs = []
+    for i, d in enumerate(documents(n, seed=seed, prose_share=0.5)):
+        score = rng.random() * 5 if random_scores else \
+            (4.0 if d["kind"] == "prose" else 1.0) + rng.random()
+        rec = {"id": d["id"], "text": d["text"]}
+        if i % 40 == 1:
+            pass  # no score
+        elif i % 40 == 2:
+            rec["edu_score"] = float("nan")
+        elif i % 40 == 3:
+            rec["edu_score"] = True
+        elif i % 40 == 4:
+            rec["edu_score"] = "high"
+        elif i % 2:
+            rec["meta"] = {"edu_score": score}
+        else:
+            rec["edu_score"] = score
+        recs.append(rec)
+    import json
+
+    with open(tmp / "scored.jsonl", "w") as f:
+        for r in recs:
+            f.write(json.dumps(r) + "\n")  # json, not orjson: NaN written as NaN
+    return recs
+
+
+def _score_of(rec: dict) -> float | None:
+    v = rec.get("edu_score", rec.get("meta", {}).get("edu_score"))
+    return float(v) if isinstance(v, float) and v == v else None
+
+
+def test_cli_labels_from_learns_the_teachers_score(tmp) -> None:
+    import json
+
+    recs = _scored(tmp)
+    p = run_cli("train-quality-classifier", "--labels-from", "edu_score", "--threshold", "3",
+                "--input", "scored.jsonl", "-o", "m/student.bin", "--split", "0.3", cwd=tmp)
+    out = json.loads(p.stdout)
+    scored = [r for r in recs if _score_of(r) is not None]
+    assert out["docs_without_score"] == len(recs) - len(scored) > 0
+    assert out["docs_labelled"] + out["docs_too_short"] == len(scored)
+    assert out["auc"] >= 0.85 and out["spearman"] >= 0.4
+    # recomputed here: the held-out documents by the CLI's hash, scipy's Spearman, the model
+    held = [r for r in scored if holdout_unit(0, r["id"]) < 0.3
+            and len(normalize(r["text"]).split()) >= 5]
+    assert out["holdout_docs"] == out["spearman_docs"] == len(held)
+    assert out["holdout_hq"] == sum(_score_of(r) >= 3 for r in held)
+    student = hq_scores(load_model(str(tmp / "m" / "student.bin")),
+                        [normalize(r["text"]) for r in held])
+    rho = spearmanr(student, [_score_of(r) for r in held]).statistic
+    assert out["spearman"] == pytest.approx(rho, abs=1e-4)
+    assert f"held-out ROC AUC {out['auc']}, Spearman {out['spearman']} vs edu_score" in p.stderr
+
+
+def test_cli_refuses_a_useless_student(tmp) -> None:
+    _scored(tmp, n=400, seed=42, random_scores=True)
+    args = ("train-quality-classifier", "--labels-from", "edu_score", "--threshold", "2.5",
+            "--input", "scored.jsonl", "-o", "s.bin", "--split", "0.3")
+    p = run_cli(*args, cwd=tmp, check=False)
+    assert p.returncode == 1 and "Traceback" not in p.stderr and not (tmp / "s.bin").exists()
+    (line,) = p.stderr.strip().splitlines()
+    assert line.startswith("curator: error: train-quality-classifier: held-out ROC AUC 0.")
+    assert "< min_auc 0.6 (--labels-from edu_score >= 2.5 vs below)" in line
+    assert "--min-auc 0" in line
+    p = run_cli(*args, "--min-auc", "0", cwd=tmp)  # accepted when asked for
+    assert (tmp / "s.bin").is_file()
+    import json
+
+    assert json.loads(p.stdout)["auc"] < 0.6
+
+
+@pytest.mark.parametrize("case,extra,rc,words", [
+    ("no_such_field", ["--labels-from", "quality", "--threshold", "3"], 1,
+     "--labels-from quality: none of the 600 records has a finite number in 'quality'"),
+    ("all_below", ["--labels-from", "edu_score", "--threshold", "9"], 1,
+     "--labels-from edu_score --threshold 9: all"),
+    ("all_above", ["--labels-from", "edu_score", "--threshold", "-1"], 1,
+     "score at or above it"),
+    ("no_threshold", ["--labels-from", "edu_score"], 2, "--labels-from needs --threshold"),
+    ("nan_threshold", ["--labels-from", "edu_score", "--threshold", "nan"], 2,
+     "--threshold nan"),
+    ("with_sources", ["--labels-from", "edu_score", "--threshold", "3", "--positive",
+                      "scored.jsonl"], 2, "drop --positive/--negative"),
+    ("threshold_alone", ["--threshold", "3", "--positive", "scored.jsonl", "--negative",
+                         "scored.jsonl"], 2, "go with --labels-from"),
+])
+def test_cli_labels_from_bad_input_is_one_line(tmp, case, extra, rc, words) -> None:
+    _scored(tmp)
+    inp = [] if "--positive" in extra else ["--input", "scored.jsonl"]
+    p = run_cli("train-quality-classifier", *extra, *inp, "-o", "x.bin", cwd=tmp, check=False)
+    assert p.returncode == rc and "Traceback" not in p.stderr, p.stderr
+    assert words in p.stderr.strip().splitlines()[-1]
+    assert not (tmp / "x.bin").exists()
+
+
+def test_cli_labels_from_names_a_broken_record(tmp) -> None:
+    _scored(tmp, n=50)
+    with open(tmp / "scored.jsonl", "a") as f:
+        f.write('{"id": "cut", "text": "half a rec\n')
+    p = run_cli("train-quality-classifier", "--labels-from", "edu_score", "--threshold", "3",
+                "--input", "scored.jsonl", "-o", "x.bin", cwd=tmp, check=False)
+    assert p.returncode == 1 and "Traceback" not in p.stderr
+    line = p.stderr.strip().splitlines()[-1]
+    assert line.startswith("curator: error: ") and \
+        line.endswith("/scored.jsonl:51: not a JSON record")

@@ -11,38 +11,17 @@ import numpy as np
 import pytest
 import torch
 from helpers import run_cli
-from helpers_classifiers import corpus
+from helpers_classifiers import corpus, mixed_texts, plain
 from helpers_filters import run_pipeline, write_jsonl
-from transformers import AutoModelForSequenceClassification, AutoTokenizer
+from transformers import AutoModelForSequenceClassification
 
 from curator.classifiers.model_classifier import ModelClassifier
 from curator.core.errors import ConfigError, StageError
 from curator.models.tiny import build_classifier
 
 
-def plain(folder: Path, texts: list[str], max_length: int | None = None) -> np.ndarray:
-    """What the model cards do: one text at a time, no padding, truncation on."""
-    tok = AutoTokenizer.from_pretrained(str(folder))
-    model = AutoModelForSequenceClassification.from_pretrained(str(folder)).eval()
-    rows = []
-    with torch.no_grad():
-        for t in texts:
-            enc = tok(t, truncation=True, max_length=max_length, return_tensors="pt")
-            rows.append(model(**enc).logits[0].float().numpy())
-    return np.stack(rows)
-
-
 def stage(**params) -> ModelClassifier:
     return ModelClassifier.from_params(params)  # type: ignore[return-value]
-
-
-def mixed_texts() -> list[str]:
-    """Short, empty, long (past the token limit and past the prefix cut), a 1 MB page, a word
-    run with no spaces, long whitespace runs: in an order that sorting by length changes."""
-    base = corpus(40, seed=3)
-    long = " ".join(base) * 3
-    return ([base[0], "", long, base[1], "x" * 3000 + " tail", "word " * 200_000,
-             "   \n\t " * 2000 + base[2], base[3] * 40, "a", long[:1100]] + base[4:30])
 
 
 def test_regression_scores_equal_plain_forward_pass(regression_model) -> None:

@@ -370,11 +370,13 @@ FALLBACK_RATIO = 0.5
 #: all 0.859 -> 0.863, +2.4 ms/page (docs/extract.md).
 UNRELIABLE_RATIO = 0.3
 BODY_RATIO = 0.2
-#: When the text has fewer words than this share of the page's ``<body>``, look for a listing
-#: (a run of similar linked blocks, curator/extract/listing.py) that the text misses and
-#: append its cards. Tuning split: listings 0.719 -> 0.795, all pages 0.863 -> 0.872; it
-#: fires on 5 of 379 pages and is looked for on 13 (+0.3 ms/page), docs/extract.md.
-LISTING_RATIO = 0.1
+#: ``listing_ratio``: when the text has fewer words than this share of the page's ``<body>``,
+#: look for a listing (a run of similar linked blocks, curator/extract/listing.py) that the
+#: text misses and append its cards. Off by default: on the tuning split 0.1 lifted listings
+#: 0.719 -> 0.795 and all pages 0.863 -> 0.872 (5 pages changed, all up), but on the held-out
+#: split it changed 5 pages, 4 of them down (all 0.865 -> 0.858, listings 0.657 -> 0.610),
+#: docs/extract.md#listing-pages.
+LISTING_RATIO = 0.0
 
 Fast = bool | Literal["auto"]
 
@@ -472,7 +474,8 @@ class ExtractHtml(ShardStage):
         when its text has fewer words than this share of the page's `<body>` (0: off)."""
         listing_ratio: Ratio = LISTING_RATIO
         """When the text has fewer words than this share of the page's `<body>`, append the
-        cards of a listing it misses (see [extract.md](extract.md#listing-pages); 0: off)."""
+        cards of a listing it misses (0: off; measured in
+        [extract.md](extract.md#listing-pages))."""
 
     def setup(self) -> None:
         # trafilatura's options (docs/extract.md has the F1 and CPU of each)

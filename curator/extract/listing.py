@@ -5,10 +5,11 @@ run of sibling blocks of the same kind, each a link plus a line or two of text. 
 and resiliparse see link-dense blocks as navigation and drop them, keeping a comment box or a
 teaser instead (precision of the page's gold 0.1, recall 0.03). :func:`listing_cards` finds
 the largest such run and returns its text, one card per line; :func:`extract_text
-<curator.extract.extract_html.extract_text>` appends it only when its own text is a small
-share of the page (``listing_ratio``) and holds few of the cards' words, which on the tuning
-pages of bench/gold is 5 of 379 pages (3 listings, a Sphinx index, a forum): listings
-0.719 -> 0.795, all pages 0.863 -> 0.872 (docs/extract.md).
+<curator.extract.extract_html.extract_text>` appends it, with ``listing_ratio`` > 0 (off by
+default), only when its own text is a small share of the page and holds few of the cards'
+words. Measured (docs/extract.md#listing-pages): with 0.1, tuning pages 0.863 -> 0.872 (5 of
+379 changed, all up; listings 0.719 -> 0.795), held-out pages 0.865 -> 0.858 (5 of 251
+changed, 4 down; listings 0.657 -> 0.610), hence off.
 """
 
 from __future__ import annotations

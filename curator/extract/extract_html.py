@@ -143,22 +143,15 @@ _TABLE_RULE = re.compile(r"^\|(---\|)+$")
 # Forum posts' author boxes and signatures (phpBB's postprofile, vBulletin's userinfo and
 # signature, XenForo's message-userDetails, Vanilla's AuthorInfo...): trafilatura keeps the
 # member lines ("Beiträge: 6", "Registriert seit", join dates, ranks) inside a thread's text.
-# A cheap XPath picks elements whose class/id holds one of the stems, then this regex on
+# A cheap XPath picks elements whose class/id holds one of the stems, then a regex on
 # whole class/id tokens decides; boxes over _POST_META_WORDS words are left (a wrapper that
 # holds the post, like vBulletin's "postdetails", which is not in the list for that reason).
-_POST_META_XPATH = (
-    "//*[@class or @id][contains(translate(concat(@class, ' ', @id),"
-    " 'ABCDEFGHIJKLMNOPQRSTUVWXYZ', 'abcdefghijklmnopqrstuvwxyz'), 'user')"
-    " or contains(translate(concat(@class, ' ', @id), 'APOST', 'apost'), 'postprofile')"
-    " or contains(translate(concat(@class, ' ', @id), 'S', 's'), 'signature')"
-    " or contains(translate(concat(@class, ' ', @id), 'AI', 'ai'), 'authorinfo')"
-    " or contains(translate(concat(@class, ' ', @id), 'AI', 'ai'), 'author-info')"
-    " or contains(translate(concat(@class, ' ', @id), 'PI', 'pi'), 'posterinfo')"
-    " or contains(translate(concat(@class, ' ', @id), 'PI', 'pi'), 'poster-info')"
-    " or contains(translate(concat(@class, ' ', @id), 'PA', 'pa'), 'postauthor')"
-    " or contains(translate(concat(@class, ' ', @id), 'MI', 'mi'), 'memberinfo')"
-    " or contains(translate(concat(@class, ' ', @id), 'MI', 'mi'), 'member-info')]"
-)
+_POST_META_STEMS = ("ser", "rofile", "ignature", "uthor", "oster", "ember")  # any case of
+# the first letter (User/user...); C-level contains() on each attribute, one union: 2 ms a
+# page on the tuning split, where translate() to lower case cost 8.
+_POST_META_XPATH = " | ".join(
+    f"//*[@{a}][" + " or ".join(f"contains(@{a}, '{s}')" for s in _POST_META_STEMS) + "]"
+    for a in ("class", "id"))
 _POST_META = re.compile(
     r"(?:^|[-_ ])(?:postprofile|userinfo|user-info|user_info|userdetails|user-details"
     r"|messageuserinfo|message-userdetails|message-user|postbit-user|postbituser|signature"

@@ -180,6 +180,10 @@ def configs() -> dict[str, Callable[[str], str]]:
                                                                fallback=False)
     # round 3 of issue 22: fast=auto's <body> yardstick where resiliparse keeps nothing
     out["curator default, body_ratio=0"] = cur(body_ratio=0.0)
+    # round 4: cards of listing pages (curator/extract/listing.py; off by default: lost on
+    # held-out pages)
+    out["curator default, listing_ratio=0.1"] = cur(listing_ratio=0.1)
+    out["curator default, post_meta kept"] = cur(post_meta=True)
     for ratio in (0.3, 0.7):
         out[f"curator default, fallback_ratio={ratio}"] = cur(fallback_ratio=ratio)
     out.update({

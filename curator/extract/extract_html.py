@@ -140,6 +140,25 @@ _WRAPPED_TEXT = ("//text()[contains(., '\n')][normalize-space()][not(ancestor::p
 _TABLE_RULE = re.compile(r"^\|(---\|)+$")
 
 
+# Forum posts' author boxes and signatures (phpBB's postprofile, vBulletin's userinfo and
+# signature, XenForo's message-userDetails, Vanilla's AuthorInfo...): trafilatura keeps the
+# member lines ("Beiträge: 6", "Registriert seit", join dates, ranks) inside a thread's text.
+# A cheap XPath picks elements whose class/id holds one of the stems, then a regex on
+# whole class/id tokens decides; boxes over _POST_META_WORDS words are left (a wrapper that
+# holds the post, like vBulletin's "postdetails", which is not in the list for that reason).
+_POST_META_STEMS = ("ser", "rofile", "ignature", "uthor", "oster", "ember")  # any case of
+# the first letter (User/user...); C-level contains() on each attribute, one union: 2 ms a
+# page on the tuning split, where translate() to lower case cost 8.
+_POST_META_XPATH = " | ".join(
+    f"//*[@{a}][" + " or ".join(f"contains(@{a}, '{s}')" for s in _POST_META_STEMS) + "]"
+    for a in ("class", "id"))
+_POST_META = re.compile(
+    r"(?:^|[-_ ])(?:postprofile|userinfo|user-info|user_info|userdetails|user-details"
+    r"|messageuserinfo|message-userdetails|message-user|postbit-user|postbituser|signature"
+    r"|usertitle|user-title|author-?info|poster-?info|postauthor|memberinfo|member-info"
+    r"|user-stats|userstats)(?:[-_ ]|$)", re.IGNORECASE)
+_POST_META_WORDS = 150
+
 _XPATHS: list[Any] = []
 
 
@@ -158,16 +177,27 @@ def _join_lines(text: str) -> str:
     return out
 
 
-def _compiled() -> tuple[Any, Any]:
-    """The two XPath expressions, compiled once per process (lxml is imported late)."""
+def _compiled() -> tuple[Any, Any, Any]:
+    """The XPath expressions, compiled once per process (lxml is imported late)."""
     if not _XPATHS:
         from lxml.etree import XPath
 
-        _XPATHS.extend([XPath(_UI_XPATH), XPath(_WRAPPED_TEXT)])
-    return _XPATHS[0], _XPATHS[1]
+        _XPATHS.extend([XPath(_UI_XPATH), XPath(_WRAPPED_TEXT), XPath(_POST_META_XPATH)])
+    return _XPATHS[0], _XPATHS[1], _XPATHS[2]
 
 
-def _prepare_tree(tree: object, shape: bool) -> None:
+def _drop_post_meta(tree: object, meta_xpath: Any) -> None:
+    """Drop forum posts' author boxes and signatures (see :data:`_POST_META`)."""
+    for el in meta_xpath(tree):
+        if el.tag in ("html", "body") or el.getparent() is None:
+            continue
+        if not _POST_META.search(f"{el.get('class') or ''} {el.get('id') or ''}"):
+            continue
+        if len(" ".join(el.itertext()).split()) <= _POST_META_WORDS:
+            el.drop_tree()
+
+
+def _prepare_tree(tree: object, shape: bool, post_meta: bool = False) -> None:
     """Edit the parsed page before trafilatura sees it (one parse serves every step)."""
     from lxml.etree import strip_tags
 
@@ -177,9 +207,11 @@ def _prepare_tree(tree: object, shape: bool) -> None:
     # fifth less time.
     for el in tree.iter("pre", "code"):  # type: ignore[attr-defined]
         strip_tags(el, "span")
-    ui, wrapped = _compiled()
+    ui, wrapped, meta = _compiled()
     for el in ui(tree):
         el.drop_tree()
+    if not post_meta:
+        _drop_post_meta(tree, meta)
     if not shape:
         return
     # A browser renders a newline inside a paragraph as a space: hard-wrapped HTML source
@@ -230,14 +262,14 @@ def _shape_text(text: str) -> str:
 
 def _trafilatura(html: str, fast: bool = True, balance: Balance = "recall",
                  include_comments: bool = False, include_tables: bool = True,
-                 shape: bool = True) -> str:
+                 shape: bool = True, post_meta: bool = False) -> str:
     import trafilatura
     from trafilatura.utils import load_html
 
     tree = load_html(html)  # what trafilatura.extract does with a string
     if tree is None:
         return ""
-    _prepare_tree(tree, shape)
+    _prepare_tree(tree, shape, post_meta)
     # deduplicate=False: trafilatura's dedup cache is per process state, so its output would
     # depend on which documents a worker saw before (and on the worker count).
     text = trafilatura.extract(tree, fast=fast, favor_precision=balance == "precision",
@@ -370,6 +402,13 @@ FALLBACK_RATIO = 0.5
 #: all 0.859 -> 0.863, +2.4 ms/page (docs/extract.md).
 UNRELIABLE_RATIO = 0.3
 BODY_RATIO = 0.2
+#: ``listing_ratio``: when the text has fewer words than this share of the page's ``<body>``,
+#: look for a listing (a run of similar linked blocks, curator/extract/listing.py) that the
+#: text misses and append its cards. Off by default: on the tuning split 0.1 lifted listings
+#: 0.719 -> 0.795 and all pages 0.863 -> 0.872 (5 pages changed, all up), but on the held-out
+#: split it changed 5 pages, 4 of them down (all 0.865 -> 0.858, listings 0.657 -> 0.610),
+#: docs/extract.md#listing-pages.
+LISTING_RATIO = 0.0
 
 Fast = bool | Literal["auto"]
 
@@ -383,7 +422,8 @@ def extract_text(html: str, extractor: Extractor = DEFAULT_EXTRACTOR,
                  balance: Balance = "recall", include_comments: bool = False,
                  include_tables: bool = True, fallback: bool = True,
                  fallback_ratio: float = FALLBACK_RATIO, shape: bool = True,
-                 body_ratio: float = BODY_RATIO) -> str:
+                 body_ratio: float = BODY_RATIO, listing_ratio: float = LISTING_RATIO,
+                 post_meta: bool = False) -> str:
     """Main text of an HTML page ('' when there is none). Raises :class:`ExtractTimeout`
     after ``timeout_s`` seconds.
 
@@ -395,14 +435,17 @@ def extract_text(html: str, extractor: Extractor = DEFAULT_EXTRACTOR,
     ``balance`` is its precision/recall trade-off; ``fallback`` takes resiliparse's text
     when trafilatura's is empty or under ``fallback_ratio`` of it in words; ``shape`` joins
     hard-wrapped lines inside a paragraph, writes table cells tab-separated and drops
-    documentation generators' UI strings."""
+    documentation generators' UI strings; ``listing_ratio`` appends the cards of a listing
+    page the text misses when the text is under that share of the ``<body>``'s words (0:
+    off); ``post_meta`` keeps forum posts' author boxes and signatures."""
     fn = EXTRACTORS[extractor]
     prepare(extractor)
     with time_limit(timeout_s):
         if extractor != "trafilatura":
             return fn(html).strip()
         text = _trafilatura(html, fast is not False, balance, include_comments,
-                            include_tables, shape).strip()
+                            include_tables, shape, post_meta).strip()
+        rtree = None
         if fast == "auto" or (fallback and (not text or fallback_ratio > 0)):
             prepare("resiliparse")
             alt, rtree = _resiliparse_tree(html)
@@ -411,14 +454,22 @@ def extract_text(html: str, extractor: Extractor = DEFAULT_EXTRACTOR,
             n_text, n_alt = _words(text), _words(alt)
             if fast == "auto" and (not text or n_text < ratio * n_alt):
                 text = _trafilatura(html, False, balance, include_comments, include_tables,
-                                    shape).strip() or text
+                                    shape, post_meta).strip() or text
             elif (fast == "auto" and n_alt < UNRELIABLE_RATIO * n_text
                   and n_text < body_ratio * _body_words(rtree)):
                 second: Balance = "default" if balance == "recall" else balance
                 text = _trafilatura(html, False, second, include_comments, include_tables,
-                                    shape).strip() or text
+                                    shape, post_meta).strip() or text
             if fallback and (not text or _words(text) < fallback_ratio * _words(alt)):
                 text = alt
+        # resiliparse's <body> words as a cheap first test; listing_cards decides on lxml's
+        if listing_ratio > 0 and (rtree is None
+                                  or _words(text) < listing_ratio * _body_words(rtree)):
+            from curator.extract.listing import listing_cards
+
+            cards = listing_cards(html, text, listing_ratio)
+            if cards:
+                text = f"{text}\n{cards}" if text else cards
     return text
 
 
@@ -454,6 +505,13 @@ class ExtractHtml(ShardStage):
         body_ratio: Ratio = BODY_RATIO
         """With `fast: auto`, when resiliparse keeps almost nothing: rerun trafilatura in full
         when its text has fewer words than this share of the page's `<body>` (0: off)."""
+        listing_ratio: Ratio = LISTING_RATIO
+        """When the text has fewer words than this share of the page's `<body>`, append the
+        cards of a listing it misses (0: off; measured in
+        [extract.md](extract.md#listing-pages))."""
+        post_meta: bool = False
+        """Keep forum posts' author boxes and signatures (see
+        [extract.md](extract.md#forum-posts-author-boxes))."""
 
     def setup(self) -> None:
         # trafilatura's options (docs/extract.md has the F1 and CPU of each)
@@ -461,7 +519,8 @@ class ExtractHtml(ShardStage):
                         "include_comments": self.include_comments,
                         "include_tables": self.include_tables, "fallback": self.fallback,
                         "fallback_ratio": self.fallback_ratio, "shape": self.shape,
-                        "body_ratio": self.body_ratio}
+                        "body_ratio": self.body_ratio,
+                        "listing_ratio": self.listing_ratio, "post_meta": self.post_meta}
         self.max_bytes = int(self.max_page_mb * 1024 * 1024)
 
     def process(self, docs: Iterator[Document], ctx: ShardContext) -> Iterator[Document]:

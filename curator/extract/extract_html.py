@@ -142,6 +142,38 @@ _TABLE_RULE = re.compile(r"^\|(---\|)+$")
 
 _XPATHS: list[Any] = []
 
+_NOSCRIPT = re.compile(r"<noscript\b[^>]*>(.*?)</noscript\s*>", re.IGNORECASE | re.DOTALL)
+_NOSCRIPT_START = re.compile(r"<noscript\b", re.IGNORECASE)
+_IFRAME_OPEN = re.compile(r"<iframe\b", re.IGNORECASE)
+_IFRAME_CLOSE = re.compile(r"</iframe\s*>", re.IGNORECASE)
+
+
+def close_noscript_iframes(html: str) -> str:
+    """Close the ``<iframe>`` left open inside a ``<noscript>`` (tag managers' snippets often
+    write ``<iframe src=...>`` or ``<iframe .../>`` with no end tag). A browser runs scripts,
+    so it reads a ``<noscript>``'s content as inert text; the parsers here do not: an iframe's
+    content is raw text up to ``</iframe>``, so without one the rest of the page became the
+    iframe's text (libxml2 for an unclosed tag: trafilatura then returned the page's raw
+    markup as its text; resiliparse's HTML5 parser also for ``<iframe/>``: it kept no words).
+    Each missing ``</iframe>`` is added before the ``</noscript>``; other pages are returned
+    as they are (the same object)."""
+    if _NOSCRIPT_START.search(html) is None:
+        return html
+    changed = False
+
+    def close(m: re.Match[str]) -> str:
+        nonlocal changed
+        inner = m.group(1)
+        missing = len(_IFRAME_OPEN.findall(inner)) - len(_IFRAME_CLOSE.findall(inner))
+        if missing <= 0:
+            return m.group(0)
+        changed = True
+        end = m.start(0) + len(m.group(0)) - m.end(1)  # length of the "</noscript>" part
+        return m.group(0)[:-end] + "</iframe>" * missing + m.group(0)[-end:]
+
+    out = _NOSCRIPT.sub(close, html)
+    return out if changed else html
+
 
 def _join_lines(text: str) -> str:
     """A newline and the blanks around it become one space, as a browser renders them
@@ -398,6 +430,7 @@ def extract_text(html: str, extractor: Extractor = DEFAULT_EXTRACTOR,
     documentation generators' UI strings."""
     fn = EXTRACTORS[extractor]
     prepare(extractor)
+    html = close_noscript_iframes(html)
     with time_limit(timeout_s):
         if extractor != "trafilatura":
             return fn(html).strip()

@@ -15,7 +15,9 @@ shard.
 from __future__ import annotations
 
 import codecs
+import copy
 import re
+import threading
 from collections.abc import Callable, Iterator
 from typing import Any, Literal
 
@@ -288,10 +290,14 @@ def _trafilatura(html: str, fast: bool = True, balance: Balance = "recall",
     _prepare_tree(tree, shape, _may_have_ui(html))
     # deduplicate=False: trafilatura's dedup cache is per process state, so its output would
     # depend on which documents a worker saw before (and on the worker count).
-    text = trafilatura.extract(tree, fast=fast, favor_precision=balance == "precision",
-                               favor_recall=balance == "recall",
-                               include_comments=include_comments,
-                               include_tables=include_tables, deduplicate=False) or ""
+    _OWNED.tree = tree  # not read after this call: trafilatura need not copy it
+    try:
+        text = trafilatura.extract(tree, fast=fast, favor_precision=balance == "precision",
+                                   favor_recall=balance == "recall",
+                                   include_comments=include_comments,
+                                   include_tables=include_tables, deduplicate=False) or ""
+    finally:
+        _OWNED.tree = None
     return _shape_text(text) if shape else text
 
 
@@ -371,6 +377,35 @@ def html_class_lookup() -> Any:
     return lookup
 
 
+#: The tree :func:`_trafilatura` hands to ``trafilatura.extract`` and never reads again, per
+#: thread (Dask workers extract in threads).
+_OWNED = threading.local()
+#: The line of trafilatura's ``bare_extraction`` that copies a tree given to it.
+_DEFENSIVE_COPY = "if tree is filecontent:\n            tree = copy(tree)"
+
+
+def _copy_unless_owned(obj: Any) -> Any:
+    """``copy`` as trafilatura.core calls it, except for the one call that copies the tree
+    :func:`_trafilatura` passed (``bare_extraction`` protects a caller's tree from its
+    pruning; that tree is parsed for this call and dropped after it): a whole-tree copy is
+    ~1 ms of ~40 ms per page. Every other call, and every call from other callers, copies."""
+    if obj is not None and getattr(_OWNED, "tree", None) is obj:
+        _OWNED.tree = None
+        return obj
+    return copy.copy(obj)
+
+
+def _skip_defensive_copy() -> None:
+    """Install :func:`_copy_unless_owned` when trafilatura.core is the code it was written
+    for (its ``copy`` is ``copy.copy`` and ``bare_extraction`` has the copy line)."""
+    import inspect
+
+    import trafilatura.core as core
+
+    if core.copy is copy.copy and _DEFENSIVE_COPY in inspect.getsource(core.bare_extraction):
+        core.copy = _copy_unless_owned  # type: ignore[attr-defined]
+
+
 def _fast_class_lookup() -> None:
     """Give trafilatura's HTML parser (the one its ``load_html`` uses) the C-level lookup."""
     from trafilatura.utils import HTML_PARSER
@@ -379,6 +414,7 @@ def _fast_class_lookup() -> None:
 
     HTML_PARSER.set_element_class_lookup(html_class_lookup())
     install()  # its discard XPaths without re:test callbacks (curator/extract/discard.py)
+    _skip_defensive_copy()
 
 
 def prepare(extractor: str) -> None:

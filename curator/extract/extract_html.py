@@ -114,6 +114,7 @@ Balance = Literal["precision", "default", "recall"]
 # MkDocs' "¶" permalinks, rustdoc's "Expand description" toggle, "§" anchors, "source" links
 # and "[−]" collapse-all button (with the item's version: header UI), Javadoc's "Skip
 # navigation links", MkDocs' "Skip to content", Doxygen's "More..." links to the details.
+# (The reference: pages run its alternatives, _UI_PARTS, through _ui_elements.)
 _UI_XPATH = (
     "//a[(@class and (contains(concat(' ', normalize-space(@class), ' '), ' headerlink ')"
     " or ((contains(concat(' ', normalize-space(@class), ' '), ' anchor ')"
@@ -127,18 +128,53 @@ _UI_XPATH = (
     " | //a[@id = 'toggle-all-docs']"
     " | //div[contains(@class, 'skipNav') or contains(@class, 'skip-nav')]"
 )
-# Strings that a page's source must contain for _UI_XPATH to match anything (its class and
-# id values, the "More..." link text; a `class="src"` attribute): a page with none of them
-# (most pages of the web) skips the XPath, which costs ~1.5 ms on a large page. Attribute
+# _UI_XPATH split into its alternatives, each with the strings a page's source must contain for
+# it to match anything (its class and id values, the "More..." link text; a `class="src"`
+# attribute): a page runs only the alternatives whose strings it holds (a Sphinx page: the
+# headerlink one), most pages of the web none. Each alternative walks the whole tree (~0.4 ms
+# on a large page; `descendant::` from the root element walks it once, `//` twice). Attribute
 # values are compared as written, so only entity-encoded letters in them would be missed.
-_UI_TOKENS = ("headerlink", "anchor", "srclink", "md-skip", "skip-nav", "skipNav", "More...",
-              "hideme", "out-of-band", "toggle-all-docs")
-_UI_SRC_CLASS = re.compile(r"""class\s*=\s*(?:"src"|'src'|src[\s>/])""", re.IGNORECASE)
+# Same elements as _UI_XPATH (tests/extract/test_ui_gate.py).
+_CLS = "contains(concat(' ', normalize-space(@class), ' '), ' {} ')"
+_SRC_CLASS = re.compile(r"""class\s*=\s*(?:"src"|'src'|src[\s>/])""", re.IGNORECASE)
+_UI_PARTS: tuple[tuple[tuple[str, ...], str], ...] = (
+    # the plain contains() first: normalize-space() and concat() only for the few candidates
+    (("headerlink",), "descendant::a[contains(@class, 'headerlink') and "
+     + _CLS.format("headerlink") + "]"),
+    (("anchor",), "descendant::a[contains(@class, 'anchor') and (" + _CLS.format("anchor") + " or "
+     + _CLS.format("doc-anchor") + ") and string-length(normalize-space()) <= 2]"),
+    (("srclink",), "descendant::a[@class and contains(@class, 'srclink')]"),
+    (("class=src",), "descendant::a[@class = 'src' and (normalize-space() = 'source'"
+     " or normalize-space() = 'Source')]"),
+    (("md-skip", "skip-nav"), "descendant::a[@class and (contains(@class, 'md-skip')"
+     " or contains(@class, 'skip-nav'))]"),
+    (("More...",), "descendant::a[contains(@href, '#') and normalize-space() = 'More...']"),
+    (("hideme",), "descendant::summary[contains(@class, 'hideme')]"),
+    (("out-of-band",), "descendant::span[@class = 'out-of-band']"),
+    (("toggle-all-docs",), "descendant::a[@id = 'toggle-all-docs']"),
+    (("skipNav", "skip-nav"), "descendant::div[contains(@class, 'skipNav')"
+     " or contains(@class, 'skip-nav')]"),
+)
+_UI_COMPILED: list[tuple[tuple[str, ...], Any]] = []
 
 
-def _may_have_ui(html: str) -> bool:
-    """Whether ``_UI_XPATH`` can match on this page (False: it certainly matches nothing)."""
-    return any(t in html for t in _UI_TOKENS) or _UI_SRC_CLASS.search(html) is not None
+def _has(html: str, needle: str) -> bool:
+    return _SRC_CLASS.search(html) is not None if needle == "class=src" else needle in html
+
+
+def _ui_elements(tree: Any, html: str) -> list[Any]:
+    """The elements _UI_XPATH selects on ``tree`` (parsed from ``html``), running only the
+    alternatives whose strings ``html`` contains (document order is not kept: dropping them
+    gives the same tree in any order)."""
+    if not _UI_COMPILED:
+        from lxml.etree import XPath
+
+        _UI_COMPILED.extend((tokens, XPath(x)) for tokens, x in _UI_PARTS)
+    found: dict[Any, None] = {}
+    for tokens, xpath in _UI_COMPILED:
+        if any(_has(html, n) for n in tokens):
+            found.update(dict.fromkeys(xpath(tree)))
+    return list(found)
 
 
 # The same strings when they reach the text some other way (one line of their own).
@@ -215,9 +251,9 @@ def _compiled() -> tuple[Any, Any]:
     return _XPATHS[0], _XPATHS[1]
 
 
-def _prepare_tree(tree: object, shape: bool, ui: bool = True) -> None:
-    """Edit the parsed page before trafilatura sees it (one parse serves every step); ``ui``:
-    look for documentation generators' UI elements (:func:`_may_have_ui` of the page)."""
+def _prepare_tree(tree: object, shape: bool, html: str) -> None:
+    """Edit the parsed page (parsed from ``html``) before trafilatura sees it (one parse
+    serves every step)."""
     from lxml.etree import strip_tags
 
     # Syntax highlighting makes every token of a code block a <span>; trafilatura's XPath
@@ -226,12 +262,11 @@ def _prepare_tree(tree: object, shape: bool, ui: bool = True) -> None:
     # fifth less time.
     for el in tree.iter("pre", "code"):  # type: ignore[attr-defined]
         strip_tags(el, "span")
-    ui_xpath, wrapped = _compiled()
-    if ui:
-        for el in ui_xpath(tree):
-            el.drop_tree()
+    for el in _ui_elements(tree, html):
+        el.drop_tree()
     if not shape:
         return
+    wrapped = _compiled()[1]
     # A browser renders a newline inside a paragraph as a space: hard-wrapped HTML source
     # (Sphinx, man pages, many CMSs) otherwise leaves sentence fragments one per line, which
     # line-based filters and line dedup then judge. <pre>, <textarea> and code blocks keep
@@ -287,7 +322,7 @@ def _trafilatura(html: str, fast: bool = True, balance: Balance = "recall",
     tree = load_html(html)  # what trafilatura.extract does with a string
     if tree is None:
         return ""
-    _prepare_tree(tree, shape, _may_have_ui(html))
+    _prepare_tree(tree, shape, html)
     # deduplicate=False: trafilatura's dedup cache is per process state, so its output would
     # depend on which documents a worker saw before (and on the worker count).
     _OWNED.tree = tree  # not read after this call: trafilatura need not copy it

@@ -201,9 +201,9 @@ if __name__ == "__main__":
 """
 
 
-def _run(cmd: list[str], cwd: str | None = None) -> tuple[float, float]:
+def _run(cmd: list[str], cwd: str | None = None, repo: str = REPO) -> tuple[float, float]:
     """Wall and CPU seconds (with children) of a command; exits on failure."""
-    env = dict(os.environ, PYTHONPATH=REPO)
+    env = dict(os.environ, PYTHONPATH=repo)
     c0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     r = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True)
@@ -226,7 +226,8 @@ def _count_jsonl(folder: str) -> int:
 
 
 def run_curator(warc: str, tmp: str, workers: int, extractor: str | None,
-                tag: str = "curator", executor: str = "mpi") -> tuple[float, float, int]:
+                tag: str = "curator", executor: str = "mpi",
+                repo: str = REPO) -> tuple[float, float, int]:
     """Wall, CPU seconds and documents out of ``curator run`` on the bench pipeline
     (``mpiexec -n workers`` for the MPI executor, a Dask LocalCluster of ``workers``
     processes for the Dask one)."""
@@ -242,7 +243,7 @@ def run_curator(warc: str, tmp: str, workers: int, extractor: str | None,
     if executor == "mpi":
         mpiexec = os.path.join(os.path.dirname(sys.executable), "mpiexec")
         cmd = [mpiexec if os.path.exists(mpiexec) else "mpiexec", "-n", str(workers), *cmd]
-    wall, cpu = _run(cmd, cwd=tmp)
+    wall, cpu = _run(cmd, cwd=tmp, repo=repo)
     return wall, cpu, _count_jsonl(out)
 
 
@@ -274,6 +275,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-quality", action="store_true", help="skip the extraction F1 check")
     ap.add_argument("--rounds", type=int, default=1, help="alternate the tools N times, "
                     "report the best wall and CPU time of each")
+    ap.add_argument("--baseline", metavar="REV", default=None,
+                    help="also run curator as of this git revision (git archive of it) in "
+                    "every round, right after this checkout's: before/after under the same load")
     args = ap.parse_args(argv)
     roots = args.html_root or ["/usr/share/doc"]
     limit = args.pages or (200 if args.small else None)
@@ -304,12 +308,28 @@ def main(argv: list[str] | None = None) -> int:
             every.setdefault(key, []).append(r[1])
 
         exs = [main_ex, *args.also]
+        base = None
+        if args.baseline:
+            base = os.path.join(tmp, "baseline")
+            os.makedirs(base)
+            arch = subprocess.run(["git", "-C", REPO, "archive", args.baseline],
+                                  capture_output=True, check=True).stdout
+            subprocess.run(["tar", "-x", "-C", base], input=arch, check=True)
         for rnd in range(args.rounds):  # alternate the tools so that load changes hit both
             keep("datatrove", run_datatrove(warc, os.path.join(tmp, f"r{rnd}"), args.workers,
                                             len(files)))
             for k, ex in enumerate(exs):
                 keep(f"curator{k}", run_curator(warc, os.path.join(tmp, f"r{rnd}"),
                                                 args.workers, ex, f"curator{k}", args.executor))
+            if base:
+                keep("baseline", run_curator(warc, os.path.join(tmp, f"r{rnd}"), args.workers,
+                                             main_ex, "baseline", args.executor, repo=base))
+        if base:
+            for rnd, (d, c, b) in enumerate(zip(every["datatrove"], every["curator0"],
+                                                every["baseline"])):
+                print(f"round {rnd + 1}: cpu s datatrove {d:.2f}, curator {c:.2f} ({d / c:.2f}x),"
+                      f" baseline {args.baseline} {b:.2f} ({d / b:.2f}x); curator/baseline "
+                      f"cpu {c / b:.3f}")
         if args.rounds > 1:
             # each round's pair ran back to back, so the machine's load hit both alike: the
             # spread of the per-round CPU ratio is the noise of the figure

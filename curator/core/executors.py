@@ -223,13 +223,17 @@ class MPIExecutor(Executor):
     thread that polls every couple of milliseconds, so it computes items too and no MPI progress
     thread has to spin a core. Outputs are keyed on shards, so which rank ran an item never
     changes a byte. A failure on any rank stops the queue and fails all ranks with the same
-    message instead of leaving the others waiting in a collective."""
+    message instead of leaving the others waiting in a collective. A rank that waits for the
+    others at a collective (the end of a stage group) sleeps instead of spinning: MPICH's
+    blocking collectives busy-poll a core for as long as the slowest rank still works."""
 
     kind = "mpi"
     _TAG_REQ = 71
     _TAG_REP = 72
     #: seconds between rank 0's polls for requests; a shard takes seconds, so this is noise
     poll_s = 0.002
+    #: longest sleep between checks while a rank waits for the others at a collective
+    wait_poll_max_s = 0.02
 
     def __init__(self, schedule: str = "dynamic") -> None:
         try:
@@ -258,6 +262,7 @@ class MPIExecutor(Executor):
             mine, error = self._run(fn, items, progress, iter(range(self.rank, len(items),
                                                                   self.size)))
         self.last_taken = [i for i, _ in mine]
+        self._arrive()
         gathered = self.comm.allgather((error, mine))
         errors = [e for e, _ in gathered if e]
         if errors:
@@ -354,11 +359,25 @@ class MPIExecutor(Executor):
         finally:
             server.join()
 
+    def _arrive(self) -> None:
+        """Return once every rank has called this, sleeping between tests of a non-blocking
+        barrier. A blocking ``Barrier``/``allgather`` in MPICH busy-polls: the rank that
+        finished its shards first burnt a whole core (CPU seconds as large as the wait) until
+        the slowest rank arrived. The collective that follows finds everyone there at once."""
+        if self.size == 1:
+            return
+        req = self.comm.Ibarrier()
+        delay = 0.0005
+        while not req.Test():
+            time.sleep(delay)
+            delay = min(delay * 2, self.wait_poll_max_s)
+
     def broadcast(self, value: Any) -> Any:
+        self._arrive()  # the other ranks wait (asleep) while rank 0 decides
         return self.comm.bcast(value, root=0)
 
     def barrier(self) -> None:
-        self.comm.Barrier()
+        self._arrive()
 
 
 def _connect(address: str | None, scheduler_file: str | None, tls: TLSFiles | None,

@@ -15,7 +15,9 @@ shard.
 from __future__ import annotations
 
 import codecs
+import copy
 import re
+import threading
 from collections.abc import Callable, Iterator
 from typing import Any, Literal
 
@@ -112,6 +114,7 @@ Balance = Literal["precision", "default", "recall"]
 # MkDocs' "¶" permalinks, rustdoc's "Expand description" toggle, "§" anchors, "source" links
 # and "[−]" collapse-all button (with the item's version: header UI), Javadoc's "Skip
 # navigation links", MkDocs' "Skip to content", Doxygen's "More..." links to the details.
+# (The reference: pages run its alternatives, _UI_PARTS, through _ui_elements.)
 _UI_XPATH = (
     "//a[(@class and (contains(concat(' ', normalize-space(@class), ' '), ' headerlink ')"
     " or ((contains(concat(' ', normalize-space(@class), ' '), ' anchor ')"
@@ -125,6 +128,55 @@ _UI_XPATH = (
     " | //a[@id = 'toggle-all-docs']"
     " | //div[contains(@class, 'skipNav') or contains(@class, 'skip-nav')]"
 )
+# _UI_XPATH split into its alternatives, each with the strings a page's source must contain for
+# it to match anything (its class and id values, the "More..." link text; a `class="src"`
+# attribute): a page runs only the alternatives whose strings it holds (a Sphinx page: the
+# headerlink one), most pages of the web none. Each alternative walks the whole tree (~0.4 ms
+# on a large page; `descendant::` from the root element walks it once, `//` twice). Attribute
+# values are compared as written, so only entity-encoded letters in them would be missed.
+# Same elements as _UI_XPATH (tests/extract/test_ui_gate.py).
+_CLS = "contains(concat(' ', normalize-space(@class), ' '), ' {} ')"
+_SRC_CLASS = re.compile(r"""class\s*=\s*(?:"src"|'src'|src[\s>/])""", re.IGNORECASE)
+_UI_PARTS: tuple[tuple[tuple[str, ...], str], ...] = (
+    # the plain contains() first: normalize-space() and concat() only for the few candidates
+    (("headerlink",), "descendant::a[contains(@class, 'headerlink') and "
+     + _CLS.format("headerlink") + "]"),
+    (("anchor",), "descendant::a[contains(@class, 'anchor') and (" + _CLS.format("anchor") + " or "
+     + _CLS.format("doc-anchor") + ") and string-length(normalize-space()) <= 2]"),
+    (("srclink",), "descendant::a[@class and contains(@class, 'srclink')]"),
+    (("class=src",), "descendant::a[@class = 'src' and (normalize-space() = 'source'"
+     " or normalize-space() = 'Source')]"),
+    (("md-skip", "skip-nav"), "descendant::a[@class and (contains(@class, 'md-skip')"
+     " or contains(@class, 'skip-nav'))]"),
+    (("More...",), "descendant::a[contains(@href, '#') and normalize-space() = 'More...']"),
+    (("hideme",), "descendant::summary[contains(@class, 'hideme')]"),
+    (("out-of-band",), "descendant::span[@class = 'out-of-band']"),
+    (("toggle-all-docs",), "descendant::a[@id = 'toggle-all-docs']"),
+    (("skipNav", "skip-nav"), "descendant::div[contains(@class, 'skipNav')"
+     " or contains(@class, 'skip-nav')]"),
+)
+_UI_COMPILED: list[tuple[tuple[str, ...], Any]] = []
+
+
+def _has(html: str, needle: str) -> bool:
+    return _SRC_CLASS.search(html) is not None if needle == "class=src" else needle in html
+
+
+def _ui_elements(tree: Any, html: str) -> list[Any]:
+    """The elements _UI_XPATH selects on ``tree`` (parsed from ``html``), running only the
+    alternatives whose strings ``html`` contains (document order is not kept: dropping them
+    gives the same tree in any order)."""
+    if not _UI_COMPILED:
+        from lxml.etree import XPath
+
+        _UI_COMPILED.extend((tokens, XPath(x)) for tokens, x in _UI_PARTS)
+    found: dict[Any, None] = {}
+    for tokens, xpath in _UI_COMPILED:
+        if any(_has(html, n) for n in tokens):
+            found.update(dict.fromkeys(xpath(tree)))
+    return list(found)
+
+
 # The same strings when they reach the text some other way (one line of their own).
 _UI_LINES = frozenset({"Expand description", "Collapse description", "Skip navigation links",
                        "Skip to content", "Skip to main content", "More...", "[src]", "source",
@@ -160,6 +212,38 @@ _POST_META = re.compile(
 _POST_META_WORDS = 150
 
 _XPATHS: list[Any] = []
+
+_NOSCRIPT = re.compile(r"<noscript\b[^>]*>(.*?)</noscript\s*>", re.IGNORECASE | re.DOTALL)
+_NOSCRIPT_START = re.compile(r"<noscript\b", re.IGNORECASE)
+_IFRAME_OPEN = re.compile(r"<iframe\b", re.IGNORECASE)
+_IFRAME_CLOSE = re.compile(r"</iframe\s*>", re.IGNORECASE)
+
+
+def close_noscript_iframes(html: str) -> str:
+    """Close the ``<iframe>`` left open inside a ``<noscript>`` (tag managers' snippets often
+    write ``<iframe src=...>`` or ``<iframe .../>`` with no end tag). A browser runs scripts,
+    so it reads a ``<noscript>``'s content as inert text; the parsers here do not: an iframe's
+    content is raw text up to ``</iframe>``, so without one the rest of the page became the
+    iframe's text (libxml2 for an unclosed tag: trafilatura then returned the page's raw
+    markup as its text; resiliparse's HTML5 parser also for ``<iframe/>``: it kept no words).
+    Each missing ``</iframe>`` is added before the ``</noscript>``; other pages are returned
+    as they are (the same object)."""
+    if _NOSCRIPT_START.search(html) is None:
+        return html
+    changed = False
+
+    def close(m: re.Match[str]) -> str:
+        nonlocal changed
+        inner = m.group(1)
+        missing = len(_IFRAME_OPEN.findall(inner)) - len(_IFRAME_CLOSE.findall(inner))
+        if missing <= 0:
+            return m.group(0)
+        changed = True
+        end = m.start(0) + len(m.group(0)) - m.end(1)  # length of the "</noscript>" part
+        return m.group(0)[:-end] + "</iframe>" * missing + m.group(0)[-end:]
+
+    out = _NOSCRIPT.sub(close, html)
+    return out if changed else html
 
 
 def _join_lines(text: str) -> str:
@@ -197,8 +281,9 @@ def _drop_post_meta(tree: object, meta_xpath: Any) -> None:
             el.drop_tree()
 
 
-def _prepare_tree(tree: object, shape: bool, post_meta: bool = False) -> None:
-    """Edit the parsed page before trafilatura sees it (one parse serves every step)."""
+def _prepare_tree(tree: object, shape: bool, html: str, post_meta: bool = False) -> None:
+    """Edit the parsed page (parsed from ``html``) before trafilatura sees it (one parse
+    serves every step)."""
     from lxml.etree import strip_tags
 
     # Syntax highlighting makes every token of a code block a <span>; trafilatura's XPath
@@ -207,13 +292,14 @@ def _prepare_tree(tree: object, shape: bool, post_meta: bool = False) -> None:
     # fifth less time.
     for el in tree.iter("pre", "code"):  # type: ignore[attr-defined]
         strip_tags(el, "span")
-    ui, wrapped, meta = _compiled()
-    for el in ui(tree):
+    meta = _compiled()[2]
+    for el in _ui_elements(tree, html):
         el.drop_tree()
     if not post_meta:
         _drop_post_meta(tree, meta)
     if not shape:
         return
+    wrapped = _compiled()[1]
     # A browser renders a newline inside a paragraph as a space: hard-wrapped HTML source
     # (Sphinx, man pages, many CMSs) otherwise leaves sentence fragments one per line, which
     # line-based filters and line dedup then judge. <pre>, <textarea> and code blocks keep
@@ -269,13 +355,17 @@ def _trafilatura(html: str, fast: bool = True, balance: Balance = "recall",
     tree = load_html(html)  # what trafilatura.extract does with a string
     if tree is None:
         return ""
-    _prepare_tree(tree, shape, post_meta)
+    _prepare_tree(tree, shape, html, post_meta)
     # deduplicate=False: trafilatura's dedup cache is per process state, so its output would
     # depend on which documents a worker saw before (and on the worker count).
-    text = trafilatura.extract(tree, fast=fast, favor_precision=balance == "precision",
-                               favor_recall=balance == "recall",
-                               include_comments=include_comments,
-                               include_tables=include_tables, deduplicate=False) or ""
+    _OWNED.tree = tree  # not read after this call: trafilatura need not copy it
+    try:
+        text = trafilatura.extract(tree, fast=fast, favor_precision=balance == "precision",
+                                   favor_recall=balance == "recall",
+                                   include_comments=include_comments,
+                                   include_tables=include_tables, deduplicate=False) or ""
+    finally:
+        _OWNED.tree = None
     return _shape_text(text) if shape else text
 
 
@@ -355,6 +445,35 @@ def html_class_lookup() -> Any:
     return lookup
 
 
+#: The tree :func:`_trafilatura` hands to ``trafilatura.extract`` and never reads again, per
+#: thread (Dask workers extract in threads).
+_OWNED = threading.local()
+#: The line of trafilatura's ``bare_extraction`` that copies a tree given to it.
+_DEFENSIVE_COPY = "if tree is filecontent:\n            tree = copy(tree)"
+
+
+def _copy_unless_owned(obj: Any) -> Any:
+    """``copy`` as trafilatura.core calls it, except for the one call that copies the tree
+    :func:`_trafilatura` passed (``bare_extraction`` protects a caller's tree from its
+    pruning; that tree is parsed for this call and dropped after it): a whole-tree copy is
+    ~1 ms of ~40 ms per page. Every other call, and every call from other callers, copies."""
+    if obj is not None and getattr(_OWNED, "tree", None) is obj:
+        _OWNED.tree = None
+        return obj
+    return copy.copy(obj)
+
+
+def _skip_defensive_copy() -> None:
+    """Install :func:`_copy_unless_owned` when trafilatura.core is the code it was written
+    for (its ``copy`` is ``copy.copy`` and ``bare_extraction`` has the copy line)."""
+    import inspect
+
+    import trafilatura.core as core
+
+    if core.copy is copy.copy and _DEFENSIVE_COPY in inspect.getsource(core.bare_extraction):
+        core.copy = _copy_unless_owned  # type: ignore[attr-defined]
+
+
 def _fast_class_lookup() -> None:
     """Give trafilatura's HTML parser (the one its ``load_html`` uses) the C-level lookup."""
     from trafilatura.utils import HTML_PARSER
@@ -363,6 +482,7 @@ def _fast_class_lookup() -> None:
 
     HTML_PARSER.set_element_class_lookup(html_class_lookup())
     install()  # its discard XPaths without re:test callbacks (curator/extract/discard.py)
+    _skip_defensive_copy()
 
 
 def prepare(extractor: str) -> None:
@@ -440,6 +560,7 @@ def extract_text(html: str, extractor: Extractor = DEFAULT_EXTRACTOR,
     off); ``post_meta`` keeps forum posts' author boxes and signatures."""
     fn = EXTRACTORS[extractor]
     prepare(extractor)
+    html = close_noscript_iframes(html)
     with time_limit(timeout_s):
         if extractor != "trafilatura":
             return fn(html).strip()

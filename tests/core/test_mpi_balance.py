@@ -46,3 +46,20 @@ def test_static_schedule_still_available(tmp_path):
     ranks = _run(tmp_path, "static", 4, 2, 9)
     assert ranks[0]["taken"] == [0, 2, 4, 6, 8] and ranks[1]["taken"] == [1, 3, 5, 7, 9]
     assert ranks[0]["results"] == ranks[1]["results"]
+
+
+def test_a_rank_waiting_for_a_slow_one_sleeps_instead_of_spinning(tmp_path):
+    """MPICH's blocking collectives busy-poll: the rank that finished first used to burn a
+    core (CPU seconds about equal to the wait) until the slowest rank arrived."""
+    out = tmp_path / "wait"
+    cmd = [str(BIN / "mpiexec"), "-n", "2", sys.executable, str(HERE / "mpi_wait_job.py"),
+           str(out)]
+    subprocess.run(cmd, env=cli_env(), check=True, timeout=120, capture_output=True)
+    ranks = [json.loads(Path(f"{out}.{r}.json").read_text()) for r in range(2)]
+    assert ranks[0]["results"] == ranks[1]["results"] == [0, 10]
+    assert ranks[0]["value"] == ranks[1]["value"] == "plan"
+    # the waiting rank: rank 0 in map and barrier, rank 1 in broadcast
+    for rank, name in ((0, "map"), (0, "barrier"), (1, "broadcast")):
+        cpu, wall = ranks[rank]["spent"][name]
+        assert wall >= 2.5, (name, wall)  # it did wait for the slow rank
+        assert cpu < 0.3, (name, cpu, wall)  # ... asleep

@@ -165,8 +165,8 @@ class SemanticDedup(GlobalStage):
         static cluster) go through the full model."""
         prefilter_threshold: Annotated[float, Field(gt=0, le=1)] | None = None
         """Cosine under the static model that makes a document a candidate (<= `threshold`
-        when the lexical part is off); unset: derived from `threshold` (0.75 at 0.9, 0.85 at 0.95: measured for recall >= 0.98,
-        docs/models.md)."""
+        when the lexical part is off); unset: derived from `threshold` (0.75 at 0.9, 0.85 at
+        0.95: measured for recall >= 0.98, docs/models.md)."""
         prefilter_jaccard: Annotated[float, Field(ge=0, le=1)] | None = None
         """Jaccard of lowercased word sets that makes a document a candidate (near-copies whose
         boilerplate differs, which the static model misses); unset: derived from `threshold`

@@ -322,6 +322,137 @@ def first_pass(args: argparse.Namespace, tmp: Path) -> list[str]:
     return lines
 
 
+def _stage_selection(texts: list[str], static: np.ndarray, threshold: float, cap: int,
+                     static_cut: float, jaccard: float, ngram: int) -> np.ndarray:
+    """The stage's first pass (curator.dedup.semantic_dedup with ``prefilter: static``):
+    spherical k-means on the static vectors (one cluster per ``cap / 4`` documents above
+    ``cap``), then per cluster a static neighbour at ``static_cut`` or a word-set neighbour at
+    ``jaccard``. Returns the kept mask."""
+    import math
+
+    import faiss
+
+    from curator.models.candidates import candidate_mask, lexical_mask_sets, word_sets
+
+    n = len(texts)
+    k = 1 if n <= cap else math.ceil(n / max(1, cap // 4))
+    x = static / np.maximum(np.linalg.norm(static, axis=1, keepdims=True), 1e-12)
+    if k > 1:
+        faiss.omp_set_num_threads(1)
+        km = faiss.Kmeans(x.shape[1], k, niter=20, seed=42, spherical=True, verbose=False,
+                          min_points_per_centroid=1, max_points_per_centroid=1 << 30)
+        step = max(1, math.ceil(n / 100_000))
+        km.train(np.ascontiguousarray(x[::step], dtype=np.float32))
+        labels = np.argmax(x @ km.centroids.T, axis=1)
+    else:
+        labels = np.zeros(n, dtype=np.int64)
+    off, hashes = word_sets(texts, ngram)
+    keep = np.zeros(n, dtype=bool)
+    for c in np.unique(labels).tolist():
+        idx = np.nonzero(labels == c)[0]
+        m = candidate_mask(x[idx], static_cut)
+        if jaccard > 0:
+            sizes = off[idx + 1] - off[idx]
+            sub_off = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
+            sub = np.concatenate([hashes[off[i]:off[i + 1]] for i in idx]) if idx.size else \
+                np.zeros(0, np.int64)
+            m |= lexical_mask_sets(sub_off, sub, jaccard)
+        keep[idx] = m
+    return keep
+
+
+def stage_pass(args: argparse.Namespace, tmp: Path) -> list[str]:
+    """The stage's first pass on a large corpus whose full-model vectors are precomputed in
+    chunk files (``--ref-dir``/NNN.npy, ``--chunk`` documents each, any subset present):
+    recall of the full model's brute-force pairs (blockwise), documents kept, and CPU: static
+    encode + word sets + k-means + per-cluster selection measured here, the full model's CPU
+    per document measured on ``--full-cpu-sample`` random documents in fresh processes."""
+    from curator.models.candidates import first_pass_for, pairs_at
+    from curator.models.embed import load_encoder
+
+    all_texts = read_texts(args.corpus, 10**9)
+    files = sorted(Path(args.ref_dir).glob("[0-9][0-9][0-9].npy"))
+    if args.chunks:
+        files = [f for f in files if f.stem in args.chunks.split(",")]
+    rows, vecs = [], []
+    for f in files:
+        c = int(f.stem)
+        v = np.load(f)
+        rows.append(np.arange(c * args.chunk, c * args.chunk + len(v)))
+        vecs.append(v)
+    idx = np.concatenate(rows)[: args.n]
+    full = np.concatenate(vecs)[: args.n].astype(np.float32)
+    texts = [all_texts[i] for i in idx.tolist()]
+    n = len(texts)
+    lines = [f"stage first pass: {n} documents of {args.corpus} (chunks {[f.stem for f in files]}"
+             f" of {args.ref_dir}), full-model vectors from there"]
+    c0 = _cpu()
+    truth = {t: pairs_at(full, t) for t in THRESHOLDS}
+    lines.append(f"# truth pairs (blockwise brute force): {_cpu() - c0:.0f} CPU s; "
+                 + ", ".join(f"{t}: {len(truth[t][0])}" for t in THRESHOLDS))
+    # full model CPU per document, on a random sample, in fresh processes
+    rng = np.random.default_rng(28)
+    sample = sorted(rng.choice(n, min(n, args.full_cpu_sample), replace=False).tolist())
+    sfile = tmp / "sample.jsonl"
+    with open(sfile, "w", encoding="utf-8") as f:
+        for i in sample:
+            f.write(json.dumps({"text": texts[i]}) + "\n")
+    per_doc = {}
+    for b in sorted({args.backend, args.candidate_backend or args.backend}):
+        r = run_child(dict(kind="encode", backend=b, model=args.model, corpus=str(sfile),
+                           n=len(sample), cache=args.cache, out=str(tmp / "fs.npy")))
+        per_doc[b] = r["encode_cpu"] / len(sample)
+        lines.append(f"# full model ({b}): {r['encode_cpu']:.1f} CPU s on {len(sample)} random "
+                     f"documents = {1000 * per_doc[b]:.1f} CPU s per 1,000")
+    full_all = per_doc[args.backend] * n
+    c0 = _cpu()
+    enc = load_encoder(args.model, backend="static", cache_dir=args.static_cache)
+    load = _cpu() - c0
+    c0 = _cpu()
+    static = np.concatenate([enc.encode(texts[s:s + 4096]) for s in range(0, n, 4096)])
+    static_cpu = _cpu() - c0
+    lines.append(f"# static model: load {load:.1f} CPU s, encode {static_cpu:.1f} CPU s")
+    kb = args.candidate_backend or args.backend
+    variants: list[tuple[str, np.ndarray, np.ndarray]] = [("static", static, np.zeros(n, bool))]
+    if args.project:
+        # ridge projection static -> full fitted on a random sample's full vectors (in a stage
+        # those documents go through the full model anyway: they are counted as kept)
+        c0 = _cpu()
+        tr = np.sort(rng.choice(n, min(n, args.project), replace=False))
+        xs = static / np.maximum(np.linalg.norm(static, axis=1, keepdims=True), 1e-12)
+        xa = np.hstack([xs, np.ones((n, 1), np.float32)])
+        w = np.linalg.solve(xa[tr].T @ xa[tr] + np.eye(xa.shape[1]), xa[tr].T @ full[tr])
+        proj = (xa @ w).astype(np.float32)
+        sampled = np.zeros(n, bool)
+        sampled[tr] = True
+        static_cpu += _cpu() - c0
+        variants.append((f"projected({args.project})", proj, sampled))
+    lines.append(f"full model on the kept: {kb}; baseline: {args.backend} on all "
+                 f"({full_all:.0f} CPU s estimated)")
+    lines.append("vectors          full t  static cut  Jaccard  kept docs  recall (pairs)   "
+                 "first-pass CPU s  ratio vs full")
+    for (vname, vec, sampled), t in ((v, float(x)) for v in variants
+                                     for x in args.thresholds.split(",")):
+        cut = first_pass_for(t)
+        grid = [(cut.static, cut.jaccard)] + [
+            (float(a), float(b)) for a, b in (g.split(":") for g in args.cut_grid.split(",") if g)
+            if abs(float(a) - cut.static) < 0.2]
+        for s_cut, jac in grid:
+            c0 = _cpu()
+            keep = _stage_selection(texts, vec, t, args.max_cluster_size, s_cut, jac, cut.ngram)
+            keep |= sampled
+            sel_cpu = _cpu() - c0
+            i, j, _ = truth[t]
+            rec = float(np.mean(keep[i] & keep[j])) if len(i) else 1.0
+            cost = static_cpu + sel_cpu + per_doc[kb] * keep.sum()
+            lines.append(f"{vname:15s}  {t:5.2f}  {s_cut:9.2f}  {jac:7.2f}  "
+                         f"{100 * keep.mean():8.1f}%  "
+                         f"{rec:6.4f} ({len(i):5d})  {static_cpu + sel_cpu:14.1f}  "
+                         f"{full_all / cost:9.1f}x")
+            print(lines[-1], flush=True)
+    return lines
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--child", help=argparse.SUPPRESS)
@@ -343,6 +474,15 @@ def main() -> None:
     p.add_argument("--full-embeddings", help="precomputed full-model vectors of --corpus (.npy)")
     p.add_argument("--full-cpu-sample", type=int, default=1000)
     p.add_argument("--cache", default=None, help="ONNX cache dir (default: a temp dir)")
+    p.add_argument("--ref-dir", help="stage first pass: dir of full-model vector chunks NNN.npy")
+    p.add_argument("--chunks", default="", help="only these chunk files (e.g. 001,002)")
+    p.add_argument("--chunk", type=int, default=5000, help="documents per --ref-dir chunk")
+    p.add_argument("--static-cache", default=None,
+                   help="cache dir of the distilled static model (curator.models.embed)")
+    p.add_argument("--max-cluster-size", type=int, default=20_000)
+    p.add_argument("--project", type=int, default=0,
+                   help="also try a ridge projection static->full fitted on this many documents")
+    p.add_argument("--cut-grid", default="", help="more static:jaccard cuts to try, a:b,c:d")
     p.add_argument("--skip-speed", action="store_true")
     p.add_argument("--skip-first-pass", action="store_true")
     args = p.parse_args()
@@ -360,7 +500,9 @@ def main() -> None:
         ]
         if not args.skip_speed:
             lines += speed(args, tmp)
-        if not args.skip_first_pass:
+        if args.ref_dir:
+            lines += stage_pass(args, tmp)
+        elif not args.skip_first_pass:
             lines += first_pass(args, tmp)
         lines.append(f"# load average at end {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
     print("\n".join(lines))

@@ -21,13 +21,17 @@ Phases (each a resumable ``ctx.map``; results never depend on the number of work
    reason ``semantic_duplicate``, ``duplicate_of`` (the kept document's id) and ``cosine``.
 
 With ``prefilter: static`` a static model distilled from the same model (model2vec) embeds
-every document first; steps 2-4 on those vectors at ``prefilter_threshold`` mark the
-documents that have any neighbour that close (candidates), and only candidates go through the
-full model and steps 2-4 again. Documents that are no candidate are kept.
+every document first; steps 2-4 on those vectors mark the documents that have, in their static
+cluster, a neighbour at ``prefilter_threshold`` (static cosine) or one sharing words at
+``prefilter_jaccard`` (word-set Jaccard; the sets are stored per shard as hashes, so a cluster
+gathers them like vectors); only those candidates go through the full model and steps 2-4
+again. Documents that are no candidate are kept. The two cuts default to
+``curator.models.candidates.first_pass_for(threshold)``, measured for recall >= 0.98.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import io
 import math
@@ -88,6 +92,7 @@ class Clustering:
     iterations: int
     seed: int
     device: str
+    jaccard: float | None = None  # candidates mode: also mark rows with a word-set neighbour
 
     def path(self, *parts: str) -> str:
         return os.path.join(self.stage_dir, self.tag, *parts)
@@ -103,6 +108,7 @@ class ShardVectors:
     vectors: str
     docs: int
     rows: str | None = None
+    words: str | None = None  # base path of the word-set hashes (candidates pass only)
 
 
 @dataclass
@@ -154,20 +160,28 @@ class SemanticDedup(GlobalStage):
         seed: int = 42
         """Seed of the k-means sample and initialisation."""
         prefilter: Literal["none", "static"] = "none"
-        """`static`: a cheap first pass with the distilled static model; only documents with a
-        static neighbour at `prefilter_threshold` or more go through the full model."""
-        prefilter_threshold: Annotated[float, Field(gt=0, le=1)] = 0.75
-        """Cosine under the static model that makes a document a candidate (must be <= `threshold`);
-        0.75: the highest that kept recall >= 0.98 on the news corpus below."""
+        """`static`: a cheap first pass; only documents with a static-model neighbour at
+        `prefilter_threshold` or a word-overlap neighbour at `prefilter_jaccard` (within their
+        static cluster) go through the full model."""
+        prefilter_threshold: Annotated[float, Field(gt=0, le=1)] | None = None
+        """Cosine under the static model that makes a document a candidate (<= `threshold`
+        when the lexical part is off); unset: derived from `threshold` (0.75 at 0.9, 0.85 at
+        0.95: measured for recall >= 0.98, docs/models.md)."""
+        prefilter_jaccard: Annotated[float, Field(ge=0, le=1)] | None = None
+        """Jaccard of lowercased word sets that makes a document a candidate (near-copies whose
+        boilerplate differs, which the static model misses); unset: derived from `threshold`
+        (0.3); 0 turns the lexical part off."""
 
         @model_validator(mode="after")
         def _prefilter(self) -> Any:
             if self.prefilter == "static" and self.backend == "static":
                 raise ValueError("prefilter: static is a first pass before the full model; "
                                  "with backend: static there is nothing to prefilter")
-            if self.prefilter == "static" and self.prefilter_threshold > self.threshold:
-                raise ValueError("prefilter_threshold must be <= threshold (the cheap pass "
-                                 "only proposes candidates; it must not miss pairs)")
+            if (self.prefilter == "static" and self.prefilter_threshold is not None
+                    and self.prefilter_threshold > self.threshold and self.prefilter_jaccard == 0):
+                raise ValueError("prefilter_threshold must be <= threshold when the static pass "
+                                 "is alone (prefilter_jaccard: 0): it only proposes candidates "
+                                 "and must not miss pairs")
             return self
 
     def setup(self) -> None:
@@ -215,19 +229,26 @@ class SemanticDedup(GlobalStage):
         need: list[str | None] = [None] * len(shards)
         table: list[list[Any]] = [["model", self.model], ["backend", self.backend]]
         if self.prefilter == "static":
+            from curator.models.candidates import first_pass_for
+
+            cut = first_pass_for(self.threshold)
+            pre_t = cut.static if self.prefilter_threshold is None else self.prefilter_threshold
+            jac = cut.jaccard if self.prefilter_jaccard is None else self.prefilter_jaccard
             pre = spec("static")
             ctx.map(_distill_task, [pre], phase="distill")
-            st = ctx.map(functools.partial(_embed_task, ctx.stage_dir, cache, pre),
+            st = ctx.map(functools.partial(_embed_task, ctx.stage_dir, cache, pre,
+                                           words=cut.ngram if jac > 0 else 0),
                          [(*it, None) for it in items], phase="static_embed", keys=keys)
             ctx.count("static_embedded_documents", sum(r["embedded"] for r in st))
             used += [r["vectors"] for r in st]
-            pres = self._cluster_pass(ctx, clustering("pre", self.prefilter_threshold,
-                                                      "candidates"), st)
+            pcl = clustering("pre", pre_t, "candidates")
+            pres = self._cluster_pass(ctx, dataclasses.replace(pcl, jaccard=jac or None), st)
             need = ctx.map(functools.partial(_candidates_task, ctx.stage_dir, pres.files),
                            [(i, s.name) for i, s in enumerate(shards)],
                            phase="candidates", keys=keys)
             ctx.count("candidates", pres.found)
-            table += [["prefilter", f"static at cosine >= {self.prefilter_threshold}"],
+            table += [["prefilter", f"static cosine >= {pre_t}"
+                       + (f" or word {cut.ngram}-gram Jaccard >= {jac}" if jac else "")],
                       ["candidates (full model)", pres.found]]
         full = spec(self.backend)
         if self.backend == "static":  # distilled once, before the shard tasks load it
@@ -257,7 +278,8 @@ class SemanticDedup(GlobalStage):
     def _cluster_pass(self, ctx: GlobalContext, cl: Clustering,
                       emb: list[dict[str, Any]]) -> PassResult:
         """Steps 2-4 over the rows of ``emb`` (all rows, or the listed ones)."""
-        shards = [ShardVectors(i, r["name"], r["vectors"], r["docs"], r.get("rows"))
+        shards = [ShardVectors(i, r["name"], r["vectors"], r["docs"], r.get("rows"),
+                               r.get("words"))
                   for i, r in enumerate(emb)]
         counts = [r["rows_count"] for r in emb]
         total = sum(counts)
@@ -381,9 +403,10 @@ def _distill_task(spec: EncoderSpec) -> str:
 
 
 def _embed_task(stage_dir: str, cache: str, spec: EncoderSpec,
-                item: tuple[int, str, str, str, str | None]) -> dict[str, Any]:
+                item: tuple[int, str, str, str, str | None], words: int = 0) -> dict[str, Any]:
     """Vectors of one shard's documents (only ``need``'s rows when given), reusing those
-    already in the cache; writes the shard's ids for the removal lists."""
+    already in the cache; writes the shard's ids for the removal lists and, with ``words``
+    (an n-gram size), every document's word-set hashes for the lexical first pass."""
     idx, name, path, shard_key, need_path = item
     vec_path = os.path.join(cache, spec.key, f"{name}-{digest(shard_key)}.npy")
     ids: list[str] = []
@@ -425,12 +448,21 @@ def _embed_task(stage_dir: str, cache: str, spec: EncoderSpec,
                   if n == 0 else np.full((n, 1), np.nan, dtype=np.float16))
     ids_path = os.path.join(stage_dir, "ids", f"{idx:06d}-{name}.json")
     save_json(ids_path, ids)
+    words_base = None
+    if words:
+        from curator.models.candidates import word_sets
+
+        words_base = os.path.join(stage_dir, "pre", "words", f"{idx:06d}-{name}")
+        off, hashes = word_sets([texts[r] for r in range(n)], words)
+        _save_npy(words_base + ".hashes.npy", hashes)
+        _save_npy(words_base + ".offsets.npy", off)
     out_rows = None
     if need is not None:
         out_rows = os.path.join(stage_dir, "rows", f"{idx:06d}-{name}.npy")
         _save_npy(out_rows, rows)
     return {"name": name, "vectors": vec_path, "ids": ids_path, "docs": n,
-            "rows": out_rows, "rows_count": int(rows.size), "embedded": embedded}
+            "rows": out_rows, "rows_count": int(rows.size), "embedded": embedded,
+            "words": words_base}
 
 
 def _normalise(x: np.ndarray) -> np.ndarray:
@@ -472,6 +504,26 @@ class _Gather:
             raise StageError("semantic_dedup: a stored vector is missing (cache changed under "
                              "a running stage?); rerun")
         return _normalise(out)
+
+
+def _gather_words(shards: list[ShardVectors], refs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The word-set hashes of ``refs`` (in their order) as one ragged ``(offsets, hashes)``."""
+    shard = (refs >> np.uint64(32)).astype(np.int64)
+    row = (refs & np.uint64(0xFFFFFFFF)).astype(np.int64)
+    maps: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+    parts: list[np.ndarray] = []
+    for s, r in zip(shard.tolist(), row.tolist()):
+        m = maps.get(s)
+        if m is None:
+            base = shards[s].words
+            if base is None:
+                raise StageError("semantic_dedup: word sets missing for the lexical first pass")
+            m = maps[s] = (_load_npy(base + ".offsets.npy", "word sets", mmap=False),
+                           _load_npy(base + ".hashes.npy", "word sets"))
+        parts.append(np.asarray(m[1][m[0][r]:m[0][r + 1]]))
+    sizes = np.fromiter((p.size for p in parts), dtype=np.int64, count=len(parts))
+    off = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
+    return off, (np.concatenate(parts) if parts else np.zeros(0, np.int64))
 
 
 def _kmeans(x: np.ndarray, k: int, cl: Clustering) -> np.ndarray:
@@ -599,6 +651,12 @@ def _cluster_task(cl: Clustering, shards: list[ShardVectors],
             if leaf.shape[0] < refs.shape[0]:
                 split += 1
             r, k_, c_ = _leaf(leaf, g(leaf), cl)
+            if cl.mode == "candidates" and cl.jaccard:
+                from curator.models.candidates import lexical_mask_sets
+
+                lex = lexical_mask_sets(*_gather_words(shards, leaf), cl.jaccard)
+                r = np.union1d(r, leaf[lex])
+                k_, c_ = np.zeros(r.size, np.uint64), np.zeros(r.size, np.float32)
             removed.append(r)
             kept.append(k_)
             cos.append(c_)

@@ -21,9 +21,9 @@ n documents needs O(n * dim) for the embeddings plus one block, never n x n.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
@@ -131,23 +131,64 @@ def pairs_at(
     )
 
 
-def _shingle_matrix(texts: list[str], ngram: int) -> Any:
-    """Binary CSR matrix: one row per text, one column per distinct word n-gram."""
-    import scipy.sparse as sp
+def _gram_hash(gram: str) -> int:
+    """A stable 63-bit hash of one word n-gram (the same in every process, unlike ``hash``)."""
+    return int.from_bytes(hashlib.blake2b(gram.encode("utf-8"), digest_size=8).digest(),
+                          "little") >> 1
 
+
+def word_sets(texts: list[str], ngram: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    r"""Each text's set of lowercased ``\w+`` word n-grams as sorted stable 63-bit hashes, in
+    one ragged array: ``(offsets, hashes)``, text ``k`` owning ``hashes[offsets[k]:offsets[k+1]]``.
+
+    Why hashes: the sets can be stored per shard and compared later among the members of one
+    cluster gathered from any shard, without the texts (a collision merges two n-grams: at
+    63 bits, never in practice). Each distinct n-gram is hashed once per call."""
     vocab: dict[str, int] = {}
-    indptr, cols = [0], []
+    offsets = [0]
+    local: list[int] = []
     for text in texts:
         words = _WORD.findall(text.lower())
         grams = {" ".join(words[k : k + ngram]) for k in range(max(1, len(words) - ngram + 1))}
         grams.discard("")
-        cols.extend(vocab.setdefault(g, len(vocab)) for g in grams)
-        indptr.append(len(cols))
-    data = np.ones(len(cols), dtype=np.float32)
-    return sp.csr_matrix(
-        (data, np.asarray(cols, np.int64), np.asarray(indptr, np.int64)),
-        shape=(len(texts), max(len(vocab), 1)),
+        local.extend(vocab.setdefault(g, len(vocab)) for g in grams)
+        offsets.append(len(local))
+    table = np.fromiter((_gram_hash(g) for g in vocab), dtype=np.int64, count=len(vocab))
+    hashes = table[np.asarray(local, dtype=np.int64)] if local else np.zeros(0, np.int64)
+    off = np.asarray(offsets, dtype=np.int64)
+    for k in range(len(texts)):  # sorted within each set: the stored form is canonical
+        hashes[off[k] : off[k + 1]].sort()
+    return off, hashes
+
+
+def lexical_mask_sets(
+    offsets: np.ndarray, hashes: np.ndarray, jaccard: float, *, max_cells: int = 1 << 24
+) -> np.ndarray:
+    """Boolean mask over the sets of :func:`word_sets`: True where another set has Jaccard >=
+    ``jaccard`` with it (exact, by sparse products in row blocks of at most ``max_cells``
+    cells). An empty set has no neighbour."""
+    import scipy.sparse as sp
+
+    n = len(offsets) - 1
+    mask = np.zeros(max(n, 0), dtype=bool)
+    if n < 2 or hashes.size == 0:
+        return mask
+    _, cols = np.unique(hashes, return_inverse=True)
+    x = sp.csr_matrix(
+        (np.ones(cols.size, dtype=np.float32), cols.astype(np.int64), offsets.astype(np.int64)),
+        shape=(n, int(cols.max()) + 1),
     )
+    sizes = np.diff(offsets).astype(np.float64)
+    xt = x.T.tocsc()
+    block = _row_block(n, max_cells)
+    for i0 in range(0, n, block):
+        i1 = min(n, i0 + block)
+        inter = (x[i0:i1] @ xt).tocoo()
+        rows, cols_, shared = inter.row + i0, inter.col, inter.data
+        union = sizes[rows] + sizes[cols_] - shared
+        hit = (rows != cols_) & (shared >= jaccard * np.maximum(union, 1))
+        mask[rows[hit]] = True
+    return mask
 
 
 def lexical_mask(
@@ -158,22 +199,8 @@ def lexical_mask(
 
     Why: the static model misses near-copies whose boilerplate differs (a wire story with and
     without its HTML ticker link); their words still overlap. Lowercased ``\w+`` words."""
-    n = len(texts)
-    mask = np.zeros(n, dtype=bool)
-    if n < 2:
-        return mask
-    x = _shingle_matrix(texts, ngram)
-    sizes = np.asarray(x.sum(axis=1)).ravel()
-    xt = x.T.tocsc()
-    block = _row_block(n, max_cells)
-    for i0 in range(0, n, block):
-        i1 = min(n, i0 + block)
-        inter = (x[i0:i1] @ xt).tocoo()
-        rows, cols, shared = inter.row + i0, inter.col, inter.data
-        union = sizes[rows] + sizes[cols] - shared
-        hit = (rows != cols) & (shared >= jaccard * np.maximum(union, 1))
-        mask[rows[hit]] = True
-    return mask
+    off, hashes = word_sets(texts, ngram)
+    return lexical_mask_sets(off, hashes, jaccard, max_cells=max_cells)
 
 
 def select_candidates(

@@ -18,8 +18,10 @@ WORDS = ("river mountain market train harbour garden library bridge castle fores
          "violin tomato pepper carrot honey butter cheese bread coffee tea sugar salt").split()
 
 
-def build_tiny_model(dest: Path, seed: int = 0, hidden: int = 32) -> Path:
-    """A sentence-transformers folder (Transformer + mean Pooling + Normalize), ~100 KB."""
+def build_tiny_model(dest: Path, seed: int = 0, hidden: int = 32, layers: int = 2) -> Path:
+    """A sentence-transformers folder (Transformer + mean Pooling + Normalize), ~100 KB.
+    ``layers=0``: a bag of words (word embeddings, LayerNorm, mean; no positions), whose cosine
+    falls smoothly as words are added; a random 2-layer BERT's barely follows the words."""
     import torch
     from sentence_transformers import SentenceTransformer, models
     from tokenizers import Tokenizer, normalizers, pre_tokenizers, processors, trainers
@@ -45,11 +47,16 @@ def build_tiny_model(dest: Path, seed: int = 0, hidden: int = 32) -> Path:
     fast.save_pretrained(str(raw))
     torch.manual_seed(seed)
     # BERT's 0.02 init gives near-constant vectors; 0.5 makes documents tell apart
-    cfg = BertConfig(vocab_size=len(fast), hidden_size=hidden, num_hidden_layers=2,
+    cfg = BertConfig(vocab_size=len(fast), hidden_size=hidden, num_hidden_layers=layers,
                      num_attention_heads=2, intermediate_size=2 * hidden,
                      max_position_embeddings=128, pad_token_id=fast.pad_token_id,
                      initializer_range=0.5)
-    BertModel(cfg).save_pretrained(str(raw))
+    bert = BertModel(cfg)
+    if layers == 0:
+        with torch.no_grad():
+            bert.embeddings.position_embeddings.weight.zero_()
+            bert.embeddings.token_type_embeddings.weight.zero_()
+    bert.save_pretrained(str(raw))
     tr = models.Transformer(str(raw), max_seq_length=64)
     st = SentenceTransformer(modules=[tr, models.Pooling(hidden, "mean"), models.Normalize()],
                              device="cpu")
@@ -77,6 +84,40 @@ def make_corpus(d: Path, shards: int = 3, per_shard: int = 40, dups: int = 12,
         src = docs[0][j]
         dst = f"copy-{j}"
         docs[1 + j % (shards - 1)].append({"id": dst, "text": src["text"].upper()})
+        planted.append((src["id"], dst))
+    for s in range(shards):
+        with open(d / f"part{s}.jsonl", "wb") as f:
+            for rec in docs[s]:
+                f.write(orjson.dumps(rec) + b"\n")
+    return planted
+
+
+def make_variant_corpus(d: Path, shards: int = 3, per_shard: int = 40, seed: int = 5
+                        ) -> list[tuple[str, str]]:
+    """JSONL shards of random sentences with planted near-copies in later shards: 12
+    boilerplate variants (the sentence plus two words at its end) and 8 paraphrases (the same
+    words reordered). Words are pairs of WORDS (1,936 of them), so unrelated sentences share
+    few words. Returns the planted (original id, copy id) pairs."""
+    rng = random.Random(seed)
+    vocab = [a + b for a in WORDS for b in WORDS]
+
+    def sent(n: int = 14) -> str:
+        return " ".join(rng.choice(vocab) for _ in range(n))
+
+    d.mkdir(parents=True, exist_ok=True)
+    docs: list[list[dict]] = [[{"id": f"s{s}-{i}", "text": sent()}
+                               for i in range(per_shard)] for s in range(shards)]
+    planted = []
+    for j in range(20):
+        src = docs[0][j]
+        if j < 12:
+            text = src["text"] + " " + sent(2)
+        else:
+            words = src["text"].split()
+            rng.shuffle(words)
+            text = " ".join(words)
+        dst = f"variant-{j}"
+        docs[1 + j % (shards - 1)].append({"id": dst, "text": text})
         planted.append((src["id"], dst))
     for s in range(shards):
         with open(d / f"part{s}.jsonl", "wb") as f:

@@ -129,39 +129,24 @@ def _iter_scored(paths: list[str], text_field: str, field: str
     import orjson
 
     from curator.base.document import meta_value
+    from curator.classifiers.quality import iter_jsonl_lines
     from curator.core.errors import InputError
-    from curator.storage.atomic import open_compressed_read
-    from curator.storage.encoding import utf8_stream
 
-    for path in paths:
+    for path, i, line in iter_jsonl_lines(paths):
         try:
-            with open_compressed_read(path) as raw:
-                fh, _ = utf8_stream(raw)
-                for i, line in enumerate(fh, 1):
-                    if i == 1 and line.startswith(b"\xef\xbb\xbf"):
-                        line = line[3:]
-                    if not line.strip():
-                        continue
-                    try:
-                        rec = orjson.loads(line)
-                    except orjson.JSONDecodeError:
-                        try:  # NaN / Infinity: not JSON, but what Python's json writes
-                            rec = json.loads(line)
-                        except ValueError:
-                            raise InputError(f"{path}:{i}: not a JSON record") from None
-                    if not isinstance(rec, dict) or not isinstance(rec.get(text_field), str):
-                        continue
-                    v = meta_value(rec, field)
-                    if v is None and isinstance(rec.get("meta"), dict):
-                        v = meta_value(rec["meta"], field)
-                    ok = isinstance(v, int | float) and not isinstance(v, bool) \
-                        and math.isfinite(v)
-                    yield (str(rec.get("id", f"{path}:{i}")), rec[text_field],
-                           float(v) if ok else None)
-        except FileNotFoundError:
-            raise InputError(f"{path}: file not found") from None
-        except UnicodeDecodeError as e:
-            raise InputError(f"{path}: text not valid in its encoding: {e}") from None
+            rec = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            try:  # NaN / Infinity: not JSON, but what Python's json writes
+                rec = json.loads(line)
+            except ValueError:
+                raise InputError(f"{path}:{i}: not a JSON record") from None
+        if not isinstance(rec, dict) or not isinstance(rec.get(text_field), str):
+            continue
+        v = meta_value(rec, field)
+        if v is None and isinstance(rec.get("meta"), dict):
+            v = meta_value(rec["meta"], field)
+        ok = isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+        yield str(rec.get("id", f"{path}:{i}")), rec[text_field], float(v) if ok else None
 
 
 def _share(value: str) -> float:

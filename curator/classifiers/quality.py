@@ -351,30 +351,37 @@ def train_from_parts(train_parts: list[str], holdout_parts: list[str], out_dir: 
     return {"model": model_path, "model_bytes": size, "metrics": metrics}
 
 
-def iter_jsonl_texts(paths: list[str], text_field: str) -> Iterator[tuple[str, str]]:
-    """(id, text) of JSONL records (for the CLI)."""
-    import orjson
-
+def iter_jsonl_lines(paths: list[str]) -> Iterator[tuple[str, int, bytes]]:
+    """(path, line number, line) of the non-blank lines of JSONL files, compressed or not,
+    UTF-8 or UTF-16/32 by their BOM (for the CLI); a missing or undecodable file is one
+    InputError naming it."""
     from curator.storage.atomic import open_compressed_read
     from curator.storage.encoding import utf8_stream
 
     for path in paths:
         try:
             with open_compressed_read(path) as raw:
-                fh, _ = utf8_stream(raw)  # UTF-16/32 files (by their BOM) too
+                fh, _ = utf8_stream(raw)
                 for i, line in enumerate(fh, 1):
                     if i == 1 and line.startswith(b"\xef\xbb\xbf"):
                         line = line[3:]
-                    if not line.strip():
-                        continue
-                    try:
-                        rec = orjson.loads(line)
-                    except orjson.JSONDecodeError:
-                        continue
-                    text = rec.get(text_field) if isinstance(rec, dict) else None
-                    if isinstance(text, str):
-                        yield str(rec.get("id", f"{path}:{i}")), text
+                    if line.strip():
+                        yield path, i, line
         except FileNotFoundError:
             raise InputError(f"{path}: file not found") from None
         except UnicodeDecodeError as e:
             raise InputError(f"{path}: text not valid in its encoding: {e}") from None
+
+
+def iter_jsonl_texts(paths: list[str], text_field: str) -> Iterator[tuple[str, str]]:
+    """(id, text) of JSONL records (for the CLI); lines that are not JSON are skipped."""
+    import orjson
+
+    for path, i, line in iter_jsonl_lines(paths):
+        try:
+            rec = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            continue
+        text = rec.get(text_field) if isinstance(rec, dict) else None
+        if isinstance(text, str):
+            yield str(rec.get("id", f"{path}:{i}")), text

@@ -14,15 +14,32 @@ SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 
 
 def train_wordpiece(texts: Sequence[str], vocab_size: int = 1000, max_length: int = 128) -> Any:
-    """A BERT-style fast tokenizer (lowercasing, WordPiece) trained on ``texts``."""
-    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors, trainers
+    """A BERT-style fast tokenizer (lowercasing, WordPiece) built from ``texts``.
+
+    The vocabulary is the special tokens, every character seen (alone and as ``##`` suffix)
+    and then the most frequent words (ties by the word) up to ``vocab_size``: the same texts
+    give the same tokenizer in every process. (tokenizers' WordPieceTrainer breaks ties in
+    hash order, so each pytest worker built a different "same" tiny model.)"""
+    from collections import Counter
+
+    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors
     from transformers import PreTrainedTokenizerFast
 
-    tok = Tokenizer(models.WordPiece(**{"unk_token": "[UNK]"}))
-    tok.normalizer = normalizers.BertNormalizer(lowercase=True)
-    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-    tok.train_from_iterator(list(texts), trainers.WordPieceTrainer(
-        vocab_size=vocab_size, special_tokens=SPECIALS, show_progress=False))
+    norm, pre = normalizers.BertNormalizer(lowercase=True), pre_tokenizers.BertPreTokenizer()
+    counts: Counter[str] = Counter()
+    for text in texts:
+        counts.update(w for w, _ in pre.pre_tokenize_str(norm.normalize_str(text)))
+    chars = sorted({c for w in counts for c in w})
+    vocab: dict[str, int] = {}
+    for token in [*SPECIALS, *chars, *(f"##{c}" for c in chars)]:
+        vocab.setdefault(token, len(vocab))
+    for word, _ in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
+        if len(vocab) >= vocab_size:
+            break
+        vocab.setdefault(word, len(vocab))
+    tok = Tokenizer(models.WordPiece(vocab=vocab, **{"unk_token": "[UNK]"}))
+    tok.normalizer = norm
+    tok.pre_tokenizer = pre
     cls, sep = tok.token_to_id("[CLS]"), tok.token_to_id("[SEP]")
     tok.post_processor = processors.TemplateProcessing(
         single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1",

@@ -1,6 +1,6 @@
 """Tiny Hugging Face models built in the test session (no downloads): a WordPiece tokenizer
-trained here with ``tokenizers`` and randomly initialised BERT classifiers saved with
-``save_pretrained``."""
+built here from the texts' words (the same in every pytest worker) and randomly initialised
+BERT classifiers saved with ``save_pretrained``."""
 
 from __future__ import annotations
 

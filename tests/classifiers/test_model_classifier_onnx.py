@@ -27,8 +27,8 @@ pytest.importorskip("onnxruntime")
 #: units of its 0-5 scale; on the tests' random tiny models (weights of std 0.5, a hard case
 #: for int8), relative to the scores' standard deviation.
 INT8_FITTED_MAX = 0.05
-#: (The random models vary a little between processes: their WordPiece vocabulary breaks ties
-#: in training differently, so the bounds leave room: measured Spearman 0.976-0.996.)
+#: (Bounds leave room: Spearman measured 0.976-0.996 over the vocabularies that tokenizers'
+#: trainer used to give in different processes; train_wordpiece is deterministic since.)
 INT8_RANDOM_MEAN_REL = 0.15
 INT8_RANDOM_MAX_REL = 1.0
 INT8_SPEARMAN = 0.95

@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import tempfile
 import warnings
@@ -113,6 +114,12 @@ def cached_export(cache_dir: str | os.PathLike[str], identity: Sequence[Any], ba
     return target
 
 
+#: The names cached_export writes (export_key's 24 hex digits, the backend, the digest beside):
+#: prune_others removes nothing else, even in a folder curator owns.
+_BACKEND_ALT = "|".join(re.escape(b) for b in ONNX_BACKENDS)
+_EXPORT_NAME = re.compile(r"^[0-9a-f]{24}\.(?:" + _BACKEND_ALT + r")\.onnx(?:\.sha256)?$")
+
+
 def prune_others(cache_dir: str | os.PathLike[str], keep: Path) -> int:
     """Remove the exports in ``cache_dir`` other than ``keep`` (and their digests, and
     temporary export folders older than ``STALE_EXPORT_S``): for a
@@ -122,7 +129,7 @@ def prune_others(cache_dir: str | os.PathLike[str], keep: Path) -> int:
 
     removed = 0
     for p in Path(cache_dir).iterdir():
-        if p.is_file() and p.name.endswith((".onnx", ".onnx.sha256")) and \
+        if p.is_file() and _EXPORT_NAME.match(p.name) and \
                 p.name not in (keep.name, keep.name + ".sha256"):
             p.unlink(missing_ok=True)
             removed += 1

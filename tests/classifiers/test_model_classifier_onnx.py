@@ -106,10 +106,14 @@ def test_export_cache_is_keyed_on_the_weights_and_never_trusted_damaged(tmp, tex
     files = sorted(cache.glob("*.onnx"))
     assert len(files) == 1 and (cache / (files[0].name + ".sha256")).is_file()
     assert not list(cache.glob(".export-*"))  # the temporary folder went
+    mine = cache / "mine.onnx"  # a file curator did not write: pruning leaves it
+    mine.write_bytes(b"user's")
     # new weights in the same folder: the stage reruns on a new export that follows them
     build_classifier(str(folder), texts, tokenizer=tokenizer, max_length=64, seed=7)
     want = plain(folder, corpus(12, seed=4))[:, 0]
     assert scores(_run(tmp, folder, "run")) == pytest.approx(want.tolist(), abs=1e-3)
+    assert mine.read_bytes() == b"user's"
+    mine.unlink()
     (now,) = cache.glob("*.onnx")  # the old weights' export went (the stage's own folder)
     assert now != files[0] and len(list(cache.iterdir())) == 2  # and its .sha256
     # a damaged export (cut short; or the same size with other bytes, which ONNX Runtime

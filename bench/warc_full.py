@@ -1,8 +1,11 @@
 """A full-size WARC (~1 GB gz, ~40k response records, like one Common Crawl file) through the
 whole Common Crawl path, timed per core with peak RSS:
 
-    read_warc (trafilatura) -> fix_unicode -> language_id -> gopher_repetition
-        -> gopher_quality -> c4_quality -> fineweb_quality -> write_jsonl
+    read_warc (trafilatura) -> language_id -> gopher_repetition -> gopher_quality
+        -> c4_quality -> fineweb_quality -> write_jsonl
+
+(the same steps as datatrove's pipeline in bench/bench_ccpath.py; ``--fix-unicode`` adds
+``fix_unicode`` after ``read_warc``, as the 2026-11-23 figures in docs/scale.md had it)
 
     python bench/warc_full.py                                   # 40,000 records, local, 1 core
     python bench/warc_full.py --records 4000 --files 2 --executor mpi --workers 2 --peer
@@ -66,8 +69,7 @@ progress: log
 stages:
   - id: web
     read_warc: {{paths: "{warc}/*.warc.gz", extractor: trafilatura}}
-  - fix_unicode: {{}}
-  - language_id: {{languages: [en], min_score: 0.65}}
+{fix}  - language_id: {{languages: [en], min_score: 0.65}}
   - gopher_repetition: {{}}
   - gopher_quality: {{}}
   - c4_quality: {{filter_no_terminal_punct: false}}
@@ -288,12 +290,14 @@ def _timed(cmd: list[str], cwd: Path, log: Path) -> tuple[float, float, float]:
     return wall, float(cpu), max(int(rss_kib) / 1024, peak[0])
 
 
-def run_curator(warc: Path, tmp: Path, executor: str, workers: int, logs: Path) -> dict:
+def run_curator(warc: Path, tmp: Path, executor: str, workers: int, logs: Path,
+                fix_unicode: bool = False) -> dict:
     tag = f"curator-{executor}{workers}"
     work, out = tmp / f"{tag}-work", tmp / f"{tag}-out"
     yml = tmp / f"{tag}.yaml"
     yml.write_text(PIPELINE.format(
         work=work, out=out, warc=warc, executor=executor, workers=workers,
+        fix="  - fix_unicode: {}\n" if fix_unicode else "",
         dash=", dashboard_address: null" if executor == "dask" else ""))
     cmd = [sys.executable, "-m", "curator", "run", str(yml)]
     if executor == "mpi":
@@ -331,6 +335,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--peer", action="store_true", help="also run datatrove on the same files")
     ap.add_argument("--dir", help="keep the WARC here (reused when built with the same "
                     "parameters); default a temporary folder, removed at the end")
+    ap.add_argument("--fix-unicode", action="store_true",
+                    help="also run fix_unicode after read_warc (datatrove's pipeline has no "
+                    "such step, so the default compares the same steps)")
+    ap.add_argument("--build-only", action="store_true",
+                    help="build (or check) the WARC in --dir and stop")
     ap.add_argument("--json", help="append each result row to this JSON-lines file")
     ap.add_argument("--logs", help="folder for the runs' output (default: the temp folder)")
     args = ap.parse_args(argv)
@@ -345,12 +354,14 @@ def main(argv: list[str] | None = None) -> int:
               f"one seeded paragraph per record), {man['html_mb']:,} MB of HTML, "
               f"{man['gz_mb']:,} MB .warc.gz in {man['files']} file(s); build "
               f"{man.get('build_s', 'cached')} s", flush=True)
+        if args.build_only:
+            return 0
         print(f"# machine: {os.cpu_count()} cores, shared; load average at start "
               f"{os.getloadavg()[0]:.1f}", flush=True)
         runs = []
         for ex in args.executor or ["local"]:
             w = 1 if ex == "local" else args.workers
-            runs.append(run_curator(warc, tmp, ex, w, logs))
+            runs.append(run_curator(warc, tmp, ex, w, logs, args.fix_unicode))
             print(json.dumps(runs[-1]), flush=True)
         if args.peer:
             runs.append(run_peer(warc, tmp, min(args.workers, args.files), args.files,

@@ -184,6 +184,9 @@ def configs() -> dict[str, Callable[[str], str]]:
     # held-out pages)
     out["curator default, listing_ratio=0.1"] = cur(listing_ratio=0.1)
     out["curator default, post_meta kept"] = cur(post_meta=True)
+    # round 5: rerun with the cascade where trafilatura and resiliparse both keep a sliver
+    # of the <body> (docs/extract.md#thin-pages)
+    out["curator default, thin_ratio=0"] = cur(thin_ratio=0.0)
     for ratio in (0.3, 0.7):
         out[f"curator default, fallback_ratio={ratio}"] = cur(fallback_ratio=ratio)
     out.update({

@@ -522,6 +522,16 @@ FALLBACK_RATIO = 0.5
 #: all 0.859 -> 0.863, +2.4 ms/page (docs/extract.md).
 UNRELIABLE_RATIO = 0.3
 BODY_RATIO = 0.2
+#: ``thin_ratio``: with ``fast="auto"``, when trafilatura's fast text *and* resiliparse's both
+#: have fewer words than this share of the page's ``<body>``, both stopped at a fragment (a
+#: service page's hero section, a thread's first post: precision 1.0, recall 0.05) and
+#: neither is a yardstick for the other, so trafilatura runs again with its fallbacks in
+#: ``default`` balance (docs/extract.md#thin-pages).
+THIN_RATIO = 0.1
+#: Pages larger than this (characters of HTML) skip the ``thin_ratio`` rerun: the cascade
+#: costs about three times the fast pass and grows with the page (a 823 KB listing: 348 ms),
+#: so the few largest pages would be most of the rule's CPU.
+THIN_MAX_CHARS = 500_000
 #: ``listing_ratio``: when the text has fewer words than this share of the page's ``<body>``,
 #: look for a listing (a run of similar linked blocks, curator/extract/listing.py) that the
 #: text misses and append its cards. Off by default: on the tuning split 0.1 lifted listings
@@ -537,13 +547,54 @@ def _words(text: str) -> int:
     return len(text.split())
 
 
+_SCRIPT_OR_STYLE = re.compile(r"<(script|style)\b", re.IGNORECASE)
+_TAG = re.compile(r"<[^<>]*>")
+
+
+def _visible_words(html: str) -> int:
+    """Words of the page's source from ``<body>`` on, without tags and without the content of
+    ``<script>``/``<style>`` (resiliparse's ``<body>`` text counts script code: a news page's
+    300-word article sat in 38,000 "words"). Linear in the page: each element's end tag is
+    searched once from its start, and a tag pattern that stops at the next ``<``."""
+    m = re.search(r"<body\b", html, re.IGNORECASE)
+    pos, n = (m.start() if m else 0), 0
+    while True:
+        m = _SCRIPT_OR_STYLE.search(html, pos)
+        end = m.start() if m else len(html)
+        n += len(_TAG.sub(" ", html[pos:end]).split())
+        if m is None:
+            return n
+        close = re.compile(rf"</{m.group(1)}\s*>", re.IGNORECASE).search(html, m.end())
+        if close is None:
+            return n
+        pos = close.end()
+
+
+def _body_rerun(html: str, n_text: int, n_alt: int, rtree: Any, body_ratio: float,
+                thin_ratio: float) -> bool:
+    """Whether ``fast="auto"`` reruns trafilatura with its fallbacks in ``default`` balance,
+    judged by the ``<body>``'s words: resiliparse kept almost nothing and trafilatura's text is
+    under ``body_ratio`` of the body, or both texts are under ``thin_ratio`` of the body's
+    words outside scripts and styles (resiliparse's count, scripts included, is the cheap
+    first test: it is never lower)."""
+    unreliable = n_alt < UNRELIABLE_RATIO * n_text
+    if not unreliable and thin_ratio <= 0:
+        return False
+    body = _body_words(rtree)
+    if unreliable and n_text < body_ratio * body:
+        return True
+    most = max(n_text, n_alt)
+    return (most < thin_ratio * body and len(html) <= THIN_MAX_CHARS
+            and most < thin_ratio * _visible_words(html))
+
+
 def extract_text(html: str, extractor: Extractor = DEFAULT_EXTRACTOR,
                  timeout_s: float | None = None, *, fast: Fast = "auto",
                  balance: Balance = "recall", include_comments: bool = False,
                  include_tables: bool = True, fallback: bool = True,
                  fallback_ratio: float = FALLBACK_RATIO, shape: bool = True,
                  body_ratio: float = BODY_RATIO, listing_ratio: float = LISTING_RATIO,
-                 post_meta: bool = False) -> str:
+                 post_meta: bool = False, thin_ratio: float = THIN_RATIO) -> str:
     """Main text of an HTML page ('' when there is none). Raises :class:`ExtractTimeout`
     after ``timeout_s`` seconds.
 
@@ -557,7 +608,9 @@ def extract_text(html: str, extractor: Extractor = DEFAULT_EXTRACTOR,
     hard-wrapped lines inside a paragraph, writes table cells tab-separated and drops
     documentation generators' UI strings; ``listing_ratio`` appends the cards of a listing
     page the text misses when the text is under that share of the ``<body>``'s words (0:
-    off); ``post_meta`` keeps forum posts' author boxes and signatures."""
+    off); ``post_meta`` keeps forum posts' author boxes and signatures; ``thin_ratio``
+    (``fast="auto"``) reruns with the fallbacks when trafilatura's and resiliparse's texts are
+    both under that share of the ``<body>``'s words (0: never)."""
     fn = EXTRACTORS[extractor]
     prepare(extractor)
     html = close_noscript_iframes(html)
@@ -576,8 +629,8 @@ def extract_text(html: str, extractor: Extractor = DEFAULT_EXTRACTOR,
             if fast == "auto" and (not text or n_text < ratio * n_alt):
                 text = _trafilatura(html, False, balance, include_comments, include_tables,
                                     shape, post_meta).strip() or text
-            elif (fast == "auto" and n_alt < UNRELIABLE_RATIO * n_text
-                  and n_text < body_ratio * _body_words(rtree)):
+            elif fast == "auto" and _body_rerun(html, n_text, n_alt, rtree, body_ratio,
+                                                thin_ratio):
                 second: Balance = "default" if balance == "recall" else balance
                 text = _trafilatura(html, False, second, include_comments, include_tables,
                                     shape, post_meta).strip() or text
@@ -633,6 +686,10 @@ class ExtractHtml(ShardStage):
         post_meta: bool = False
         """Keep forum posts' author boxes and signatures (see
         [extract.md](extract.md#forum-posts-author-boxes))."""
+        thin_ratio: Ratio = THIN_RATIO
+        """With `fast: auto`: rerun trafilatura in full when its text and resiliparse's both
+        have fewer words than this share of the page's `<body>` (0: off; see
+        [extract.md](extract.md#thin-pages))."""
 
     def setup(self) -> None:
         # trafilatura's options (docs/extract.md has the F1 and CPU of each)
@@ -641,7 +698,8 @@ class ExtractHtml(ShardStage):
                         "include_tables": self.include_tables, "fallback": self.fallback,
                         "fallback_ratio": self.fallback_ratio, "shape": self.shape,
                         "body_ratio": self.body_ratio,
-                        "listing_ratio": self.listing_ratio, "post_meta": self.post_meta}
+                        "listing_ratio": self.listing_ratio, "post_meta": self.post_meta,
+                        "thin_ratio": self.thin_ratio}
         self.max_bytes = int(self.max_page_mb * 1024 * 1024)
 
     def process(self, docs: Iterator[Document], ctx: ShardContext) -> Iterator[Document]:

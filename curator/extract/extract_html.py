@@ -532,6 +532,14 @@ THIN_RATIO = 0.1
 #: costs about three times the fast pass and grows with the page (a 823 KB listing: 348 ms),
 #: so the few largest pages would be most of the rule's CPU.
 THIN_MAX_CHARS = 500_000
+#: The ``thin_ratio`` rerun's text replaces the fast text only when it holds at least this
+#: share of the fast text's distinct words (lower-cased, a word per character in scripts
+#: written without spaces): the cascade should extend a fragment, not swap it for another
+#: block (a shop's collection page: its product grid for the shipping banners, 0% of its
+#: words, F1 0.68 -> 0.004). A listing whose rerun keeps 36% gains (0.13 -> 0.25), so "most
+#: words" (0.5) would be too strict; chosen on the tuning split and 284 WCXB pages outside
+#: the gold set (docs/extract.md#thin-pages).
+THIN_COVER = 0.2
 #: ``listing_ratio``: when the text has fewer words than this share of the page's ``<body>``,
 #: look for a listing (a run of similar linked blocks, curator/extract/listing.py) that the
 #: text misses and append its cards. Off by default: on the tuning split 0.1 lifted listings
@@ -549,6 +557,21 @@ def _words(text: str) -> int:
 
 _SCRIPT_OR_STYLE = re.compile(r"<(script|style)\b", re.IGNORECASE)
 _TAG = re.compile(r"<[^<>]*>")
+
+
+# As bench/extraction_quality.py scores: a word per character in scripts without spaces.
+_NOSPACE = (r"[\u0e00-\u0e7f\u1000-\u109f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff"
+            r"\uac00-\ud7af]")
+_WORD = re.compile(_NOSPACE + r"|(?:(?!" + _NOSPACE + r")\w)+")
+
+
+def _covers(new: str, old: str, share: float) -> bool:
+    """Whether ``new`` holds at least ``share`` of ``old``'s distinct words (all of them when
+    ``old`` has none)."""
+    words = set(_WORD.findall(old.lower()))
+    if not words:
+        return True
+    return len(words & set(_WORD.findall(new.lower()))) >= share * len(words)
 
 
 def _visible_words(html: str) -> int:
@@ -571,21 +594,23 @@ def _visible_words(html: str) -> int:
 
 
 def _body_rerun(html: str, n_text: int, n_alt: int, rtree: Any, body_ratio: float,
-                thin_ratio: float) -> bool:
+                thin_ratio: float) -> Literal["", "body", "thin"]:
     """Whether ``fast="auto"`` reruns trafilatura with its fallbacks in ``default`` balance,
-    judged by the ``<body>``'s words: resiliparse kept almost nothing and trafilatura's text is
-    under ``body_ratio`` of the body, or both texts are under ``thin_ratio`` of the body's
-    words outside scripts and styles (resiliparse's count, scripts included, is the cheap
-    first test: it is never lower)."""
+    judged by the ``<body>``'s words: ``"body"`` when resiliparse kept almost nothing and
+    trafilatura's text is under ``body_ratio`` of the body, ``"thin"`` when both texts are
+    under ``thin_ratio`` of the body's words outside scripts and styles (resiliparse's count,
+    scripts included, is the cheap first test: it is never lower), else ``""``."""
     unreliable = n_alt < UNRELIABLE_RATIO * n_text
     if not unreliable and thin_ratio <= 0:
-        return False
+        return ""
     body = _body_words(rtree)
     if unreliable and n_text < body_ratio * body:
-        return True
+        return "body"
     most = max(n_text, n_alt)
-    return (most < thin_ratio * body and len(html) <= THIN_MAX_CHARS
-            and most < thin_ratio * _visible_words(html))
+    if (most < thin_ratio * body and len(html) <= THIN_MAX_CHARS
+            and most < thin_ratio * _visible_words(html)):
+        return "thin"
+    return ""
 
 
 def extract_text(html: str, extractor: Extractor = DEFAULT_EXTRACTOR,
@@ -629,11 +654,14 @@ def extract_text(html: str, extractor: Extractor = DEFAULT_EXTRACTOR,
             if fast == "auto" and (not text or n_text < ratio * n_alt):
                 text = _trafilatura(html, False, balance, include_comments, include_tables,
                                     shape, post_meta).strip() or text
-            elif fast == "auto" and _body_rerun(html, n_text, n_alt, rtree, body_ratio,
-                                                thin_ratio):
+            elif fast == "auto" and (why := _body_rerun(html, n_text, n_alt, rtree,
+                                                       body_ratio, thin_ratio)):
                 second: Balance = "default" if balance == "recall" else balance
-                text = _trafilatura(html, False, second, include_comments, include_tables,
-                                    shape, post_meta).strip() or text
+                rerun = _trafilatura(html, False, second, include_comments, include_tables,
+                                     shape, post_meta).strip()
+                # a thin page's rerun must extend the fragment, not swap it for another block
+                if rerun and (why == "body" or _covers(rerun, text, THIN_COVER)):
+                    text = rerun
             if fallback and (not text or _words(text) < fallback_ratio * _words(alt)):
                 text = alt
         # resiliparse's <body> words as a cheap first test; listing_cards decides on lxml's

@@ -5,13 +5,21 @@ with its readability/jusText fallbacks; real pages of bench/gold's tuning split 
 from __future__ import annotations
 
 import functools
+import gzip
+import json
 import os
 import sys
 
 import pytest
 
 from curator.core.errors import ConfigError
-from curator.extract.extract_html import ExtractHtml, _visible_words, extract_text
+from curator.extract.extract_html import (
+    ExtractHtml,
+    _covers,
+    _visible_words,
+    decode_html,
+    extract_text,
+)
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "bench"))
 from extraction_quality import GoldPage, load_gold, prf
@@ -20,6 +28,9 @@ from extraction_quality import GoldPage, load_gold, prf
 @functools.lru_cache(maxsize=1)
 def _tuning() -> dict[str, GoldPage]:
     return {p.id: p for p in load_gold("tuning")}
+
+
+DATA = os.path.join(os.path.dirname(__file__), "data", "wcxb")
 
 
 @pytest.mark.parametrize("page_id", ["wcxb/0084", "wcxb/0544"])
@@ -58,3 +69,32 @@ def test_visible_words_leave_out_scripts_styles_and_tags() -> None:
 def test_thin_ratio_outside_0_1_is_a_config_error(ratio: float) -> None:
     with pytest.raises(ConfigError, match="thin_ratio"):
         ExtractHtml(thin_ratio=ratio)
+
+
+def test_a_rerun_that_swaps_the_fragment_for_another_block_is_not_kept() -> None:
+    """A shop's collection page outside the gold set (WCXB 4757, tests/extract/data/wcxb): the
+    fast pass keeps the product grid (F1 0.68), both texts are thin, and the cascade returns
+    the shipping banners instead, none of the grid's words (F1 0.004): the fast text stays."""
+    with gzip.open(os.path.join(DATA, "4757.html.gz"), "rb") as f:
+        html = decode_html(f.read())[0]
+    with open(os.path.join(DATA, "4757.json"), encoding="utf-8") as f:
+        gold = json.load(f)["ground_truth"]["main_content"]
+    text = extract_text(html)
+    assert text == extract_text(html, thin_ratio=0.0)  # the fast text
+    assert prf(text, gold)[2] > 0.6
+
+
+def test_the_listing_whose_rerun_keeps_a_third_of_the_fragment_keeps_its_gain() -> None:
+    """wcxb/3016 (tuning): the cascade keeps 36% of the fast text's distinct words and adds
+    the listing's cards (F1 0.13 -> 0.25); the guard's share is below that."""
+    page = _tuning()["wcxb/3016"]
+    old = extract_text(page.html, thin_ratio=0.0)
+    new = extract_text(page.html)
+    assert prf(new, page.gold)[2] > prf(old, page.gold)[2] + 0.1
+
+
+def test_covers_counts_distinct_lower_cased_words_and_cjk_characters() -> None:
+    assert _covers("Alpha beta", "alpha alpha ALPHA gamma", 0.5)  # 1 of 2 distinct words
+    assert not _covers("Alpha beta", "alpha gamma delta", 0.5)
+    assert _covers("東京", "東京都", 0.6) and not _covers("東京", "東京都", 0.7)  # per character
+    assert _covers("anything", "!!! ...", 1.0)  # no words to keep

@@ -17,7 +17,14 @@ from helpers import run_cli
 from helpers_dedup import output_ids, rejected, write_pipeline
 from helpers_semantic import MINILM, build_tiny_model, make_corpus, make_variant_corpus
 
-from curator.dedup.semantic_dedup import Clustering, _leaf, _split
+from curator.dedup.semantic_dedup import (
+    Clustering,
+    ShardVectors,
+    _assign_task,
+    _cluster_task,
+    _leaf,
+    _split,
+)
 from curator.models.embed import load_encoder
 
 
@@ -163,6 +170,38 @@ def test_oversized_cluster_is_split_within_the_cap():
     assert all(np.all(np.diff(p.astype(np.int64)) > 0) for p in parts)  # input order kept
 
 
+@pytest.mark.parametrize("assign", [1, 2])
+def test_first_pass_finds_a_pair_split_across_clusters(tmp_path, assign):
+    """Two static clusters (centroids e1, e2) and a pair at cosine 0.9945 on their border, one
+    document nearer each centroid: with each document in its 2 nearest clusters the first pass
+    marks both (the stage's default, ``prefilter_assign: 2``); with 1 (the old assignment) the
+    pair is split and lost."""
+    rng = np.random.default_rng(0)
+    dim = 16
+    e1, e2 = np.eye(dim)[0], np.eye(dim)[1]
+    filler = np.concatenate([e1 + rng.normal(scale=0.8, size=(20, dim)),
+                             e2 + rng.normal(scale=0.8, size=(20, dim))])
+    pair = np.stack([e1 + 0.9 * e2, 0.9 * e1 + e2])
+    x = np.concatenate([filler, pair])
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    sims = x @ x.T
+    np.fill_diagonal(sims, -1)
+    assert sims[40, 41] > 0.99 and sims[:40].max() < 0.95  # the filler has no neighbour
+    vec = tmp_path / "v.npy"
+    np.save(vec, x.astype(np.float16))
+    cent = tmp_path / "cent.npy"
+    np.save(cent, np.stack([e1, e2]).astype(np.float32))
+    sv = ShardVectors(0, "s", str(vec), len(x))
+    cl = Clustering(stage_dir=str(tmp_path), tag="pre", threshold=0.95, mode="candidates",
+                    clusters=2, max_cluster_size=1000, sample=1000, iterations=5, seed=1,
+                    device="cpu", assign=assign)
+    sizes = _assign_task(cl, str(cent), sv)
+    assert sum(sizes) == assign * len(x)
+    out = _cluster_task(cl, [sv], (0, 2))
+    marked = set(np.load(out["path"] + ".removed.npy").astype(np.int64).tolist())
+    assert marked == ({40, 41} if assign == 2 else set())
+
+
 # -- the stage, through the curator command ----------------------------------------------------
 
 
@@ -248,7 +287,8 @@ def test_static_prefilter_sends_only_candidates_to_the_model(tiny, tmp_path):
     full = _pipeline(tmp_path, "full", tmp_path / "c", f"model: '{tiny}', threshold: 0.9")
     run_cli("run", str(full))
     y = _pipeline(tmp_path, "w", tmp_path / "c", f"model: '{tiny}', threshold: 0.9, "
-                  "prefilter: static, prefilter_threshold: 0.85, prefilter_jaccard: 0")
+                  "prefilter: static, prefilter_threshold: 0.85, prefilter_jaccard: 0, "
+                  "prefilter_word_weight: 0")
     run_cli("run", str(y))
     c1 = _counters(tmp_path / "w")
     assert c1["static_embedded_documents"] == n

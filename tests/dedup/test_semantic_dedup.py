@@ -356,11 +356,14 @@ def test_lexical_first_pass_catches_boilerplate_variants(bag, tmp_path):
     assert rejected(tmp_path / "lex", "semantic_dedup") == want
 
 
-def test_local_dask_mpi_identical(tiny, tmp_path):
+@pytest.mark.parametrize("prefilter", ["none", "static"])
+def test_local_dask_mpi_identical(tiny, tmp_path, prefilter):
     """Several clusters, some split (max_cluster_size 30): the same removals under local,
-    Dask (2 workers) and MPI (2 ranks)."""
+    Dask (2 workers) and MPI (2 ranks); with the first pass too (each document in its 2
+    nearest static clusters, so listed twice across cluster tasks)."""
     make_corpus(tmp_path / "c", shards=4, per_shard=50)
-    params = f"model: '{tiny}', threshold: 0.85, clusters: 3, max_cluster_size: 30"
+    params = (f"model: '{tiny}', threshold: 0.85, clusters: 3, max_cluster_size: 30, "
+              f"prefilter: {prefilter}")
     runs = {"l": ("{type: local}", 0), "d": ("{type: dask, workers: 2}", 0),
             "m": ("{type: mpi}", 2)}
     results = {}
@@ -370,7 +373,10 @@ def test_local_dask_mpi_identical(tiny, tmp_path):
         assert r.returncode == 0, f"{name}: {r.stderr[-2000:]}"
         results[name] = (rejected(tmp_path / name, "semantic_dedup"),
                          output_ids(tmp_path / name, "semantic_dedup"))
-    assert len(results["l"][0]) > 15
+    assert len(results["l"][0]) > (15 if prefilter == "none" else 0)
+    if prefilter == "static":
+        c = _counters(tmp_path / "l")
+        assert c["embedded_documents"] == c["candidates"] < 200
     assert results["d"] == results["l"]
     assert results["m"] == results["l"]
 

@@ -309,7 +309,11 @@ def first_pass_mask(
             sure = base >= score_cut
             mask[a[sure]] = True
             mask[b[sure]] = True
-            rest = ~sure & ~(mask[a] & mask[b])
+            # Jaccard <= smaller set / larger set: pairs that cannot reach the cut even so
+            # need no overlap (an exact bound; sets of very different sizes are common)
+            lo, hi = np.minimum(sizes[a], sizes[b]), np.maximum(sizes[a], sizes[b])
+            bound = base + weight * (lo / np.maximum(hi, 1))
+            rest = ~sure & (bound >= score_cut) & ~(mask[a] & mask[b])
             a, b, base = a[rest], b[rest], base[rest]
             if a.size:
                 inter = _overlap(sets, a, b)

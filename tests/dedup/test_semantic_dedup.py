@@ -315,9 +315,12 @@ def bag(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_prefilter_finds_the_same_pairs_as_the_full_model(bag, tmp_path):
     """With the default first pass (cuts derived from `threshold`: static neighbour or word
-    overlap) the stage removes exactly what it removes without one: every planted paraphrase
-    and boilerplate variant, pointing at its original, with the same cosine; and fewer
-    documents go through the full model."""
+    overlap) the stage removes what it removes without one: every planted paraphrase and
+    boilerplate variant, pointing at its original, with the same cosine, and nothing else;
+    and fewer documents go through the full model. (Only the planted pairs are required: the
+    word-bag model sometimes puts two random sentences sharing no word at 0.90-0.91, and the
+    default score, 0.8 x static cosine + 0.2 x word Jaccard >= 0.82, needs a pair to share
+    at least a tenth of its words: by design, see docs/models.md.)"""
     planted = make_variant_corpus(tmp_path / "c")
     n = len(_texts(tmp_path / "c"))
     full = _pipeline(tmp_path, "full", tmp_path / "c", f"model: '{bag}', threshold: 0.9")
@@ -331,14 +334,17 @@ def test_prefilter_finds_the_same_pairs_as_the_full_model(bag, tmp_path):
     run_cli("run", str(y))
     c = _counters(tmp_path / "w")
     assert c["embedded_documents"] == c["candidates"] < n
-    assert rejected(tmp_path / "w", "semantic_dedup") == want
+    got = rejected(tmp_path / "w", "semantic_dedup")
+    copies = [copy for _orig, copy in planted]
+    assert {k: got.get(k) for k in copies} == {k: want[k] for k in copies}
+    assert all(want.get(k) == v for k, v in got.items())
 
 
 def test_lexical_first_pass_catches_boilerplate_variants(bag, tmp_path):
     """With a static cut so high that no boilerplate variant passes it (checked on the
     distilled model's own vectors), the word-overlap part alone still sends every variant to
-    the full model: the same removals as without a first pass (fails without the lexical
-    part)."""
+    the full model: the same removals of the planted copies as without a first pass, and no
+    other (fails without the lexical part)."""
     planted = make_variant_corpus(tmp_path / "c")
     texts = dict(_texts(tmp_path / "c"))
     variants = planted[:12]
@@ -353,7 +359,10 @@ def test_lexical_first_pass_catches_boilerplate_variants(bag, tmp_path):
     y = _pipeline(tmp_path, "lex", tmp_path / "c", f"model: '{bag}', threshold: 0.9, "
                   "prefilter: static, prefilter_threshold: 0.995")
     run_cli("run", str(y))
-    assert rejected(tmp_path / "lex", "semantic_dedup") == want
+    got = rejected(tmp_path / "lex", "semantic_dedup")
+    copies = [copy for _orig, copy in planted]
+    assert {k: got.get(k) for k in copies} == {k: want[k] for k in copies}
+    assert all(want.get(k) == v for k, v in got.items())
 
 
 @pytest.mark.parametrize("prefilter", ["none", "static"])

@@ -322,42 +322,48 @@ def first_pass(args: argparse.Namespace, tmp: Path) -> list[str]:
     return lines
 
 
-def _stage_selection(texts: list[str], static: np.ndarray, threshold: float, cap: int,
-                     static_cut: float, jaccard: float, ngram: int) -> np.ndarray:
-    """The stage's first pass (curator.dedup.semantic_dedup with ``prefilter: static``):
-    spherical k-means on the static vectors (one cluster per ``cap / 4`` documents above
-    ``cap``), then per cluster a static neighbour at ``static_cut`` or a word-set neighbour at
-    ``jaccard``. Returns the kept mask."""
+def _stage_selection(texts: list[str], static: np.ndarray, cap: int, score_cut: float,
+                     weight: float, jaccard: float, ngram: int, assign: int) -> np.ndarray:
+    """The stage's first pass (curator.dedup.semantic_dedup with ``prefilter: static``), with
+    the stage's own functions: spherical k-means on the static vectors (one cluster per
+    ``cap / 4`` documents above ``cap``), each document in its ``assign`` nearest clusters,
+    clusters above ``cap`` split again, then per cluster
+    ``curator.models.candidates.first_pass_mask``. Returns the kept mask."""
     import math
 
-    import faiss
-
-    from curator.models.candidates import candidate_mask, lexical_mask_sets, word_sets
+    from curator.dedup.semantic_dedup import Clustering, _kmeans, _nearest, _split
+    from curator.models.candidates import first_pass_mask, word_sets
 
     n = len(texts)
     k = 1 if n <= cap else math.ceil(n / max(1, cap // 4))
     x = static / np.maximum(np.linalg.norm(static, axis=1, keepdims=True), 1e-12)
+    cl = Clustering(stage_dir="", tag="pre", threshold=score_cut, mode="candidates", clusters=0,
+                    max_cluster_size=cap, sample=100_000, iterations=20, seed=42, device="cpu")
+    m = max(1, min(assign, k))
     if k > 1:
-        faiss.omp_set_num_threads(1)
-        km = faiss.Kmeans(x.shape[1], k, niter=20, seed=42, spherical=True, verbose=False,
-                          min_points_per_centroid=1, max_points_per_centroid=1 << 30)
-        step = max(1, math.ceil(n / 100_000))
-        km.train(np.ascontiguousarray(x[::step], dtype=np.float32))
-        labels = np.argmax(x @ km.centroids.T, axis=1)
+        step = max(1, math.ceil(n / cl.sample))
+        labels = _nearest(x, _kmeans(x[::step], k, cl), m)
     else:
-        labels = np.zeros(n, dtype=np.int64)
-    off, hashes = word_sets(texts, ngram)
+        labels = np.zeros((n, 1), dtype=np.int64)
+    off, hashes = word_sets(texts, ngram) if weight > 0 or jaccard > 0 else (None, None)
     keep = np.zeros(n, dtype=bool)
+
+    def gather(refs: np.ndarray) -> np.ndarray:
+        return x[refs.astype(np.int64)]
+
     for c in np.unique(labels).tolist():
-        idx = np.nonzero(labels == c)[0]
-        m = candidate_mask(x[idx], static_cut)
-        if jaccard > 0:
-            sizes = off[idx + 1] - off[idx]
-            sub_off = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
-            sub = np.concatenate([hashes[off[i]:off[i + 1]] for i in idx]) if idx.size else \
-                np.zeros(0, np.int64)
-            m |= lexical_mask_sets(sub_off, sub, jaccard)
-        keep[idx] = m
+        members = np.nonzero((labels == c).any(axis=1))[0].astype(np.uint64)
+        for leaf in _split(members, gather, cl, 0):  # type: ignore[arg-type]
+            idx = leaf.astype(np.int64)
+            words = None
+            if off is not None and hashes is not None:
+                sizes = off[idx + 1] - off[idx]
+                sub_off = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
+                sub = (np.concatenate([hashes[off[i]:off[i + 1]] for i in idx]) if idx.size
+                       else np.zeros(0, np.int64))
+                words = (sub_off, sub)
+            keep[idx] |= first_pass_mask(x[idx], score_cut, weight=weight, jaccard=jaccard,
+                                         words=words)
     return keep
 
 
@@ -429,25 +435,27 @@ def stage_pass(args: argparse.Namespace, tmp: Path) -> list[str]:
         variants.append((f"projected({args.project})", proj, sampled))
     lines.append(f"full model on the kept: {kb}; baseline: {args.backend} on all "
                  f"({full_all:.0f} CPU s estimated)")
-    lines.append("vectors          full t  static cut  Jaccard  kept docs  recall (pairs)   "
-                 "first-pass CPU s  ratio vs full")
+    lines.append("vectors          full t  score  weight  Jaccard  assign  kept docs  "
+                 "recall (pairs)    first-pass CPU s  ratio vs full")
     for (vname, vec, sampled), t in ((v, float(x)) for v in variants
                                      for x in args.thresholds.split(",")):
         cut = first_pass_for(t)
-        grid = [(cut.static, cut.jaccard)] + [
-            (float(a), float(b)) for a, b in (g.split(":") for g in args.cut_grid.split(",") if g)
-            if abs(float(a) - cut.static) < 0.2]
-        for s_cut, jac in grid:
+        grid = [(cut.static, cut.weight, cut.jaccard, args.assign)] + [
+            (float(q[0]), float(q[1]), float(q[2]), int(q[3]) if len(q) > 3 else args.assign)
+            for q in (g.split(":") for g in args.cut_grid.split(",") if g)
+            if abs(float(q[0]) - cut.static) < 0.2]
+        for s_cut, wgt, jac, assign in grid:
             c0 = _cpu()
-            keep = _stage_selection(texts, vec, t, args.max_cluster_size, s_cut, jac, cut.ngram)
+            keep = _stage_selection(texts, vec, args.max_cluster_size, s_cut, wgt, jac,
+                                    cut.ngram, assign)
             keep |= sampled
             sel_cpu = _cpu() - c0
             i, j, _ = truth[t]
             rec = float(np.mean(keep[i] & keep[j])) if len(i) else 1.0
             cost = static_cpu + sel_cpu + per_doc[kb] * keep.sum()
-            lines.append(f"{vname:15s}  {t:5.2f}  {s_cut:9.2f}  {jac:7.2f}  "
-                         f"{100 * keep.mean():8.1f}%  "
-                         f"{rec:6.4f} ({len(i):5d})  {static_cpu + sel_cpu:14.1f}  "
+            lines.append(f"{vname:15s}  {t:5.2f}  {s_cut:5.2f}  {wgt:6.2f}  {jac:7.2f}  "
+                         f"{assign:6d}  {100 * keep.mean():8.1f}%  "
+                         f"{rec:6.4f} ({len(i):6d})  {static_cpu + sel_cpu:14.1f}  "
                          f"{full_all / cost:9.1f}x")
             print(lines[-1], flush=True)
     return lines
@@ -482,7 +490,11 @@ def main() -> None:
     p.add_argument("--max-cluster-size", type=int, default=20_000)
     p.add_argument("--project", type=int, default=0,
                    help="also try a ridge projection static->full fitted on this many documents")
-    p.add_argument("--cut-grid", default="", help="more static:jaccard cuts to try, a:b,c:d")
+    p.add_argument("--cut-grid", default="",
+                   help="more cuts to try, score:weight:jaccard[:assign],... (the first line of "
+                   "each threshold is the stage's default, first_pass_for)")
+    p.add_argument("--assign", type=int, default=2,
+                   help="nearest static clusters per document (the stage's prefilter_assign)")
     p.add_argument("--skip-speed", action="store_true")
     p.add_argument("--skip-first-pass", action="store_true")
     args = p.parse_args()

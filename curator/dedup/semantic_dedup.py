@@ -21,11 +21,13 @@ Phases (each a resumable ``ctx.map``; results never depend on the number of work
    reason ``semantic_duplicate``, ``duplicate_of`` (the kept document's id) and ``cosine``.
 
 With ``prefilter: static`` a static model distilled from the same model (model2vec) embeds
-every document first; steps 2-4 on those vectors mark the documents that have, in their static
-cluster, a neighbour at ``prefilter_threshold`` (static cosine) or one sharing words at
-``prefilter_jaccard`` (word-set Jaccard; the sets are stored per shard as hashes, so a cluster
-gathers them like vectors); only those candidates go through the full model and steps 2-4
-again. Documents that are no candidate are kept. The two cuts default to
+every document first; steps 2-4 on those vectors, each document joining its
+``prefilter_assign`` nearest static clusters (a pair split by k-means still meets), mark the
+documents that have a neighbour whose score ``(1 - w) * static cosine + w * word-set Jaccard``
+(``w`` = ``prefilter_word_weight``) reaches ``prefilter_threshold``, or whose Jaccard alone
+reaches ``prefilter_jaccard`` (the sets are stored per shard as hashes, so a cluster gathers
+them like vectors); only those candidates go through the full model and steps 2-4 again.
+Documents that are no candidate are kept. The cuts default to
 ``curator.models.candidates.first_pass_for(threshold)``, measured for recall >= 0.98.
 """
 
@@ -93,6 +95,8 @@ class Clustering:
     seed: int
     device: str
     jaccard: float | None = None  # candidates mode: also mark rows with a word-set neighbour
+    weight: float = 0.0  # candidates mode: share of the word-set Jaccard in the pair's score
+    assign: int = 1  # nearest centroids each row joins (candidates mode: pairs split by k-means)
 
     def path(self, *parts: str) -> str:
         return os.path.join(self.stage_dir, self.tag, *parts)
@@ -160,17 +164,25 @@ class SemanticDedup(GlobalStage):
         seed: int = 42
         """Seed of the k-means sample and initialisation."""
         prefilter: Literal["none", "static"] = "none"
-        """`static`: a cheap first pass; only documents with a static-model neighbour at
-        `prefilter_threshold` or a word-overlap neighbour at `prefilter_jaccard` (within their
-        static cluster) go through the full model."""
+        """`static`: a cheap first pass; only documents with a neighbour (in their nearest static
+        clusters) at `prefilter_threshold` (static cosine mixed with word overlap) or at
+        `prefilter_jaccard` (word overlap alone) go through the full model."""
         prefilter_threshold: Annotated[float, Field(gt=0, le=1)] | None = None
-        """Cosine under the static model that makes a document a candidate (<= `threshold`
-        when the lexical part is off); unset: derived from `threshold` (0.75 at 0.9, 0.85 at
-        0.95: measured for recall >= 0.98, docs/models.md)."""
+        """Score that makes a pair of documents candidates: `(1 - prefilter_word_weight) x
+        static cosine + prefilter_word_weight x word-set Jaccard` (<= `threshold` when the
+        word part is off); unset: derived from `threshold` (0.82 at 0.9, 0.87 at 0.95: measured
+        for recall >= 0.98 on held-out documents, docs/models.md)."""
+        prefilter_word_weight: Annotated[float, Field(ge=0, lt=1)] | None = None
+        """Share of the word-set Jaccard in that score; unset: derived from `threshold` (0.2);
+        0: the static cosine alone."""
         prefilter_jaccard: Annotated[float, Field(ge=0, le=1)] | None = None
-        """Jaccard of lowercased word sets that makes a document a candidate (near-copies whose
+        """Jaccard of lowercased word sets that alone makes a pair candidates (near-copies whose
         boilerplate differs, which the static model misses); unset: derived from `threshold`
-        (0.3); 0 turns the lexical part off."""
+        (0.8); 0 turns this part off."""
+        prefilter_assign: Annotated[int, Field(ge=1, le=4)] = 2
+        """Nearest static k-means clusters each document joins in the first pass (with more
+        than one cluster): 1 loses the pairs k-means splits (a fifth of the pairs on the 1e5
+        corpus of docs/models.md), 2 about 1%, at about 4x the first pass's cluster work."""
 
         @model_validator(mode="after")
         def _prefilter(self) -> Any:
@@ -178,10 +190,11 @@ class SemanticDedup(GlobalStage):
                 raise ValueError("prefilter: static is a first pass before the full model; "
                                  "with backend: static there is nothing to prefilter")
             if (self.prefilter == "static" and self.prefilter_threshold is not None
-                    and self.prefilter_threshold > self.threshold and self.prefilter_jaccard == 0):
+                    and self.prefilter_threshold > self.threshold and self.prefilter_jaccard == 0
+                    and self.prefilter_word_weight == 0):
                 raise ValueError("prefilter_threshold must be <= threshold when the static pass "
-                                 "is alone (prefilter_jaccard: 0): it only proposes candidates "
-                                 "and must not miss pairs")
+                                 "is alone (prefilter_jaccard: 0, prefilter_word_weight: 0): it "
+                                 "only proposes candidates and must not miss pairs")
             return self
 
     def setup(self) -> None:
@@ -234,22 +247,30 @@ class SemanticDedup(GlobalStage):
             cut = first_pass_for(self.threshold)
             pre_t = cut.static if self.prefilter_threshold is None else self.prefilter_threshold
             jac = cut.jaccard if self.prefilter_jaccard is None else self.prefilter_jaccard
+            wgt = cut.weight if self.prefilter_word_weight is None else \
+                self.prefilter_word_weight
             pre = spec("static")
             ctx.map(_distill_task, [pre], phase="distill")
             st = ctx.map(functools.partial(_embed_task, ctx.stage_dir, cache, pre,
-                                           words=cut.ngram if jac > 0 else 0),
+                                           words=cut.ngram if jac > 0 or wgt > 0 else 0),
                          [(*it, None) for it in items], phase="static_embed", keys=keys)
             ctx.count("static_embedded_documents", sum(r["embedded"] for r in st))
             used += [r["vectors"] for r in st]
             pcl = clustering("pre", pre_t, "candidates")
-            pres = self._cluster_pass(ctx, dataclasses.replace(pcl, jaccard=jac or None), st)
-            need = ctx.map(functools.partial(_candidates_task, ctx.stage_dir, pres.files),
-                           [(i, s.name) for i, s in enumerate(shards)],
-                           phase="candidates", keys=keys)
-            ctx.count("candidates", pres.found)
-            table += [["prefilter", f"static cosine >= {pre_t}"
-                       + (f" or word {cut.ngram}-gram Jaccard >= {jac}" if jac else "")],
-                      ["candidates (full model)", pres.found]]
+            pres = self._cluster_pass(ctx, dataclasses.replace(
+                pcl, jaccard=jac or None, weight=wgt, assign=self.prefilter_assign), st)
+            got = ctx.map(functools.partial(_candidates_task, ctx.stage_dir, pres.files),
+                          [(i, s.name) for i, s in enumerate(shards)],
+                          phase="candidates", keys=keys)
+            need = [g[0] for g in got]
+            found = sum(g[1] for g in got)  # a document in 2 clusters is counted once
+            ctx.count("candidates", found)
+            score = (f"{1 - wgt:g} x static cosine + {wgt:g} x word Jaccard" if wgt
+                     else "static cosine")
+            table += [["prefilter", f"{score} >= {pre_t}"
+                       + (f" or word {cut.ngram}-gram Jaccard >= {jac}" if jac else "")
+                       + f"; nearest static clusters: {self.prefilter_assign}"],
+                      ["candidates (full model)", found]]
         full = spec(self.backend)
         if self.backend == "static":  # distilled once, before the shard tasks load it
             ctx.map(_distill_task, [full], phase="distill")
@@ -288,6 +309,7 @@ class SemanticDedup(GlobalStage):
         k = cl.clusters or (1 if total <= cl.max_cluster_size
                             else math.ceil(total / max(1, cl.max_cluster_size // 4)))
         k = max(1, min(k, total, cl.sample))
+        cl = dataclasses.replace(cl, assign=max(1, min(cl.assign, k)))
         cent = ctx.map(functools.partial(_kmeans_task, cl, counts),
                        [(k, shards)], phase=f"{cl.tag}_kmeans")[0]
         sizes = ctx.map(functools.partial(_assign_task, cl, cent),
@@ -579,26 +601,38 @@ def _kmeans_task(cl: Clustering, counts: list[int],
 
 def _assign_rows(x: np.ndarray, cent: np.ndarray) -> np.ndarray:
     """Index of each row's nearest centroid (highest cosine; ties: lowest index)."""
-    out = np.empty(x.shape[0], dtype=np.int64)
+    return _nearest(x, cent, 1)[:, 0]
+
+
+def _nearest(x: np.ndarray, cent: np.ndarray, m: int) -> np.ndarray:
+    """``(rows, m)``: each row's ``m`` nearest centroids, nearest first (ties: lowest index)."""
+    out = np.empty((x.shape[0], m), dtype=np.int64)
     for s in range(0, x.shape[0], 8192):
-        out[s:s + 8192] = np.argmax(x[s:s + 8192] @ cent.T, axis=1)
+        sim = x[s:s + 8192] @ cent.T
+        if m == 1:
+            out[s:s + 8192, 0] = np.argmax(sim, axis=1)
+        else:
+            out[s:s + 8192] = np.argsort(-sim, axis=1, kind="stable")[:, :m]
     return out
 
 
 def _assign_task(cl: Clustering, cent_path: str, sv: ShardVectors) -> list[int]:
-    """Rows of one shard sorted by (cluster, row) and each cluster's bounds; returns the
-    cluster sizes."""
+    """Rows of one shard sorted by (cluster, row) and each cluster's bounds (a row joins its
+    ``cl.assign`` nearest clusters, so it may be listed more than once); returns the cluster
+    sizes."""
     cent = _load_npy(cent_path, "centroids", mmap=False)
     g = _Gather([sv])
     rows = g.rows_of(0)
     k = cent.shape[0]
+    m = max(1, min(cl.assign, k))
     labels = np.empty(0, dtype=np.int64)
     if rows.size:
         parts = []
         for s in range(0, rows.size, 65536):
             r = rows[s:s + 65536].astype(np.uint64)
-            parts.append(_assign_rows(g(r), cent))
+            parts.append(_nearest(g(r), cent, m).ravel())
         labels = np.concatenate(parts)
+    rows = np.repeat(rows, m)
     order = np.lexsort((rows, labels))
     counts = np.bincount(labels, minlength=k)
     base = cl.path("assign", f"{sv.index:06d}-{sv.name}")
@@ -650,13 +684,16 @@ def _cluster_task(cl: Clustering, shards: list[ShardVectors],
         for leaf in _split(refs, g, cl, 0):
             if leaf.shape[0] < refs.shape[0]:
                 split += 1
-            r, k_, c_ = _leaf(leaf, g(leaf), cl)
-            if cl.mode == "candidates" and cl.jaccard:
-                from curator.models.candidates import lexical_mask_sets
+            if cl.mode == "candidates" and (cl.jaccard or cl.weight):
+                from curator.models.candidates import first_pass_mask
 
-                lex = lexical_mask_sets(*_gather_words(shards, leaf), cl.jaccard)
-                r = np.union1d(r, leaf[lex])
+                hit = first_pass_mask(g(leaf), cl.threshold, weight=cl.weight,
+                                      jaccard=cl.jaccard or 0.0,
+                                      words=_gather_words(shards, leaf))
+                r = leaf[hit]
                 k_, c_ = np.zeros(r.size, np.uint64), np.zeros(r.size, np.float32)
+            else:
+                r, k_, c_ = _leaf(leaf, g(leaf), cl)
             removed.append(r)
             kept.append(k_)
             cos.append(c_)
@@ -748,8 +785,10 @@ def _leaf(refs: np.ndarray, x: np.ndarray, cl: Clustering
             np.asarray(rem_c, dtype=np.float32))
 
 
-def _candidates_task(stage_dir: str, pair_files: list[str], item: tuple[int, str]) -> str:
-    """The rows of one shard that the cheap pass marked (sorted), as a file for ``embed``."""
+def _candidates_task(stage_dir: str, pair_files: list[str], item: tuple[int, str]
+                     ) -> tuple[str, int]:
+    """The rows of one shard that the cheap pass marked (sorted, each once), as a file for
+    ``embed``, and their number."""
     idx, name = item
     lo = np.uint64(idx) << np.uint64(32)
     hi = np.uint64(idx + 1) << np.uint64(32)
@@ -761,7 +800,7 @@ def _candidates_task(stage_dir: str, pair_files: list[str], item: tuple[int, str
     out = np.unique(np.concatenate(rows)) if rows else np.empty(0, np.int64)
     path = os.path.join(stage_dir, "pre", "need", f"{idx:06d}-{name}.npy")
     _save_npy(path, out)
-    return path
+    return path, int(out.size)
 
 
 def _removals_task(stage_dir: str, pair_files: list[str], ids_paths: list[str],

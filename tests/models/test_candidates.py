@@ -126,3 +126,43 @@ def test_select_candidates_adds_lexical_neighbours() -> None:
     assert first_pass_for(0.97) == first_pass_for(0.95)
     with pytest.raises(ValueError):
         select_candidates(emb, 0.9, texts[:2])
+
+
+def _brute_first_pass(x: np.ndarray, texts: list[str], cut: float, weight: float,
+                      jaccard: float) -> np.ndarray:
+    import itertools
+    import re
+
+    y = normalize_rows(x)
+    sets = [set(re.findall(r"\w+", t.lower())) for t in texts]
+    out = np.zeros(len(texts), bool)
+    for a, b in itertools.combinations(range(len(texts)), 2):
+        union = sets[a] | sets[b]
+        jac = len(sets[a] & sets[b]) / len(union) if union else 0.0
+        if (1 - weight) * float(y[a] @ y[b]) + weight * jac >= cut or (jaccard and jac >= jaccard):
+            out[a] = out[b] = True
+    return out
+
+
+@pytest.mark.parametrize("max_cells", [1, 50, 1 << 24])
+@pytest.mark.parametrize(("cut", "weight", "jaccard"),
+                         [(0.82, 0.2, 0.8), (0.7, 0.3, 0.5), (0.9, 0.0, 0.6), (0.6, 0.5, 0.0)])
+def test_first_pass_mask_equals_brute_force(cut: float, weight: float, jaccard: float,
+                                            max_cells: int) -> None:
+    """The weighted static+word score and the Jaccard-alone join (prefix filtered, pairs
+    already marked skipped) mark exactly the rows a brute-force loop over all pairs marks."""
+    from curator.models.candidates import first_pass_mask, word_sets
+
+    rng = np.random.default_rng(0)
+    vocab = [f"w{i}" for i in range(30)]
+    texts = [" ".join(rng.choice(vocab, int(rng.integers(0, 12)))) for _ in range(120)]
+    texts += [t + " extra" for t in texts[:20]]  # boilerplate variants: Jaccard 0.5-0.92
+    x = rng.normal(size=(len(texts), 8))
+    x[120:] = x[:20] + rng.normal(scale=0.3, size=(20, 8))
+    want = _brute_first_pass(x, texts, cut, weight, jaccard)
+    got = first_pass_mask(x, cut, weight=weight, jaccard=jaccard, words=word_sets(texts),
+                          max_cells=max_cells)
+    assert 0 < want.sum() < len(texts)
+    assert np.array_equal(got, want)
+    # without word sets it is the static cut alone
+    assert np.array_equal(first_pass_mask(x, cut), candidate_mask(x, cut))

@@ -128,15 +128,16 @@ _UI_XPATH = (
     " | //a[@id = 'toggle-all-docs']"
     " | //div[contains(@class, 'skipNav') or contains(@class, 'skip-nav')]"
 )
-# _UI_XPATH split into its alternatives, each with the strings a page's source must contain for
-# it to match anything (its class and id values, the "More..." link text; a `class="src"`
-# attribute): a page runs only the alternatives whose strings it holds (a Sphinx page: the
-# headerlink one), most pages of the web none. Each alternative walks the whole tree (~0.4 ms
-# on a large page; `descendant::` from the root element walks it once, `//` twice). Attribute
-# values are compared as written, so only entity-encoded letters in them would be missed.
-# Same elements as _UI_XPATH (tests/extract/test_ui_gate.py).
+# _UI_XPATH split into its alternatives, each with the strings that the page's class and id
+# values (:func:`_attr_values`) must contain for it to match anything ("More..." is link
+# text: the page's source is searched for it; ``=src`` means a class that is exactly "src"):
+# a page runs only the alternatives whose strings it holds (a Sphinx page: the headerlink
+# one), most pages of the web none. Each alternative walks the whole tree (~0.4 ms on a large
+# page; `descendant::` from the root element walks it once, `//` twice). The values are the
+# parsed attributes the XPath reads, so the gate is exact (a case-insensitive regex for
+# ``class=src`` over the source cost ~1 ms a page). Same elements as _UI_XPATH
+# (tests/extract/test_ui_gate.py).
 _CLS = "contains(concat(' ', normalize-space(@class), ' '), ' {} ')"
-_SRC_CLASS = re.compile(r"""class\s*=\s*(?:"src"|'src'|src[\s>/])""", re.IGNORECASE)
 _UI_PARTS: tuple[tuple[tuple[str, ...], str], ...] = (
     # the plain contains() first: normalize-space() and concat() only for the few candidates
     (("headerlink",), "descendant::a[contains(@class, 'headerlink') and "
@@ -144,7 +145,7 @@ _UI_PARTS: tuple[tuple[tuple[str, ...], str], ...] = (
     (("anchor",), "descendant::a[contains(@class, 'anchor') and (" + _CLS.format("anchor") + " or "
      + _CLS.format("doc-anchor") + ") and string-length(normalize-space()) <= 2]"),
     (("srclink",), "descendant::a[@class and contains(@class, 'srclink')]"),
-    (("class=src",), "descendant::a[@class = 'src' and (normalize-space() = 'source'"
+    (("=src",), "descendant::a[@class = 'src' and (normalize-space() = 'source'"
      " or normalize-space() = 'Source')]"),
     (("md-skip", "skip-nav"), "descendant::a[@class and (contains(@class, 'md-skip')"
      " or contains(@class, 'skip-nav'))]"),
@@ -156,23 +157,41 @@ _UI_PARTS: tuple[tuple[tuple[str, ...], str], ...] = (
      " or contains(@class, 'skip-nav')]"),
 )
 _UI_COMPILED: list[tuple[tuple[str, ...], Any]] = []
+#: Every class and every id attribute's value (two C-level XPaths, plain strings).
+_ATTR_XPATHS: list[Any] = []
 
 
-def _has(html: str, needle: str) -> bool:
-    return _SRC_CLASS.search(html) is not None if needle == "class=src" else needle in html
+def _attr_values(tree: Any) -> str:
+    """The page's class and id values, one per line: what the class/id-gated steps
+    (documentation UI, forum author boxes) test for their strings first (~0.3 ms a page)."""
+    if not _ATTR_XPATHS:
+        from lxml.etree import XPath
+
+        _ATTR_XPATHS.extend(XPath(f"//@{a}", smart_strings=False) for a in ("class", "id"))
+    return "\n" + "\n".join(_ATTR_XPATHS[0](tree) + _ATTR_XPATHS[1](tree)) + "\n"
 
 
-def _ui_elements(tree: Any, html: str) -> list[Any]:
-    """The elements _UI_XPATH selects on ``tree`` (parsed from ``html``), running only the
-    alternatives whose strings ``html`` contains (document order is not kept: dropping them
-    gives the same tree in any order)."""
+def _has(html: str, attrs: str, needle: str) -> bool:
+    if needle == "More...":
+        return needle in html
+    if needle == "=src":
+        return "\nsrc\n" in attrs
+    return needle in attrs
+
+
+def _ui_elements(tree: Any, html: str, attrs: str | None = None) -> list[Any]:
+    """The elements _UI_XPATH selects on ``tree`` (parsed from ``html``; ``attrs`` its
+    :func:`_attr_values`), running only the alternatives whose strings the page holds
+    (document order is not kept: dropping them gives the same tree in any order)."""
     if not _UI_COMPILED:
         from lxml.etree import XPath
 
         _UI_COMPILED.extend((tokens, XPath(x)) for tokens, x in _UI_PARTS)
+    if attrs is None:
+        attrs = _attr_values(tree)
     found: dict[Any, None] = {}
     for tokens, xpath in _UI_COMPILED:
-        if any(_has(html, n) for n in tokens):
+        if any(_has(html, attrs, n) for n in tokens):
             found.update(dict.fromkeys(xpath(tree)))
     return list(found)
 
@@ -210,6 +229,25 @@ _POST_META = re.compile(
     r"|usertitle|user-title|author-?info|poster-?info|postauthor|memberinfo|member-info"
     r"|user-stats|userstats)(?:[-_ ]|$)", re.IGNORECASE)
 _POST_META_WORDS = 150
+# A page's class/id values (lower-cased) hold one of these when any element's can match
+# _POST_META (each of its tokens contains one): most pages hold none and skip the XPath
+# (~2 ms a page). Values with other than ASCII letters are searched with _POST_META itself
+# (its IGNORECASE also matches "ſ" to "s" and the Kelvin sign to "k", which lower() does not).
+_POST_META_NEEDLES = (
+    "postprofile", "userinfo", "user-info", "user_info", "userdetails", "user-details",
+    "message-user", "postbit", "signature", "usertitle", "user-title", "authorinfo",
+    "author-info", "posterinfo", "poster-info", "postauthor", "memberinfo", "member-info",
+    "user-stats", "userstats")
+_POST_META_LINES = re.compile(_POST_META.pattern, re.IGNORECASE | re.MULTILINE)
+
+
+def _may_have_post_meta(attrs: str) -> bool:
+    """Whether some element's class or id (``attrs``: :func:`_attr_values`) can match
+    :data:`_POST_META`: a necessary condition, never false for a page that has one."""
+    if not attrs.isascii():
+        return _POST_META_LINES.search(attrs) is not None
+    low = attrs.lower()
+    return any(n in low for n in _POST_META_NEEDLES)
 
 _XPATHS: list[Any] = []
 
@@ -270,8 +308,13 @@ def _compiled() -> tuple[Any, Any, Any]:
     return _XPATHS[0], _XPATHS[1], _XPATHS[2]
 
 
-def _drop_post_meta(tree: object, meta_xpath: Any) -> None:
-    """Drop forum posts' author boxes and signatures (see :data:`_POST_META`)."""
+def _drop_post_meta(tree: object, meta_xpath: Any, attrs: str | None = None) -> None:
+    """Drop forum posts' author boxes and signatures (see :data:`_POST_META`; ``attrs``: the
+    page's :func:`_attr_values`, which may be taken before other drops)."""
+    if attrs is None:
+        attrs = _attr_values(tree)
+    if not _may_have_post_meta(attrs):
+        return
     for el in meta_xpath(tree):
         if el.tag in ("html", "body") or el.getparent() is None:
             continue
@@ -293,10 +336,11 @@ def _prepare_tree(tree: object, shape: bool, html: str, post_meta: bool = False)
     for el in tree.iter("pre", "code"):  # type: ignore[attr-defined]
         strip_tags(el, "span")
     meta = _compiled()[2]
-    for el in _ui_elements(tree, html):
+    attrs = _attr_values(tree)  # a superset of the values left after the UI drop: still exact
+    for el in _ui_elements(tree, html, attrs):
         el.drop_tree()
     if not post_meta:
-        _drop_post_meta(tree, meta)
+        _drop_post_meta(tree, meta, attrs)
     if not shape:
         return
     wrapped = _compiled()[1]

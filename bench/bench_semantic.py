@@ -323,7 +323,8 @@ def first_pass(args: argparse.Namespace, tmp: Path) -> list[str]:
 
 
 def _stage_selection(texts: list[str], static: np.ndarray, cap: int, score_cut: float,
-                     weight: float, jaccard: float, ngram: int, assign: int) -> np.ndarray:
+                     weight: float, jaccard: float, ngram: int, assign: int,
+                     alone: float = 2.0) -> np.ndarray:
     """The stage's first pass (curator.dedup.semantic_dedup with ``prefilter: static``), with
     the stage's own functions: spherical k-means on the static vectors (one cluster per
     ``cap / 4`` documents above ``cap``), each document in its ``assign`` nearest clusters,
@@ -363,7 +364,7 @@ def _stage_selection(texts: list[str], static: np.ndarray, cap: int, score_cut: 
                        else np.zeros(0, np.int64))
                 words = (sub_off, sub)
             keep[idx] |= first_pass_mask(x[idx], score_cut, weight=weight, jaccard=jaccard,
-                                         words=words)
+                                         words=words, alone=alone)
     return keep
 
 
@@ -435,26 +436,28 @@ def stage_pass(args: argparse.Namespace, tmp: Path) -> list[str]:
         variants.append((f"projected({args.project})", proj, sampled))
     lines.append(f"full model on the kept: {kb}; baseline: {args.backend} on all "
                  f"({full_all:.0f} CPU s estimated)")
-    lines.append("vectors          full t  score  weight  Jaccard  assign  kept docs  "
+    lines.append("vectors          full t  score  weight  Jaccard  assign  alone  kept docs  "
                  "recall (pairs)    first-pass CPU s  ratio vs full")
     for (vname, vec, sampled), t in ((v, float(x)) for v in variants
                                      for x in args.thresholds.split(",")):
         cut = first_pass_for(t)
-        grid = [(cut.static, cut.weight, cut.jaccard, args.assign)] + [
-            (float(q[0]), float(q[1]), float(q[2]), int(q[3]) if len(q) > 3 else args.assign)
+        grid = [(cut.static, cut.weight, cut.jaccard, args.assign, cut.alone)] + [
+            (float(q[0]), float(q[1]), float(q[2]), int(q[3]) if len(q) > 3 else args.assign,
+             float(q[4]) if len(q) > 4 else 2.0)
             for q in (g.split(":") for g in args.cut_grid.split(",") if g)
             if abs(float(q[0]) - cut.static) < 0.2]
-        for s_cut, wgt, jac, assign in grid:
+        for s_cut, wgt, jac, assign, alone in grid:
             c0 = _cpu()
             keep = _stage_selection(texts, vec, args.max_cluster_size, s_cut, wgt, jac,
-                                    cut.ngram, assign)
+                                    cut.ngram, assign, alone)
             keep |= sampled
             sel_cpu = _cpu() - c0
             i, j, _ = truth[t]
             rec = float(np.mean(keep[i] & keep[j])) if len(i) else 1.0
             cost = static_cpu + sel_cpu + per_doc[kb] * keep.sum()
             lines.append(f"{vname:15s}  {t:5.2f}  {s_cut:5.2f}  {wgt:6.2f}  {jac:7.2f}  "
-                         f"{assign:6d}  {100 * keep.mean():8.1f}%  "
+                         f"{assign:6d}  {alone if alone <= 1 else 'off':>5}  "
+                         f"{100 * keep.mean():8.1f}%  "
                          f"{rec:6.4f} ({len(i):6d})  {static_cpu + sel_cpu:14.1f}  "
                          f"{full_all / cost:9.1f}x")
             print(lines[-1], flush=True)
@@ -491,8 +494,8 @@ def main() -> None:
     p.add_argument("--project", type=int, default=0,
                    help="also try a ridge projection static->full fitted on this many documents")
     p.add_argument("--cut-grid", default="",
-                   help="more cuts to try, score:weight:jaccard[:assign],... (the first line of "
-                   "each threshold is the stage's default, first_pass_for)")
+                   help="more cuts to try, score:weight:jaccard[:assign[:alone]],... (the first "
+                   "line of each threshold is the stage's default, first_pass_for)")
     p.add_argument("--assign", type=int, default=2,
                    help="nearest static clusters per document (the stage's prefilter_assign)")
     p.add_argument("--skip-speed", action="store_true")

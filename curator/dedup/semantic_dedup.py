@@ -25,7 +25,8 @@ every document first; steps 2-4 on those vectors, each document joining its
 ``prefilter_assign`` nearest static clusters (a pair split by k-means still meets), mark the
 documents that have a neighbour whose score ``(1 - w) * static cosine + w * word-set Jaccard``
 (``w`` = ``prefilter_word_weight``) reaches ``prefilter_threshold``, or whose Jaccard alone
-reaches ``prefilter_jaccard`` (the sets are stored per shard as hashes, so a cluster gathers
+reaches ``prefilter_jaccard``, or whose static cosine alone reaches ``prefilter_static``
+(paraphrases that share few words) (the sets are stored per shard as hashes, so a cluster gathers
 them like vectors); only those candidates go through the full model and steps 2-4 again.
 Documents that are no candidate are kept. The cuts default to
 ``curator.models.candidates.first_pass_for(threshold)``, measured for recall >= 0.98.
@@ -97,6 +98,7 @@ class Clustering:
     jaccard: float | None = None  # candidates mode: also mark rows with a word-set neighbour
     weight: float = 0.0  # candidates mode: share of the word-set Jaccard in the pair's score
     assign: int = 1  # nearest centroids each row joins (candidates mode: pairs split by k-means)
+    alone: float = 2.0  # candidates mode: static cosine that alone marks a pair (above 1: off)
 
     def path(self, *parts: str) -> str:
         return os.path.join(self.stage_dir, self.tag, *parts)
@@ -179,6 +181,10 @@ class SemanticDedup(GlobalStage):
         """Jaccard of lowercased word sets that alone makes a pair candidates (near-copies whose
         boilerplate differs, which the static model misses); unset: derived from `threshold`
         (0.8); 0 turns this part off."""
+        prefilter_static: Annotated[float, Field(gt=0)] | None = None
+        """Static cosine that alone makes a pair candidates: paraphrases sharing few words,
+        which the mixed score cannot reach (it needs about a tenth of the words shared at the
+        default weight); unset: derived from `threshold` (0.95); above 1 turns it off."""
         prefilter_assign: Annotated[int, Field(ge=1, le=4)] = 2
         """Nearest static k-means clusters each document joins in the first pass (with more
         than one cluster): 1 loses the pairs k-means splits (a fifth of the pairs on the 1e5
@@ -249,6 +255,9 @@ class SemanticDedup(GlobalStage):
             jac = cut.jaccard if self.prefilter_jaccard is None else self.prefilter_jaccard
             wgt = cut.weight if self.prefilter_word_weight is None else \
                 self.prefilter_word_weight
+            alone = cut.alone if self.prefilter_static is None else self.prefilter_static
+            if not wgt:  # the score is the static cosine: one cut, the lower
+                pre_t, alone = min(pre_t, alone), 2.0
             pre = spec("static")
             ctx.map(_distill_task, [pre], phase="distill")
             st = ctx.map(functools.partial(_embed_task, ctx.stage_dir, cache, pre,
@@ -258,7 +267,8 @@ class SemanticDedup(GlobalStage):
             used += [r["vectors"] for r in st]
             pcl = clustering("pre", pre_t, "candidates")
             pres = self._cluster_pass(ctx, dataclasses.replace(
-                pcl, jaccard=jac or None, weight=wgt, assign=self.prefilter_assign), st)
+                pcl, jaccard=jac or None, weight=wgt, assign=self.prefilter_assign,
+                alone=alone), st)
             got = ctx.map(functools.partial(_candidates_task, ctx.stage_dir, pres.files),
                           [(i, s.name) for i, s in enumerate(shards)],
                           phase="candidates", keys=keys)
@@ -269,6 +279,7 @@ class SemanticDedup(GlobalStage):
                      else "static cosine")
             table += [["prefilter", f"{score} >= {pre_t}"
                        + (f" or word {cut.ngram}-gram Jaccard >= {jac}" if jac else "")
+                       + (f" or static cosine >= {alone}" if alone <= 1 and wgt else "")
                        + f"; nearest static clusters: {self.prefilter_assign}"],
                       ["candidates (full model)", found]]
         full = spec(self.backend)
@@ -688,7 +699,7 @@ def _cluster_task(cl: Clustering, shards: list[ShardVectors],
                 from curator.models.candidates import first_pass_mask
 
                 hit = first_pass_mask(g(leaf), cl.threshold, weight=cl.weight,
-                                      jaccard=cl.jaccard or 0.0,
+                                      jaccard=cl.jaccard or 0.0, alone=cl.alone,
                                       words=_gather_words(shards, leaf))
                 r = leaf[hit]
                 k_, c_ = np.zeros(r.size, np.uint64), np.zeros(r.size, np.float32)

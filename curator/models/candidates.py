@@ -34,14 +34,17 @@ _WORD = re.compile(r"\w+")
 @dataclass(frozen=True)
 class FirstPassCut:
     """Where the first pass cuts for one full-model threshold. A pair of documents makes both
-    candidates when ``(1 - weight) * static cosine + weight * Jaccard >= static`` or
-    ``Jaccard >= jaccard`` (Jaccard of word ``ngram`` sets; 0 turns that part off)."""
+    candidates when ``(1 - weight) * static cosine + weight * Jaccard >= static``, or
+    ``Jaccard >= jaccard`` (Jaccard of word ``ngram`` sets; 0 turns that part off), or
+    ``static cosine >= alone`` (paraphrases that share few words: with ``weight`` > 0 the
+    score alone needs some shared words; above 1: off)."""
 
     threshold: float
     static: float
     ngram: int
     jaccard: float
     weight: float = 0.0
+    alone: float = 2.0
 
 
 # Chosen on the tuning half (documents 0-49,999) of a 1e5 mixed real corpus (Debian package
@@ -52,11 +55,14 @@ class FirstPassCut:
 # 0.95: 31.7% kept, 0.9885); checked once on the held-out half and on all 1e5 (bench/RESULTS.md
 # "sem29"). Weight 0.2 kept 4 points fewer documents than the static cosine alone at the same
 # recall; the Jaccard-alone cut 0.8 keeps near-copies whose boilerplate differs (static cosine
-# 0.6-0.75 on AG News) for +0.1% kept. Lower thresholds are not measured: they take the 0.9 cut
-# moved down by the same amount.
+# 0.6-0.75 on AG News) for +0.1% kept. The static cosine alone at 0.95 makes candidates of
+# paraphrases that share under ~10% of their words (the weighted score cannot reach the cut
+# without shared words) for +0.1% (0.9) / +0.5% (0.95) kept on the tuning half (sem29's
+# estimate; bench/RESULTS.md has the quiet run with it). Lower thresholds are not measured:
+# they take the 0.9 cut moved down by the same amount.
 CUTS: tuple[FirstPassCut, ...] = (
-    FirstPassCut(0.90, 0.82, 1, 0.8, 0.2),
-    FirstPassCut(0.95, 0.87, 1, 0.8, 0.2),
+    FirstPassCut(0.90, 0.82, 1, 0.8, 0.2, 0.95),
+    FirstPassCut(0.95, 0.87, 1, 0.8, 0.2, 0.95),
 )
 
 
@@ -73,7 +79,7 @@ def first_pass_for(threshold: float) -> FirstPassCut:
         low = CUTS[0]
         best = FirstPassCut(
             threshold, max(low.static - (low.threshold - threshold), -1.0), low.ngram,
-            low.jaccard, low.weight,
+            low.jaccard, low.weight, low.alone,
         )
     return best
 
@@ -272,11 +278,13 @@ def first_pass_mask(
     jaccard: float = 0.0,
     words: tuple[np.ndarray, np.ndarray] | None = None,
     max_cells: int = 1 << 24,
+    alone: float = 2.0,
 ) -> np.ndarray:
     """Boolean mask over rows: True where another row reaches ``(1 - weight) * static cosine
-    + weight * Jaccard >= score_cut``, or ``Jaccard >= jaccard`` (> 0), with the rows' word
-    sets ``words`` (``(offsets, hashes)`` of :func:`word_sets`). Without ``words`` (or with
-    ``weight`` and ``jaccard`` 0) it is :func:`candidate_mask` at ``score_cut``.
+    + weight * Jaccard >= score_cut``, or ``Jaccard >= jaccard`` (> 0), or ``static cosine >=
+    alone``, with the rows' word sets ``words`` (``(offsets, hashes)`` of :func:`word_sets`).
+    Without ``words`` (or with ``weight`` and ``jaccard`` 0) it is :func:`candidate_mask` at
+    the lower of ``score_cut`` and ``alone``.
 
     Exact, and cheap where it matters: the score needs a Jaccard only for pairs whose static
     cosine could still reach the cut with Jaccard 1 (``(score_cut - weight) / (1 - weight)``),
@@ -285,9 +293,9 @@ def first_pass_mask(
     if not 0.0 <= weight < 1.0:
         raise ValueError(f"weight {weight}: must be in [0, 1)")
     if words is None or (weight == 0 and jaccard <= 0):
-        return candidate_mask(emb, score_cut, max_cells=max_cells)
+        return candidate_mask(emb, min(score_cut, alone), max_cells=max_cells)
     if weight == 0:
-        mask = candidate_mask(emb, score_cut, max_cells=max_cells)
+        mask = candidate_mask(emb, min(score_cut, alone), max_cells=max_cells)
     x = normalize_rows(emb)
     n = len(x)
     offsets, hashes = words
@@ -297,7 +305,8 @@ def first_pass_mask(
     sizes = np.diff(offsets).astype(np.float64)
     if weight > 0:
         mask = np.zeros(n, dtype=bool)
-        s_min = (score_cut - weight) / (1.0 - weight)  # below: unreachable even at Jaccard 1
+        # below: unreachable even at Jaccard 1 (nor by the static cosine alone)
+        s_min = min((score_cut - weight) / (1.0 - weight), alone)
         block = _row_block(n, max_cells)
         for i0 in range(0, n, block):
             i1 = min(n, i0 + block)
@@ -305,8 +314,9 @@ def first_pass_mask(
             sims[np.arange(i1 - i0), np.arange(i1 - i0)] = -np.inf
             r, c = np.nonzero(sims >= s_min)
             a, b = r + i0, c + i0
-            base = (1.0 - weight) * sims[r, c].astype(np.float64)
-            sure = base >= score_cut
+            s_rc = sims[r, c].astype(np.float64)
+            base = (1.0 - weight) * s_rc
+            sure = (base >= score_cut) | (s_rc >= alone)
             mask[a[sure]] = True
             mask[b[sure]] = True
             # Jaccard <= smaller set / larger set: pairs that cannot reach the cut even so

@@ -129,7 +129,7 @@ def test_select_candidates_adds_lexical_neighbours() -> None:
 
 
 def _brute_first_pass(x: np.ndarray, texts: list[str], cut: float, weight: float,
-                      jaccard: float) -> np.ndarray:
+                      jaccard: float, alone: float = 2.0) -> np.ndarray:
     import itertools
     import re
 
@@ -139,16 +139,19 @@ def _brute_first_pass(x: np.ndarray, texts: list[str], cut: float, weight: float
     for a, b in itertools.combinations(range(len(texts)), 2):
         union = sets[a] | sets[b]
         jac = len(sets[a] & sets[b]) / len(union) if union else 0.0
-        if (1 - weight) * float(y[a] @ y[b]) + weight * jac >= cut or (jaccard and jac >= jaccard):
+        cos = float(y[a] @ y[b])
+        if (1 - weight) * cos + weight * jac >= cut or (jaccard and jac >= jaccard) \
+                or cos >= alone:
             out[a] = out[b] = True
     return out
 
 
 @pytest.mark.parametrize("max_cells", [1, 50, 1 << 24])
-@pytest.mark.parametrize(("cut", "weight", "jaccard"),
-                         [(0.82, 0.2, 0.8), (0.7, 0.3, 0.5), (0.9, 0.0, 0.6), (0.6, 0.5, 0.0)])
+@pytest.mark.parametrize(("cut", "weight", "jaccard", "alone"),
+                         [(0.82, 0.2, 0.8, 2.0), (0.7, 0.3, 0.5, 2.0), (0.9, 0.0, 0.6, 2.0),
+                          (0.6, 0.5, 0.0, 2.0), (0.82, 0.2, 0.8, 0.8), (0.9, 0.0, 0.6, 0.8)])
 def test_first_pass_mask_equals_brute_force(cut: float, weight: float, jaccard: float,
-                                            max_cells: int) -> None:
+                                            alone: float, max_cells: int) -> None:
     """The weighted static+word score and the Jaccard-alone join (prefix filtered, pairs
     already marked skipped) mark exactly the rows a brute-force loop over all pairs marks."""
     from curator.models.candidates import first_pass_mask, word_sets
@@ -159,10 +162,31 @@ def test_first_pass_mask_equals_brute_force(cut: float, weight: float, jaccard: 
     texts += [t + " extra" for t in texts[:20]]  # boilerplate variants: Jaccard 0.5-0.92
     x = rng.normal(size=(len(texts), 8))
     x[120:] = x[:20] + rng.normal(scale=0.3, size=(20, 8))
-    want = _brute_first_pass(x, texts, cut, weight, jaccard)
+    want = _brute_first_pass(x, texts, cut, weight, jaccard, alone)
     got = first_pass_mask(x, cut, weight=weight, jaccard=jaccard, words=word_sets(texts),
-                          max_cells=max_cells)
+                          max_cells=max_cells, alone=alone)
     assert 0 < want.sum() < len(texts)
     assert np.array_equal(got, want)
     # without word sets it is the static cut alone
     assert np.array_equal(first_pass_mask(x, cut), candidate_mask(x, cut))
+
+
+def test_paraphrases_sharing_no_word_are_candidates_by_the_static_cosine_alone() -> None:
+    """The mixed score (0.8 x static + 0.2 x Jaccard >= 0.82) cannot be reached without shared
+    words (0.8 x 1 = 0.8): a reworded copy, the case SemDeDup exists for, would never reach the
+    full model. The static cosine alone (first_pass_for's ``alone``) marks it."""
+    from curator.models.candidates import first_pass_for, first_pass_mask, word_sets
+
+    texts = ["the senate passed the budget bill on tuesday",
+             "lawmakers approved spending legislation yesterday",
+             "a recipe for apple pie with cinnamon"]
+    x = np.array([[1.0, 0.0, 0.0], [0.97, 0.243, 0.0], [0.0, 0.0, 1.0]])
+    cut = first_pass_for(0.9)
+    assert cut.alone <= 0.97 < 1 / (1 - cut.weight) * cut.static  # static alone, not the score
+    got = first_pass_mask(x, cut.static, weight=cut.weight, jaccard=cut.jaccard,
+                          words=word_sets(texts), alone=cut.alone)
+    assert got.tolist() == [True, True, False]
+    # without the clause (the previous rule) the pair is missed
+    old = first_pass_mask(x, cut.static, weight=cut.weight, jaccard=cut.jaccard,
+                          words=word_sets(texts))
+    assert old.tolist() == [False, False, False]

@@ -181,28 +181,14 @@ def lexical_mask_sets(
 ) -> np.ndarray:
     """Boolean mask over the sets of :func:`word_sets`: True where another set has Jaccard >=
     ``jaccard`` with it (exact, by sparse products in row blocks of at most ``max_cells``
-    cells). An empty set has no neighbour."""
-    import scipy.sparse as sp
-
+    cells; the prefix-filtered join of :func:`first_pass_mask`). An empty set has no
+    neighbour."""
     n = len(offsets) - 1
     mask = np.zeros(max(n, 0), dtype=bool)
     if n < 2 or hashes.size == 0:
         return mask
-    _, cols = np.unique(hashes, return_inverse=True)
-    x = sp.csr_matrix(
-        (np.ones(cols.size, dtype=np.float32), cols.astype(np.int64), offsets.astype(np.int64)),
-        shape=(n, int(cols.max()) + 1),
-    )
-    sizes = np.diff(offsets).astype(np.float64)
-    xt = x.T.tocsc()
-    block = _row_block(n, max_cells)
-    for i0 in range(0, n, block):
-        i1 = min(n, i0 + block)
-        inter = (x[i0:i1] @ xt).tocoo()
-        rows, cols_, shared = inter.row + i0, inter.col, inter.data
-        union = sizes[rows] + sizes[cols_] - shared
-        hit = (rows != cols_) & (shared >= jaccard * np.maximum(union, 1))
-        mask[rows[hit]] = True
+    _jaccard_join(_sets_matrix(offsets, hashes), np.diff(offsets).astype(np.float64), jaccard,
+                  mask, max_cells)
     return mask
 
 
@@ -340,7 +326,7 @@ def lexical_mask(
     texts: list[str], jaccard: float, *, ngram: int = 1, max_cells: int = 1 << 24
 ) -> np.ndarray:
     r"""Boolean mask over texts: True where another text shares word n-grams at Jaccard >=
-    ``jaccard`` (exact Jaccard of the n-gram sets, by sparse products in row blocks).
+    ``jaccard`` (exact Jaccard of the n-gram sets, :func:`lexical_mask_sets`).
 
     Why: the static model misses near-copies whose boilerplate differs (a wire story with and
     without its HTML ticker link); their words still overlap. Lowercased ``\w+`` words."""

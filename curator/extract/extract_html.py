@@ -299,13 +299,14 @@ def _join_lines(text: str) -> str:
     return out
 
 
-def _compiled() -> tuple[Any, Any, Any]:
-    """The XPath expressions, compiled once per process (lxml is imported late)."""
+def _compiled() -> tuple[Any, Any]:
+    """The wrapped-text and author-box XPaths, compiled once per process (lxml is imported
+    late; _UI_XPATH runs as its gated alternatives, :func:`_ui_elements`)."""
     if not _XPATHS:
         from lxml.etree import XPath
 
-        _XPATHS.extend([XPath(_UI_XPATH), XPath(_WRAPPED_TEXT), XPath(_POST_META_XPATH)])
-    return _XPATHS[0], _XPATHS[1], _XPATHS[2]
+        _XPATHS.extend([XPath(_WRAPPED_TEXT), XPath(_POST_META_XPATH)])
+    return _XPATHS[0], _XPATHS[1]
 
 
 def _drop_post_meta(tree: object, meta_xpath: Any, attrs: str | None = None) -> None:
@@ -335,7 +336,7 @@ def _prepare_tree(tree: object, shape: bool, html: str, post_meta: bool = False)
     # fifth less time.
     for el in tree.iter("pre", "code"):  # type: ignore[attr-defined]
         strip_tags(el, "span")
-    meta = _compiled()[2]
+    wrapped, meta = _compiled()
     attrs = _attr_values(tree)  # a superset of the values left after the UI drop: still exact
     for el in _ui_elements(tree, html, attrs):
         el.drop_tree()
@@ -343,7 +344,6 @@ def _prepare_tree(tree: object, shape: bool, html: str, post_meta: bool = False)
         _drop_post_meta(tree, meta, attrs)
     if not shape:
         return
-    wrapped = _compiled()[1]
     # A browser renders a newline inside a paragraph as a space: hard-wrapped HTML source
     # (Sphinx, man pages, many CMSs) otherwise leaves sentence fragments one per line, which
     # line-based filters and line dedup then judge. <pre>, <textarea> and code blocks keep
@@ -600,6 +600,7 @@ def _words(text: str) -> int:
 
 
 _SCRIPT_OR_STYLE = re.compile(r"<(script|style)\b", re.IGNORECASE)
+_END_TAG = {t: re.compile(rf"</{t}\s*>", re.IGNORECASE) for t in ("script", "style")}
 _TAG = re.compile(r"<[^<>]*>")
 
 
@@ -631,7 +632,7 @@ def _visible_words(html: str) -> int:
         n += len(_TAG.sub(" ", html[pos:end]).split())
         if m is None:
             return n
-        close = re.compile(rf"</{m.group(1)}\s*>", re.IGNORECASE).search(html, m.end())
+        close = _END_TAG[m.group(1).lower()].search(html, m.end())
         if close is None:
             return n
         pos = close.end()

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from lxml.etree import tostring
+from lxml.etree import XPath, tostring
 from trafilatura.utils import load_html
 
 import curator.extract.extract_html as eh
@@ -102,5 +102,5 @@ def test_entity_written_src_class_is_found() -> None:
     html = ("<html><body><main><p>Some text of the page.</p>"
             "<a class='&#115;rc' href='../src/a.rs'>source</a></main></body></html>")
     tree = load_html(html)
-    whole = set(eh._compiled()[0](tree))
+    whole = set(XPath(eh._UI_XPATH)(tree))
     assert whole and set(eh._ui_elements(tree, html)) == whole

@@ -9,9 +9,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from lxml.etree import XPath
 from trafilatura.utils import load_html
 
-from curator.extract.extract_html import _compiled, _ui_elements
+from curator.extract.extract_html import _UI_XPATH, _ui_elements
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(REPO, "bench"))
@@ -45,7 +46,7 @@ def _both(html: str) -> tuple[set, set]:
     tree = load_html(html)
     if tree is None:
         return set(), set()
-    return set(_compiled()[0](tree)), set(_ui_elements(tree, html))
+    return set(XPath(_UI_XPATH)(tree)), set(_ui_elements(tree, html))
 
 
 @pytest.mark.parametrize("snippet", CRAFTED)

@@ -249,6 +249,32 @@ def report(results: list[Result], by: list[str]) -> None:
             print(f"{g[:9]:9s} {len(idx):4d}" + "".join(f"{c:>24s}" for c in cells))
 
 
+def same_types(res: Result, seed: int = 0, n: int = 1000) -> tuple[float, float, float, float]:
+    """Non-English pages against English pages *of the same page types*: English F1 is
+    averaged per type and weighted by the non-English pages' type counts (types without an
+    English page are left out of both sides). The plain per-language means mix page types:
+    most German gold pages are forum threads, most English ones articles. Returns
+    (non-English mean, English reweighted, difference, and the difference's 95% bootstrap
+    half-width, resampling pages within each type and language)."""
+    by: dict[tuple[str, bool], list[float]] = {}
+    for page, f in zip(res.pages, res.f):
+        by.setdefault((page.type, page.lang == "en"), []).append(f)
+    types = [t for (t, en) in by if not en and (t, True) in by]
+
+    def stat(groups: dict[tuple[str, bool], list[float]]) -> tuple[float, float]:
+        w = sum(len(groups[(t, False)]) for t in types)
+        other = sum(sum(groups[(t, False)]) for t in types) / w
+        en = sum(len(groups[(t, False)]) * _mean(groups[(t, True)]) for t in types) / w
+        return other, en
+
+    other, en = stat(by)
+    rng = random.Random(seed)
+    diffs = sorted(a - b for a, b in (stat({k: [v[rng.randrange(len(v))] for _ in v]
+                                            for k, v in by.items()}) for _ in range(n)))
+    half = (diffs[int(0.975 * n) - 1] - diffs[int(0.025 * n)]) / 2
+    return other, en, other - en, half
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--split", default="heldout", choices=["heldout", "tuning", "all"])
@@ -273,6 +299,13 @@ def main(argv: list[str] | None = None) -> int:
           f"{len(langs)} languages; token F1 per page, mean over pages; ms/page = CPU time\n")
     results = [run_config(n, cfgs[n], pages) for n in names]
     report(results, ["type", "lang", "source"])
+    if any(p.lang != "en" for p in pages) and any(p.lang == "en" for p in pages):
+        print("\nnon-English vs English pages of the same types (English F1 per type, "
+              "weighted by the non-English type counts; 95% CI of the difference)")
+        for res in results:
+            other, en, d, half = same_types(res)
+            print(f"  {res.config:38s} non-English {other:.3f}  English {en:.3f}  "
+                  f"difference {d:+.3f} [{d - half:+.3f}, {d + half:+.3f}]")
     by = {r.config: r for r in results}
     cur = by.get("curator default")
     for peer in ("trafilatura defaults", "datatrove settings", "resiliparse"):

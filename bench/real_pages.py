@@ -216,15 +216,17 @@ def _pkg_files(pkg: str, debs: Path) -> tuple[Path, list[Path]] | None:
     return Path("/"), sorted(p for p in files if not p.is_symlink() and p.is_file())
 
 
-def missing_packages(debs: Path = DEBS) -> list[str]:
+def missing_packages(debs: Path | None = None) -> list[str]:
     """The packages of :data:`DOCS` neither extracted under ``debs`` nor installed."""
-    return [p for p, _ in DOCS if _pkg_files(p, debs) is None]
+    return [p for p, _ in DOCS if _pkg_files(p, DEBS if debs is None else debs) is None]
 
 
-def collect(mirrors: Path = MIRRORS, debs: Path = DEBS,
+def collect(mirrors: Path | None = None, debs: Path | None = None,
             web: list[tuple[str, str, tuple[str, ...]]] | None = None,
             docs: list[tuple[str, str]] | None = None) -> Collected:
     """Read every source and keep each page once (see the module docstring)."""
+    mirrors = MIRRORS if mirrors is None else mirrors
+    debs = DEBS if debs is None else debs
     out = Collected()
     seen: set[bytes] = set()
 

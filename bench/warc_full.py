@@ -184,10 +184,11 @@ def _host(name: str) -> str:
 
 
 def build_real(out: Path, records: int, files: int = 1, seed: int = 0,
-               collected: Any = None) -> dict:
+               collected: Any = None, part: str = "all") -> dict:
     """``--source real``: every unique real page once (bench/real_pages.py), capped at
     ``records``; no paragraph is added (each page is already unique); Content-Type without a
-    charset (the bytes are as shipped, in their own encodings: each tool detects it)."""
+    charset (the bytes are as shipped, in their own encodings: each tool detects it).
+    ``part`` ``web`` or ``docs`` keeps only that part (to see where each tool's CPU goes)."""
     import real_pages
 
     if collected is None:
@@ -197,7 +198,8 @@ def build_real(out: Path, records: int, files: int = 1, seed: int = 0,
                 f"warc_full: error: --source real needs the Debian packages {' '.join(gone)} "
                 f"extracted under {real_pages.DEBS} (or installed): see bench/real_pages.py")
         collected = real_pages.collect()
-    chosen = select(collected.pages, records, seed)
+    pool = [p for p in collected.pages if part in ("all", p.part)]
+    chosen = select(pool, records, seed)
 
     def captures() -> Any:
         for p in chosen:
@@ -209,8 +211,8 @@ def build_real(out: Path, records: int, files: int = 1, seed: int = 0,
     per_source: dict[str, int] = {}
     for p in chosen:
         per_source[f"{p.part}/{p.source}"] = per_source.get(f"{p.part}/{p.source}", 0) + 1
-    return {"source": "real", "records": records, "written": len(chosen), "files": files,
-            "seed": seed, "unique_pages": len(collected.pages),
+    return {"source": "real", "part": part, "records": records, "written": len(chosen),
+            "files": files, "seed": seed, "unique_pages": len(pool),
             "web_pages": sum(1 for p in chosen if p.part == "web"),
             "html_mb": round(html_bytes / 1e6, 1), "gz_mb": round(gz / 1e6, 1),
             "per_source": dict(sorted(per_source.items())),
@@ -271,11 +273,14 @@ def _write(out: Path, records: int, files: int, captures: Any) -> tuple[int, int
     return html_bytes, sum(p.stat().st_size for p in paths)
 
 
-def ensure(d: Path, records: int, files: int, seed: int, source: str = "pydocs") -> dict:
+def ensure(d: Path, records: int, files: int, seed: int, source: str = "pydocs",
+           part: str = "all") -> dict:
     """Build into ``d`` unless a build with the same parameters is already there (the real
     source's manifest also lists, per source, what was collected and written)."""
     man = d / "manifest.json"
     want = {"source": source, "records": records, "files": files, "seed": seed}
+    if source == "real":
+        want["part"] = part
     if man.exists():
         got = json.loads(man.read_text())
         if all(got.get(k, "pydocs" if k == "source" else None) == v for k, v in want.items()):
@@ -283,7 +288,8 @@ def ensure(d: Path, records: int, files: int, seed: int, source: str = "pydocs")
     for p in d.glob("*.warc.gz"):
         p.unlink()
     t = time.perf_counter()
-    m = (build_real if source == "real" else build)(d, records, files, seed)
+    m = (build_real(d, records, files, seed, part=part) if source == "real"
+         else build(d, records, files, seed))
     m["build_s"] = round(time.perf_counter() - t, 1)
     man.write_text(json.dumps(m))
     return m
@@ -420,6 +426,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--source", choices=["pydocs", "real"], default="pydocs",
                     help="pydocs: python3.11-doc's 530 pages, repeated with a paragraph each; "
                     "real: every unique real page once (bench/real_pages.py)")
+    ap.add_argument("--part", choices=["all", "web", "docs"], default="all",
+                    help="--source real: only the web pages or only the docs pages")
     ap.add_argument("--files", type=int, default=1, help="split the records over N files")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--executor", choices=["local", "mpi", "dask"], action="append",
@@ -441,13 +449,14 @@ def main(argv: list[str] | None = None) -> int:
     logs = Path(args.logs) if args.logs else tmp
     logs.mkdir(parents=True, exist_ok=True)
     try:
-        man = ensure(warc, args.records, args.files, args.seed, args.source)
+        man = ensure(warc, args.records, args.files, args.seed, args.source, args.part)
         if man.get("source") == "real":
             capped = ("capped at --records" if man["written"] < man["unique_pages"] else
                       f"all of them (--records {man['records']:,} is larger)")
             print(f"# input: {man['written']:,} response records, each a unique real page once "
                   f"({man['web_pages']:,} web pages, {man['written'] - man['web_pages']:,} "
-                  f"Debian docs pages; {man['unique_pages']:,} unique pages collected, "
+                  f"Debian docs pages; {man['unique_pages']:,} unique {man['part']} pages "
+                  "collected, "
                   f"{capped}), {man['html_mb']:,} MB of HTML, {man['gz_mb']:,} MB .warc.gz in "
                   f"{man['files']} file(s); manifest {warc / 'manifest.json'}; build "
                   f"{man.get('build_s', 'cached')} s", flush=True)

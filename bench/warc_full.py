@@ -9,17 +9,31 @@ whole Common Crawl path, timed per core with peak RSS:
 
     python bench/warc_full.py                                   # 40,000 records, local, 1 core
     python bench/warc_full.py --records 4000 --files 2 --executor mpi --workers 2 --peer
+    python bench/warc_full.py --source real --records 100000 --files 2 --executor mpi \
+        --workers 2 --peer --dir /var/tmp/cc-real/warc          # every unique real page once
 
-Input: the HTML pages that Debian's ``python3.11-doc`` installs (``/usr/share/doc/python3.11/
-html``, installed by ``scripts/setup.sh``; 530 unique pages, ~96 KB each). Record ``r`` is
-page ``perm[r % pages]`` (a seeded permutation per pass), so every page appears about
-``records / pages`` times; to make each record's content distinct, a paragraph of 2-3
-sentences drawn from the docs' own words by ``random.Random(seed, r)`` is inserted right
-after ``<body>`` (before the page's navigation), and every record has a unique URL
-(``https://docs<r % 97>.example.org/<page>?r=<r>``). Layout as in Common
-Crawl: per URL a ``request``, a ``response`` (with ``WARC-Identified-Payload-Type``) and a
-``metadata`` record, each gzip member on its own. The build is deterministic (byte for byte)
-and goes into a temporary folder (``--dir`` to keep and reuse it).
+``--source real`` (bench/real_pages.py): every unique real HTML page we have offline, each
+exactly once, no paragraph added: 7,079 web pages of public extraction benchmarks (their git
+mirrors) and 57,784 pages of 17 Debian documentation packages (Javadoc, rustdoc, Doxygen,
+Sphinx, DocBook, Haddock, QDoc, ...), deduplicated by bytes and by normalised text; 64,863
+pages, 2.6 GB of HTML. Those packages are not in scripts/setup.sh (CI does not need them):
+bench/real_pages.py's docstring has the ``apt-get download`` + ``dpkg-deb -x`` command (no
+root), and the script stops with a one-line error naming the missing ones. ``--records N``
+caps at N: every web page first, the rest docs pages round-robin over the packages, the whole
+shuffled (seeded); the header line says whether the cap cut anything. ``--part web|docs``
+builds one part only. The WARC folder's manifest.json lists, per source, the files seen,
+pages kept, duplicates and pages too small or too large, and what was written.
+
+Input of the default ``--source pydocs``: the HTML pages that Debian's ``python3.11-doc``
+installs (``/usr/share/doc/python3.11/html``, installed by ``scripts/setup.sh``; 530 unique
+pages, ~96 KB each). Record ``r`` is page ``perm[r % pages]`` (a seeded permutation per pass),
+so every page appears about ``records / pages`` times; to make each record's content distinct,
+a paragraph of 2-3 sentences drawn from the docs' own words by ``random.Random(seed, r)`` is
+inserted right after ``<body>`` (before the page's navigation), and every record has a unique
+URL (``https://docs<r % 97>.example.org/<page>?r=<r>``). Layout as in Common Crawl: per URL a
+``request``, a ``response`` (with ``WARC-Identified-Payload-Type``) and a ``metadata`` record,
+each gzip member on its own. The build is deterministic (byte for byte) and goes into a
+temporary folder (``--dir`` to keep and reuse it).
 
 Timing: a fresh ``curator run`` process (or ``mpiexec -n W``, or a Dask LocalCluster of W
 workers) in a wrapper that prints ``ru_maxrss`` (the largest single descendant: memory per
@@ -455,8 +469,8 @@ def main(argv: list[str] | None = None) -> int:
                       f"all of them (--records {man['records']:,} is larger)")
             print(f"# input: {man['written']:,} response records, each a unique real page once "
                   f"({man['web_pages']:,} web pages, {man['written'] - man['web_pages']:,} "
-                  f"Debian docs pages; {man['unique_pages']:,} unique {man['part']} pages "
-                  "collected, "
+                  f"Debian docs pages; {man['unique_pages']:,} unique "
+                  f"{'' if man['part'] == 'all' else man['part'] + ' '}pages collected, "
                   f"{capped}), {man['html_mb']:,} MB of HTML, {man['gz_mb']:,} MB .warc.gz in "
                   f"{man['files']} file(s); manifest {warc / 'manifest.json'}; build "
                   f"{man.get('build_s', 'cached')} s", flush=True)

@@ -12,7 +12,8 @@ Two parts:
   files do not). A missing mirror is skipped and said so in the manifest.
 * **docs**: the HTML documentation Debian ships (:data:`DOCS`, several generators: Javadoc,
   rustdoc/mdBook, Doxygen, Sphinx, DocBook, Haddock, BoostBook, ExDoc, texinfo, QDoc,
-  gtk-doc, Publican, AsciiDoc), read from ``<debs>/<package>/`` (each ``.deb`` extracted with
+  gtk-doc, Publican, AsciiDoc), read from ``<debs>/<package>/`` (``--debs``,
+  ``$CURATOR_BENCH_DEBS``, default ``/var/tmp/cc-debs``; each ``.deb`` extracted with
   ``dpkg-deb -x``: no root, no dependencies pulled in) or, where that folder is absent, from
   the installed package's ``dpkg -L`` list. Get them with::
 

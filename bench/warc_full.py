@@ -442,6 +442,10 @@ def main(argv: list[str] | None = None) -> int:
                     "real: every unique real page once (bench/real_pages.py)")
     ap.add_argument("--part", choices=["all", "web", "docs"], default="all",
                     help="--source real: only the web pages or only the docs pages")
+    ap.add_argument("--debs", help="--source real: folder of the extracted docs packages "
+                    "(default $CURATOR_BENCH_DEBS or /var/tmp/cc-debs)")
+    ap.add_argument("--mirrors", help="--source real: folder of the git mirrors "
+                    "(default $CURATOR_BENCH_MIRRORS or /work/.mirror)")
     ap.add_argument("--files", type=int, default=1, help="split the records over N files")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--executor", choices=["local", "mpi", "dask"], action="append",
@@ -458,6 +462,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", help="append each result row to this JSON-lines file")
     ap.add_argument("--logs", help="folder for the runs' output (default: the temp folder)")
     args = ap.parse_args(argv)
+    if args.debs or args.mirrors:
+        import real_pages
+
+        real_pages.DEBS = Path(args.debs) if args.debs else real_pages.DEBS
+        real_pages.MIRRORS = Path(args.mirrors) if args.mirrors else real_pages.MIRRORS
     tmp = Path(tempfile.mkdtemp(prefix="warc-full-"))
     warc = Path(args.dir) if args.dir else tmp / "warc"
     logs = Path(args.logs) if args.logs else tmp

@@ -100,12 +100,22 @@ _WS = re.compile(rb"\s+")
 @dataclass(frozen=True)
 class Page:
     """One unique page: where it came from (``source``, ``part`` web/docs, ``path`` inside the
-    source) and its bytes as shipped."""
+    source) and its bytes as shipped: held (``blob``: a git blob, a JSON or WARC record) or
+    read again from ``file`` when needed (docs pages: 1.7 GB need not stay in memory)."""
 
     part: str
     source: str
     path: str
-    data: bytes
+    blob: bytes | None = None
+    file: Path | None = None
+
+    @property
+    def data(self) -> bytes:
+        if self.blob is not None:
+            return self.blob
+        assert self.file is not None
+        raw = self.file.read_bytes()
+        return gzip.decompress(raw) if self.file.name.endswith(".gz") else raw
 
 
 @dataclass
@@ -231,7 +241,7 @@ def collect(mirrors: Path | None = None, debs: Path | None = None,
     out = Collected()
     seen: set[bytes] = set()
 
-    def offer(part: str, source: str, path: str, data: bytes) -> None:
+    def offer(part: str, source: str, path: str, data: bytes, file: Path | None = None) -> None:
         c = out.counts.setdefault(source, {"files": 0, "pages": 0, "duplicate": 0,
                                            "too_small": 0, "too_large": 0})
         c["files"] += 1
@@ -251,7 +261,7 @@ def collect(mirrors: Path | None = None, debs: Path | None = None,
             return
         seen.update(keys)
         c["pages"] += 1
-        out.pages.append(Page(part, source, path, data))
+        out.pages.append(Page(part, source, path, None if file else data, file))
 
     for name, folder, prefixes in WEB if web is None else web:
         gitdir = mirrors / folder / "repo"
@@ -271,5 +281,5 @@ def collect(mirrors: Path | None = None, debs: Path | None = None,
             if p.stat().st_size > MAX_BYTES * 4:
                 continue
             for sub, page in _unpack(str(p.relative_to(root)), p.read_bytes()):
-                offer("docs", pkg, sub, page)
+                offer("docs", pkg, sub, page, p)  # one page per file: read again when written
     return out

@@ -78,6 +78,7 @@ def test_each_real_page_counts_once(sources: tuple[Path, Path, list[bytes]]) -> 
     c = real_pages.collect(mirrors, debs, web=WEB, docs=DOCS)
     assert [x.data for x in c.pages] == [p[0], p[1], p[2], p[3], p[4], p[5], p[6]]
     assert [x.part for x in c.pages] == ["web"] * 6 + ["docs"]
+    assert c.pages[-1].blob is None  # docs pages are read again from their file, not held
     # feed.xml is no page; same-bytes, gz-copy and near are copies; tiny is under 512 bytes
     assert c.counts["bench"] == {"files": 10, "pages": 6, "duplicate": 3, "too_small": 1,
                                  "too_large": 0}

@@ -483,6 +483,9 @@ def main(argv: list[str] | None = None) -> int:
                   f"{capped}), {man['html_mb']:,} MB of HTML, {man['gz_mb']:,} MB .warc.gz in "
                   f"{man['files']} file(s); manifest {warc / 'manifest.json'}; build "
                   f"{man.get('build_s', 'cached')} s", flush=True)
+            if man["missing"]:
+                print(f"# warning: not found, left out: {', '.join(man['missing'])} "
+                      "(fetch the mirrors, or --mirrors DIR)", flush=True)
             man["records"] = man["written"]
         else:
             print(f"# input: {man['records']:,} response records ({man['unique_pages']} unique "

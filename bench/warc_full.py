@@ -9,17 +9,31 @@ whole Common Crawl path, timed per core with peak RSS:
 
     python bench/warc_full.py                                   # 40,000 records, local, 1 core
     python bench/warc_full.py --records 4000 --files 2 --executor mpi --workers 2 --peer
+    python bench/warc_full.py --source real --records 100000 --files 2 --executor mpi \
+        --workers 2 --peer --dir /var/tmp/cc-real/warc          # every unique real page once
 
-Input: the HTML pages that Debian's ``python3.11-doc`` installs (``/usr/share/doc/python3.11/
-html``, installed by ``scripts/setup.sh``; 530 unique pages, ~96 KB each). Record ``r`` is
-page ``perm[r % pages]`` (a seeded permutation per pass), so every page appears about
-``records / pages`` times; to make each record's content distinct, a paragraph of 2-3
-sentences drawn from the docs' own words by ``random.Random(seed, r)`` is inserted right
-after ``<body>`` (before the page's navigation), and every record has a unique URL
-(``https://docs<r % 97>.example.org/<page>?r=<r>``). Layout as in Common
-Crawl: per URL a ``request``, a ``response`` (with ``WARC-Identified-Payload-Type``) and a
-``metadata`` record, each gzip member on its own. The build is deterministic (byte for byte)
-and goes into a temporary folder (``--dir`` to keep and reuse it).
+``--source real`` (bench/real_pages.py): every unique real HTML page we have offline, each
+exactly once, no paragraph added: 7,079 web pages of public extraction benchmarks (their git
+mirrors) and 57,784 pages of 17 Debian documentation packages (Javadoc, rustdoc, Doxygen,
+Sphinx, DocBook, Haddock, QDoc, ...), deduplicated by bytes and by normalised text; 64,863
+pages, 2.6 GB of HTML. Those packages are not in scripts/setup.sh (CI does not need them):
+bench/real_pages.py's docstring has the ``apt-get download`` + ``dpkg-deb -x`` command (no
+root), and the script stops with a one-line error naming the missing ones. ``--records N``
+caps at N: every web page first, the rest docs pages round-robin over the packages, the whole
+shuffled (seeded); the header line says whether the cap cut anything. ``--part web|docs``
+builds one part only. The WARC folder's manifest.json lists, per source, the files seen,
+pages kept, duplicates and pages too small or too large, and what was written.
+
+Input of the default ``--source pydocs``: the HTML pages that Debian's ``python3.11-doc``
+installs (``/usr/share/doc/python3.11/html``, installed by ``scripts/setup.sh``; 530 unique
+pages, ~96 KB each). Record ``r`` is page ``perm[r % pages]`` (a seeded permutation per pass),
+so every page appears about ``records / pages`` times; to make each record's content distinct,
+a paragraph of 2-3 sentences drawn from the docs' own words by ``random.Random(seed, r)`` is
+inserted right after ``<body>`` (before the page's navigation), and every record has a unique
+URL (``https://docs<r % 97>.example.org/<page>?r=<r>``). Layout as in Common Crawl: per URL a
+``request``, a ``response`` (with ``WARC-Identified-Payload-Type``) and a ``metadata`` record,
+each gzip member on its own. The build is deterministic (byte for byte) and goes into a
+temporary folder (``--dir`` to keep and reuse it).
 
 Timing: a fresh ``curator run`` process (or ``mpiexec -n W``, or a Dask LocalCluster of W
 workers) in a wrapper that prints ``ru_maxrss`` (the largest single descendant: memory per
@@ -52,9 +66,11 @@ import zlib
 from io import BytesIO
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "bench"))
 
 DOCS = "/usr/share/doc/python3.11/html"
 _BODY = re.compile(rb"<body[^>]*>", re.I)
@@ -116,27 +132,121 @@ def _paragraph(rng: random.Random, words: list[str]) -> bytes:
 
 def build(out: Path, records: int, files: int = 1, seed: int = 0) -> dict:
     """Write ``records`` captures over ``files`` .warc.gz files; returns a manifest."""
-    from warcio.statusandheaders import StatusAndHeaders
-    from warcio.warcwriter import WARCWriter
-
     src = pages()
     if not src:
         raise SystemExit(f"no HTML pages under {DOCS}: install python3.11-doc "
                          "(bash scripts/setup.sh)")
     words = _words(src)
-    out.mkdir(parents=True, exist_ok=True)
-    ns = uuid.UUID(int=0)
     order: list[int] = []
     rng = random.Random(seed)
     while len(order) < records:
         perm = list(range(len(src)))
         rng.shuffle(perm)
         order += perm
+
+    def captures() -> Any:
+        for r in range(records):
+            rel, data = src[order[r]]
+            m = _BODY.search(data)
+            at = m.end() if m else 0
+            body = data[:at] + _paragraph(random.Random(seed * 1_000_003 + r), words) + data[at:]
+            yield (f"docs{r % 97}.example.org", f"/{rel}?r={r}", body,
+                   "text/html; charset=utf-8", b"fetchTimeMs: 12\ncharset-detected: UTF-8\n")
+
+    html_bytes, gz = _write(out, records, files, captures())
+    return {"source": "pydocs", "records": records, "files": files, "seed": seed,
+            "unique_pages": len(src), "html_mb": round(html_bytes / 1e6, 1),
+            "gz_mb": round(gz / 1e6, 1)}
+
+
+def select(pages_: list[Any], records: int, seed: int) -> list[Any]:
+    """The pages a ``--records`` cap keeps, in the order they go into the WARC: every web page
+    (a seeded sample of them when the cap is smaller), the rest docs pages drawn round-robin
+    over the packages (each package's pages in a seeded order, so a small package is used
+    whole before a big one dominates); then the whole selection shuffled (seeded). All
+    pages, shuffled, when ``records`` is at least their number."""
+    rng = random.Random(seed)
+    if records >= len(pages_):
+        chosen = list(pages_)
+    else:
+        web = [p for p in pages_ if p.part == "web"]
+        rng.shuffle(web)
+        chosen = web[:records]
+        by_pkg: dict[str, list[Any]] = {}
+        for p in pages_:
+            if p.part != "web":
+                by_pkg.setdefault(p.source, []).append(p)
+        queues = []
+        for name in sorted(by_pkg):
+            q = by_pkg[name]
+            random.Random(f"{seed}:{name}").shuffle(q)
+            queues.append(q)
+        k = 0
+        while len(chosen) < records and queues:
+            q = queues[k % len(queues)]
+            chosen.append(q.pop())
+            if not q:
+                queues.remove(q)
+            else:
+                k += 1
+    rng.shuffle(chosen)
+    return chosen
+
+
+def _host(name: str) -> str:
+    return re.sub(r"[^a-z0-9-]+", "-", name.lower()).strip("-")
+
+
+def build_real(out: Path, records: int, files: int = 1, seed: int = 0,
+               collected: Any = None, part: str = "all") -> dict:
+    """``--source real``: every unique real page once (bench/real_pages.py), capped at
+    ``records``; no paragraph is added (each page is already unique); Content-Type without a
+    charset (the bytes are as shipped, in their own encodings: each tool detects it).
+    ``part`` ``web`` or ``docs`` keeps only that part (to see where each tool's CPU goes)."""
+    import real_pages
+
+    if collected is None:
+        gone = real_pages.missing_packages()
+        if gone:
+            raise SystemExit(
+                f"warc_full: error: --source real needs the Debian packages {' '.join(gone)} "
+                f"extracted under {real_pages.DEBS} (or installed): see bench/real_pages.py")
+        collected = real_pages.collect()
+    pool = [p for p in collected.pages if part in ("all", p.part)]
+    chosen = select(pool, records, seed)
+
+    def captures() -> Any:
+        for p in chosen:
+            host = f"{_host(p.source)}.{p.part}.example.org"
+            yield (host, "/" + quote(p.path, safe="/"), p.data, "text/html",
+                   b"fetchTimeMs: 12\n")
+
+    html_bytes, gz = _write(out, len(chosen), files, captures())
+    per_source: dict[str, int] = {}
+    for p in chosen:
+        per_source[f"{p.part}/{p.source}"] = per_source.get(f"{p.part}/{p.source}", 0) + 1
+    return {"source": "real", "part": part, "records": records, "written": len(chosen),
+            "files": files, "seed": seed, "unique_pages": len(pool),
+            "web_pages": sum(1 for p in chosen if p.part == "web"),
+            "html_mb": round(html_bytes / 1e6, 1), "gz_mb": round(gz / 1e6, 1),
+            "per_source": dict(sorted(per_source.items())),
+            "collected": collected.counts, "missing": collected.missing}
+
+
+def _write(out: Path, records: int, files: int, captures: Any) -> tuple[int, int]:
+    """Common Crawl's layout: per capture a request, a response and a metadata record, each
+    its own gzip member (level 6; warcio uses 9); ``captures`` yields (host, path, body,
+    content type, metadata payload). Returns (HTML bytes, .warc.gz bytes)."""
+    from warcio.statusandheaders import StatusAndHeaders
+    from warcio.warcwriter import WARCWriter
+
+    out.mkdir(parents=True, exist_ok=True)
+    ns = uuid.UUID(int=0)
     html_bytes = 0
     paths = [out / f"CC-FULL-{k:05d}.warc.gz" for k in range(files)]
     per = -(-records // files)
     buf = BytesIO()
-    w = WARCWriter(buf, gzip=False)  # each record one gzip member, level 6 (warcio uses 9)
+    w = WARCWriter(buf, gzip=False)
 
     def flush(fh: Any) -> None:
         z = zlib.compressobj(6, zlib.DEFLATED, 31)
@@ -144,19 +254,15 @@ def build(out: Path, records: int, files: int = 1, seed: int = 0) -> dict:
         buf.seek(0)
         buf.truncate()
 
+    it = iter(captures)
     for k, path in enumerate(paths):
         with open(path, "wb") as fh:
-            for r in range(k * per, min(records, (k + 1) * per)):
-                rel, data = src[order[r]]
-                m = _BODY.search(data)
-                at = m.end() if m else 0
-                body = data[:at] + _paragraph(random.Random(seed * 1_000_003 + r), words) \
-                    + data[at:]
+            for _ in range(k * per, min(records, (k + 1) * per)):
+                host, target, body, ctype, meta_payload = next(it)
                 html_bytes += len(body)
-                url = f"https://docs{r % 97}.example.org/{rel}?r={r}"
+                url = f"https://{host}{target}"
                 req = w.create_warc_record(url, "request", payload=BytesIO(b""), http_headers=(
-                    StatusAndHeaders(f"GET /{rel}?r={r} HTTP/1.1",
-                                     [("Host", f"docs{r % 97}.example.org")],
+                    StatusAndHeaders(f"GET {target} HTTP/1.1", [("Host", host)],
                                      is_http_request=True)),
                     warc_headers_dict={"WARC-Record-ID": f"<urn:uuid:{uuid.uuid5(ns, 'q' + url)}>",
                                        "WARC-Date": "2026-01-01T00:00:00Z"})
@@ -165,37 +271,39 @@ def build(out: Path, records: int, files: int = 1, seed: int = 0) -> dict:
                 resp = w.create_warc_record(
                     url, "response", payload=BytesIO(body),
                     http_headers=StatusAndHeaders("200 OK", [
-                        ("Content-Type", "text/html; charset=utf-8"),
+                        ("Content-Type", ctype),
                         ("Content-Length", str(len(body)))], protocol="HTTP/1.1"),
                     warc_headers_dict={"WARC-Record-ID": f"<urn:uuid:{uuid.uuid5(ns, url)}>",
                                        "WARC-Date": "2026-01-01T00:00:00Z",
                                        "WARC-Identified-Payload-Type": "text/html"})
                 w.write_record(resp)
                 flush(fh)
-                meta = w.create_warc_record(url, "metadata", payload=BytesIO(
-                    b"fetchTimeMs: 12\ncharset-detected: UTF-8\n"),
+                meta = w.create_warc_record(url, "metadata", payload=BytesIO(meta_payload),
                     warc_content_type="application/warc-fields",
                     warc_headers_dict={"WARC-Record-ID": f"<urn:uuid:{uuid.uuid5(ns, 'm' + url)}>",
                                        "WARC-Date": "2026-01-01T00:00:00Z"})
                 w.write_record(meta)
                 flush(fh)
-    gz = sum(p.stat().st_size for p in paths)
-    return {"records": records, "files": files, "seed": seed, "unique_pages": len(src),
-            "html_mb": round(html_bytes / 1e6, 1), "gz_mb": round(gz / 1e6, 1)}
+    return html_bytes, sum(p.stat().st_size for p in paths)
 
 
-def ensure(d: Path, records: int, files: int, seed: int) -> dict:
-    """Build into ``d`` unless a build with the same parameters is already there."""
+def ensure(d: Path, records: int, files: int, seed: int, source: str = "pydocs",
+           part: str = "all") -> dict:
+    """Build into ``d`` unless a build with the same parameters is already there (the real
+    source's manifest also lists, per source, what was collected and written)."""
     man = d / "manifest.json"
-    want = {"records": records, "files": files, "seed": seed}
+    want = {"source": source, "records": records, "files": files, "seed": seed}
+    if source == "real":
+        want["part"] = part
     if man.exists():
         got = json.loads(man.read_text())
-        if all(got.get(k) == v for k, v in want.items()):
+        if all(got.get(k, "pydocs" if k == "source" else None) == v for k, v in want.items()):
             return got
     for p in d.glob("*.warc.gz"):
         p.unlink()
     t = time.perf_counter()
-    m = build(d, records, files, seed)
+    m = (build_real(d, records, files, seed, part=part) if source == "real"
+         else build(d, records, files, seed))
     m["build_s"] = round(time.perf_counter() - t, 1)
     man.write_text(json.dumps(m))
     return m
@@ -326,7 +434,18 @@ def run_peer(warc: Path, tmp: Path, workers: int, files: int, logs: Path) -> dic
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--records", type=int, default=40_000)
+    ap.add_argument("--records", type=int, default=40_000,
+                    help="pydocs: this many records; real: at most this many (all unique "
+                    "pages when larger)")
+    ap.add_argument("--source", choices=["pydocs", "real"], default="pydocs",
+                    help="pydocs: python3.11-doc's 530 pages, repeated with a paragraph each; "
+                    "real: every unique real page once (bench/real_pages.py)")
+    ap.add_argument("--part", choices=["all", "web", "docs"], default="all",
+                    help="--source real: only the web pages or only the docs pages")
+    ap.add_argument("--debs", help="--source real: folder of the extracted docs packages "
+                    "(default $CURATOR_BENCH_DEBS or /var/tmp/cc-debs)")
+    ap.add_argument("--mirrors", help="--source real: folder of the git mirrors "
+                    "(default $CURATOR_BENCH_MIRRORS or /work/.mirror)")
     ap.add_argument("--files", type=int, default=1, help="split the records over N files")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--executor", choices=["local", "mpi", "dask"], action="append",
@@ -343,17 +462,37 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", help="append each result row to this JSON-lines file")
     ap.add_argument("--logs", help="folder for the runs' output (default: the temp folder)")
     args = ap.parse_args(argv)
+    if args.debs or args.mirrors:
+        import real_pages
+
+        real_pages.DEBS = Path(args.debs) if args.debs else real_pages.DEBS
+        real_pages.MIRRORS = Path(args.mirrors) if args.mirrors else real_pages.MIRRORS
     tmp = Path(tempfile.mkdtemp(prefix="warc-full-"))
     warc = Path(args.dir) if args.dir else tmp / "warc"
     logs = Path(args.logs) if args.logs else tmp
     logs.mkdir(parents=True, exist_ok=True)
     try:
-        man = ensure(warc, args.records, args.files, args.seed)
-        print(f"# input: {man['records']:,} response records ({man['unique_pages']} unique "
-              f"python3.11-doc pages, each ~{man['records'] / man['unique_pages']:.0f} times, "
-              f"one seeded paragraph per record), {man['html_mb']:,} MB of HTML, "
-              f"{man['gz_mb']:,} MB .warc.gz in {man['files']} file(s); build "
-              f"{man.get('build_s', 'cached')} s", flush=True)
+        man = ensure(warc, args.records, args.files, args.seed, args.source, args.part)
+        if man.get("source") == "real":
+            capped = ("capped at --records" if man["written"] < man["unique_pages"] else
+                      f"all of them (--records {man['records']:,} is larger)")
+            print(f"# input: {man['written']:,} response records, each a unique real page once "
+                  f"({man['web_pages']:,} web pages, {man['written'] - man['web_pages']:,} "
+                  f"Debian docs pages; {man['unique_pages']:,} unique "
+                  f"{'' if man['part'] == 'all' else man['part'] + ' '}pages collected, "
+                  f"{capped}), {man['html_mb']:,} MB of HTML, {man['gz_mb']:,} MB .warc.gz in "
+                  f"{man['files']} file(s); manifest {warc / 'manifest.json'}; build "
+                  f"{man.get('build_s', 'cached')} s", flush=True)
+            if man["missing"]:
+                print(f"# warning: not found, left out: {', '.join(man['missing'])} "
+                      "(fetch the mirrors, or --mirrors DIR)", flush=True)
+            man["records"] = man["written"]
+        else:
+            print(f"# input: {man['records']:,} response records ({man['unique_pages']} unique "
+                  f"python3.11-doc pages, each ~{man['records'] / man['unique_pages']:.0f} "
+                  f"times, one seeded paragraph per record), {man['html_mb']:,} MB of HTML, "
+                  f"{man['gz_mb']:,} MB .warc.gz in {man['files']} file(s); build "
+                  f"{man.get('build_s', 'cached')} s", flush=True)
         if args.build_only:
             return 0
         print(f"# machine: {os.cpu_count()} cores, shared; load average at start "

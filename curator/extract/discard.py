@@ -10,7 +10,11 @@ the three lists were about a fifth of the default extraction's CPU (OVERALL_DISC
 alone 4.3 ms of ~32 ms per page on the gold set). Here a C-level XPath picks the elements of
 the right tags that have the tested attributes, and the regular expressions (the very patterns
 of trafilatura's XPath text, run by the same ``re`` module lxml's callbacks use) are applied in
-Python. Same node lists on the gold pages (tests/extract/test_discard.py).
+Python. The walk itself is lxml's C tag filter (``iterdescendants``), not the XPath: libxml2's
+walk with attribute predicates cost more than all the tests (on the Python docs 2.7 of 3.6 s;
+the walk with the tests now ~0.5 s), and an element whose only tested attribute is its class
+is decided by that value, remembered per value (a page repeats its classes). Same node lists
+on the gold pages and on crafted attribute sets (tests/extract/test_discard.py).
 
 ``BODY_XPATH`` (``main_extractor._extract``: the content frame, the first element of the first
 expression that has one) is evaluated the same way with a stop at the first match
@@ -41,11 +45,41 @@ def _first(attrib: Any, a: str, b: str) -> str:
     return ""
 
 
+#: Per-instance memo of a regex test by attribute value: bounded (a page's values repeat, a
+#: corpus's do not always), cleared when full.
+_MEMO_MAX = 65_536
+
+
+def _memo(test: Callable[[str], Any]) -> Callable[[str], bool]:
+    """``bool(test(value))``, remembered per value (cleared past :data:`_MEMO_MAX` values)."""
+    seen: dict[str, bool] = {}
+
+    def cached(value: str) -> bool:
+        r = seen.get(value)
+        if r is None:
+            if len(seen) >= _MEMO_MAX:
+                seen.clear()
+            r = seen[value] = test(value) is not None
+        return r
+    return cached
+
+
 class _AttributeDiscard:
     """Elements a C-level XPath pre-selects (``PRE``) whose id matches ``ids``, whose class
-    matches ``classes``, or that :meth:`marked` (the rest of the expression) accepts."""
+    matches ``classes``, or that :meth:`marked` (the rest of the expression) accepts.
+
+    :meth:`__call__` walks the tree with lxml's C tag filter (``TAGS``; None: every element)
+    instead of evaluating ``PRE``: libxml2's XPath walk with its attribute predicates cost more
+    than the Python tests themselves (0.8 of 1.3 s on the Python docs' frames). An element
+    whose only tested attribute is ``class`` (85-94% of the candidates) is decided by its
+    class value alone (:meth:`by_class`), remembered per value. Same elements in the same
+    (document) order as ``PRE`` + the tests; ``PRE`` itself still serves an ElementTree
+    context (whose ``.//*`` includes the root element)."""
 
     PRE = ""
+    TAGS: tuple[str, ...] | None = None
+    #: The attributes besides id and class that PRE or :meth:`marked` read.
+    OTHER: tuple[str, ...] = ()
 
     def __init__(self, special: str, ids: str, classes: str) -> None:
         from lxml.etree import XPath
@@ -54,16 +88,37 @@ class _AttributeDiscard:
         self.special = re.compile(special).search
         self.ids = re.compile(ids).search
         self.classes = re.compile(classes).search
+        self._class_test = _memo(lambda c: True if self.by_class(c) else None)
+        self._full = frozenset(("id", *self.OTHER))  # any of them: the whole test
 
     def marked(self, a: Any) -> bool:
         raise NotImplementedError
 
+    def by_class(self, c: str) -> bool:
+        """The whole test for an element with a class and none of the other attributes."""
+        raise NotImplementedError
+
+    def _tested(self, el: Any) -> bool:
+        a = el.attrib
+        return bool(self.marked(a) or self.ids(a.get("id") or "")
+                    or self.classes(a.get("class") or ""))
+
     def __call__(self, tree: Any) -> list[Any]:
+        if not hasattr(tree, "iterdescendants"):
+            return [el for el in self.pre(tree) if self._tested(el)]
+        from lxml.etree import Element
+
         out = []
-        for el in self.pre(tree):
-            a = el.attrib
-            if (self.marked(a) or self.ids(a.get("id") or "")
-                    or self.classes(a.get("class") or "")):
+        by_class = self._class_test
+        full = self._full
+        for el in tree.iterdescendants(*(self.TAGS or (Element,))):
+            names = el.keys()
+            if not names:
+                continue
+            if not full.isdisjoint(names):
+                if self._tested(el):
+                    out.append(el)
+            elif "class" in names and by_class(el.get("class")):
                 out.append(el)
         return out
 
@@ -76,6 +131,8 @@ class FrameDiscard(_AttributeDiscard):
     PRE = (".//*[self::div or self::item or self::list or self::p or self::section"
            " or self::span][@data-lp-replacement-content or @role"
            " or @data-component or @id or @class]")
+    TAGS = ("div", "item", "list", "p", "section", "span")
+    OTHER = ("data-lp-replacement-content", "role", "data-component")
 
     def marked(self, a: Any) -> bool:
         role = a.get("role")
@@ -85,12 +142,17 @@ class FrameDiscard(_AttributeDiscard):
                     or (dc is not None and "MostPopularStories" in dc)
                     or self.special(_first(a, "id", "class")))
 
+    def by_class(self, c: str) -> bool:
+        # marked(): @id|@class is the class; ids('') never matches (replacement() checks)
+        return bool(self.special(c) or self.classes(c))
+
 
 class HiddenDiscard(_AttributeDiscard):
     """The second expression: comment titles, reply blocks, an id/style of hidden blocks
     (``special``), not displayed or aria-hidden elements, any tag."""
 
     PRE = ".//*[@class or @id or @style or @aria-hidden]"
+    OTHER = ("style", "aria-hidden")
 
     def marked(self, a: Any) -> bool:
         s = a.get("style")
@@ -100,28 +162,48 @@ class HiddenDiscard(_AttributeDiscard):
                     or (s is not None and ("display:none" in s or "display: none" in s))
                     or a.get("aria-hidden") == "true")
 
+    def by_class(self, c: str) -> bool:
+        # marked(): @id|@class is the class, @id|@style is '' (special('') never matches)
+        return bool(c == "comments-title" or c.startswith("reply-") or self.classes(c))
+
 
 class RegexFrames:
     """``.//*[<tags>][re:test(@id, I) or re:test(@class, C)][<extra>]``: elements of some tags
     whose id or class matches; ``last(el, id, class)`` is the expression's last predicate
     (trafilatura's raw-tree prune of infinite-scroll containers, and its comment-section
-    prune)."""
+    prune). Walked with lxml's C tag filter (as :class:`_AttributeDiscard`), the class test
+    remembered per value."""
 
     def __init__(self, tags: tuple[str, ...], ids: str, classes: str,
                  last: Callable[[Any, str, str], bool]) -> None:
         from lxml.etree import XPath
 
+        self.tags = tags
         self.pre = XPath(".//*[" + " or ".join(f"self::{t}" for t in tags) + "][@id or @class]")
         self.ids = re.compile(ids).search
         self.classes = re.compile(classes).search
+        self._class_test = _memo(self.classes)
         self.last = last
 
     def __call__(self, tree: Any) -> list[Any]:
         out = []
-        for el in self.pre(tree):
-            i = el.get("id") or ""
-            c = el.get("class") or ""
-            if (self.ids(i) or self.classes(c)) and self.last(el, i, c):
+        if not hasattr(tree, "iterdescendants"):
+            for el in self.pre(tree):
+                i = el.get("id") or ""
+                c = el.get("class") or ""
+                if (self.ids(i) or self.classes(c)) and self.last(el, i, c):
+                    out.append(el)
+            return out
+        ids, classes = self.ids, self._class_test
+        for el in tree.iterdescendants(*self.tags):
+            i = el.get("id")
+            c = el.get("class")
+            if i is None and c is None:
+                continue
+            i = i or ""
+            c = c or ""
+            # ids('') and classes('') never match (replacement() checks)
+            if ((i and ids(i)) or (c and classes(c))) and self.last(el, i, c):
                 out.append(el)
         return out
 

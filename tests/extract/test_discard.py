@@ -4,12 +4,17 @@ bench/gold and on crafted attribute orders, and leave every extraction unchanged
 
 from __future__ import annotations
 
+import gzip
+from pathlib import Path
+
 import pytest
 
+import curator.extract.discard as discard
 from bench.extraction_quality import load_gold
 from curator.extract.discard import FrameDiscard, install, replacement, stock
 from curator.extract.extract_html import extract_text, prepare
 
+DOCS = Path(__file__).parent / "data" / "docpages"
 NAMES = ("OVERALL_DISCARD_XPATH", "RAW_TREE_PRUNE_XPATH", "REMOVE_COMMENTS_AND_LISTS_XPATH")
 
 
@@ -124,3 +129,77 @@ def test_other_trafilatura_versions_keep_their_own_xpath(edit: str) -> None:
     if edit == "list":  # another list's expressions under this list's name
         changed = _stock_exprs("RAW_TREE_PRUNE_XPATH")
     assert replacement(changed) is None
+
+
+# The walk decides an element whose only tested attribute is its class by that value alone
+# (remembered per value); each value below also sits on elements where another attribute
+# (id, style, role, aria-hidden, data-component, data-lp-replacement-content) or an empty
+# class changes the answer, on tags in and out of FrameDiscard's list, and twice, so a
+# remembered answer is reused. An untested attribute (href, title) must not change it.
+_VALUES = ("x", "sidebar", "comments-title", "reply-9", " reply-9", "", "cookie",
+           "hidden-x", "Navigation", "nav", "widget-a")
+_ATTRS = ("", " id='reply-1'", " id=''", " id='sidebar'", " style='display:none'",
+          " style='color:red'", " role='navigation'", " aria-hidden='true'",
+          " aria-hidden='false'", " data-component='MostPopularStories'",
+          " data-lp-replacement-content=''", " href='#'", " title='cookie'")
+NEAR_MISSES = "<html><body><main>" + "".join(
+    f"<{tag} class='{v}'{a}>{tag} {v} {a}</{tag}>"
+    for _ in range(2) for tag in ("div", "span", "b", "li", "section", "article")
+    for v in _VALUES for a in _ATTRS) + "</main></body></html>"
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_near_miss_attributes_match_the_xpath(name, monkeypatch) -> None:
+    new = replacement(_stock_exprs(name), name)
+    for memo in (discard._MEMO_MAX, 3):  # also with a memo cleared every 3 values
+        monkeypatch.setattr(discard, "_MEMO_MAX", memo)
+        new = replacement(_stock_exprs(name), name)
+        for tree in _trees(NEAR_MISSES) + _trees(CRAFTED):
+            for xp, py in zip(_stock_exprs(name), new):
+                assert py(tree) == xp(tree)
+                # an ElementTree context: XPath's .//* includes the root element there
+                assert py(tree.getroottree()) == xp(tree.getroottree())
+    if name == "OVERALL_DISCARD_XPATH":
+        # the same class is in and out depending on the other attributes
+        tree = _trees(NEAR_MISSES)[0]
+        frame, hidden = (set(py(tree)) for py in new)
+        x_divs = [e for e in tree.iter("div") if e.get("class") == "x"]
+        assert {e for e in x_divs if e in frame or e in hidden} == {
+            # id='reply-1' after the class: @id|@class is "x", and ids() has no "reply"
+            e for e in x_divs if e.get("id") == "sidebar"
+            or e.get("role") or e.get("aria-hidden") == "true"
+            or e.get("data-component") or e.get("data-lp-replacement-content") is not None
+            or "display:none" in (e.get("style") or "")}
+        bs = [e for e in tree.iter("b") if e.get("class") == "sidebar"]  # not a frame tag
+        assert not any(e in frame for e in bs) and any(e in hidden for e in bs)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_the_walk_does_not_evaluate_the_xpath(name) -> None:
+    """The CPU saving itself: an element's tree is walked with lxml's tag filter, never with
+    the pre-selecting XPath (libxml2's walk cost more than the tests)."""
+    new = replacement(_stock_exprs(name), name)
+    tree = _trees(CRAFTED)[1]
+    expected = [xp(tree) for xp in _stock_exprs(name)]
+
+    def refuse(_tree):
+        raise AssertionError("XPath walk")
+    for py in new:
+        if hasattr(py, "pre"):
+            py.pre = refuse
+    assert [py(tree) for py in new] == expected
+
+
+def test_same_elements_as_the_xpath_on_doc_pages() -> None:
+    """Documentation pages (Sphinx, rustdoc, Javadoc, MkDocs, Doxygen): many elements, few
+    distinct classes, where the per-value memo does most of the work."""
+    news = {name: replacement(_stock_exprs(name), name) for name in NAMES}
+    n = 0
+    for f in sorted(DOCS.glob("*.html.gz")):
+        for tree in _trees(gzip.decompress(f.read_bytes()).decode("utf-8", "replace")):
+            for name, new in news.items():
+                for xp, py in zip(_stock_exprs(name), new):
+                    expected = xp(tree)
+                    assert py(tree) == expected, (f.name, name)
+                    n += len(expected)
+    assert n > 50, n

@@ -19,7 +19,9 @@ on the gold pages and on crafted attribute sets (tests/extract/test_discard.py).
 ``BODY_XPATH`` (``main_extractor._extract``: the content frame, the first element of the first
 expression that has one) is evaluated the same way with a stop at the first match
 (:class:`FirstFrame`, ~2 ms a page less; same frame on every call over the gold and bench
-pages, tests/extract/test_body_xpath.py).
+pages, tests/extract/test_body_xpath.py). The ``contains()`` prunes of image captions (every
+frame, images being off) and teasers (precision and default balance) are the same walk with a
+Python ``in`` (:class:`ContainsFrames`).
 
 :func:`install` replaces a list only when its expressions are exactly the ones this was
 written for (their text's SHA-256, :data:`TARGETS`); any other trafilatura version keeps its
@@ -272,6 +274,12 @@ TARGETS: tuple[tuple[str, str, str, Callable[[list[Any]], list[Any] | None]], ..
     ("trafilatura.main_extractor", "BODY_XPATH",
      "1cbf719d5948b3bbd5a27762b0d60452eb214d7434c84f4e67a535539c704570",
      lambda exprs: _body(exprs)),
+    ("trafilatura.main_extractor", "DISCARD_IMAGE_ELEMENTS",
+     "cb1ab981e44913f706048bad10e9f027314ffccb36c56ffc66c8ff5e1e340c58",
+     lambda exprs: _contains(exprs)),
+    ("trafilatura.main_extractor", "TEASER_DISCARD_XPATH",
+     "ebb02f066626551dbb0222a6cb631691f6ccacf0477c1381263f112b0bc9cdfa",
+     lambda exprs: _contains(exprs)),
 )
 
 
@@ -297,7 +305,8 @@ def install() -> int:
     for module, name, _, _ in TARGETS:
         mod = importlib.import_module(module)
         current = getattr(mod, name)
-        if current and isinstance(current[0], (FrameDiscard, RegexFrames, FirstFrame)):
+        if current and isinstance(current[0], (FrameDiscard, RegexFrames, FirstFrame,
+                                               ContainsFrames)):
             done += 1
             continue
         new = replacement(current, name)
@@ -408,3 +417,56 @@ def _body(exprs: list[Any]) -> list[Any] | None:
             FirstFrame(exprs[2].path, _FRAME_TAGS, story),
             FirstFrame(exprs[3].path, _FRAME_TAGS, main_content),
             FirstFrame(exprs[4].path, _FRAME_TAGS, main)]
+
+
+# -- contains() prunes: image captions (images off), teasers (precision and default balance) --
+
+_CONTAINS = re.compile(r"contains\((?:translate\()?@(\w+)(?:, '(\w)', '(\w)'\))?, '(\w+)'\)")
+
+
+class ContainsFrames:
+    """``.//*[<tags>][contains(F(@id), N) or contains(F(@class), N)]``, F a one-letter
+    ``translate`` or none: trafilatura's ``DISCARD_IMAGE_ELEMENTS`` (every candidate frame of
+    every page, images being off) and ``TEASER_DISCARD_XPATH`` (not in recall balance).
+    libxml2 walks every element to test the tags and attributes (~1.2 ms a Python docs
+    frame); lxml's C tag filter and a Python ``in`` on the two values is a fifth of that.
+    Same elements, document order (an ElementTree context keeps the XPath: its ``.//*``
+    includes the root element)."""
+
+    def __init__(self, xpath: Any, tags: tuple[str, ...], needle: str,
+                 fold: tuple[str, str] | None) -> None:
+        self.xpath = xpath
+        self.path = xpath.path  # trafilatura's expression, for digest() and the tests
+        self.tags = tags
+        self.needle = needle
+        self.fold = fold
+
+    def __call__(self, tree: Any) -> list[Any]:
+        if not hasattr(tree, "iterdescendants"):
+            return self.xpath(tree)  # type: ignore[no-any-return]
+        needle, fold = self.needle, self.fold
+        out = []
+        for el in tree.iterdescendants(*self.tags):
+            for v in (el.get("id"), el.get("class")):
+                if v is not None:
+                    if fold is not None:
+                        v = v.replace(*fold)
+                    if needle in v:
+                        out.append(el)
+                        break
+        return out
+
+
+def _contains(exprs: list[Any]) -> list[Any] | None:
+    """One expression: the tags and the two tests read from its text (which its digest
+    pins): the same needle and translation on @id then @class."""
+    if len(exprs) != 1:
+        return None
+    path = exprs[0].path
+    tests = _CONTAINS.findall(path)
+    tags = tuple(re.findall(r"self::(\w+)", path))
+    if ([t[0] for t in tests] != ["id", "class"] or tests[0][1:] != tests[1][1:]
+            or not tags or path.count("contains(") != 2):
+        return None
+    _, a, b, needle = tests[0]
+    return [ContainsFrames(exprs[0], tags, needle, (a, b) if a else None)]

@@ -11,7 +11,7 @@ import pytest
 
 import curator.extract.discard as discard
 from bench.extraction_quality import load_gold
-from curator.extract.discard import FrameDiscard, install, replacement, stock
+from curator.extract.discard import ContainsFrames, FrameDiscard, install, replacement, stock
 from curator.extract.extract_html import extract_text, prepare
 
 DOCS = Path(__file__).parent / "data" / "docpages"
@@ -101,7 +101,8 @@ def test_same_elements_as_the_xpath_on_gold_pages() -> None:
 
 def test_extraction_unchanged_on_real_pages() -> None:
     prepare("trafilatura")
-    assert install() == len(NAMES) + 1  # and BODY_XPATH (test_body_xpath.py)
+    # and BODY_XPATH (test_body_xpath.py), the caption and teaser prunes (below)
+    assert install() == len(NAMES) + 1 + len(CONTAINS)
     import trafilatura.main_extractor as main
 
     assert isinstance(main.OVERALL_DISCARD_XPATH[0], FrameDiscard)
@@ -203,3 +204,66 @@ def test_same_elements_as_the_xpath_on_doc_pages() -> None:
                     assert py(tree) == expected, (f.name, name)
                     n += len(expected)
     assert n > 50, n
+
+
+CONTAINS = ("DISCARD_IMAGE_ELEMENTS", "TEASER_DISCARD_XPATH")
+# one detail apart: case (translate() folds only "T"), a tag outside the list, the needle in
+# another attribute, an empty or absent value, the needle split by the folding
+CONTAINS_PAGE = "<html><body><main>" + "".join(
+    f"<{tag} {attr}='{v}'>{tag} {attr} {v}</{tag}>"
+    for tag in ("div", "span", "p", "section", "figure", "article", "b")
+    for attr in ("id", "class", "title", "data-id")
+    for v in ("caption", "Caption", "wp-caption-text", "captio", "teaser", "Teaser",
+              "TEASER", "TeaSer", "x-Teaser-box", "teaTser", "")) + (
+    "<div class='x' id='teaser'>both</div><div id='x' class='Teaser'>both 2</div>"
+    "<div><p class='caption'>nested</p><span id='captionTeaser'>nested 2</span></div>"
+    "</main></body></html>")
+
+
+@pytest.mark.parametrize("name", CONTAINS)
+def test_contains_prunes_match_the_xpath(name) -> None:
+    new = replacement(_stock_exprs(name), name)
+    assert new is not None and isinstance(new[0], ContainsFrames)
+    for tree in _trees(CONTAINS_PAGE) + _trees(CRAFTED):
+        assert new[0](tree) == _stock_exprs(name)[0](tree)
+        assert new[0](tree.getroottree()) == _stock_exprs(name)[0](tree.getroottree())
+    tree = _trees(CONTAINS_PAGE)[1]
+    texts = {e.text_content() for e in new[0](tree)}
+    if name == "TEASER_DISCARD_XPATH":
+        assert {"div id Teaser", "span class x-Teaser-box", "both 2", "nested 2"} <= texts
+        assert not {"div id TEASER", "div class TeaSer", "div class teaTser"} & texts
+    else:
+        assert {"div class wp-caption-text", "nested"} <= texts
+        assert not {"div class Caption", "div title caption", "figure id caption"} & texts
+    # the walk, not the XPath
+    new[0].xpath = None
+    assert [e.text_content() for e in new[0](tree)] == [
+        e.text_content() for e in _stock_exprs(name)[0](tree)]
+
+
+def test_contains_prunes_on_real_pages() -> None:
+    news = {name: replacement(_stock_exprs(name), name) for name in CONTAINS}
+    pages = [p.html for p in load_gold("all")[::4]]
+    pages += [gzip.decompress(f.read_bytes()).decode("utf-8", "replace")
+              for f in sorted(DOCS.glob("*.html.gz"))]
+    n = dict.fromkeys(CONTAINS, 0)
+    for html in pages:
+        for tree in _trees(html):
+            for name, new in news.items():
+                expected = _stock_exprs(name)[0](tree)
+                assert new[0](tree) == expected, name
+                n[name] += len(expected)
+    assert min(n.values()) > 0, n
+
+
+@pytest.mark.parametrize("edit", ["needle", "tags", "test"])
+def test_other_trafilatura_versions_keep_their_contains_prunes(edit: str) -> None:
+    from lxml.etree import XPath
+
+    for name in CONTAINS:
+        path = _stock_exprs(name)[0].path
+        path = {"needle": path.replace("'caption'", "'captions'").replace("'teaser'", "'teasers'"),
+                "tags": path.replace("self::span", "self::aside"),
+                "test": path.replace(" or contains(", " and contains(")}[edit]
+        assert replacement([XPath(path)], name) is None
+        assert replacement(_stock_exprs("OVERALL_DISCARD_XPATH"), name) is None

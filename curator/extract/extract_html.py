@@ -604,19 +604,15 @@ _END_TAG = {t: re.compile(rf"</{t}\s*>", re.IGNORECASE) for t in ("script", "sty
 _TAG = re.compile(r"<[^<>]*>")
 
 
-# As bench/extraction_quality.py scores: a word per character in scripts without spaces.
-_NOSPACE = (r"[\u0e00-\u0e7f\u1000-\u109f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff"
-            r"\uac00-\ud7af]")
-_WORD = re.compile(_NOSPACE + r"|(?:(?!" + _NOSPACE + r")\w)+")
-
-
 def _covers(new: str, old: str, share: float) -> bool:
     """Whether ``new`` holds at least ``share`` of ``old``'s distinct words (all of them when
     ``old`` has none)."""
-    words = set(_WORD.findall(old.lower()))
+    from curator.extract.listing import TOKEN  # a word per character in no-space scripts
+
+    words = set(TOKEN.findall(old.lower()))
     if not words:
         return True
-    return len(words & set(_WORD.findall(new.lower()))) >= share * len(words)
+    return len(words & set(TOKEN.findall(new.lower()))) >= share * len(words)
 
 
 def _visible_words(html: str) -> int:

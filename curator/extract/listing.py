@@ -35,7 +35,9 @@ MAX_COVERED = 0.3
 # scores them): else a Chinese page's text is "a few words" and looks short.
 _NOSPACE = (r"[\u0e00-\u0e7f\u1000-\u109f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff"
             r"\uac00-\ud7af]")
-_WORD = re.compile(_NOSPACE + r"|(?:(?!" + _NOSPACE + r")\w)+")
+#: A word, or one character of a script written without spaces (also the thin-page rerun's
+#: coverage test in extract_html).
+TOKEN = re.compile(_NOSPACE + r"|(?:(?!" + _NOSPACE + r")\w)+")
 _NOSPACE_CHAR = re.compile(_NOSPACE)
 _SKIP = ("script", "style", "noscript", "svg", "template")
 _CHROME = frozenset({"nav", "header", "footer", "aside"})
@@ -47,7 +49,7 @@ def _kind(el: Any) -> tuple[str, str]:
 
 
 def _words(text: str) -> Counter[str]:
-    return Counter(_WORD.findall(text.lower()))
+    return Counter(TOKEN.findall(text.lower()))
 
 
 def _count(text: str) -> int:

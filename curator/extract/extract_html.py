@@ -359,10 +359,14 @@ def _prepare_tree(tree: object, shape: bool, html: str, post_meta: bool = False)
         parent = node.getparent()
         if parent is None:
             continue
-        if node.is_text:
-            parent.text = _join_lines(node)
-        elif node.is_tail:
-            parent.tail = _join_lines(node)
+        joined = _join_lines(node)
+        try:
+            if node.is_text:
+                parent.text = joined
+            elif node.is_tail:
+                parent.tail = joined
+        except ValueError:  # "&#26;" parses to U+001A, which lxml refuses to set back
+            setattr(parent, "text" if node.is_text else "tail", _XML_ILLEGAL.sub("", joined))
 
 
 def _shape_text(text: str) -> str:

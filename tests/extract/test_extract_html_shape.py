@@ -125,3 +125,14 @@ def test_long_blank_runs_join_in_linear_time() -> None:
     html = f"<html><body><article><p>{body}</p></article></body></html>"
     text = extract_text(html, timeout_s=5.0)
     assert text.startswith("word word") and text.endswith("b c")
+
+
+def test_control_character_reference_in_a_wrapped_paragraph() -> None:
+    # CleanEval page 345 writes "&#26;" (U+001A) in a hard-wrapped paragraph: lxml parses it
+    # but refuses it when the joined text is set back, which failed the whole page.
+    words = " ".join(f"word{i}" for i in range(60))
+    html = (f"<html><body><article><h1>Title</h1><p>{words}\nsecond line &#26;\nthird line"
+            f" with more words {words}.</p></article></body></html>")
+    text = extract_text(html)
+    assert "second line third line with more words" in text
+    assert "\x1a" not in text

@@ -11,7 +11,7 @@ import pytest
 
 from curator.acquire.warc import iter_warc
 from curator.core.context import ShardContext
-from curator.extract.extract_html import decode_html
+from curator.extract.extract_html import DecodeError, decode_html
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PEERS = os.path.join(HERE, "data", "peers")
@@ -101,3 +101,28 @@ def test_the_common_crawl_pages_of_fastwarcs_archive_decode_cleanly(tmp_path) ->
     charsets = {cs for _, cs in decoded}
     assert {"cp1251", "gb18030", "utf-8"} <= charsets
     assert any("Стратегия пожарной безопасности" in t for t, cs in decoded if cs == "cp1251")
+
+
+def test_an_unlabelled_latin1_page_with_a_stray_byte_reads_as_windows_1252() -> None:
+    """CleanEval's pages: latin-1, no label, and bytes windows-1252 leaves unassigned (0x81):
+    browsers show them (the WHATWG index maps those bytes to C1 controls); they used to be
+    quarantined as undecodable."""
+    source = "<html><body><p>Café société, naïve façade — déjà vu.</p></body></html>"
+    body = source.encode("cp1252").replace(b"vu.", b"vu.\x81")
+    text, cs = decode_html(body)
+    assert (text, cs) == (source.replace("vu.", "vu.\x81"), "cp1252+c1")
+
+
+def test_a_utf8_page_with_a_few_broken_bytes_keeps_its_utf8_text() -> None:
+    """A UTF-8 page with a latin-1 'ü' in one alt text (seen on real German pages): the rest
+    stays UTF-8, the one bad byte becomes U+FFFD, as in a browser."""
+    body = ("<p>Mitgefühl wählen, Grüße aus Köln</p>".encode()
+            + '<img alt="Küchenblogs">'.encode("latin-1"))
+    text, cs = decode_html(body)
+    assert cs == "utf-8+replace"
+    assert text == '<p>Mitgefühl wählen, Grüße aus Köln</p><img alt="K\ufffdchenblogs">'
+
+
+def test_binary_content_is_still_undecodable() -> None:
+    with pytest.raises(DecodeError, match="NUL bytes"):
+        decode_html(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\xff\xd8\xff\x81\x9d")

@@ -84,7 +84,7 @@ executor: {{type: {executor}, workers: {workers}{dash}}}
 progress: log
 stages:
   - id: web
-    read_warc: {{paths: "{warc}/*.warc.gz", extractor: trafilatura}}
+    read_warc: {{paths: "{warc}/*.warc.gz", extractor: trafilatura{guess}}}
 {fix}  - language_id: {{languages: [en], min_score: 0.65}}
   - gopher_repetition: {{}}
   - gopher_quality: {{}}
@@ -317,6 +317,15 @@ def _count(folder: Path) -> int:
     return n
 
 
+def _digest(folder: Path) -> str:
+    """SHA-1 of the output's lines, sorted (the same documents whatever the file split)."""
+    lines: list[bytes] = []
+    for f in glob.glob(str(folder / "**" / "*.jsonl*"), recursive=True):
+        with (gzip.open if f.endswith(".gz") else open)(f, "rb") as fh:
+            lines.extend(fh)
+    return hashlib.sha1(b"".join(sorted(lines))).hexdigest()
+
+
 def _mb(folder: Path) -> float:
     return round(sum(p.stat().st_size for p in folder.rglob("*") if p.is_file()) / 1e6, 1)
 
@@ -399,13 +408,14 @@ def _timed(cmd: list[str], cwd: Path, log: Path) -> tuple[float, float, float]:
 
 
 def run_curator(warc: Path, tmp: Path, executor: str, workers: int, logs: Path,
-                fix_unicode: bool = False) -> dict:
-    tag = f"curator-{executor}{workers}"
+                fix_unicode: bool = False, guess: bool = False) -> dict:
+    tag = f"curator-{executor}{workers}{'-guess' if guess else ''}"
     work, out = tmp / f"{tag}-work", tmp / f"{tag}-out"
     yml = tmp / f"{tag}.yaml"
     yml.write_text(PIPELINE.format(
         work=work, out=out, warc=warc, executor=executor, workers=workers,
         fix="  - fix_unicode: {}\n" if fix_unicode else "",
+        guess=", languages: [en]" if guess else "",
         dash=", dashboard_address: null" if executor == "dask" else ""))
     cmd = [sys.executable, "-m", "curator", "run", str(yml)]
     if executor == "mpi":
@@ -414,8 +424,9 @@ def run_curator(warc: Path, tmp: Path, executor: str, workers: int, logs: Path,
     wall, cpu, rss = _timed(cmd, tmp, logs / f"{tag}.log")
     rep = json.loads((work / "report.json").read_text())
     stages = {s["id"]: round(s["seconds"], 1) for s in rep["stages"]}
-    return {"tool": "curator", "executor": executor, "workers": workers, "wall_s": wall,
-            "cpu_s": cpu, "peak_rss_mb": rss, "docs_out": _count(out), "stage_s": stages,
+    return {"tool": "curator" + (" (language guess)" if guess else ""), "executor": executor,
+            "workers": workers, "wall_s": wall, "cpu_s": cpu, "peak_rss_mb": rss,
+            "docs_out": _count(out), "out_sha1": _digest(out), "stage_s": stages,
             "out_mb": _mb(out), "work_dir_mb": _mb(work)}
 
 
@@ -457,6 +468,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--fix-unicode", action="store_true",
                     help="also run fix_unicode after read_warc (datatrove's pipeline has no "
                     "such step, so the default compares the same steps)")
+    ap.add_argument("--language-guess", choices=["off", "on", "both"], default="off",
+                    help="curator's read_warc with languages: [en] (skips extracting pages "
+                    "language_id drops; the output is the same); both: one run each, and "
+                    "their outputs compared")
     ap.add_argument("--build-only", action="store_true",
                     help="build (or check) the WARC in --dir and stop")
     ap.add_argument("--json", help="append each result row to this JSON-lines file")
@@ -500,8 +515,15 @@ def main(argv: list[str] | None = None) -> int:
         runs = []
         for ex in args.executor or ["local"]:
             w = 1 if ex == "local" else args.workers
-            runs.append(run_curator(warc, tmp, ex, w, logs, args.fix_unicode))
-            print(json.dumps(runs[-1]), flush=True)
+            for guess in {"off": [False], "on": [True], "both": [False, True]}[
+                    args.language_guess]:
+                runs.append(run_curator(warc, tmp, ex, w, logs, args.fix_unicode, guess))
+                print(json.dumps(runs[-1]), flush=True)
+        if args.language_guess == "both":
+            same = len({r["out_sha1"] for r in runs}) == 1
+            print(f"# language guess: output {'identical' if same else 'DIFFERENT'} "
+                  f"(sha1 of the sorted lines: {', '.join(r['out_sha1'][:12] for r in runs)})",
+                  flush=True)
         if args.peer:
             runs.append(run_peer(warc, tmp, min(args.workers, args.files), args.files,
                                  logs))
@@ -520,8 +542,8 @@ def main(argv: list[str] | None = None) -> int:
         peer = [r for r in runs if r["tool"] == "datatrove"]
         if peer:
             for r in runs:
-                if r["tool"] == "curator":
-                    print(f"ratio curator ({r['executor']} x {r['workers']}) / datatrove: "
+                if r["tool"].startswith("curator"):
+                    print(f"ratio {r['tool']} ({r['executor']} x {r['workers']}) / datatrove: "
                           f"wall {peer[0]['wall_s'] / r['wall_s']:.2f}x, "
                           f"CPU {peer[0]['cpu_s'] / r['cpu_s']:.2f}x")
     finally:

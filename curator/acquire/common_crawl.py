@@ -9,11 +9,16 @@ from pydantic import field_validator
 
 from curator.acquire.base import DownloadParams
 from curator.acquire.download import fetch, join_url, listed_url
-from curator.acquire.warc import CC_BASE_URL, SNAPSHOT_NAME, Reader, WarcExtracting, parse_ranges
+from curator.acquire.warc import (
+    CC_BASE_URL,
+    SNAPSHOT_NAME,
+    WarcExtracting,
+    WarcParams,
+    parse_ranges,
+)
 from curator.core.context import StageContext
 from curator.core.errors import ConfigError, InputError
-from curator.core.params import PositiveFloat, PositiveInt
-from curator.extract.extract_html import DEFAULT_EXTRACTOR, Extractor
+from curator.core.params import PositiveInt
 
 
 class CommonCrawl(WarcExtracting):
@@ -21,7 +26,7 @@ class CommonCrawl(WarcExtracting):
 
     name = "common_crawl"
 
-    class Params(DownloadParams):
+    class Params(DownloadParams, WarcParams):
         snapshot: str
         """The crawl, like ``CC-MAIN-2024-10``."""
         base_url: str = CC_BASE_URL
@@ -30,15 +35,6 @@ class CommonCrawl(WarcExtracting):
         """Range expression over the listing, as in NeMo's launcher: `"0,3,5-7"`."""
         limit: PositiveInt | None = None
         """At most this many files (after `files`)."""
-        extractor: Extractor = DEFAULT_EXTRACTOR
-        """`trafilatura`, `resiliparse` (about 10-20x faster, lower F1 on news) or `justext`; see
-        [Extractors](#extractors-defaults-quality-and-speed)."""
-        timeout_s: PositiveFloat = 10.0
-        """Time limit of extracting one page, in seconds."""
-        max_page_mb: PositiveFloat = 10.0
-        """Larger pages (after decompression) are skipped as too large."""
-        reader: Reader = "fastwarc"
-        """WARC parser: `fastwarc` (FastWARC 2.x) or `warcio`; both give the same pages."""
 
         @field_validator("snapshot")
         @classmethod

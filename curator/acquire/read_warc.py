@@ -7,12 +7,10 @@ from __future__ import annotations
 from typing import Any
 
 from curator.acquire.base import FetchParams
-from curator.acquire.warc import ARCHIVE_SUFFIXES, Reader, WarcExtracting, archive_kind
+from curator.acquire.warc import ARCHIVE_SUFFIXES, WarcExtracting, WarcParams, archive_kind
 from curator.core.context import StageContext
 from curator.core.errors import ConfigError
-from curator.core.params import PositiveFloat
 from curator.core.stage import DocumentPaths
-from curator.extract.extract_html import DEFAULT_EXTRACTOR, Extractor
 from curator.storage.paths import expand_paths
 
 
@@ -20,17 +18,10 @@ class ReadWarc(WarcExtracting):
     """Extract HTML main text from web archives (local or remote paths or globs)."""
 
     name = "read_warc"
-    class Params(FetchParams):  # no delete_after_read / http_timeout_s: it reads in place
+    # no delete_after_read / http_timeout_s: it reads in place
+    class Params(FetchParams, WarcParams):
         paths: DocumentPaths | list[DocumentPaths]
         """Web archives (.warc, .warc.gz, .arc, .arc.gz, .warc.lz4...): paths, globs or URLs."""
-        extractor: Extractor = DEFAULT_EXTRACTOR
-        """Main-text extractor (docs/extract.md)."""
-        timeout_s: PositiveFloat = 10.0
-        """Time limit of extracting one page, in seconds."""
-        max_page_mb: PositiveFloat = 10.0
-        """Larger pages (after decompression) are skipped as too large."""
-        reader: Reader = "fastwarc"
-        """WARC parser: `fastwarc` or `warcio`; both give the same pages."""
 
     def setup(self) -> None:
         self.max_bytes = int(self.max_page_mb * 1024 * 1024)

@@ -37,10 +37,12 @@ from curator.acquire.base import DownloadSource
 from curator.core.context import ShardContext
 from curator.core.document import Document
 from curator.core.errors import ConfigError
+from curator.core.params import PositiveFloat, Ratio, StageParams
 from curator.extract.extract_html import (
     DEFAULT_EXTRACTOR,
     DecodeError,
     Extractor,
+    Skipped,
     decode_html,
     extract_text,
 )
@@ -648,6 +650,32 @@ _CHUNK_IN = 1 << 16
 
 # -- the sources ---------------------------------------------------------------------------------
 
+#: ``language_guess_below``'s default: chosen on 7,079 unique real web pages, where every
+#: page it skipped was one that ``language_id`` (``min_score`` 0.65) drops after the full
+#: extraction, at four times this value too (docs/acquire.md#language-guess).
+LANGUAGE_GUESS_BELOW = 0.05
+
+
+class WarcParams(StageParams):
+    """How ``read_warc`` and ``common_crawl`` turn HTML responses into documents."""
+
+    extractor: Extractor = DEFAULT_EXTRACTOR
+    """Main-text extractor: `trafilatura`, `resiliparse` (about 10-20x faster, lower F1) or
+    `justext` (docs/extract.md)."""
+    timeout_s: PositiveFloat = 10.0
+    """Time limit of extracting one page, in seconds."""
+    max_page_mb: PositiveFloat = 10.0
+    """Larger pages (after decompression) are skipped as too large."""
+    reader: Reader = "fastwarc"
+    """WARC parser: `fastwarc` (FastWARC 2.x) or `warcio`; both give the same pages."""
+    languages: list[str] | None = None
+    """Skip the full extraction of pages whose quick text is confidently in none of these
+    languages (ISO codes, as `language_id` takes them); keep `language_id` after the source
+    (see [acquire.md](acquire.md#language-guess))."""
+    language_guess_below: Ratio = LANGUAGE_GUESS_BELOW
+    """With `languages`: "confidently": each of them has a lower probability than this."""
+
+
 class WarcExtracting(DownloadSource):
     """Shared extraction of HTML response records into documents."""
 
@@ -656,6 +684,15 @@ class WarcExtracting(DownloadSource):
     timeout_s: float = 10.0
     max_bytes: int = 10 * 1024 * 1024
     reader: Reader = "fastwarc"
+    languages: list[str] | None = None
+    language_guess_below: float = LANGUAGE_GUESS_BELOW
+
+    def _guess(self, text: str) -> str | None:
+        """The language guess on a page's quick text (a reason to skip it, or ``None``)."""
+        from curator.filters.language_id import other_language
+
+        lang = other_language(text, self.languages or (), self.language_guess_below)
+        return None if lang is None else f"language_guess:{lang}"
 
     def iterate(self, path: str, ctx: ShardContext) -> Iterator[WarcRecord]:
         # Room for the largest page we accept plus headers; beyond that a record is a bomb.
@@ -687,7 +724,13 @@ class WarcExtracting(DownloadSource):
             ctx.count("undecodable_pages")
             return None
         try:
-            text = extract_text(html, self.extractor, self.timeout_s)
+            text = extract_text(html, self.extractor, self.timeout_s,
+                                precheck=self._guess if self.languages else None)
+        except Skipped as skip:  # language_id would drop it after the full extraction
+            meta["charset"] = charset
+            ctx.count("language_guess_skipped")
+            ctx.reject(Document(doc_id, skip.text, meta), skip.reason)
+            return None
         except ExtractTimeout:
             ctx.quarantine(meta, f"extraction timed out after {self.timeout_s}s", **where)
             ctx.count("extract_timeouts")

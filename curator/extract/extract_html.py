@@ -40,6 +40,15 @@ class DecodeError(ValueError):
     """No charset decodes the page cleanly."""
 
 
+class Skipped(Exception):
+    """``extract_text``'s ``precheck`` turned the page down before the full extraction:
+    ``reason`` is what it said, ``text`` the quick text it judged (resiliparse's)."""
+
+    def __init__(self, reason: str, text: str) -> None:
+        super().__init__(reason)
+        self.reason, self.text = reason, text
+
+
 #: WHATWG encoding labels Python does not know.
 _LABELS = {"x-sjis": "cp932", "windows-31j": "cp932", "x-gbk": "gb18030",
            "x-euc-jp": "euc_jp", "x-cp1251": "cp1251", "x-cp1250": "cp1250",
@@ -462,6 +471,14 @@ def _resiliparse(html: str) -> str:
     return _resiliparse_tree(html)[0]
 
 
+def _yardstick(html: str) -> tuple[str, Any]:
+    """resiliparse's main text (stripped) and tree: what the trafilatura path measures its
+    own text against."""
+    prepare("resiliparse")
+    alt, rtree = _resiliparse_tree(html)
+    return alt.strip(), rtree
+
+
 def _body_words(tree: Any) -> int:
     """Words of the text of the page's ``<body>`` (every element, navigation included)."""
     body = tree.body
@@ -692,7 +709,8 @@ def extract_text(html: str, extractor: Extractor = DEFAULT_EXTRACTOR,
                  include_tables: bool = True, fallback: bool = True,
                  fallback_ratio: float = FALLBACK_RATIO, shape: bool = True,
                  body_ratio: float = BODY_RATIO, listing_ratio: float = LISTING_RATIO,
-                 post_meta: bool = False, thin_ratio: float = THIN_RATIO) -> str:
+                 post_meta: bool = False, thin_ratio: float = THIN_RATIO,
+                 precheck: Callable[[str], str | None] | None = None) -> str:
     """Main text of an HTML page ('' when there is none). Raises :class:`ExtractTimeout`
     after ``timeout_s`` seconds.
 
@@ -708,20 +726,31 @@ def extract_text(html: str, extractor: Extractor = DEFAULT_EXTRACTOR,
     page the text misses when the text is under that share of the ``<body>``'s words (0:
     off); ``post_meta`` keeps forum posts' author boxes and signatures; ``thin_ratio``
     (``fast="auto"``) reruns with the fallbacks when trafilatura's and resiliparse's texts are
-    both under that share of the ``<body>``'s words (0: never)."""
+    both under that share of the ``<body>``'s words (0: never).
+
+    ``precheck`` sees a quick text of the page first (resiliparse's main text, which the
+    trafilatura path computes anyway; another extractor's own text) and may turn the page
+    down by returning a reason: :class:`Skipped` is raised before trafilatura runs (the
+    language guess of ``read_warc``'s ``languages``)."""
     fn = EXTRACTORS[extractor]
     prepare(extractor)
     html = close_noscript_iframes(html)
     with time_limit(timeout_s):
         if extractor != "trafilatura":
-            return fn(html).strip()
+            text = fn(html).strip()
+            if precheck is not None and (reason := precheck(text)):
+                raise Skipped(reason, text)
+            return text
+        alt, rtree = "", None
+        if precheck is not None:
+            alt, rtree = _yardstick(html)
+            if reason := precheck(alt):
+                raise Skipped(reason, alt)
         text = _trafilatura(html, fast is not False, balance, include_comments,
                             include_tables, shape, post_meta).strip()
-        rtree = None
         if fast == "auto" or (fallback and (not text or fallback_ratio > 0)):
-            prepare("resiliparse")
-            alt, rtree = _resiliparse_tree(html)
-            alt = alt.strip()
+            if rtree is None:
+                alt, rtree = _yardstick(html)
             ratio = fallback_ratio or FALLBACK_RATIO
             n_text, n_alt = _words(text), _words(alt)
             if fast == "auto" and (not text or n_text < ratio * n_alt):

@@ -7,7 +7,7 @@ without internet, once per worker process, and predicts whole batches in one C++
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from typing import Any
 
 from curator.core.context import ShardContext
@@ -56,6 +56,27 @@ def predict_languages(texts: list[str], model_path: str = DEFAULT_MODEL
     labels, probs = fasttext_predict(model, [t.replace("\n", " ") for t in texts], 1)
     return ([lab[0][9:] if lab else "unknown" for lab in labels],
             [float(p[0]) if len(p) else 0.0 for p in probs])
+
+
+#: A quick text shorter than this many words is never judged (resiliparse keeps a few words
+#: of a page it reads badly; those say nothing about the language of the page's main text).
+GUESS_MIN_WORDS = 50
+
+
+def other_language(text: str, languages: Collection[str], below: float,
+                   model_path: str = DEFAULT_MODEL) -> str | None:
+    """The top language of ``text`` when every one of ``languages`` has a probability under
+    ``below`` there (the page is confidently in another language), else ``None``: the
+    language guess that lets ``read_warc`` skip extracting pages ``language_id`` would drop
+    (docs/acquire.md#language-guess)."""
+    if len(text.split()) < GUESS_MIN_WORDS:
+        return None
+    model = load_fasttext(model_path, "language ID model")
+    labels, probs = fasttext_predict(model, [text.replace("\n", " ")], -1)
+    found = dict(zip(labels[0], probs[0], strict=True))
+    if any(found.get(f"__label__{lang}", 0.0) >= below for lang in languages):
+        return None
+    return labels[0][0][9:] if labels[0] else "unknown"
 
 
 class LanguageId(BatchStage):

@@ -15,6 +15,7 @@ from curator.acquire.arxiv import Arxiv
 from curator.acquire.base import DownloadParams, DownloadSource, FetchParams
 from curator.acquire.common_crawl import CommonCrawl
 from curator.acquire.read_warc import ReadWarc
+from curator.acquire.warc import WarcParams
 from curator.acquire.wikipedia import Wikipedia
 from curator.core import pipeline as pl
 from curator.core.errors import ConfigError
@@ -46,6 +47,10 @@ def test_download_parameters_are_declared_once_and_shared_by_every_source() -> N
             assert fields[k].description, (cls, k)  # help for curator stages NAME
     assert set(ReadWarc.params_model().model_fields) & {"delete_after_read",
                                                         "http_timeout_s"} == set()
+    # the two web-archive sources share their extraction settings the same way
+    for cls in (CommonCrawl, ReadWarc):
+        assert issubclass(cls.Params, WarcParams), cls
+        assert not set(inspect.get_annotations(cls.Params)) & set(WarcParams.model_fields)
 
 
 def test_yaml_parameters_and_errors_are_those_each_source_declared() -> None:
@@ -54,11 +59,13 @@ def test_yaml_parameters_and_errors_are_those_each_source_declared() -> None:
     assert cc.params == {"snapshot": "CC-MAIN-2024-10", "base_url": "https://data.commoncrawl.org",
                          "files": None, "limit": None, "extractor": "trafilatura",
                          "timeout_s": 10.0, "max_page_mb": 10.0, "reader": "fastwarc",
+                         "languages": None, "language_guess_below": 0.05,
                          **DOWNLOAD, "retries": 2, "storage_options": {"anon": True}}
     assert (cc.retries, cc.storage_options, cc.backoff_s) == (2, {"anon": True}, 1.0)
     rw = _stage({"read_warc": {"paths": "a.warc", "source": "mine"}})
     assert rw.params == {"paths": "a.warc", "extractor": "trafilatura", "timeout_s": 10.0,
-                         "max_page_mb": 10.0, "reader": "fastwarc", "download_dir": "downloads",
+                         "max_page_mb": 10.0, "reader": "fastwarc", "languages": None,
+                         "language_guess_below": 0.05, "download_dir": "downloads",
                          "retries": 5, "backoff_s": 1.0, "on_download_error": "fail",
                          "source": "mine", "storage_options": None}
     assert rw.http_timeout_s == 60.0 and rw.delete_after_read is False  # fixed settings

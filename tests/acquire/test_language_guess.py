@@ -1,0 +1,87 @@
+"""read_warc's ``languages``: a language guess on resiliparse's quick text skips the full
+extraction of pages that language_id would drop afterwards, and changes nothing else."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import zstandard
+from helpers_acquire import (
+    read_output,
+    read_side,
+    run_pipeline,
+    stage_stats,
+    warc_response,
+    write_warc,
+)
+
+from curator.extract import extract_html as E
+from curator.filters.language_id import other_language, predict_languages
+
+GOLD = Path(__file__).resolve().parents[2] / "bench" / "gold" / "pages.jsonl.zst"
+
+
+def _gold() -> list[dict]:
+    with open(GOLD, "rb") as f:
+        return [json.loads(line) for line in
+                io.TextIOWrapper(zstandard.ZstdDecompressor().stream_reader(f), "utf-8")]
+
+
+def test_the_guess_skips_only_pages_language_id_drops() -> None:
+    """On the 630 real gold pages (24 languages): every page the guess skips for ``[en]`` is
+    one that language_id (min_score 0.65) drops after the full extraction, and the guess
+    skips most non-English pages and no English one."""
+    skipped: dict[str, str] = {}
+    rows = _gold()
+    for r in rows:
+        quick, _ = E._yardstick(E.close_noscript_iframes(r["html"]))
+        lang = other_language(quick, ["en"], 0.05)
+        if lang is not None:
+            skipped[r["id"]] = r["lang"]
+    full = [E.extract_text(r["html"]) for r in rows if r["id"] in skipped]
+    langs, scores = predict_languages(full)
+    kept_by_language_id = [(lg, s) for lg, s in zip(langs, scores) if lg == "en" and s >= 0.65]
+    assert kept_by_language_id == []
+    assert "en" not in skipped.values()
+    non_english = sum(r["lang"] != "en" for r in rows)
+    assert len(skipped) > non_english / 2
+
+
+def test_read_warc_languages_drops_the_same_pages_without_extracting_them(tmp_path) -> None:
+    rows = _gold()
+    pick = [r for r in rows if r["lang"] == "de"][:3] + [r for r in rows if r["lang"] == "en"][:4]
+    members = [warc_response(r["url"], r["html"].encode("utf-8")) for r in pick]
+    path = write_warc(str(tmp_path / "in" / "crawl.warc.gz"), members)
+
+    def run(name: str, guess: dict) -> tuple[dict, str]:
+        work = str(tmp_path / name)
+        summary = run_pipeline(work, [
+            {"read_warc": {"paths": path, **guess}, "id": "warc"},
+            {"language_id": {"languages": ["en"]}, "id": "lid"}])
+        return summary, work
+
+    plain, _ = run("plain", {})
+    guessed, work = run("guessed", {"languages": ["en"]})
+    out = [(d.id, d.text, d.meta) for d in read_output(plain, "lid")]
+    assert out == [(d.id, d.text, d.meta) for d in read_output(guessed, "lid")]
+    assert len(out) == 4
+
+    rejected = read_side(work, "rejected", "warc")
+    assert sorted(r["rejected"]["reason"] for r in rejected) == ["language_guess:de"] * 3
+    assert {r["meta"]["url"] for r in rejected} == {r["url"] for r in pick[:3]}
+    assert all(r["text"] for r in rejected)  # the quick text it judged, for a look
+    assert stage_stats(guessed, "warc")["counters"]["language_guess_skipped"] == 3
+    # without the guess the German pages were extracted, then dropped by language_id
+    assert "language_guess_skipped" not in stage_stats(plain, "warc")["counters"]
+    assert stage_stats(plain, "lid")["counters"].get("language:de") == 3
+
+
+def test_a_short_quick_text_is_never_judged() -> None:
+    """Fewer than GUESS_MIN_WORDS words (a page resiliparse reads badly) say nothing."""
+    german = "Das ist ein kurzer deutscher Satz über die Stadt."
+    assert other_language(german, ["en"], 0.05) is None
+    assert other_language(" ".join([german] * 6), ["en"], 0.05) == "de"
+    assert other_language(" ".join([german] * 6), ["en", "de"], 0.05) is None
+

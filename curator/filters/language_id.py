@@ -7,6 +7,7 @@ without internet, once per worker process, and predicts whole batches in one C++
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Collection, Iterable
 from typing import Any
 
@@ -15,7 +16,9 @@ from curator.core.document import Document
 from curator.core.errors import ConfigError
 from curator.core.params import PositiveInt, Ratio, StageParams
 from curator.core.stage import BatchStage, FilePath
+from curator.text.words import has_no_space_script, split_words
 
+_WORD_START = re.compile(r"\w").match
 DEFAULT_MODEL = os.path.join(os.path.dirname(__file__), "models", "lid.176.ftz")
 _MODELS: dict[str, Any] = {}
 
@@ -60,6 +63,7 @@ def predict_languages(texts: list[str], model_path: str = DEFAULT_MODEL
 
 #: A quick text shorter than this many words is never judged (resiliparse keeps a few words
 #: of a page it reads badly; those say nothing about the language of the page's main text).
+#: In scripts written without spaces each character is a word (curator.text.words).
 GUESS_MIN_WORDS = 50
 #: The guess reads this many characters of the quick text (fastText's time grows with the
 #: text: 0.3 ms instead of 0.6 on real web pages); as safe as the whole text on 7,079 of them.
@@ -72,7 +76,9 @@ def other_language(text: str, languages: Collection[str], below: float,
     ``below`` there (the page is confidently in another language), else ``None``: the
     language guess that lets ``read_warc`` skip extracting pages ``language_id`` would drop
     (docs/acquire.md#language-guess)."""
-    if len(text.split()) < GUESS_MIN_WORDS:
+    if len(text.split()) < GUESS_MIN_WORDS and (
+            not has_no_space_script(text)
+            or len(list(filter(_WORD_START, split_words(text)))) < GUESS_MIN_WORDS):
         return None
     model = load_fasttext(model_path, "language ID model")
     labels, probs = fasttext_predict(model, [text[:GUESS_CHARS].replace("\n", " ")], -1)

@@ -84,4 +84,9 @@ def test_a_short_quick_text_is_never_judged() -> None:
     assert other_language(german, ["en"], 0.05) is None
     assert other_language(" ".join([german] * 6), ["en"], 0.05) == "de"
     assert other_language(" ".join([german] * 6), ["en", "de"], 0.05) is None
+    # a Japanese text has few spaces: its characters are its words (curator.text.words)
+    japanese = "東京は日本の首都であり、世界で最も人口の多い都市圏の一つとして知られています。"
+    assert len((japanese * 2).split()) == 1
+    assert other_language(japanese, ["en"], 0.05) is None  # 36 characters
+    assert other_language(japanese * 2, ["en"], 0.05) == "ja"
 

@@ -18,6 +18,7 @@ import codecs
 import copy
 import re
 import threading
+import traceback
 from collections.abc import Callable, Iterator
 from typing import Any, Literal
 
@@ -745,6 +746,9 @@ def extract_text(html: str, extractor: Extractor = DEFAULT_EXTRACTOR,
         if precheck is not None:
             alt, rtree = _yardstick(html)
             if reason := precheck(alt):
+                # resiliparse's tree may only be freed by the thread that made it: not left to
+                # the exception's traceback, which another thread may free (Dask workers)
+                del rtree
                 raise Skipped(reason, alt)
         text = _trafilatura(html, fast is not False, balance, include_comments,
                             include_tables, shape, post_meta).strip()
@@ -843,7 +847,10 @@ class ExtractHtml(ShardStage):
             try:
                 text = extract_text(html, self.extractor, self.timeout_s,
                                     **self.options)  # type: ignore[arg-type]
-            except ExtractTimeout:
+            except ExtractTimeout as e:
+                # resiliparse's trees may only be freed by the thread that made them: the
+                # traceback's frames must not keep them for another thread to free (Dask)
+                traceback.clear_frames(e.__traceback__)
                 ctx.count("extract_timeouts")
                 ctx.reject(Document(doc.id, "", doc.meta), "extract_timeout")
                 continue

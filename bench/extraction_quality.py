@@ -134,9 +134,11 @@ def _traf(**kw: object) -> Callable[[str], str]:
     def run(html: str) -> str:
         import trafilatura
 
+        from curator.extract import copies
         from curator.extract.discard import stock
 
-        with stock():  # trafilatura as it ships, whatever curator's configs installed
+        # trafilatura as it ships, whatever curator's configs installed
+        with stock(), copies.stock():
             return trafilatura.extract(html, deduplicate=False, **kw) or ""
     return run
 

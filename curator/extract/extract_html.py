@@ -572,11 +572,13 @@ def _fast_class_lookup() -> None:
     """Give trafilatura's HTML parser (the one its ``load_html`` uses) the C-level lookup."""
     from trafilatura.utils import HTML_PARSER
 
+    from curator.extract.copies import install as skip_unread_backup
     from curator.extract.discard import install
 
     HTML_PARSER.set_element_class_lookup(html_class_lookup())
     install()  # its discard XPaths without re:test callbacks (curator/extract/discard.py)
     _skip_defensive_copy()
+    skip_unread_backup()  # no backup tree where nothing reads it (curator/extract/copies.py)
 
 
 def prepare(extractor: str) -> None:

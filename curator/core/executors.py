@@ -130,6 +130,7 @@ class DaskExecutor(Executor):
         # what each worker's shards in flight have read, as columns of the dashboard's
         # Workers page (core/progress.py); every worker, also ones started later
         self.client.register_plugin(_progress_plugin(), name="curator-progress")
+        self.client.register_plugin(_no_profiler_plugin(), name="curator-no-profiler")
         self.size = max(1, len(self.client.scheduler_info().get("workers", {})) or (workers or 1))
         # dashboard_address: null turns the LocalCluster's dashboard off, but the scheduler
         # still serves HTTP (health, metrics) and client.dashboard_link still names it.
@@ -472,6 +473,27 @@ def _progress_plugin() -> Any:
             worker.metrics.update(dask_worker_metrics())
 
     return ProgressMetrics()
+
+
+def _no_profiler_plugin() -> Any:
+    """Stop each worker's statistical profiler (``distributed.worker.profile``): every 10 ms
+    it takes the frames of the thread running a task and frees them later on the event loop
+    thread, so a frame that has returned meanwhile frees its locals there. resiliparse's
+    trees and nodes may only be freed by the thread that made them (elsewhere: a printed
+    "HTMLTreePy is unsendable, but is being dropped on another thread" and a leaked tree, 4
+    in a 3,539-page run). Also the sampling's own CPU. The dashboard's Profile page stays
+    empty; every other page works."""
+    from distributed.diagnostics.plugin import WorkerPlugin
+
+    class NoProfiler(WorkerPlugin):
+        idempotent = True
+
+        def setup(self, worker: Any) -> None:
+            pc = worker.periodic_callbacks.pop("profile", None)
+            if pc is not None:
+                pc.stop()
+
+    return NoProfiler()
 
 
 def _chain(err: BaseException) -> list[BaseException]:

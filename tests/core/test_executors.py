@@ -91,6 +91,28 @@ def test_dask_dashboard_off_is_not_announced():
     assert lines and lines[0].endswith("dashboard off"), lines
 
 
+def _profiling(dask_worker) -> bool:
+    return "profile" in dask_worker.periodic_callbacks
+
+
+def test_dask_workers_do_not_sample_task_frames():
+    """distributed's profiler holds a task thread's frames and frees them on the event loop
+    thread; resiliparse's objects in those frames may not be freed there (extract_html)."""
+    from distributed import LocalCluster
+
+    from curator.core.executors import DaskExecutor
+
+    with DaskExecutor(workers=2, dashboard_address=None) as ex:
+        assert ex.map(abs, [-1]) == [1]
+        assert set(ex.client.run(_profiling).values()) == {False}
+    # a plain worker of the same distributed does sample (the check above could fail)
+    with LocalCluster(n_workers=1, processes=False, dashboard_address=None) as cluster:
+        from distributed import Client
+
+        with Client(cluster) as client:
+            assert set(client.run(_profiling).values()) == {True}
+
+
 def test_mpi_failure_on_one_rank_fails_all_with_message(tmp_path):
     data = tmp_path / "data"
     data.mkdir()

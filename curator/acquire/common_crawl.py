@@ -50,6 +50,7 @@ class CommonCrawl(WarcExtracting):
             except ConfigError as e:
                 raise ConfigError(f"common_crawl: {e}") from None
         self.max_bytes = int(self.max_page_mb * 1024 * 1024)
+        self.check_languages()
 
     def source_name(self, ctx: StageContext) -> str:
         return self.source or "common_crawl"

@@ -688,6 +688,13 @@ class WarcExtracting(DownloadSource):
     languages: list[str] | None = None
     language_guess_below: float = LANGUAGE_GUESS_BELOW
 
+    def check_languages(self) -> None:
+        """``languages`` are codes the language guess's model knows (a one-line error)."""
+        if self.languages:
+            from curator.filters.language_id import check_languages
+
+            check_languages(self.languages, f"{self.name}.languages")
+
     def _guess(self, text: str) -> str | None:
         """The language guess on a page's quick text (a reason to skip it, or ``None``)."""
         from curator.filters.language_id import other_language

@@ -61,6 +61,20 @@ def predict_languages(texts: list[str], model_path: str = DEFAULT_MODEL
             [float(p[0]) if len(p) else 0.0 for p in probs])
 
 
+def check_languages(languages: Collection[str] | None, key: str,
+                    model_path: str = DEFAULT_MODEL) -> None:
+    """A one-line ``ConfigError`` naming ``key`` when a code is not one of the model's
+    languages (``english`` for ``en`` would otherwise drop every page)."""
+    if not languages or "://" in model_path:
+        return
+    model = load_fasttext(model_path, "language ID model")
+    known = {lab.removeprefix("__label__") for lab in model.get_labels()}
+    bad = [lang for lang in languages if lang not in known]
+    if bad:
+        raise ConfigError(f"{key}: '{bad[0]}' is not a language of the model "
+                          f"{os.path.basename(model_path)} (ISO codes such as en, de, zh)")
+
+
 #: A quick text shorter than this many words is never judged (resiliparse keeps a few words
 #: of a page it reads badly; those say nothing about the language of the page's main text).
 #: In scripts written without spaces each character is a word (curator.text.words).
@@ -114,6 +128,7 @@ class LanguageId(BatchStage):
         if "://" not in self.model_path and not os.path.isfile(self.model_path):
             raise ConfigError(f"language_id.model_path: model file '{self.model_path}' not "
                               "found (omit model_path to use the bundled lid.176.ftz)")
+        check_languages(self.languages, "language_id.languages", self.model_path)
 
     def process_batch(self, docs: list[Document], ctx: ShardContext) -> Iterable[Document]:
         langs, scores = predict_languages([d.text for d in docs], self.model_path)

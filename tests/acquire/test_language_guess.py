@@ -7,7 +7,10 @@ import io
 import json
 from pathlib import Path
 
+import pytest
+import yaml
 import zstandard
+from helpers import run_cli
 from helpers_acquire import (
     read_output,
     read_side,
@@ -90,3 +93,23 @@ def test_a_short_quick_text_is_never_judged() -> None:
     assert other_language(japanese, ["en"], 0.05) is None  # 36 characters
     assert other_language(japanese * 2, ["en"], 0.05) == "ja"
 
+
+
+@pytest.mark.parametrize("stage, entry", [
+    ("read_warc", {"read_warc": {"paths": "{warc}", "languages": ["en", "english"]}}),
+    ("common_crawl", {"common_crawl": {"snapshot": "CC-MAIN-2024-10", "languages": ["english"]}}),
+    ("language_id", {"language_id": {"languages": ["english"]}}),
+])
+def test_a_language_the_model_does_not_know_is_a_one_line_error(tmp_path, stage, entry) -> None:
+    """'english' for 'en' would turn down every page (and language_id would drop them all)."""
+    warc = write_warc(str(tmp_path / "a.warc.gz"), [warc_response("https://a.example/",
+                                                                   b"<p>hi</p>")])
+    stages = [{"read_warc": {"paths": warc}}] if stage == "language_id" else []
+    text = yaml.safe_dump({"name": "t", "work_dir": str(tmp_path / "w"),
+                           "stages": [*stages, entry]}).replace("{warc}", warc)
+    (tmp_path / "p.yaml").write_text(text)
+    p = run_cli("run", str(tmp_path / "p.yaml"), check=False)
+    assert p.returncode == 2
+    assert p.stderr.strip().splitlines()[-1] == (
+        f"curator: error: {stage}.languages: 'english' is not a language of the model "
+        "lid.176.ftz (ISO codes such as en, de, zh)")

@@ -574,11 +574,13 @@ def _fast_class_lookup() -> None:
 
     from curator.extract.copies import install as skip_unread_backup
     from curator.extract.discard import install
+    from curator.extract.link_density import install as walk_link_density
 
     HTML_PARSER.set_element_class_lookup(html_class_lookup())
     install()  # its discard XPaths without re:test callbacks (curator/extract/discard.py)
     _skip_defensive_copy()
     skip_unread_backup()  # no backup tree where nothing reads it (curator/extract/copies.py)
+    walk_link_density()  # its link density test without ElementPath (link_density.py)
 
 
 def prepare(extractor: str) -> None:

@@ -354,7 +354,7 @@ def _wrapped_xpath(present: frozenset[str]) -> Any:
 
         tests = [f"ancestor::{t}[contains(., '\n')]" if t == "code" else f"ancestor::{t}"
                  for t in _KEEP_LINES if t in present]
-        xpath = XPath("/descendant::text()[contains(., '\n')][normalize-space()]"
+        xpath = XPath("/descendant::text()[normalize-space()][contains(., '\n')]"
                       + (f"[not({' or '.join(tests)})]" if tests else ""))
         _WRAPPED_XPATHS[present] = xpath
     return xpath
@@ -384,29 +384,32 @@ def _post_meta_candidates(tree: Any, attrs: str,
     """The elements of :data:`_POST_META_XPATH` that :func:`_drop_post_meta` can drop, in
     document order, found by the page's values that match :data:`_POST_META` (``sets``: the
     :func:`_attr_sets` that ``attrs`` joins): an element's "class id" string matches only
-    where its class or its id does (no token holds a space), so one XPath of equality tests
-    on those few values replaces twelve ``contains()`` on every attribute of the page
-    (None: a value cannot be written as an XPath literal; the caller runs the whole XPath).
-    """
+    where its class or its id does (no token holds a space), so one XPath that looks each
+    class and id attribute up in those few values replaces twelve ``contains()`` on every
+    element of the page (None: a value holds a newline, or the values both quote characters;
+    the caller runs the whole XPath)."""
     classes, ids = sets
-    if attrs.count("\n") == len(classes | ids) + 1:  # no value holds a newline: one per line
-        lines = set()
-        for m in _POST_META_LINES.finditer(attrs):
-            lines.add(attrs[attrs.rfind("\n", 0, m.start()) + 1:attrs.find("\n", m.start())])
-        hit_classes, hit_ids = classes & lines, ids & lines
-    else:
-        hit_classes = {v for v in classes if _POST_META.search(v)}
-        hit_ids = {v for v in ids if _POST_META.search(v)}
-    if not hit_classes and not hit_ids:
-        return []
-    tests = [(a, _xpath_literal(v)) for a, vs in (("class", hit_classes), ("id", hit_ids))
-             for v in sorted(vs)]
-    if any(lit is None for _, lit in tests):
+    if attrs.count("\n") != len(classes | ids) + 1:  # a value holds a newline
         return None
+    lines = set()  # the values (one per line) that hold a match
+    for m in _POST_META_LINES.finditer(attrs):
+        lines.add(attrs[attrs.rfind("\n", 0, m.start()) + 1:attrs.find("\n", m.start())])
+    tests = []
+    for name, hits in (("class", classes & lines), ("id", ids & lines)):
+        if hits:
+            # "\nvalue\n" in "\nv1\nv2\n": equal to one of them (no value holds a newline)
+            lit = _xpath_literal("\n" + "\n".join(sorted(hits)) + "\n")
+            if lit is None:
+                return None
+            tests.append(f"/descendant::*/@{name}[contains({lit}, concat('\n', ., '\n'))]")
+    if not tests:
+        return []
     from lxml.etree import XPath
 
+    # the attributes in document order: their elements in document order, an element with
+    # both a matching class and a matching id twice in a row
     out = []
-    for el in XPath("//*[" + " or ".join(f"@{a}={lit}" for a, lit in tests) + "]")(tree):
+    for el in dict.fromkeys(a.getparent() for a in XPath(" | ".join(tests))(tree)):
         # _POST_META_XPATH's own test: a stem in the class or in the id, as written
         c, i = el.get("class"), el.get("id")
         if ((c and any(st in c for st in _POST_META_STEMS))

@@ -439,7 +439,28 @@ def _drop_post_meta(tree: object, meta_xpath: Any, attrs: str | None = None,
         if not _POST_META.search(f"{el.get('class') or ''} {el.get('id') or ''}"):
             continue
         if len(" ".join(el.itertext()).split()) <= _POST_META_WORDS:
-            el.drop_tree()
+            _drop_tree(el)
+
+
+def _drop_tree(el: Any) -> None:
+    """``el.drop_tree()`` (the element goes, its tail joins the text before it), except that
+    where that text holds a character lxml refuses to set back ("&#26;" parses to U+001A) the
+    joined text is set without them, as a browser shows nothing for them: a documentation
+    link or author box next to one failed the page (lxml removes the old text first, so
+    drop_tree cannot be retried)."""
+    tail = el.tail
+    if tail:
+        parent, previous = el.getparent(), el.getprevious()
+        before = (parent.text if previous is None else previous.tail) or ""
+        if _XML_ILLEGAL.search(tail) or _XML_ILLEGAL.search(before):
+            joined = _XML_ILLEGAL.sub("", before + tail)
+            if previous is None:
+                parent.text = joined
+            else:
+                previous.tail = joined
+            parent.remove(el)
+            return
+    el.drop_tree()
 
 
 def _prepare_tree(tree: object, shape: bool, html: str, post_meta: bool = False) -> None:
@@ -470,7 +491,7 @@ def _prepare_tree(tree: object, shape: bool, html: str, post_meta: bool = False)
     sets = _attr_sets(tree)
     attrs = _attr_values(tree, sets)  # a superset of the values left after the UI drop: exact
     for el in _ui_elements(tree, html, attrs):
-        el.drop_tree()
+        _drop_tree(el)
     if not post_meta:
         _drop_post_meta(tree, meta, attrs, sets)
     if not shape:

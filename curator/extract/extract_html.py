@@ -250,6 +250,7 @@ _WRAPPED_TEXT = ("//text()[contains(., '\n')][normalize-space()][not(ancestor::p
 # set without the descendant-or-self step; normalize-space() before contains() (the page's
 # blank text nodes are most of those with a newline) measured ~15% less CPU for the XPath.
 _KEEP_LINES = ("pre", "textarea", "listing", "xmp", "plaintext", "code", "script", "style")
+_LOOKED_UP = _KEEP_LINES[:6]  # not <script>, <style>: :func:`_prepare_tree`
 _WRAPPED_XPATHS: dict[frozenset[str], Any] = {}
 # trafilatura's table rows are "| cell | cell | " (cell pipes escaped as "\|") and its head
 # separator is exactly "|---|---|"; Markdown tables shown inside code blocks have no trailing
@@ -476,9 +477,10 @@ def _prepare_tree(tree: object, shape: bool, html: str, post_meta: bool = False)
     # fifth less time.
     # The same walk notes the tags that keep their lines (for the wrapped-text XPath: drops
     # only remove elements, so these are a superset of what is left) and the <dd>s (below).
-    present: set[str] = set()
+    # (<script> and <style>, on nearly every page, are not looked up: their tests always run)
+    present: set[str] = {"script", "style"}
     dds: list[Any] = []
-    for el in tree.iter(*_KEEP_LINES, "dd"):  # type: ignore[attr-defined]
+    for el in tree.iter(*_LOOKED_UP, "dd"):  # type: ignore[attr-defined]
         tag = el.tag
         if tag == "pre" or tag == "code":
             strip_tags(el, "span")

@@ -195,18 +195,29 @@ _UI_PARTS: tuple[tuple[tuple[str, ...], str], ...] = (
      " or contains(@class, 'skip-nav')]"),
 )
 _UI_COMPILED: list[tuple[tuple[str, ...], Any]] = []
-#: Every class and every id attribute's value (two C-level XPaths, plain strings).
+#: Every class and every id attribute's value (two C-level XPaths, plain strings). From the
+#: document node, as ``//@class`` (a page can have elements beside its root element), but
+#: with ``descendant::*``, which libxml2 walks faster than ``//`` (descendant-or-self::node()).
 _ATTR_XPATHS: list[Any] = []
 
 
-def _attr_values(tree: Any) -> str:
-    """The page's class and id values, one per line: what the class/id-gated steps
-    (documentation UI, forum author boxes) test for their strings first (~0.3 ms a page)."""
+def _attr_sets(tree: Any) -> tuple[set[str], set[str]]:
+    """The page's distinct class values and distinct id values."""
     if not _ATTR_XPATHS:
         from lxml.etree import XPath
 
-        _ATTR_XPATHS.extend(XPath(f"//@{a}", smart_strings=False) for a in ("class", "id"))
-    return "\n" + "\n".join(_ATTR_XPATHS[0](tree) + _ATTR_XPATHS[1](tree)) + "\n"
+        _ATTR_XPATHS.extend(XPath(f"/descendant::*/@{a}", smart_strings=False)
+                            for a in ("class", "id"))
+    return set(_ATTR_XPATHS[0](tree)), set(_ATTR_XPATHS[1](tree))
+
+
+def _attr_values(tree: Any, sets: tuple[set[str], set[str]] | None = None) -> str:
+    """The page's class and id values (``sets``: its :func:`_attr_sets`), one per line, each
+    once: what the class/id-gated steps (documentation UI, forum author boxes) test for
+    their strings first. A page repeats its classes, so the distinct ones are a fraction of
+    the text the gates' substring searches would otherwise scan."""
+    classes, ids = _attr_sets(tree) if sets is None else sets
+    return "\n" + "\n".join(classes | ids) + "\n"
 
 
 def _has(html: str, attrs: str, needle: str) -> bool:
@@ -243,6 +254,14 @@ _WRAPPED_TEXT = ("//text()[contains(., '\n')][normalize-space()][not(ancestor::p
                  " or ancestor::textarea or ancestor::listing or ancestor::xmp"
                  " or ancestor::plaintext or ancestor::code[contains(., '\n')]"
                  " or ancestor::script or ancestor::style)]")
+# _WRAPPED_TEXT as a page runs it (:func:`_wrapped_xpath`): each ancestor test walks every
+# candidate's ancestors, so a page runs only those of the tags it has (about half of web pages
+# have none but <script> and <style>); `/descendant::` from the document node is `//`'s node
+# set without the descendant-or-self step; normalize-space() before contains() (the page's
+# blank text nodes are most of those with a newline) measured ~15% less CPU for the XPath.
+_KEEP_LINES = ("pre", "textarea", "listing", "xmp", "plaintext", "code", "script", "style")
+_LOOKED_UP = _KEEP_LINES[:6]  # not <script>, <style>: :func:`_prepare_tree`
+_WRAPPED_XPATHS: dict[frozenset[str], Any] = {}
 # trafilatura's table rows are "| cell | cell | " (cell pipes escaped as "\|") and its head
 # separator is exactly "|---|---|"; Markdown tables shown inside code blocks have no trailing
 # space, so they are left as they are.
@@ -337,6 +356,23 @@ def _join_lines(text: str) -> str:
     return out
 
 
+def _wrapped_xpath(present: frozenset[str]) -> Any:
+    """_WRAPPED_TEXT for a page whose elements with :data:`_KEEP_LINES` tags have the tags
+    ``present`` (an ancestor test of a tag the page lacks is false for every node), compiled
+    once per set of tags."""
+    xpath = _WRAPPED_XPATHS.get(present)
+    if xpath is None:
+        from lxml.etree import XPath
+
+        # _WRAPPED_TEXT's "ancestor::code[contains(., '\n')]" holds for every <code> above a
+        # text node with a newline (its string value holds the node's text): no test needed
+        tests = [f"ancestor::{t}" for t in _KEEP_LINES if t in present]
+        xpath = XPath("/descendant::text()[normalize-space()][contains(., '\n')]"
+                      + (f"[not({' or '.join(tests)})]" if tests else ""))
+        _WRAPPED_XPATHS[present] = xpath
+    return xpath
+
+
 def _compiled() -> tuple[Any, Any]:
     """The wrapped-text and author-box XPaths, compiled once per process (lxml is imported
     late; _UI_XPATH runs as its gated alternatives, :func:`_ui_elements`)."""
@@ -347,20 +383,97 @@ def _compiled() -> tuple[Any, Any]:
     return _XPATHS[0], _XPATHS[1]
 
 
-def _drop_post_meta(tree: object, meta_xpath: Any, attrs: str | None = None) -> None:
+def _xpath_literal(value: str) -> str | None:
+    """``value`` as an XPath 1.0 string literal (None: it holds both quote characters)."""
+    if "'" not in value:
+        return f"'{value}'"
+    if '"' not in value:
+        return f'"{value}"'
+    return None
+
+
+def _post_meta_candidates(tree: Any, attrs: str,
+                          sets: tuple[set[str], set[str]]) -> list[Any] | None:
+    """The elements of :data:`_POST_META_XPATH` that :func:`_drop_post_meta` can drop, in
+    document order, found by the page's values that match :data:`_POST_META` (``sets``: the
+    :func:`_attr_sets` that ``attrs`` joins): an element's "class id" string matches only
+    where its class or its id does (no token holds a space), so one XPath that looks each
+    class and id attribute up in those few values replaces twelve ``contains()`` on every
+    element of the page (None: a value holds a newline, or the values both quote characters;
+    the caller runs the whole XPath)."""
+    classes, ids = sets
+    if attrs.count("\n") != len(classes | ids) + 1:  # a value holds a newline
+        return None
+    lines = set()  # the values (one per line) that hold a match
+    for m in _POST_META_LINES.finditer(attrs):
+        lines.add(attrs[attrs.rfind("\n", 0, m.start()) + 1:attrs.find("\n", m.start())])
+    tests = []
+    for name, hits in (("class", classes & lines), ("id", ids & lines)):
+        if hits:
+            # "\nvalue\n" in "\nv1\nv2\n": equal to one of them (no value holds a newline)
+            lit = _xpath_literal("\n" + "\n".join(sorted(hits)) + "\n")
+            if lit is None:
+                return None
+            tests.append(f"/descendant::*/@{name}[contains({lit}, concat('\n', ., '\n'))]")
+    if not tests:
+        return []
+    from lxml.etree import XPath
+
+    # the attributes in document order: their elements in document order, an element with
+    # both a matching class and a matching id twice in a row
+    out = []
+    for el in dict.fromkeys(a.getparent() for a in XPath(" | ".join(tests))(tree)):
+        # _POST_META_XPATH's own test: a stem in the class or in the id, as written
+        c, i = el.get("class"), el.get("id")
+        if ((c and any(st in c for st in _POST_META_STEMS))
+                or (i and any(st in i for st in _POST_META_STEMS))):
+            out.append(el)
+    return out
+
+
+def _drop_post_meta(tree: object, meta_xpath: Any, attrs: str | None = None,
+                    sets: tuple[set[str], set[str]] | None = None) -> None:
     """Drop forum posts' author boxes and signatures (see :data:`_POST_META`; ``attrs``: the
-    page's :func:`_attr_values`, which may be taken before other drops)."""
-    if attrs is None:
-        attrs = _attr_values(tree)
+    page's :func:`_attr_values` of its :func:`_attr_sets` ``sets``, which may be taken before
+    other drops)."""
+    if sets is None:
+        sets = _attr_sets(tree)
+        attrs = _attr_values(tree, sets)
+    elif attrs is None:
+        attrs = _attr_values(tree, sets)
     if not _may_have_post_meta(attrs):
         return
-    for el in meta_xpath(tree):
+    candidates = _post_meta_candidates(tree, attrs, sets)
+    if candidates is None:
+        candidates = meta_xpath(tree)
+    for el in candidates:
         if el.tag in ("html", "body") or el.getparent() is None:
             continue
         if not _POST_META.search(f"{el.get('class') or ''} {el.get('id') or ''}"):
             continue
         if len(" ".join(el.itertext()).split()) <= _POST_META_WORDS:
-            el.drop_tree()
+            _drop_tree(el)
+
+
+def _drop_tree(el: Any) -> None:
+    """``el.drop_tree()`` (the element goes, its tail joins the text before it), except that
+    where that text holds a character lxml refuses to set back ("&#26;" parses to U+001A) the
+    joined text is set without them, as a browser shows nothing for them: a documentation
+    link or author box next to one failed the page (lxml removes the old text first, so
+    drop_tree cannot be retried)."""
+    tail = el.tail
+    if tail:
+        parent, previous = el.getparent(), el.getprevious()
+        before = (parent.text if previous is None else previous.tail) or ""
+        if _XML_ILLEGAL.search(tail) or _XML_ILLEGAL.search(before):
+            joined = _XML_ILLEGAL.sub("", before + tail)
+            if previous is None:
+                parent.text = joined
+            else:
+                previous.tail = joined
+            parent.remove(el)
+            return
+    el.drop_tree()
 
 
 def _prepare_tree(tree: object, shape: bool, html: str, post_meta: bool = False) -> None:
@@ -372,14 +485,29 @@ def _prepare_tree(tree: object, shape: bool, html: str, post_meta: bool = False)
     # pruning visits each one. Merging them into their <pre>/<code> first keeps the same text
     # (and the code's line breaks, which trafilatura loses on some highlighted blocks) at a
     # fifth less time.
-    for el in tree.iter("pre", "code"):  # type: ignore[attr-defined]
-        strip_tags(el, "span")
-    wrapped, meta = _compiled()
-    attrs = _attr_values(tree)  # a superset of the values left after the UI drop: still exact
+    # The same walk notes the tags that keep their lines (for the wrapped-text XPath: drops
+    # only remove elements, so these are a superset of what is left) and the <dd>s (below).
+    # (<script> and <style>, on nearly every page, are not looked up: their tests always run)
+    present: set[str] = {"script", "style"}
+    dds: list[Any] = []
+    for el in tree.iter(*_LOOKED_UP, "dd"):  # type: ignore[attr-defined]
+        tag = el.tag
+        if tag == "pre" or tag == "code":
+            strip_tags(el, "span")
+        elif tag == "dd":
+            dds.append(el)
+            continue
+        present.add(tag)
+    for way in (False, True):  # elements beside the root element (//text() reaches them)
+        for top in tree.itersiblings(preceding=way):  # type: ignore[attr-defined]
+            present.update(el.tag for el in top.iter(*_KEEP_LINES))
+    _, meta = _compiled()
+    sets = _attr_sets(tree)
+    attrs = _attr_values(tree, sets)  # a superset of the values left after the UI drop: exact
     for el in _ui_elements(tree, html, attrs):
-        el.drop_tree()
+        _drop_tree(el)
     if not post_meta:
-        _drop_post_meta(tree, meta, attrs)
+        _drop_post_meta(tree, meta, attrs, sets)
     if not shape:
         return
     # A browser renders a newline inside a paragraph as a space: hard-wrapped HTML source
@@ -390,10 +518,10 @@ def _prepare_tree(tree: object, shape: bool, html: str, post_meta: bool = False)
     # trafilatura renders a definition-list item as one line, so a table inside a <dd>
     # (Sphinx API docs) came out as all its cells run together; as a <div> it keeps its rows.
     # Gold-set F1 is unchanged by this (bench/extraction_quality.py), only the shape is.
-    for dd in tree.iter("dd"):  # type: ignore[attr-defined]
-        if dd.find(".//table") is not None:
+    for dd in dds:  # a dropped one is no longer in the tree: renaming it changes nothing
+        if next(dd.iter("table"), None) is not None:
             dd.tag = "div"
-    for node in wrapped(tree):
+    for node in _wrapped_xpath(frozenset(present))(tree):
         parent = node.getparent()
         if parent is None:
             continue

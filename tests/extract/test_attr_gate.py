@@ -69,6 +69,8 @@ def test_pages_without_candidates_skip_the_gate() -> None:
 def _ungated(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(eh, "_may_have_post_meta", lambda attrs: True)
     monkeypatch.setattr(eh, "_has", lambda html, attrs, needle: True)
+    # and the whole author-box XPath, not the candidates of the matching values
+    monkeypatch.setattr(eh, "_post_meta_candidates", lambda tree, attrs, sets: None)
 
 
 def _prepared(html: str) -> str | None:

@@ -7,6 +7,8 @@ from __future__ import annotations
 import gzip
 import os
 
+import pytest
+
 from curator.extract.extract_html import extract_text
 
 DATA = os.path.join(os.path.dirname(__file__), "data", "docpages")
@@ -136,3 +138,20 @@ def test_control_character_reference_in_a_wrapped_paragraph() -> None:
     text = extract_text(html)
     assert "second line third line with more words" in text
     assert "\x1a" not in text
+
+
+@pytest.mark.parametrize("box", ['<a class="headerlink" href="#t">¶</a>',
+                                 '<span class="userinfo">Posts: 5</span>'])
+@pytest.mark.parametrize("where", ["before", "after"])
+def test_control_character_reference_next_to_a_dropped_element(box: str, where: str) -> None:
+    # Dropping a documentation link or an author box joins its tail to the text before it;
+    # with "&#26;" on either side lxml refused the joined text and the whole page failed.
+    words = " ".join(f"word{i}" for i in range(60))
+    mark = "&#26;"
+    head = f"Title {mark}" if where == "before" else "Title"
+    tail = f"{mark} tail" if where == "after" else " tail"
+    html = (f"<html><body><article><h1>{head}{box}{tail}</h1><p>{words} second line.</p>"
+            f"</article></body></html>")
+    text = extract_text(html)
+    assert text.startswith("Title") and "tail" in text.split("\n")[0]
+    assert "\x1a" not in text and "Posts" not in text and "¶" not in text

@@ -25,6 +25,7 @@ from curator.core.context import ShardContext
 from curator.core.document import Document
 from curator.core.params import PositiveFloat, Ratio, StageParams
 from curator.core.stage import ShardStage
+from curator.extract import resume
 from curator.extract.timeout import ExtractTimeout, time_limit
 
 Extractor = Literal["trafilatura", "resiliparse", "justext"]
@@ -433,24 +434,35 @@ def _shape_text(text: str) -> str:
 
 def _trafilatura(html: str, fast: bool = True, balance: Balance = "recall",
                  include_comments: bool = False, include_tables: bool = True,
-                 shape: bool = True, post_meta: bool = False) -> str:
-    import trafilatura
+                 shape: bool = True, post_meta: bool = False,
+                 stash: resume.Stash | None = None) -> str:
+    """trafilatura's text of the page; ``stash`` (curator/extract/resume.py): a fast pass
+    records into it, a ``fast=False`` rerun with the same options continues from it."""
     from trafilatura.utils import load_html
 
-    tree = load_html(html)  # what trafilatura.extract does with a string
-    if tree is None:
-        return ""
-    _prepare_tree(tree, shape, html, post_meta)
     # deduplicate=False: trafilatura's dedup cache is per process state, so its output would
     # depend on which documents a worker saw before (and on the worker count).
-    _OWNED.tree = tree  # not read after this call: trafilatura need not copy it
-    try:
-        text = trafilatura.extract(tree, fast=fast, favor_precision=balance == "precision",
-                                   favor_recall=balance == "recall",
-                                   include_comments=include_comments,
-                                   include_tables=include_tables, deduplicate=False) or ""
-    finally:
-        _OWNED.tree = None
+    def run(tree: Any) -> str:
+        import trafilatura
+
+        _OWNED.tree = tree  # not read after this call: trafilatura need not copy it
+        try:
+            return trafilatura.extract(tree, fast=fast, favor_precision=balance == "precision",
+                                       favor_recall=balance == "recall",
+                                       include_comments=include_comments,
+                                       include_tables=include_tables, deduplicate=False) or ""
+        finally:
+            _OWNED.tree = None
+
+    key = (balance, include_comments, include_tables, shape, post_meta)
+    text = None if fast else resume.rerun(stash, key, run)
+    if text is None:
+        tree = load_html(html)  # what trafilatura.extract does with a string
+        if tree is None:
+            return ""
+        _prepare_tree(tree, shape, html, post_meta)
+        with resume.recording(stash if fast else None, key):
+            text = run(tree)
     return _shape_text(text) if shape else text
 
 
@@ -576,6 +588,7 @@ def _fast_class_lookup() -> None:
     HTML_PARSER.set_element_class_lookup(html_class_lookup())
     install()  # its discard XPaths without re:test callbacks (curator/extract/discard.py)
     _skip_defensive_copy()
+    resume.install()  # the fast=False rerun continues from the fast pass (resume.py)
 
 
 def prepare(extractor: str) -> None:
@@ -746,8 +759,10 @@ def extract_text(html: str, extractor: Extractor = DEFAULT_EXTRACTOR,
             alt, rtree = _yardstick(html)
             if reason := precheck(alt):
                 raise Skipped(reason, alt)
+        # what the fast pass leaves for a fast=False rerun with the same options (resume.py)
+        stash = resume.Stash() if fast == "auto" and resume.installed() else None
         text = _trafilatura(html, fast is not False, balance, include_comments,
-                            include_tables, shape, post_meta).strip()
+                            include_tables, shape, post_meta, stash).strip()
         if fast == "auto" or (fallback and (not text or fallback_ratio > 0)):
             if rtree is None:
                 alt, rtree = _yardstick(html)
@@ -755,7 +770,7 @@ def extract_text(html: str, extractor: Extractor = DEFAULT_EXTRACTOR,
             n_text, n_alt = _words(text), _words(alt)
             if fast == "auto" and (not text or n_text < ratio * n_alt):
                 text = _trafilatura(html, False, balance, include_comments, include_tables,
-                                    shape, post_meta).strip() or text
+                                    shape, post_meta, stash).strip() or text
             elif fast == "auto" and (why := _body_rerun(html, n_text, n_alt, rtree,
                                                        body_ratio, thin_ratio)):
                 second: Balance = "default" if balance == "recall" else balance

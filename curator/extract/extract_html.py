@@ -773,6 +773,7 @@ def extract_text(html: str, extractor: Extractor = DEFAULT_EXTRACTOR,
                                     shape, post_meta, stash).strip() or text
             elif fast == "auto" and (why := _body_rerun(html, n_text, n_alt, rtree,
                                                        body_ratio, thin_ratio)):
+                stash = None  # not read by this rerun: the fast pass's tree is freed first
                 second: Balance = "default" if balance == "recall" else balance
                 rerun = _trafilatura(html, False, second, include_comments, include_tables,
                                      shape, post_meta).strip()

@@ -140,7 +140,7 @@ def _same_options(a: Any, b: Any) -> bool:
 
 
 def _sequence(tree: Any, options: Any, url: str | None = None) -> tuple[Any, str, Any, str]:
-    """``trafilatura_sequence``; the one call :func:`resuming` marks continues from its stash
+    """``trafilatura_sequence``; the one call :func:`rerun` marks continues from its stash
     after ``extract_content``, as the stock function does with these options (``fast`` off,
     focus recall, comments off): the comparison, the baseline rescue; the recall escalation
     (focus ``balanced`` only) and the forum salvage (comments on only) do not run."""
@@ -187,7 +187,10 @@ def rerun(stash: Stash | None, key: tuple[Any, ...], extract: Callable[[Any], st
     fast pass recorded into ``stash`` had, the caller's ``key`` the same) continued from the
     fast pass; None when it cannot be (nothing recorded, other options): then the caller
     reruns afresh. The stash is emptied either way."""
-    if stash is None or not stash.ready(key):
+    if stash is None:
+        return None
+    if not stash.ready(key):
+        stash.clear()
         return None
     _LOCAL.resume = stash
     try:
@@ -200,6 +203,7 @@ def rerun(stash: Stash | None, key: tuple[Any, ...], extract: Callable[[Any], st
 
 
 def installed() -> bool:
+    """Whether trafilatura's reruns continue from the fast pass (see :func:`install`)."""
     return _core().trafilatura_sequence is _sequence
 
 

@@ -26,6 +26,7 @@ from curator.core.context import ShardContext
 from curator.core.document import Document
 from curator.core.params import PositiveFloat, Ratio, StageParams
 from curator.core.stage import ShardStage
+from curator.extract import resume
 from curator.extract.timeout import ExtractTimeout, time_limit
 
 Extractor = Literal["trafilatura", "resiliparse", "justext"]
@@ -562,24 +563,35 @@ def _shape_text(text: str) -> str:
 
 def _trafilatura(html: str, fast: bool = True, balance: Balance = "recall",
                  include_comments: bool = False, include_tables: bool = True,
-                 shape: bool = True, post_meta: bool = False) -> str:
-    import trafilatura
+                 shape: bool = True, post_meta: bool = False,
+                 stash: resume.Stash | None = None) -> str:
+    """trafilatura's text of the page; ``stash`` (curator/extract/resume.py): a fast pass
+    records into it, a ``fast=False`` rerun with the same options continues from it."""
     from trafilatura.utils import load_html
 
-    tree = load_html(html)  # what trafilatura.extract does with a string
-    if tree is None:
-        return ""
-    _prepare_tree(tree, shape, html, post_meta)
     # deduplicate=False: trafilatura's dedup cache is per process state, so its output would
     # depend on which documents a worker saw before (and on the worker count).
-    _OWNED.tree = tree  # not read after this call: trafilatura need not copy it
-    try:
-        text = trafilatura.extract(tree, fast=fast, favor_precision=balance == "precision",
-                                   favor_recall=balance == "recall",
-                                   include_comments=include_comments,
-                                   include_tables=include_tables, deduplicate=False) or ""
-    finally:
-        _OWNED.tree = None
+    def run(tree: Any) -> str:
+        import trafilatura
+
+        _OWNED.tree = tree  # not read after this call: trafilatura need not copy it
+        try:
+            return trafilatura.extract(tree, fast=fast, favor_precision=balance == "precision",
+                                       favor_recall=balance == "recall",
+                                       include_comments=include_comments,
+                                       include_tables=include_tables, deduplicate=False) or ""
+        finally:
+            _OWNED.tree = None
+
+    key = (balance, include_comments, include_tables, shape, post_meta)
+    text = None if fast else resume.rerun(stash, key, run)
+    if text is None:
+        tree = load_html(html)  # what trafilatura.extract does with a string
+        if tree is None:
+            return ""
+        _prepare_tree(tree, shape, html, post_meta)
+        with resume.recording(stash if fast else None, key):
+            text = run(tree)
     return _shape_text(text) if shape else text
 
 
@@ -709,6 +721,7 @@ def _fast_class_lookup() -> None:
     _skip_defensive_copy()
     skip_unread_backup()  # no backup tree where nothing reads it (curator/extract/copies.py)
     walk_link_density()  # its link density test without ElementPath (link_density.py)
+    resume.install()  # the fast=False rerun continues from the fast pass (resume.py)
 
 
 def prepare(extractor: str) -> None:
@@ -882,8 +895,10 @@ def extract_text(html: str, extractor: Extractor = DEFAULT_EXTRACTOR,
                 # the exception's traceback, which another thread may free (Dask workers)
                 del rtree
                 raise Skipped(reason, alt)
+        # what the fast pass leaves for a fast=False rerun with the same options (resume.py)
+        stash = resume.Stash() if fast == "auto" and resume.installed() else None
         text = _trafilatura(html, fast is not False, balance, include_comments,
-                            include_tables, shape, post_meta).strip()
+                            include_tables, shape, post_meta, stash).strip()
         if fast == "auto" or (fallback and (not text or fallback_ratio > 0)):
             if rtree is None:
                 alt, rtree = _yardstick(html)
@@ -891,9 +906,10 @@ def extract_text(html: str, extractor: Extractor = DEFAULT_EXTRACTOR,
             n_text, n_alt = _words(text), _words(alt)
             if fast == "auto" and (not text or n_text < ratio * n_alt):
                 text = _trafilatura(html, False, balance, include_comments, include_tables,
-                                    shape, post_meta).strip() or text
+                                    shape, post_meta, stash).strip() or text
             elif fast == "auto" and (why := _body_rerun(html, n_text, n_alt, rtree,
                                                        body_ratio, thin_ratio)):
+                stash = None  # not read by this rerun: the fast pass's tree is freed first
                 second: Balance = "default" if balance == "recall" else balance
                 rerun = _trafilatura(html, False, second, include_comments, include_tables,
                                      shape, post_meta).strip()

@@ -1,0 +1,240 @@
+"""trafilatura's ``fast=False`` rerun continued from the fast pass instead of started again.
+
+``extract_text`` (``fast="auto"``, ``balance="recall"``) runs trafilatura in fast mode, and on
+about 8% of real web pages (the text is under half of resiliparse's words) runs it again with
+``fast=False`` and the same options: a fresh parse, curator's tree edits, trafilatura's raw-tree
+prunes, ``tree_cleaning``, ``convert_tags`` and ``extract_content``, then what ``fast=False``
+adds (``compare_extraction``: readability, jusText). In trafilatura 2.3.1 with focus
+``recall`` and comments off, everything up to and including ``extract_content`` is the same
+computation in both modes:
+
+* ``options.fast`` is read by ``core`` (``_extract_and_compare``'s comparison, the escalation's
+  jusText candidate, the metadata and language checks) and by one line of ``main_extractor``
+  (``recover_wild_text``'s ``keep_teasers``, which ``prune_unwanted_sections`` reads only when
+  the focus is not ``recall``); ``htmlprocessing`` (``tree_cleaning``, ``convert_tags``) and
+  ``settings.Extractor`` derive nothing else from it;
+* the raw tree that ``trafilatura_sequence`` prunes and hands to ``_extract_and_compare`` is
+  left intact by the rest of the fast pass: ``_prepare_tree`` cleans a copy, ``baseline``
+  copies an element it is given, and the recall escalation (which could rerun stages on it)
+  runs only in the ``balanced`` focus;
+* the body ``extract_content`` returns is only read afterwards: the baseline rescue replaces
+  it rather than edits it, ``bare_extraction`` strips tags from it only under a
+  ``MAX_TREE_SIZE`` (unset), and ``xml.xmltotxt`` edits a tree only with formatting on (off
+  for ``txt`` output).
+
+So during the fast pass :func:`_extract_and_compare` keeps (per call, in a :class:`Stash`) the
+pruned raw tree, the body and text ``extract_content`` returned and the options; the rerun
+hands that tree to ``trafilatura.extract(fast=False, ...)`` and :func:`_sequence`, standing in
+for ``trafilatura_sequence`` for that one call, continues where the stock function would be
+after ``extract_content``: ``compare_extraction`` (its cleaned-tree input rebuilt from the raw
+tree as ``tree_cleaning(copy(tree))``: ``tree_cleaning`` reads no ``fast``), the baseline rescue,
+then trafilatura's own ``bare_extraction`` checks and text output. ``compare_extraction``
+returns the body as it is, reading neither tree, when the focus is ``recall`` and the text is
+over ``10 * MIN_EXTRACTED_SIZE`` characters: then neither tree is built. The rerun's text is the
+one a fresh rerun gives on every page (tests/extract/test_resume.py); it costs about 60% less.
+
+The argument holds for one text of trafilatura only: :func:`install` puts the two functions in
+``trafilatura.core`` when the SHA-256 of each module it relies on is in :data:`SOURCES`
+(trafilatura 2.3.1 as ``.[all]`` installs it); any other source keeps the fresh rerun.
+:func:`stock` puts trafilatura's functions back inside a block.
+"""
+from __future__ import annotations
+
+import copy
+import hashlib
+import importlib
+import inspect
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+#: SHA-256 of ``inspect.getsource(module)`` (UTF-8) of each trafilatura module the reasoning
+#: above reads (trafilatura 2.3.1): ``core`` (the sequence continued here, ``bare_extraction``),
+#: ``external`` (``compare_extraction``'s recall bypass), ``main_extractor`` and
+#: ``htmlprocessing`` (where ``fast`` is read), ``baseline`` (copies its input), ``xml`` (text
+#: output without formatting edits nothing), ``settings`` (``Extractor``).
+SOURCES = {
+    "trafilatura.core": "a123aa052752d3dd1d5a1177ad37f03574456d08df1bcd2ec87971cf3f077825",
+    "trafilatura.external": "5f57921dc1724ab44c61523472801eef03bceb76ad3dc09e207eea7ed31ecfa8",
+    "trafilatura.main_extractor":
+        "08371cfa8748062900cc54bc985491be81efc614cef18069ab54ad98a498c620",
+    "trafilatura.htmlprocessing":
+        "321b9f064ef0f27e2a1d6601fe7f150f54a69ad059f016def843d7886e19f100",
+    "trafilatura.baseline": "d24c746c809b8b1a9d54403c3046d12c25906b3c46db783bf739b05b1989f30c",
+    "trafilatura.xml": "5169b63f284e9f10095c717c1d008b1508fcf7a2a55fd876b2c4b2067a799098",
+    "trafilatura.settings": "ca1c3f742da3a3b23396095500dcbab147b6c2ef8433a7856ef2d510341754ae",
+}
+
+#: trafilatura's own functions, kept by :func:`install` for :func:`stock` and for every call
+#: that is not a recording or a resumption.
+_STOCK: dict[str, Any] = {}
+#: The stash the current thread's fast pass records into, or resumes from (Dask workers
+#: extract in threads): set only for the duration of one ``trafilatura.extract`` call.
+_LOCAL = threading.local()
+
+
+class Stash:
+    """What one page's fast pass leaves for its ``fast=False`` rerun: the pruned raw tree, the
+    body and text ``extract_content`` returned, the options; ``key`` the caller's own options
+    (the rerun resumes only with the same ones). Per ``extract_text`` call, dropped with it."""
+
+    __slots__ = ("body", "calls", "key", "options", "text", "tree")
+
+    def __init__(self) -> None:
+        self.key: tuple[Any, ...] = ()
+        self.tree: Any = None
+        self.body: Any = None
+        self.text = ""
+        self.options: Any = None
+        self.calls = 0
+
+    def ready(self, key: tuple[Any, ...]) -> bool:
+        """Whether a rerun with the caller's options ``key`` can resume from this stash."""
+        return self.calls == 1 and self.tree is not None and key == self.key
+
+    def clear(self) -> None:
+        self.tree = self.body = self.options = None
+        self.calls = 2  # never ready again
+
+
+def _core() -> Any:
+    import trafilatura.core as core
+
+    return core
+
+
+def _recordable(options: Any) -> bool:
+    """Options under which the argument of the module docstring holds: fast, focus recall,
+    comments off, plain text without formatting, metadata, language, dedup or tree size."""
+    return (options.fast is True and options.focus == "recall" and not options.comments
+            and options.format == "txt" and not options.formatting
+            and not options.with_metadata and options.lang is None and not options.dedup
+            and options.max_tree_size is None)
+
+
+def _extract_and_compare(cleaned_tree: Any, cleaned_tree_backup: Any, tree: Any,
+                         options: Any) -> tuple[Any, str]:
+    """trafilatura's ``_extract_and_compare``; a fast pass that records (:func:`recording`)
+    also keeps its pruned raw tree, the options and what ``extract_content`` returned."""
+    body, text = _STOCK["_extract_and_compare"](cleaned_tree, cleaned_tree_backup, tree, options)
+    stash = getattr(_LOCAL, "record", None)
+    if stash is not None:
+        stash.calls += 1
+        if stash.calls == 1 and _recordable(options):
+            stash.tree, stash.body, stash.text, stash.options = tree, body, text, options
+        else:
+            stash.clear()
+    return body, text
+
+
+class _NotResumable(Exception):
+    """The rerun's options differ from the recorded ones (never expected): start afresh.
+    Not a ValueError/TypeError, which ``bare_extraction`` would turn into "no text"."""
+
+
+def _same_options(a: Any, b: Any) -> bool:
+    slots = type(a).__slots__
+    return type(a) is type(b) and all(getattr(a, s) == getattr(b, s) for s in slots
+                                      if s != "fast")
+
+
+def _sequence(tree: Any, options: Any, url: str | None = None) -> tuple[Any, str, Any, str]:
+    """``trafilatura_sequence``; the one call :func:`rerun` marks continues from its stash
+    after ``extract_content``, as the stock function does with these options (``fast`` off,
+    focus recall, comments off): the comparison, the baseline rescue; the recall escalation
+    (focus ``balanced`` only) and the forum salvage (comments on only) do not run."""
+    stash = getattr(_LOCAL, "resume", None)
+    if stash is None:
+        return _STOCK["trafilatura_sequence"](tree, options, url)  # type: ignore[no-any-return]
+    _LOCAL.resume = None
+    if options.fast or not _same_options(options, stash.options):
+        raise _NotResumable
+    from lxml.etree import Element
+
+    core = _core()
+    postbody, temp_text = stash.body, stash.text
+    # compare_extraction's first lines: recall and a long text return the body as it is
+    if not (options.focus == "recall" and len(temp_text) > options.min_extracted_size * 10):
+        backup = core.tree_cleaning(copy.copy(tree), options)  # _prepare_tree's backup
+        postbody, temp_text = core.compare_extraction(backup, copy.copy(tree), postbody,
+                                                      temp_text, options)
+    # 3. rescue: baseline on the original tree, accepted only if it adds text
+    if len(temp_text) < options.min_extracted_size and options.focus != "precision":
+        b_body, b_text, b_len = core.baseline(tree)  # baseline copies element inputs
+        if b_len > len(temp_text):
+            postbody, temp_text = b_body, b_text
+    return postbody, temp_text, Element("body"), ""
+
+
+@contextmanager
+def recording(stash: Stash | None, key: tuple[Any, ...]) -> Iterator[None]:
+    """The block's trafilatura call (a fast pass with the caller's options ``key``) records
+    into ``stash`` (None: nothing)."""
+    if stash is None:
+        yield
+        return
+    stash.key = key
+    _LOCAL.record = stash
+    try:
+        yield
+    finally:
+        _LOCAL.record = None
+
+
+def rerun(stash: Stash | None, key: tuple[Any, ...], extract: Callable[[Any], str]) -> str | None:
+    """``extract(tree)`` (``trafilatura.extract(tree, fast=False, ...)`` with the options the
+    fast pass recorded into ``stash`` had, the caller's ``key`` the same) continued from the
+    fast pass; None when it cannot be (nothing recorded, other options): then the caller
+    reruns afresh. The stash is emptied either way."""
+    if stash is None:
+        return None
+    if not stash.ready(key):
+        stash.clear()
+        return None
+    _LOCAL.resume = stash
+    try:
+        return extract(stash.tree)
+    except _NotResumable:
+        return None
+    finally:
+        _LOCAL.resume = None
+        stash.clear()
+
+
+def installed() -> bool:
+    """Whether trafilatura's reruns continue from the fast pass (see :func:`install`)."""
+    return _core().trafilatura_sequence is _sequence
+
+
+def install(sources: dict[str, str] | None = None) -> bool:
+    """Use :func:`_sequence` and :func:`_extract_and_compare` in ``trafilatura.core`` when
+    each module's source (``sources``: module name -> its text, by default the installed
+    ones) is the text this was written for; True when they are in place."""
+    core = _core()
+    if installed():
+        return True
+    for name, digest in SOURCES.items():
+        text = (sources or {}).get(name)
+        if text is None:
+            text = inspect.getsource(importlib.import_module(name))
+        if hashlib.sha256(text.encode()).hexdigest() != digest:
+            return False
+    _STOCK.setdefault("trafilatura_sequence", core.trafilatura_sequence)
+    _STOCK.setdefault("_extract_and_compare", core._extract_and_compare)
+    core.trafilatura_sequence = _sequence
+    core._extract_and_compare = _extract_and_compare
+    return True
+
+
+@contextmanager
+def stock() -> Iterator[None]:
+    """trafilatura's own functions inside the block (``extract_text`` reruns afresh)."""
+    core = _core()
+    saved = core.trafilatura_sequence, core._extract_and_compare
+    core.trafilatura_sequence = _STOCK.get("trafilatura_sequence", saved[0])
+    core._extract_and_compare = _STOCK.get("_extract_and_compare", saved[1])
+    try:
+        yield
+    finally:
+        core.trafilatura_sequence, core._extract_and_compare = saved

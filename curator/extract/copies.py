@@ -31,19 +31,16 @@ short) and ``tree_cleaning``'s recall copy (already made only when no paragraph 
 """
 from __future__ import annotations
 
-import hashlib
 import inspect
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from types import ModuleType
 from typing import Any
+
+from curator.extract.twins import Swap, sha256
 
 #: SHA-256 of ``inspect.getsource(trafilatura.core)`` (UTF-8) that the reasoning above was
 #: checked against: trafilatura 2.3.1.
 CORE_SHA256 = "a123aa052752d3dd1d5a1177ad37f03574456d08df1bcd2ec87971cf3f077825"
-
-#: trafilatura's own ``_prepare_tree``, kept by :func:`install` for :func:`stock`.
-_STOCK: dict[str, Any] = {}
 
 
 def _core() -> ModuleType:
@@ -69,33 +66,16 @@ def prepare_tree(tree: Any, options: Any, url: str | None) -> tuple[Any, Any]:
     return cleaned, backup
 
 
-def source_digest(source: str) -> str:
-    return hashlib.sha256(source.encode()).hexdigest()
+_SWAP = Swap("trafilatura.core", {"_prepare_tree": prepare_tree})
 
 
 def install(source: str | None = None) -> bool:
     """Use :func:`prepare_tree` as ``trafilatura.core._prepare_tree`` when ``source`` (by
     default ``trafilatura.core``'s own) is the text it was written for; True when it is in
     place."""
-    core = _core()
-    if core._prepare_tree is prepare_tree:
-        return True
-    if source is None:
-        source = inspect.getsource(core)
-    if source_digest(source) != CORE_SHA256:
-        return False
-    _STOCK.setdefault("_prepare_tree", core._prepare_tree)
-    core._prepare_tree = prepare_tree  # type: ignore[attr-defined]
-    return True
+    return _SWAP.install(lambda: sha256(source or inspect.getsource(_core())) == CORE_SHA256)
 
 
-@contextmanager
-def stock() -> Iterator[None]:
+def stock() -> AbstractContextManager[None]:
     """trafilatura's own ``_prepare_tree`` inside the block."""
-    core = _core()
-    saved = core._prepare_tree
-    core._prepare_tree = _STOCK.get("_prepare_tree", saved)  # type: ignore[attr-defined]
-    try:
-        yield
-    finally:
-        core._prepare_tree = saved  # type: ignore[attr-defined]
+    return _SWAP.stock()

@@ -18,17 +18,16 @@ ship). Same texts as trafilatura's function: tests/extract/test_link_density.py.
 
 from __future__ import annotations
 
-import hashlib
 import inspect
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from types import ModuleType
 from typing import Any
+
+from curator.extract.twins import Swap, sha256
 
 #: SHA-256 of ``inspect.getsource(trafilatura.htmlprocessing.link_density_test)``: 2.3.1.
 SOURCE_SHA256 = "0b3d71f252bf19639de358ec3f4abc7c252eefb60eeac3b1da77e6dd9d8a444e"
 
-_STOCK: dict[str, Any] = {}
 #: trafilatura.htmlprocessing, once installed (its helpers are looked up there at call time).
 _H: list[ModuleType] = []
 
@@ -82,30 +81,19 @@ def link_density_test(element: Any, favor_precision: bool = False) -> tuple[bool
     return False, False
 
 
+_SWAP = Swap("trafilatura.htmlprocessing", {"link_density_test": link_density_test})
+
+
 def install(source: str | None = None) -> bool:
     """Use :func:`link_density_test` in ``trafilatura.htmlprocessing`` when ``source`` (by
     default trafilatura's own function's) is the text it was written for; True when it is in
     place."""
     h = _module()
-    if h.link_density_test is link_density_test:
-        return True
-    if source is None:
-        source = inspect.getsource(h.link_density_test)
-    if hashlib.sha256(source.encode()).hexdigest() != SOURCE_SHA256:
-        return False
-    _STOCK.setdefault("link_density_test", h.link_density_test)
     _H[:] = [h]
-    h.link_density_test = link_density_test  # type: ignore[attr-defined]
-    return True
+    return _SWAP.install(
+        lambda: sha256(source or inspect.getsource(h.link_density_test)) == SOURCE_SHA256)
 
 
-@contextmanager
-def stock() -> Iterator[None]:
+def stock() -> AbstractContextManager[None]:
     """trafilatura's own ``link_density_test`` inside the block."""
-    h = _module()
-    saved = h.link_density_test
-    h.link_density_test = _STOCK.get("link_density_test", saved)  # type: ignore[attr-defined]
-    try:
-        yield
-    finally:
-        h.link_density_test = saved  # type: ignore[attr-defined]
+    return _SWAP.stock()

@@ -41,13 +41,14 @@ The argument holds for one text of trafilatura only: :func:`install` puts the tw
 from __future__ import annotations
 
 import copy
-import hashlib
 import importlib
 import inspect
 import threading
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any
+
+from curator.extract.twins import Swap, sha256
 
 #: SHA-256 of ``inspect.getsource(module)`` (UTF-8) of each trafilatura module the reasoning
 #: above reads (trafilatura 2.3.1): ``core`` (the sequence continued here, ``bare_extraction``),
@@ -66,9 +67,6 @@ SOURCES = {
     "trafilatura.settings": "ca1c3f742da3a3b23396095500dcbab147b6c2ef8433a7856ef2d510341754ae",
 }
 
-#: trafilatura's own functions, kept by :func:`install` for :func:`stock` and for every call
-#: that is not a recording or a resumption.
-_STOCK: dict[str, Any] = {}
 #: The stash the current thread's fast pass records into, or resumes from (Dask workers
 #: extract in threads): set only for the duration of one ``trafilatura.extract`` call.
 _LOCAL = threading.local()
@@ -117,7 +115,8 @@ def _extract_and_compare(cleaned_tree: Any, cleaned_tree_backup: Any, tree: Any,
                          options: Any) -> tuple[Any, str]:
     """trafilatura's ``_extract_and_compare``; a fast pass that records (:func:`recording`)
     also keeps its pruned raw tree, the options and what ``extract_content`` returned."""
-    body, text = _STOCK["_extract_and_compare"](cleaned_tree, cleaned_tree_backup, tree, options)
+    body, text = _SWAP.originals["_extract_and_compare"](cleaned_tree, cleaned_tree_backup,
+                                                         tree, options)
     stash = getattr(_LOCAL, "record", None)
     if stash is not None:
         stash.calls += 1
@@ -146,7 +145,8 @@ def _sequence(tree: Any, options: Any, url: str | None = None) -> tuple[Any, str
     (focus ``balanced`` only) and the forum salvage (comments on only) do not run."""
     stash = getattr(_LOCAL, "resume", None)
     if stash is None:
-        return _STOCK["trafilatura_sequence"](tree, options, url)  # type: ignore[no-any-return]
+        return _SWAP.originals["trafilatura_sequence"](  # type: ignore[no-any-return]
+            tree, options, url)
     _LOCAL.resume = None
     if options.fast or not _same_options(options, stash.options):
         raise _NotResumable
@@ -202,39 +202,34 @@ def rerun(stash: Stash | None, key: tuple[Any, ...], extract: Callable[[Any], st
         stash.clear()
 
 
+#: trafilatura's own functions are kept in ``_SWAP.originals`` for :func:`stock` and for
+#: every call that is not a recording or a resumption.
+_SWAP = Swap("trafilatura.core", {"trafilatura_sequence": _sequence,
+                                  "_extract_and_compare": _extract_and_compare})
+
+
 def installed() -> bool:
     """Whether trafilatura's reruns continue from the fast pass (see :func:`install`)."""
-    return _core().trafilatura_sequence is _sequence
+    return _SWAP.installed()
+
+
+def _checked(sources: dict[str, str] | None) -> bool:
+    for name, digest in SOURCES.items():
+        text = (sources or {}).get(name)
+        if text is None:
+            text = inspect.getsource(importlib.import_module(name))
+        if sha256(text) != digest:
+            return False
+    return True
 
 
 def install(sources: dict[str, str] | None = None) -> bool:
     """Use :func:`_sequence` and :func:`_extract_and_compare` in ``trafilatura.core`` when
     each module's source (``sources``: module name -> its text, by default the installed
     ones) is the text this was written for; True when they are in place."""
-    core = _core()
-    if installed():
-        return True
-    for name, digest in SOURCES.items():
-        text = (sources or {}).get(name)
-        if text is None:
-            text = inspect.getsource(importlib.import_module(name))
-        if hashlib.sha256(text.encode()).hexdigest() != digest:
-            return False
-    _STOCK.setdefault("trafilatura_sequence", core.trafilatura_sequence)
-    _STOCK.setdefault("_extract_and_compare", core._extract_and_compare)
-    core.trafilatura_sequence = _sequence
-    core._extract_and_compare = _extract_and_compare
-    return True
+    return _SWAP.install(lambda: _checked(sources))
 
 
-@contextmanager
-def stock() -> Iterator[None]:
+def stock() -> AbstractContextManager[None]:
     """trafilatura's own functions inside the block (``extract_text`` reruns afresh)."""
-    core = _core()
-    saved = core.trafilatura_sequence, core._extract_and_compare
-    core.trafilatura_sequence = _STOCK.get("trafilatura_sequence", saved[0])
-    core._extract_and_compare = _STOCK.get("_extract_and_compare", saved[1])
-    try:
-        yield
-    finally:
-        core.trafilatura_sequence, core._extract_and_compare = saved
+    return _SWAP.stock()

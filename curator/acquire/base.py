@@ -29,7 +29,6 @@ folder, so changing an extraction parameter does not download again.
 from __future__ import annotations
 
 import os
-import traceback
 from collections.abc import Iterator
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
@@ -152,9 +151,6 @@ class DownloadSource(Source):
             try:
                 doc = self.extract(record, ctx)
             except Exception as e:  # one bad record never fails the shard
-                # its frames' objects are freed here, by this thread (resiliparse's trees
-                # may not be freed by another; Dask runs the event loop beside this one)
-                traceback.clear_frames(e.__traceback__)
                 ctx.quarantine(_describe(record), f"extract failed: {type(e).__name__}: {e}",
                                file=res.path)
                 continue

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import io
 import re
-import traceback
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -739,8 +738,7 @@ class WarcExtracting(DownloadSource):
             ctx.count("language_guess_skipped")
             ctx.reject(Document(doc_id, skip.text, meta), skip.reason)
             return None
-        except ExtractTimeout as e:
-            traceback.clear_frames(e.__traceback__)  # resiliparse's trees: freed by this thread
+        except ExtractTimeout:
             ctx.quarantine(meta, f"extraction timed out after {self.timeout_s}s", **where)
             ctx.count("extract_timeouts")
             return None

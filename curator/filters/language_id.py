@@ -7,7 +7,6 @@ without internet, once per worker process, and predicts whole batches in one C++
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Collection, Iterable
 from typing import Any
 
@@ -16,9 +15,9 @@ from curator.core.document import Document
 from curator.core.errors import ConfigError
 from curator.core.params import PositiveInt, Ratio, StageParams
 from curator.core.stage import BatchStage, FilePath
-from curator.text.words import has_no_space_script, split_words
+from curator.filters.features import DocFeatures
+from curator.text.words import has_no_space_script
 
-_WORD_START = re.compile(r"\w").match
 DEFAULT_MODEL = os.path.join(os.path.dirname(__file__), "models", "lid.176.ftz")
 _MODELS: dict[str, Any] = {}
 
@@ -92,7 +91,7 @@ def other_language(text: str, languages: Collection[str], below: float,
     (docs/acquire.md#language-guess)."""
     if len(text.split()) < GUESS_MIN_WORDS and (
             not has_no_space_script(text)
-            or len(list(filter(_WORD_START, split_words(text)))) < GUESS_MIN_WORDS):
+            or len(DocFeatures(text).alnum_words) < GUESS_MIN_WORDS):
         return None
     model = load_fasttext(model_path, "language ID model")
     labels, probs = fasttext_predict(model, [text[:GUESS_CHARS].replace("\n", " ")], -1)

@@ -93,10 +93,13 @@ def bench_stage(docs: list[dict], device: str, batch: int, tmp: str) -> dict:
         f"progress: 'off'\nstages:\n  - read_jsonl: {{paths: '{d / 'in.jsonl'}'}}\n"
         f"  - semantic_dedup: {{model: '{minilm()}', device: {device}, batch_size: {batch}, "
         f"threshold: 0.95}}\n")
-    env = dict(os.environ, PYTHONPATH=str(REPO))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [str(REPO)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
     t0 = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "curator", "run", str(d / "p.yaml")], check=True,
-                   env=env, capture_output=True)
+    run = subprocess.run([sys.executable, "-m", "curator", "run", str(d / "p.yaml")],
+                         env=env, capture_output=True, text=True)
+    if run.returncode:
+        raise SystemExit(f"curator run ({device}) exited {run.returncode}: {run.stderr[-2000:]}")
     total = time.perf_counter() - t0
     rep = json.loads((d / "w" / "report.json").read_text())
     st = next(s for s in rep["stages"] if s["id"] == "semantic_dedup")

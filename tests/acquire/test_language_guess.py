@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -32,6 +33,13 @@ def _gold() -> list[dict]:
                 io.TextIOWrapper(zstandard.ZstdDecompressor().stream_reader(f), "utf-8")]
 
 
+def _german(rows: list[dict]) -> list[dict]:
+    """Three German gold pages that do not declare English (as 6 of the 95 non-English gold
+    pages do: their site's template says ``<html lang="en">``)."""
+    return [r for r in rows if r["lang"] == "de" and not re.search(
+        r"<html\b[^>]*\slang=[\"']?en", r["html"][:8192], re.I)][:3]
+
+
 def test_the_guess_skips_only_pages_language_id_drops() -> None:
     """On the 630 real gold pages (24 languages): every page the guess skips for ``[en]`` is
     one that language_id (min_score 0.65) drops after the full extraction, and the guess
@@ -54,7 +62,7 @@ def test_the_guess_skips_only_pages_language_id_drops() -> None:
 
 def test_read_warc_languages_drops_the_same_pages_without_extracting_them(tmp_path) -> None:
     rows = _gold()
-    pick = [r for r in rows if r["lang"] == "de"][:3] + [r for r in rows if r["lang"] == "en"][:4]
+    pick = _german(rows) + [r for r in rows if r["lang"] == "en"][:4]
     members = [warc_response(r["url"], r["html"].encode("utf-8")) for r in pick]
     path = write_warc(str(tmp_path / "in" / "crawl.warc.gz"), members)
 
@@ -79,6 +87,31 @@ def test_read_warc_languages_drops_the_same_pages_without_extracting_them(tmp_pa
     # without the guess the German pages were extracted, then dropped by language_id
     assert "language_guess_skipped" not in stage_stats(plain, "warc")["counters"]
     assert stage_stats(plain, "lid")["counters"].get("language:de") == 3
+
+
+def test_a_page_declaring_a_kept_language_is_not_guessed(tmp_path) -> None:
+    """``<html lang="en-GB">`` with ``languages: [en]``: no guess, the full extraction, and
+    language_id decides, so a wrong declaration costs time, never a page. The same German
+    pages undeclared are skipped by the guess; the documents out are the same."""
+    german = _german(_gold())
+
+    def declared(html: str) -> str:
+        html, n = re.subn(r"<html\b[^>]*>", '<html lang="en-GB">', html, count=1, flags=re.I)
+        return html if n else '<html lang="en-GB">' + html
+
+    members = [warc_response(r["url"], r["html"].encode("utf-8")) for r in german]
+    members += [warc_response(r["url"] + "?declared", declared(r["html"]).encode("utf-8"))
+                for r in german]
+    path = write_warc(str(tmp_path / "in" / "crawl.warc.gz"), members)
+    work = str(tmp_path / "w")
+    summary = run_pipeline(work, [
+        {"read_warc": {"paths": path, "languages": ["en"]}, "id": "warc"},
+        {"language_id": {"languages": ["en"]}, "id": "lid"}])
+    assert read_output(summary, "lid") == []
+    guessed = {r["meta"]["url"] for r in read_side(work, "rejected", "warc")}
+    assert guessed == {r["url"] for r in german}
+    assert stage_stats(summary, "warc")["counters"]["language_guess_skipped"] == 3
+    assert stage_stats(summary, "lid")["counters"].get("language:de") == 3  # the declared ones
 
 
 def test_a_short_quick_text_is_never_judged() -> None:

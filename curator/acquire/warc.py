@@ -656,7 +656,7 @@ _CHUNK_IN = 1 << 16
 LANGUAGE_GUESS_BELOW = 0.05
 
 #: The primary subtag of ``<html lang="...">`` (or ``xml:lang``) in a page's first 8 KiB.
-_HTML_LANG = re.compile(r"<html\b[^>]*?(?:\s|:)lang\s*=\s*[\"']?\s*([a-z]{2,3})(?![a-z])",
+_HTML_LANG = re.compile(r"<html\b[^<>]{0,1000}?(?:\s|:)lang\s*=\s*[\"']?\s*([a-z]{2,3})(?![a-z])",
                         re.IGNORECASE)
 
 

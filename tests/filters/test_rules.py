@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import random
+import re
 
 import pytest
 from datatrove.data import Document as DTDoc
@@ -345,3 +346,24 @@ def test_presets_in_a_row_share_one_documents_features() -> None:
     assert fresh is not shared and "word_hashes" not in fresh.__dict__
     for stage in (GopherRepetition(), GopherQuality(), FineWebQuality()):
         assert stage.check(doc) == stage.check(Document("f", changed, {}))
+
+
+_LETTER = re.compile(r"[^\W\d_]")
+_ODD_TOKENS = ("2024 3.14 1-2 _ __init__ x_1 ² ½ ٣٤ a1 1a ... #tag -- e\u0301 \u0301 日本語の文 "
+               "ไทย 한국어 don't U.S. state-of-the-art ½x ⅷ 𝟘 𝐀 \x1c \u3000 ｘ ＿ ０ —")
+
+
+@pytest.mark.parametrize("text", [_ODD_TOKENS, "", "   ", "1 2 3", "a"] + [
+    r["text"] for r in CORPUS[::25]])
+def test_alpha_token_count_equals_a_search_per_token(text: str) -> None:
+    """``n_alpha_words`` counts in one regex pass over the joined tokens what a letter search
+    in each token counts (digits, underscores, combining marks, no-space scripts...)."""
+    f = DocFeatures(text)
+    assert f.n_alpha_words == sum(1 for w in f.words if _LETTER.search(w))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text())
+def test_alpha_token_count_on_any_text(text: str) -> None:
+    f = DocFeatures(text)
+    assert f.n_alpha_words == sum(1 for w in f.words if _LETTER.search(w))

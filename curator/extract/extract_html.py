@@ -716,6 +716,7 @@ def _fast_class_lookup() -> None:
     from curator.extract.copies import install as skip_unread_backup
     from curator.extract.discard import install
     from curator.extract.link_density import install as walk_link_density
+    from curator.extract.repair import install as repair_only_where_needed
 
     HTML_PARSER.set_element_class_lookup(html_class_lookup())
     install()  # its discard XPaths without re:test callbacks (curator/extract/discard.py)
@@ -723,6 +724,7 @@ def _fast_class_lookup() -> None:
     skip_unread_backup()  # no backup tree where nothing reads it (curator/extract/copies.py)
     walk_link_density()  # its link density test without ElementPath (link_density.py)
     resume.install()  # the fast=False rerun continues from the fast pass (resume.py)
+    repair_only_where_needed()  # load_html's repair without a regex pass (repair.py)
 
 
 def prepare(extractor: str) -> None:

@@ -20,7 +20,9 @@ from curator.text.words import split_words
 _PARA = re.compile(r"\n{2,}")
 _LINES = re.compile(r"\n+")
 _WORD_START = re.compile(r"\w").match
-_HAS_ALPHA = re.compile(r"[^\W\d_]").search
+#: From a token's first letter to its end: no token holds whitespace (curator.text.words), so
+#: over the tokens joined by spaces there is one match per token that holds a letter.
+_ALPHA_TOKEN = re.compile(r"[^\W\d_]\S*")
 _MULT = np.uint64(0x100000001B3)
 _ENCODE = methodcaller("encode", "utf-8", "surrogatepass")  # lone surrogates must not crash
 
@@ -43,8 +45,9 @@ class DocFeatures:
 
     @cached_property
     def n_alpha_words(self) -> int:
-        """Number of tokens containing a letter."""
-        return len(list(filter(None, map(_HAS_ALPHA, self.words))))
+        """Number of tokens containing a letter: one regex pass over the tokens joined by
+        spaces, not a search per token (a third of ``gopher_quality``'s CPU)."""
+        return len(_ALPHA_TOKEN.findall(" ".join(self.words)))
 
     @cached_property
     def word_hashes(self) -> np.ndarray:

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import random
+import re
 
 import pytest
 from datatrove.data import Document as DTDoc
@@ -131,6 +132,66 @@ def test_c4_matches_datatrove_text_and_decision(datatrove_with_our_tokenizer) ->
         decisions.add(reason)
     assert {"", "c4_quality:too_few_sentences", "c4_quality:curly_bracket",
             "c4_quality:lorem_ipsum"} <= decisions
+
+
+def _c4_texts(rng: random.Random) -> list[str]:
+    """Corpus documents plus lines around ``max_word_length`` (a 1,000- and a 1,001-character
+    word, a long line of short words) and pages around five sentences."""
+    long_ok, long_bad = "y" * 1000, "z" * 1001
+    return [r["text"] for r in CORPUS[:400]] + [
+        "\n".join(sentence(rng) for _ in range(n)) + f"\nA line with {w} inside it here."
+        for n in (3, 4, 5, 6, 12) for w in (long_ok, long_bad, " ".join(["word"] * 400))
+    ] + ["\n".join(" ".join(sentence(rng) for _ in range(k)) for k in (1, 2, 1, 3)),
+         "\n".join(" ".join(sentence(rng) for _ in range(k)) for k in (2, 2)),
+         "\n".join(" ".join(sentence(rng) for _ in range(k)) for k in (2, 1, 1))]
+
+
+@pytest.mark.parametrize("params", [
+    {}, {"filter_no_terminal_punct": False},  # FineWeb's setting
+    {"min_num_sentences": -1}, {"min_num_sentences": 0}, {"max_word_length": -1},
+    {"min_num_sentences": 8, "max_word_length": 20},
+])
+def test_c4_options_match_datatrove(datatrove_with_our_tokenizer, params) -> None:
+    """Same kept text and decision as datatrove's C4QualityFilter with each setting, on the
+    limits that c4_quality now tests cheaply: the long-word test only on lines longer than
+    the limit, and the sentence count only until it reaches ``min_num_sentences``."""
+    rng = random.Random(11)
+    ours, ref = C4Quality.from_params(params), dt_c4.C4QualityFilter(**params)
+    decisions = set()
+    for t in _c4_texts(rng):
+        got, reason = ours.clean(t)
+        d = DTDoc(text=t, id="x")
+        r = ref.filter(d)
+        assert (got is not None) == (r is True), t[:200]
+        if got is not None:
+            assert got == d.text
+        else:
+            assert reason == f"c4_quality:{r[1]}"
+        decisions.add(reason)
+    assert "" in decisions
+
+
+def test_c4_splits_sentences_only_until_enough(monkeypatch) -> None:
+    """Only "fewer than min_num_sentences" is read, so a page stops splitting lines into
+    sentences once it has that many: 5 calls for a 40-line page (40 before)."""
+    import curator.filters.c4_quality as c4
+
+    calls = []
+
+    def counted(text: str, lang: str = "en") -> list[str]:
+        calls.append(text)
+        return split_sentences(text, lang)
+
+    monkeypatch.setattr(c4, "split_sentences", counted)
+    rng = random.Random(2)
+    text = "\n".join(sentence(rng) for _ in range(40))
+    got, reason = C4Quality.from_params({}).clean(text)
+    assert reason == "" and got == text
+    assert len(calls) == 5
+    calls.clear()
+    short = "\n".join(sentence(rng) for _ in range(4))
+    assert C4Quality.from_params({}).clean(short) == (None, "c4_quality:too_few_sentences")
+    assert len(calls) == 4
 
 
 @settings(max_examples=200, deadline=None)
@@ -285,3 +346,24 @@ def test_presets_in_a_row_share_one_documents_features() -> None:
     assert fresh is not shared and "word_hashes" not in fresh.__dict__
     for stage in (GopherRepetition(), GopherQuality(), FineWebQuality()):
         assert stage.check(doc) == stage.check(Document("f", changed, {}))
+
+
+_LETTER = re.compile(r"[^\W\d_]")
+_ODD_TOKENS = ("2024 3.14 1-2 _ __init__ x_1 ² ½ ٣٤ a1 1a ... #tag -- e\u0301 \u0301 日本語の文 "
+               "ไทย 한국어 don't U.S. state-of-the-art ½x ⅷ 𝟘 𝐀 \x1c \u3000 ｘ ＿ ０ —")
+
+
+@pytest.mark.parametrize("text", [_ODD_TOKENS, "", "   ", "1 2 3", "a"] + [
+    r["text"] for r in CORPUS[::25]])
+def test_alpha_token_count_equals_a_search_per_token(text: str) -> None:
+    """``n_alpha_words`` counts in one regex pass over the joined tokens what a letter search
+    in each token counts (digits, underscores, combining marks, no-space scripts...)."""
+    f = DocFeatures(text)
+    assert f.n_alpha_words == sum(1 for w in f.words if _LETTER.search(w))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text())
+def test_alpha_token_count_on_any_text(text: str) -> None:
+    f = DocFeatures(text)
+    assert f.n_alpha_words == sum(1 for w in f.words if _LETTER.search(w))

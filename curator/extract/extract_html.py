@@ -474,17 +474,27 @@ _NONSPACE = re.compile(r"\S")
 _MASKED = re.compile("[ \t]*" + _MASK + "+")
 
 
-def _mask_screen_reader(tree: Any, html: str, attrs: str) -> None:
+def _mask_screen_reader(tree: Any, html: str, attrs: str, classes: set[str]) -> None:
     """Replace every character but whitespace of the screen-reader-only elements' text by
     :data:`_MASK`, which :func:`_unmask` removes from the text. Masked, not dropped: the
     elements keep their length and their words, so trafilatura's link density and length
     tests, and the word counts the reruns compare, are what they were (dropping a Shopify
     card's price labels left its title link alone, and the grid went as link-dense:
-    F1 0.48 -> 0.11)."""
-    names = [n for n in SCREEN_READER_CLASSES if n in attrs]  # a cheap, inexact gate
-    if not names or _MASK in html:
+    F1 0.48 -> 0.11). ``attrs``: the page's :func:`_attr_values`, ``classes`` its distinct
+    class values."""
+    if not any(n in attrs for n in SCREEN_READER_CLASSES) or _MASK in html:  # cheap gates
         return
-    xpath = " | ".join(f"/descendant::*[@class and {_CLS.format(n)}]" for n in names)
+    names = frozenset(SCREEN_READER_CLASSES)
+    values = [v for v in classes if not names.isdisjoint(v.split())]
+    if not values:
+        return
+    # the elements whose class attribute is one of those values (equality tests only: the
+    # contains(concat(normalize-space())) form cost ~1 ms a page on large pages)
+    lits = [_xpath_literal(v) for v in values]
+    if any(lit is None for lit in lits):  # a value with both quote characters
+        xpath = " | ".join(f"/descendant::*[@class and {_CLS.format(n)}]" for n in names)
+    else:
+        xpath = "/descendant::*[" + " or ".join(f"@class = {lit}" for lit in lits) + "]"
     for el in tree.xpath(xpath):  # type: ignore[attr-defined]
         for node in el.iter():
             if node.text:
@@ -530,7 +540,7 @@ def _drop_tree(el: Any) -> None:
 
 
 def _prepare_tree(tree: object, shape: bool, html: str, post_meta: bool = False,
-                  screen_reader_text: bool = True) -> None:
+                  screen_reader_text: bool = False) -> None:
     """Edit the parsed page (parsed from ``html``) before trafilatura sees it (one parse
     serves every step)."""
     from lxml.etree import strip_tags
@@ -563,7 +573,7 @@ def _prepare_tree(tree: object, shape: bool, html: str, post_meta: bool = False,
     if not post_meta:
         _drop_post_meta(tree, meta, attrs, sets)
     if not screen_reader_text:
-        _mask_screen_reader(tree, html, attrs)
+        _mask_screen_reader(tree, html, attrs, sets[0])
     if not shape:
         return
     # A browser renders a newline inside a paragraph as a space: hard-wrapped HTML source
@@ -619,7 +629,7 @@ def _shape_text(text: str) -> str:
 def _trafilatura(html: str, fast: bool = True, balance: Balance = "recall",
                  include_comments: bool = False, include_tables: bool = True,
                  shape: bool = True, post_meta: bool = False,
-                 stash: resume.Stash | None = None, screen_reader_text: bool = True) -> str:
+                 stash: resume.Stash | None = None, screen_reader_text: bool = False) -> str:
     """trafilatura's text of the page; ``stash`` (curator/extract/resume.py): a fast pass
     records into it, a ``fast=False`` rerun with the same options continues from it."""
     from trafilatura.utils import load_html
@@ -911,7 +921,7 @@ def extract_text(html: str, extractor: Extractor = DEFAULT_EXTRACTOR,
                  fallback_ratio: float = FALLBACK_RATIO, shape: bool = True,
                  body_ratio: float = BODY_RATIO, listing_ratio: float = LISTING_RATIO,
                  post_meta: bool = False, thin_ratio: float = THIN_RATIO,
-                 screen_reader_text: bool = True,
+                 screen_reader_text: bool = False,
                  precheck: Callable[[str], str | None] | None = None) -> str:
     """Main text of an HTML page ('' when there is none). Raises :class:`ExtractTimeout`
     after ``timeout_s`` seconds.
@@ -928,8 +938,8 @@ def extract_text(html: str, extractor: Extractor = DEFAULT_EXTRACTOR,
     page the text misses when the text is under that share of the ``<body>``'s words (0:
     off); ``post_meta`` keeps forum posts' author boxes and signatures; ``thin_ratio``
     (``fast="auto"``) reruns with the fallbacks when trafilatura's and resiliparse's texts are
-    both under that share of the ``<body>``'s words (0: never); ``screen_reader_text=False``
-    leaves out the text of elements only screen readers get (:data:`SCREEN_READER_CLASSES`).
+    both under that share of the ``<body>``'s words (0: never); ``screen_reader_text`` keeps
+    the text of elements only screen readers get (:data:`SCREEN_READER_CLASSES`).
 
     ``precheck`` sees a quick text of the page first (resiliparse's main text, which the
     trafilatura path computes anyway; another extractor's own text) and may turn the page
@@ -971,8 +981,7 @@ def extract_text(html: str, extractor: Extractor = DEFAULT_EXTRACTOR,
                 stash = None  # not read by this rerun: the fast pass's tree is freed first
                 second: Balance = "default" if balance == "recall" else balance
                 rerun = _trafilatura(html, False, second, include_comments, include_tables,
-                                     shape, post_meta,
-                                     screen_reader_text=screen_reader_text).strip()
+                                     shape, post_meta, None, screen_reader_text).strip()
                 # a thin page's rerun must extend the fragment, not swap it for another block
                 if rerun and (why == "body" or _covers(rerun, text, THIN_COVER)):
                     text = rerun
@@ -1034,9 +1043,9 @@ class ExtractHtml(ShardStage):
         """With `fast: auto`: rerun trafilatura in full when its text and resiliparse's both
         have fewer words than this share of the page's `<body>` (0: off; see
         [extract.md](extract.md#thin-pages))."""
-        screen_reader_text: bool = True
+        screen_reader_text: bool = False
         """Keep the text of elements only screen readers get (`sr-only`, `visually-hidden`...;
-        `false`: left out, see [extract.md](extract.md#screen-reader-text))."""
+        left out by default, see [extract.md](extract.md#screen-reader-text))."""
 
     def setup(self) -> None:
         # trafilatura's options (docs/extract.md has the F1 and CPU of each)

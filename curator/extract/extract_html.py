@@ -988,7 +988,8 @@ def extract_text(html: str, extractor: Extractor = DEFAULT_EXTRACTOR,
             if fallback and (not text or _words(text) < fallback_ratio * _words(alt)):
                 text = alt
         # after every comparison of word counts: the masked words counted in them as before
-        text = _unmask(text)
+        if not screen_reader_text and _MASK not in html:
+            text = _unmask(text)
         # resiliparse's <body> words as a cheap first test; listing_cards decides on lxml's
         if listing_ratio > 0 and (rtree is None
                                   or _words(text) < listing_ratio * _body_words(rtree)):

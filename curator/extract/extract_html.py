@@ -472,6 +472,9 @@ SCREEN_READER_CLASSES = ("sr-only", "visually-hidden", "visuallyhidden", "screen
 _MASK = "\ua7ff"
 _NONSPACE = re.compile(r"\S")
 _MASKED = re.compile("[ \t]*" + _MASK + "+")
+#: More distinct class values holding a name than this: the plain XPath (the one-literal
+#: lookup would search a literal as long as all of them for every element)
+_MASK_VALUES = 64
 
 
 def _mask_screen_reader(tree: Any, html: str, attrs: str, classes: set[str]) -> None:
@@ -488,13 +491,16 @@ def _mask_screen_reader(tree: Any, html: str, attrs: str, classes: set[str]) -> 
     values = [v for v in classes if not names.isdisjoint(v.split())]
     if not values:
         return
-    # the elements whose class attribute is one of those values (equality tests only: the
-    # contains(concat(normalize-space())) form cost ~1 ms a page on large pages)
-    lits = [_xpath_literal(v) for v in values]
-    if any(lit is None for lit in lits):  # a value with both quote characters
-        xpath = " | ".join(f"/descendant::*[@class and {_CLS.format(n)}]" for n in names)
+    # the elements whose class attribute is one of those values, looked up in one literal of
+    # them (the contains(concat(normalize-space())) form cost ~1 ms a page on large pages);
+    # that form where the lookup could be wrong (a value with a newline or both quote
+    # characters) or slow (a page of thousands of such values)
+    lit = _xpath_literal("\n" + "\n".join(values) + "\n")
+    if lit is None or len(values) > _MASK_VALUES or any("\n" in v for v in values):
+        xpath = " | ".join(f"/descendant::*[@class and {_CLS.format(n)}]"
+                           for n in SCREEN_READER_CLASSES)
     else:
-        xpath = "/descendant::*[" + " or ".join(f"@class = {lit}" for lit in lits) + "]"
+        xpath = f"/descendant::*[@class and contains({lit}, concat('\n', @class, '\n'))]"
     for el in tree.xpath(xpath):  # type: ignore[attr-defined]
         for node in el.iter():
             if node.text:

@@ -118,3 +118,16 @@ def test_the_stage_keeps_them_when_asked(tmp_path: Path) -> None:
                        capture_output=True, text=True, timeout=120)
     assert r.returncode != 0 and "screen_reader_text" in r.stderr
     assert "Traceback" not in r.stderr
+
+
+def test_many_class_values_and_a_newline_in_one() -> None:
+    """A page of 10,000 distinct class values with the name (an XPath of one equality test
+    each failed it: "Recursion limit exceeded"), and a class value with a newline (the
+    one-literal lookup would match other values): every label goes, every word stays."""
+    cards = "".join(f'<div>word{i} <span class="visually-hidden x{i}">label {i}</span></div>'
+                    for i in range(10_000))
+    html = (f"<html><body><main>{cards}<p class='x\nsr-only'>hidden line</p>"
+            "<p class='x'>A plain line of text that stays.</p></main></body></html>")
+    text = extract_text(html)
+    assert "label" not in text and "hidden line" not in text
+    assert "word0" in text and "word9999" in text and "A plain line of text" in text

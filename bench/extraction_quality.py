@@ -189,6 +189,9 @@ def configs() -> dict[str, Callable[[str], str]]:
     # round 5: rerun with the cascade where trafilatura and resiliparse both keep a sliver
     # of the <body> (docs/extract.md#thin-pages)
     out["curator default, thin_ratio=0"] = cur(thin_ratio=0.0)
+    # round 7: screen-reader-only text (sr-only, visually-hidden...), left out by default since
+    # (docs/extract.md#screen-reader-text); this row is the round-6 default
+    out["curator default, screen-reader text kept"] = cur(screen_reader_text=True)
     for ratio in (0.3, 0.7):
         out[f"curator default, fallback_ratio={ratio}"] = cur(fallback_ratio=ratio)
     out.update({

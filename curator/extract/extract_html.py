@@ -457,6 +457,73 @@ def _drop_post_meta(tree: object, meta_xpath: Any, attrs: str | None = None,
             _drop_tree(el)
 
 
+#: Class names that CSS frameworks and CMSs define for text only screen readers get (positioned
+#: off screen or clipped to one pixel): Bootstrap 3-4 and Tailwind ``sr-only``, Bootstrap 5,
+#: Drupal 8+ and Shopify ``visually-hidden``, HTML5 Boilerplate ``visuallyhidden``, WordPress
+#: ``screen-reader-text``, Drupal 7 ``element-invisible``, Foundation ``show-for-sr``. Their
+#: text ("Regular price", "Sale price", "Unit price", "per" in every card of a Shopify
+#: collection; "Open Menu", "Share") is not on the page a reader sees
+#: (docs/extract.md#screen-reader-text).
+SCREEN_READER_CLASSES = ("sr-only", "visually-hidden", "visuallyhidden", "screen-reader-text",
+                         "element-invisible", "show-for-sr")
+#: What screen-reader-only text is masked with before trafilatura runs: a letter (so
+#: trafilatura keeps a masked element as text) that web pages do not use (U+A7FF, LATIN
+#: EPIGRAPHIC LETTER ARCHAIC M); a page that holds it is not masked.
+_MASK = "\ua7ff"
+_NONSPACE = re.compile(r"\S")
+_MASKED = re.compile("[ \t]*" + _MASK + "+")
+#: More distinct class values holding a name than this: the plain XPath (the one-literal
+#: lookup would search a literal as long as all of them for every element)
+_MASK_VALUES = 64
+
+
+def _mask_screen_reader(tree: Any, html: str, attrs: str, classes: set[str]) -> None:
+    """Replace every character but whitespace of the screen-reader-only elements' text by
+    :data:`_MASK`, which :func:`_unmask` removes from the text. Masked, not dropped: the
+    elements keep their length and their words, so trafilatura's link density and length
+    tests, and the word counts the reruns compare, are what they were (dropping a Shopify
+    card's price labels left its title link alone, and the grid went as link-dense:
+    F1 0.48 -> 0.11). ``attrs``: the page's :func:`_attr_values`, ``classes`` its distinct
+    class values."""
+    if not any(n in attrs for n in SCREEN_READER_CLASSES) or _MASK in html:  # cheap gates
+        return
+    names = frozenset(SCREEN_READER_CLASSES)
+    values = [v for v in classes if not names.isdisjoint(v.split())]
+    if not values:
+        return
+    # the elements whose class attribute is one of those values, looked up in one literal of
+    # them (the contains(concat(normalize-space())) form cost ~1 ms a page on large pages);
+    # that form where the lookup could be wrong (a value with a newline or both quote
+    # characters) or slow (a page of thousands of such values)
+    lit = _xpath_literal("\n" + "\n".join(values) + "\n")
+    if lit is None or len(values) > _MASK_VALUES or any("\n" in v for v in values):
+        xpath = " | ".join(f"/descendant::*[@class and {_CLS.format(n)}]"
+                           for n in SCREEN_READER_CLASSES)
+    else:
+        xpath = f"/descendant::*[@class and contains({lit}, concat('\n', @class, '\n'))]"
+    for el in tree.xpath(xpath):  # type: ignore[attr-defined]
+        for node in el.iter():
+            if node.text:
+                node.text = _NONSPACE.sub(_MASK, node.text)
+            if node is not el and node.tail:
+                node.tail = _NONSPACE.sub(_MASK, node.tail)
+
+
+def _unmask(text: str) -> str:
+    """``text`` without the masked words (:func:`_mask_screen_reader`), and without the lines
+    (or list items) that held nothing else."""
+    if _MASK not in text:
+        return text
+    out = []
+    for line in text.split("\n"):
+        if _MASK in line:
+            line = _MASKED.sub("", line).rstrip()
+            if not line.strip(" -\t"):
+                continue
+        out.append(line)
+    return "\n".join(out).strip()
+
+
 def _drop_tree(el: Any) -> None:
     """``el.drop_tree()`` (the element goes, its tail joins the text before it), except that
     where that text holds a character lxml refuses to set back ("&#26;" parses to U+001A) the
@@ -478,7 +545,8 @@ def _drop_tree(el: Any) -> None:
     el.drop_tree()
 
 
-def _prepare_tree(tree: object, shape: bool, html: str, post_meta: bool = False) -> None:
+def _prepare_tree(tree: object, shape: bool, html: str, post_meta: bool = False,
+                  screen_reader_text: bool = False) -> None:
     """Edit the parsed page (parsed from ``html``) before trafilatura sees it (one parse
     serves every step)."""
     from lxml.etree import strip_tags
@@ -510,6 +578,8 @@ def _prepare_tree(tree: object, shape: bool, html: str, post_meta: bool = False)
         _drop_tree(el)
     if not post_meta:
         _drop_post_meta(tree, meta, attrs, sets)
+    if not screen_reader_text:
+        _mask_screen_reader(tree, html, attrs, sets[0])
     if not shape:
         return
     # A browser renders a newline inside a paragraph as a space: hard-wrapped HTML source
@@ -565,7 +635,7 @@ def _shape_text(text: str) -> str:
 def _trafilatura(html: str, fast: bool = True, balance: Balance = "recall",
                  include_comments: bool = False, include_tables: bool = True,
                  shape: bool = True, post_meta: bool = False,
-                 stash: resume.Stash | None = None) -> str:
+                 stash: resume.Stash | None = None, screen_reader_text: bool = False) -> str:
     """trafilatura's text of the page; ``stash`` (curator/extract/resume.py): a fast pass
     records into it, a ``fast=False`` rerun with the same options continues from it."""
     from trafilatura.utils import load_html
@@ -584,13 +654,13 @@ def _trafilatura(html: str, fast: bool = True, balance: Balance = "recall",
         finally:
             _OWNED.tree = None
 
-    key = (balance, include_comments, include_tables, shape, post_meta)
+    key = (balance, include_comments, include_tables, shape, post_meta, screen_reader_text)
     text = None if fast else resume.rerun(stash, key, run)
     if text is None:
         tree = load_html(html)  # what trafilatura.extract does with a string
         if tree is None:
             return ""
-        _prepare_tree(tree, shape, html, post_meta)
+        _prepare_tree(tree, shape, html, post_meta, screen_reader_text)
         with resume.recording(stash if fast else None, key):
             text = run(tree)
     return _shape_text(text) if shape else text
@@ -859,6 +929,7 @@ def extract_text(html: str, extractor: Extractor = DEFAULT_EXTRACTOR,
                  fallback_ratio: float = FALLBACK_RATIO, shape: bool = True,
                  body_ratio: float = BODY_RATIO, listing_ratio: float = LISTING_RATIO,
                  post_meta: bool = False, thin_ratio: float = THIN_RATIO,
+                 screen_reader_text: bool = False,
                  precheck: Callable[[str], str | None] | None = None) -> str:
     """Main text of an HTML page ('' when there is none). Raises :class:`ExtractTimeout`
     after ``timeout_s`` seconds.
@@ -875,7 +946,8 @@ def extract_text(html: str, extractor: Extractor = DEFAULT_EXTRACTOR,
     page the text misses when the text is under that share of the ``<body>``'s words (0:
     off); ``post_meta`` keeps forum posts' author boxes and signatures; ``thin_ratio``
     (``fast="auto"``) reruns with the fallbacks when trafilatura's and resiliparse's texts are
-    both under that share of the ``<body>``'s words (0: never).
+    both under that share of the ``<body>``'s words (0: never); ``screen_reader_text`` keeps
+    the text of elements only screen readers get (:data:`SCREEN_READER_CLASSES`).
 
     ``precheck`` sees a quick text of the page first (resiliparse's main text, which the
     trafilatura path computes anyway; another extractor's own text) and may turn the page
@@ -901,7 +973,8 @@ def extract_text(html: str, extractor: Extractor = DEFAULT_EXTRACTOR,
         # what the fast pass leaves for a fast=False rerun with the same options (resume.py)
         stash = resume.Stash() if fast == "auto" and resume.installed() else None
         text = _trafilatura(html, fast is not False, balance, include_comments,
-                            include_tables, shape, post_meta, stash).strip()
+                            include_tables, shape, post_meta, stash,
+                            screen_reader_text).strip()
         if fast == "auto" or (fallback and (not text or fallback_ratio > 0)):
             if rtree is None:
                 alt, rtree = _yardstick(html)
@@ -909,18 +982,22 @@ def extract_text(html: str, extractor: Extractor = DEFAULT_EXTRACTOR,
             n_text, n_alt = _words(text), _words(alt)
             if fast == "auto" and (not text or n_text < ratio * n_alt):
                 text = _trafilatura(html, False, balance, include_comments, include_tables,
-                                    shape, post_meta, stash).strip() or text
+                                    shape, post_meta, stash,
+                                    screen_reader_text).strip() or text
             elif fast == "auto" and (why := _body_rerun(html, n_text, n_alt, rtree,
                                                        body_ratio, thin_ratio)):
                 stash = None  # not read by this rerun: the fast pass's tree is freed first
                 second: Balance = "default" if balance == "recall" else balance
                 rerun = _trafilatura(html, False, second, include_comments, include_tables,
-                                     shape, post_meta).strip()
+                                     shape, post_meta, None, screen_reader_text).strip()
                 # a thin page's rerun must extend the fragment, not swap it for another block
                 if rerun and (why == "body" or _covers(rerun, text, THIN_COVER)):
                     text = rerun
             if fallback and (not text or _words(text) < fallback_ratio * _words(alt)):
                 text = alt
+        # after every comparison of word counts: the masked words counted in them as before
+        if not screen_reader_text and _MASK not in html:
+            text = _unmask(text)
         # resiliparse's <body> words as a cheap first test; listing_cards decides on lxml's
         if listing_ratio > 0 and (rtree is None
                                   or _words(text) < listing_ratio * _body_words(rtree)):
@@ -975,6 +1052,9 @@ class ExtractHtml(ShardStage):
         """With `fast: auto`: rerun trafilatura in full when its text and resiliparse's both
         have fewer words than this share of the page's `<body>` (0: off; see
         [extract.md](extract.md#thin-pages))."""
+        screen_reader_text: bool = False
+        """Keep the text of elements only screen readers get (`sr-only`, `visually-hidden`...;
+        left out by default, see [extract.md](extract.md#screen-reader-text))."""
 
     def setup(self) -> None:
         # trafilatura's options (docs/extract.md has the F1 and CPU of each)
@@ -984,7 +1064,8 @@ class ExtractHtml(ShardStage):
                         "fallback_ratio": self.fallback_ratio, "shape": self.shape,
                         "body_ratio": self.body_ratio,
                         "listing_ratio": self.listing_ratio, "post_meta": self.post_meta,
-                        "thin_ratio": self.thin_ratio}
+                        "thin_ratio": self.thin_ratio,
+                        "screen_reader_text": self.screen_reader_text}
         self.max_bytes = int(self.max_page_mb * 1024 * 1024)
 
     def process(self, docs: Iterator[Document], ctx: ShardContext) -> Iterator[Document]:

@@ -45,6 +45,14 @@ def _reference(tree: Any, shape: bool, html: str, post_meta: bool = False) -> No
                 continue
             if len(" ".join(el.itertext()).split()) <= eh._POST_META_WORDS:
                 eh._drop_tree(el)
+    if eh._MASK not in html:  # screen-reader-only text masked (a later step, same XPath form)
+        for el in tree.xpath(" | ".join(f"//*[{eh._CLS.format(n)}]"
+                                        for n in eh.SCREEN_READER_CLASSES)):
+            for node in el.iter():
+                if node.text:
+                    node.text = eh._NONSPACE.sub(eh._MASK, node.text)
+                if node is not el and node.tail:
+                    node.tail = eh._NONSPACE.sub(eh._MASK, node.tail)
     if not shape:
         return
     for dd in tree.iter("dd"):

@@ -33,6 +33,13 @@ class ExtractTimeout(Exception):
     """The per-document time limit was reached."""
 
 
+#: After the deadline the interrupt comes again every this many seconds until the block ends:
+#: an extractor's broad ``except`` (trafilatura has them), or Python's handling of an
+#: exception raised inside a weakref or ``__del__`` callback ("Exception ignored in ..."),
+#: can swallow one, and the page would then run to its natural end.
+REFIRE_S = 0.5
+
+
 @contextlib.contextmanager
 def time_limit(seconds: float | None) -> Iterator[None]:
     """Raise :class:`ExtractTimeout` inside the block if it runs longer than ``seconds``
@@ -67,7 +74,7 @@ def _on_alarm(signum: int, frame: object) -> None:
 @contextlib.contextmanager
 def _alarm(seconds: float) -> Iterator[None]:
     old = signal.signal(signal.SIGALRM, _on_alarm)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
+    signal.setitimer(signal.ITIMER_REAL, seconds, REFIRE_S)
     try:
         yield
     finally:
@@ -82,6 +89,7 @@ class _Watchdog:
         self._cv = threading.Condition()
         self._heap: list[tuple[float, int, int]] = []  # (deadline, token, thread id)
         self._active: dict[int, int] = {}  # token -> thread id
+        self._fired: set[int] = set()  # tokens interrupted at least once
         self._tokens = itertools.count()
         self._thread: threading.Thread | None = None
 
@@ -101,7 +109,9 @@ class _Watchdog:
             yield
         finally:
             with self._cv:
-                fired = self._active.pop(token, None) is None
+                self._active.pop(token, None)
+                fired = token in self._fired
+                self._fired.discard(token)
             if fired:
                 # The exception may still be pending if the block ended just as it fired;
                 # clear it so it cannot hit unrelated code later.
@@ -121,7 +131,8 @@ class _Watchdog:
                     self._cv.wait(deadline - now)
                     continue
                 heapq.heappop(self._heap)
-                del self._active[token]
+                self._fired.add(token)
+                heapq.heappush(self._heap, (now + REFIRE_S, token, tid))  # until it ends
                 _set_async_exc(tid, ExtractTimeout)
 
 

@@ -106,8 +106,8 @@ class TorchEncoder:
                 raise NotAModel(why)
         device = resolve_device(device)
         if device != "cpu":
-            # On a GPU the model waits for the tokenizer: with one core it embedded 2,200-2,700
-            # documents/s on an H200, with the idle cores 4,200-4,900 (docs/models.md). On CPU
+            # On a GPU the model waits for the tokenizer: with one core it embedded 2,100-2,700
+            # documents/s on an H200, with the idle cores 3,600-4,900 (docs/models.md). On CPU
             # the cores are the model's, so there the tokenizer stays on one (_quiet).
             os.environ.setdefault("TOKENIZERS_PARALLELISM", "true")
         with _quiet():

@@ -8,6 +8,7 @@ from __future__ import annotations
 import glob
 import gzip
 import os
+import re
 import sys
 from typing import Any
 
@@ -91,3 +92,97 @@ def test_another_trafilatura_keeps_its_own_function() -> None:
     with link_density.stock():
         assert link_density.install("def link_density_test(element): ...") is False
         assert h.link_density_test is not link_density.link_density_test
+
+
+def test_the_loop_is_installed_in_both_modules() -> None:
+    """main_extractor imported the loop by name: both names must be the twin, and stock()
+    must give both back (benchmarks time trafilatura as it ships)."""
+    eh.prepare("trafilatura")
+    import trafilatura.htmlprocessing as h
+    import trafilatura.main_extractor as m
+
+    assert link_density.loop_installed()
+    assert h.delete_by_link_density is m.delete_by_link_density is \
+        link_density.delete_by_link_density
+    with link_density.stock():
+        assert m.delete_by_link_density.__module__ == "trafilatura.htmlprocessing"
+        assert h.delete_by_link_density is m.delete_by_link_density
+    assert m.delete_by_link_density is link_density.delete_by_link_density
+
+
+def test_the_loop_deletes_what_trafilatura_deletes(pages: list[str]) -> None:
+    """Every loop trafilatura runs on real pages (every tag, both balances, backtracking or
+    not) is run by trafilatura's function on a copy of the subtree and by the twin on the
+    subtree itself: the trees left are the same."""
+    eh.prepare("trafilatura")
+    import copy
+
+    import trafilatura
+    import trafilatura.main_extractor as m
+    from lxml import etree
+
+    with link_density.stock():
+        stock = m.delete_by_link_density
+    assert stock is not link_density.delete_by_link_density
+    seen: list[str] = []
+
+    def both(subtree: Any, tagname: str, backtracking: bool = False,
+             favor_precision: bool = False) -> Any:
+        want = etree.tostring(stock(copy.deepcopy(subtree), tagname, backtracking,
+                                    favor_precision))
+        got = link_density.delete_by_link_density(subtree, tagname, backtracking,
+                                                  favor_precision)
+        assert etree.tostring(got) == want
+        seen.append(tagname)
+        return got
+
+    saved, m.delete_by_link_density = m.delete_by_link_density, both
+    try:
+        for html in pages[::3]:
+            for kw in OPTION_SETS[:3]:
+                trafilatura.extract(html, deduplicate=False, **kw)
+    finally:
+        m.delete_by_link_density = saved
+    assert {"div", "list", "p", "head", "quote"} <= set(seen)
+
+
+def test_a_link_is_read_once_per_loop() -> None:
+    """Nested blocks of one sidebar: trafilatura reads the ten links' text once per ancestor
+    that holds more than four links; the loop reads each once."""
+    eh.prepare("trafilatura")
+    import trafilatura.htmlprocessing as h
+    from lxml import html as lhtml
+
+    links = "".join(f"<ref>link number {i}</ref> " for i in range(10))
+    page = "<body>" + "<div>" * 6 + links + "</div>" * 6 + "</body>"
+    calls: list[str] = []
+    trim = h.trim
+
+    def counting(text: str) -> str:
+        calls.append(text)
+        return trim(text)
+
+    def reads(loop: Any) -> int:
+        calls.clear()
+        h.trim = counting
+        try:
+            loop(lhtml.fromstring(page), "div", True)
+        finally:
+            h.trim = trim
+        return sum(re.fullmatch(r"link number \d", c) is not None for c in calls)
+
+    with link_density.stock():
+        import trafilatura.main_extractor as m
+
+        assert reads(m.delete_by_link_density) == 60
+    assert reads(link_density.delete_by_link_density) == 10
+
+
+def test_another_trafilatura_keeps_its_own_loop() -> None:
+    eh.prepare("trafilatura")
+    import trafilatura.main_extractor as m
+
+    with link_density.stock():
+        assert link_density.install(loop_sources={"collect_link_info": "def f(): ..."})
+        assert not link_density.loop_installed()
+        assert m.delete_by_link_density is not link_density.delete_by_link_density

@@ -560,7 +560,7 @@ def _strip_spans(el: Any) -> None:
     9 s to extract, 2 s for every ``itertext()``. The runs are gathered here from the spans'
     own strings before stripping (one node each, read in linear time) and set back after it:
     every element, text and tail reads as ``strip_tags`` leaves them."""
-    from lxml.etree import strip_tags
+    from lxml.etree import Element, strip_tags
 
     fixes: list[tuple[Any, bool, list[str]]] = []  # (node, its tail?, the run's strings)
 
@@ -588,12 +588,15 @@ def _strip_spans(el: Any) -> None:
 
     container(el)
     strip_tags(el, "span")
+    probe = Element("p")
     for node, tail, parts in fixes:
         if len(parts) > 1:  # one string is one text node already
-            try:
-                setattr(node, "tail" if tail else "text", "".join(parts))
+            joined = "".join(parts)
+            try:  # lxml removes the old text before it checks the new: tried aside first
+                probe.text = joined
             except ValueError:  # "&#26;" parses to U+001A, which lxml refuses to set back
-                pass  # the run stays as strip_tags left it: the same strings, read slowly
+                continue  # the run stays as strip_tags left it: the same strings, read slowly
+            setattr(node, "tail" if tail else "text", joined)
 
 
 def _prepare_tree(tree: object, shape: bool, html: str, post_meta: bool = False,

@@ -33,6 +33,10 @@ class DocFeatures:
     def __init__(self, text: str) -> None:
         self.text = text
 
+    def known(self, name: str) -> bool:
+        """Whether the feature ``name`` (``words``...) has been computed already."""
+        return name in self.__dict__
+
     @cached_property
     def words(self) -> list[str]:
         """All tokens: words, punctuation runs, no-space-script characters."""

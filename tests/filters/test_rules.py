@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import functools
 import random
 import re
 
@@ -367,3 +368,86 @@ def test_alpha_token_count_equals_a_search_per_token(text: str) -> None:
 def test_alpha_token_count_on_any_text(text: str) -> None:
     f = DocFeatures(text)
     assert f.n_alpha_words == sum(1 for w in f.words if _LETTER.search(w))
+
+
+@functools.cache
+def _gold_texts() -> list[str]:
+    """Real web texts: the main text of the 630 gold pages (bench/extraction_quality.py) as
+    they are and as c4_quality (FineWeb's setting) rewrites them, the text FineWeb's rules read."""
+    import os
+    import sys
+
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "bench"))
+    from extraction_quality import load_gold
+
+    c4 = C4Quality.from_params({"filter_no_terminal_punct": False})
+    texts = [p.gold for p in load_gold("all")]
+    return texts + [t for t in map(lambda t: c4.clean(t)[0], texts) if t]
+
+
+#: Near FineWeb's list limit (0.3 newlines a token): whitespace chunks of several tokens
+#: (``a,b``: three tokens, one chunk), where the chunk bound fails and the exact count passes.
+_LISTS = ["\n".join(" ".join(["w"] * k) for _ in range(n)) for k in (2, 3, 4) for n in (1, 9, 40)
+          ] + ["\n".join("a,b c,d" for _ in range(n)) for n in (1, 30)] + [
+          "\n".join("x.y/z" for _ in range(10)), "\n\n\n", "a\n", "日本語の\n文です\n" * 5]
+
+
+def test_fineweb_decides_like_datatrove_on_real_texts(datatrove_with_our_tokenizer) -> None:
+    """FineWeb's rules keep and reject what datatrove's FineWebQualityFilter does on real
+    texts and on lists around the list limit (the list rule passes most texts from a bound
+    of its value, newlines / whitespace chunks, and counts tokens only when that is over)."""
+    ours, ref = FineWebQuality.from_params({}), dt_fw.FineWebQualityFilter()
+    reasons = set()
+    for i, text in enumerate(_gold_texts() + _LISTS):
+        mine = ours.check(Document(str(i), text))
+        theirs = ref.filter(DTDoc(text=text, id=str(i)))
+        assert (mine is None) == (theirs is True), text[:200]
+        reasons.add(mine)
+    assert {None, "fineweb_quality:list_ratio", "fineweb_quality:line_punct_ratio"} <= reasons
+
+
+@pytest.mark.parametrize("max_ratio", [0.0, 0.1, 0.3, 0.5, 1.0])
+def test_list_ratio_bound_decides_as_the_value(max_ratio: float) -> None:
+    """``passes`` (the bound, then the exact value) equals ``ok(value)`` on real texts and
+    lists; on most real texts it decides without splitting the text into tokens."""
+    rule = R.NewlineRatio(max_ratio=max_ratio)
+    texts = _gold_texts() + _LISTS
+    unsplit = 0
+    for text in texts:
+        f = DocFeatures(text)
+        got = rule.passes(f)
+        unsplit += not f.known("words")
+        assert got == rule.ok(rule.value(DocFeatures(text))), text[:200]
+    if max_ratio == 0.3:
+        assert unsplit > len(texts) * 0.9
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(), st.sampled_from([0.0, 0.05, 0.3, 0.5, 1.0]))
+def test_list_ratio_bound_on_any_text(text: str, max_ratio: float) -> None:
+    """Each whitespace chunk holds at least one token, so newlines / chunks is never below
+    the value, for any text (controls, lone combining marks, no-space scripts...)."""
+    assert len(text.split()) <= len(split_words(text))
+    rule = R.NewlineRatio(max_ratio=max_ratio)
+    assert rule.passes(DocFeatures(text)) == rule.ok(rule.value(DocFeatures(text)))
+
+
+def test_fineweb_keeps_real_texts_without_splitting_their_tokens() -> None:
+    """The point of the bound: in FineWeb's chain (after c4_quality's rewrite, whose tokens
+    nothing else reads) a kept text is not split into tokens; annotate still records the
+    exact value."""
+    from curator.filters.presets import features_of
+
+    stage = FineWebQuality.from_params({})
+    kept = unsplit = 0
+    for i, text in enumerate(_gold_texts()[:300]):
+        doc = Document(str(i), text, {})
+        if stage.check(doc) is None:
+            kept += 1
+            unsplit += "words" not in features_of(doc.text).__dict__
+    # the rest: texts of no-space scripts (Japanese: few chunks, many tokens), split as before
+    assert kept > 50 and unsplit > 0.9 * kept
+    text = "\n".join(["A sentence, with words in it, ends here."] * 3)
+    doc = Document("a", text, {})
+    FineWebQuality.from_params({"mode": "annotate"}).check(doc)
+    assert doc.meta["signals"]["fineweb_quality:list_ratio"] == round(2 / len(split_words(text)), 4)

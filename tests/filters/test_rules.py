@@ -4,6 +4,7 @@ import functools
 import random
 import re
 
+import numpy as np
 import pytest
 from datatrove.data import Document as DTDoc
 from datatrove.pipeline.filters import c4_filters as dt_c4
@@ -339,12 +340,12 @@ def test_presets_in_a_row_share_one_documents_features() -> None:
     doc = Document("d", PROSE, {})
     GopherRepetition().check(doc)
     shared = features_of(doc.text)
-    assert "word_hashes" in shared.__dict__  # computed by gopher_repetition
+    assert "word_ids" in shared.__dict__  # computed by gopher_repetition
     assert features_of(doc.text) is shared
     changed = "".join(list(doc.text))  # equal content, another object
     assert changed == doc.text and changed is not doc.text
     fresh = features_of(changed)
-    assert fresh is not shared and "word_hashes" not in fresh.__dict__
+    assert fresh is not shared and "word_ids" not in fresh.__dict__
     for stage in (GopherRepetition(), GopherQuality(), FineWebQuality()):
         assert stage.check(doc) == stage.check(Document("f", changed, {}))
 
@@ -451,3 +452,86 @@ def test_fineweb_keeps_real_texts_without_splitting_their_tokens() -> None:
     doc = Document("a", text, {})
     FineWebQuality.from_params({"mode": "annotate"}).check(doc)
     assert doc.meta["signals"]["fineweb_quality:list_ratio"] == round(2 / len(split_words(text)), 4)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(["a", "b", "c", "dd", "e.", "日"]), max_size=80),
+       st.permutations(list(range(1, 8))))
+def test_ngram_counts_equal_datatrove_in_any_order(words, order) -> None:
+    """Top and duplicated n-grams for n = 1..7 asked in any order of one DocFeatures (sizes
+    grouped in full, from the previous size's repeated positions, or alone from the positions
+    whose bigrams all repeat) count what datatrove's string n-grams count."""
+    text = " ".join(words)
+    f = DocFeatures(text)
+    words = f.words  # "e." is two tokens
+    for n in order:
+        grams = dt_gr.get_n_grams(words, n)
+        top = dt_gr.find_top_duplicate(grams) if grams else 0
+        dup = dt_gr.find_all_duplicate(words, n)
+        assert f.top_ngram_chars(n) == top and f.duplicate_ngram_chars(n) == dup
+        # alone on fresh features (a top_ngram_filter / dup_ngram_filter stage by itself)
+        assert DocFeatures(text).top_ngram_chars(n) == top
+        assert DocFeatures(text).duplicate_ngram_chars(n) == dup
+
+
+def test_ngram_groups_are_string_equality() -> None:
+    """n-grams are grouped by their tokens, not by a hash of them: the group numbers of
+    ``ngrams`` and ``repeats`` partition the positions exactly as the n-gram strings do."""
+    for text in [r["text"] for r in CORPUS[:60]] + _gold_texts()[:60]:
+        f = DocFeatures(text)
+        w = f.words
+        for n in (1, 2, 3, 5):
+            grams = dt_gr.get_n_grams(w, n)
+            ids, first, counts, _ = f.ngrams(n)
+            assert len(ids) == len(grams)
+            by_gram = dict(zip(grams, ids.tolist()))
+            assert len(by_gram) == len(counts) and [by_gram[g] for g in grams] == ids.tolist()
+            assert [grams.index(g) for g in grams] == first[ids].tolist()
+        for n in (3, 4, 6):
+            pos, ids, first = f.repeats(n)
+            grams = dt_gr.get_n_grams(w, n)
+            seen = {g: grams.count(g) for g in set(grams)}
+            assert pos.tolist() == [i for i, g in enumerate(grams) if seen[g] > 1]
+            groups = {}
+            for p, g in zip(pos.tolist(), ids.tolist()):
+                groups.setdefault(grams[p], set()).add(g)
+            assert all(len(v) == 1 for v in groups.values()) and len(groups) == len(first)
+
+
+def test_repetition_on_real_texts_equals_datatrove() -> None:
+    """Every repetition measure of gopher_repetition (in its order, no rule skipped) on real
+    web texts equals datatrove's functions."""
+    for text in _gold_texts()[::2]:
+        f = DocFeatures(text)
+        w = f.words
+        for n in (2, 3, 4):
+            grams = dt_gr.get_n_grams(w, n)
+            assert f.top_ngram_chars(n) == (dt_gr.find_top_duplicate(grams) if grams else 0)
+        for n in range(5, 11):
+            assert f.duplicate_ngram_chars(n) == dt_gr.find_all_duplicate(w, n)
+
+
+def test_repetition_sorts_all_positions_once(monkeypatch) -> None:
+    """The point of the repeated-position chain: gopher_repetition sorts all of a kept
+    text's positions once (bigrams); trigrams and up sort only the positions whose smaller
+    n-gram repeats (it sorted all of them for 2-, 3- and 4-grams before)."""
+    from curator.filters import features
+
+    sizes: list[int] = []
+    unique = np.unique
+
+    def counted(a, *args, **kw):
+        sizes.append(len(a))
+        return unique(a, *args, **kw)
+
+    monkeypatch.setattr(features.np, "unique", counted)
+    stage = GopherRepetition()
+    kept = 0
+    for i, text in enumerate(_gold_texts()[:40]):
+        sizes.clear()
+        if stage.check(Document(str(i), text, {})) is None:
+            kept += 1
+            n_words = len(split_words(text))
+            assert sizes.count(n_words - 1) == 1, sizes  # the bigrams
+            assert max(sizes[1:], default=0) < n_words - 2
+    assert kept > 10

@@ -126,7 +126,7 @@ class WordCount(HeuristicRule):
         """Most words kept."""
 
     def value(self, f: DocFeatures) -> float:
-        return len(f.alnum_words)
+        return f.n_alnum_words
 
     def ok(self, v: float) -> bool:
         return self.min_words <= v <= self.max_words
@@ -146,8 +146,7 @@ class MeanWordLength(HeuristicRule):
         """Largest mean word length kept (characters)."""
 
     def value(self, f: DocFeatures) -> float:
-        w = f.alnum_words
-        return _ratio(sum(map(len, w)), len(w))
+        return _ratio(f.alnum_chars, f.n_alnum_words)
 
     def ok(self, v: float) -> bool:
         return self.min_length <= v <= self.max_length

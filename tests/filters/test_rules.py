@@ -535,3 +535,56 @@ def test_repetition_sorts_all_positions_once(monkeypatch) -> None:
             assert sizes.count(n_words - 1) == 1, sizes  # the bigrams
             assert max(sizes[1:], default=0) < n_words - 2
     assert kept > 10
+
+
+def _word_counts(f: DocFeatures) -> tuple[int, int, int]:
+    """The counts as lists give them: a ``\\w`` match and a letter search per token."""
+    alnum = [w for w in f.words if re.match(r"\w", w)]
+    return len(alnum), sum(map(len, alnum)), sum(1 for w in f.words if _LETTER.search(w))
+
+
+@pytest.mark.parametrize("text", [_ODD_TOKENS, "", "   ", "1 2 3", "a", "3rd _x ² ½x ٣a"] + [
+    r["text"] for r in CORPUS[::25]])
+def test_word_counts_from_first_characters(text: str) -> None:
+    """``n_alnum_words``, ``alnum_chars`` and ``n_alpha_words`` (the token's first character
+    classified for all tokens at once) equal the counts over the token lists."""
+    f = DocFeatures(text)
+    assert (f.n_alnum_words, f.alnum_chars, f.n_alpha_words) == _word_counts(f)
+    assert f.n_alnum_words == len(f.alnum_words)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text())
+def test_word_counts_from_first_characters_on_any_text(text: str) -> None:
+    f = DocFeatures(text)
+    assert (f.n_alnum_words, f.alnum_chars, f.n_alpha_words) == _word_counts(f)
+
+
+def test_first_characters_of_every_code_point() -> None:
+    """Every code point (surrogates included) as a token's first character, alone and before
+    a letter and a digit: classified as ``re`` classifies it."""
+    chars = [chr(c) for c in range(0x110000) if not chr(c).isspace()]
+    for tail in ("", "a1"):
+        f = DocFeatures(" ".join(c + tail for c in chars))
+        word, letter = f.first_chars
+        assert len(word) == len(f.words) >= len(chars)
+        assert word.tolist() == [re.match(r"\w", w) is not None for w in f.words]
+        assert letter.tolist() == [_LETTER.match(w) is not None for w in f.words]
+        assert (f.n_alnum_words, f.alnum_chars, f.n_alpha_words) == _word_counts(f)
+
+
+def test_gopher_quality_counts_words_without_their_list() -> None:
+    """The point of the first-character counts: gopher_quality decides on real texts (the
+    same decisions as datatrove's filter above) without building the list of word tokens."""
+    from curator.filters.presets import features_of
+
+    stage = GopherQuality()
+    decided = 0
+    for i, text in enumerate(_gold_texts()[:200]):
+        doc = Document(str(i), text, {})
+        stage.check(doc)
+        f = features_of(doc.text)
+        if "n_alpha_words" in f.__dict__:  # got to the alpha_words rule
+            decided += 1
+            assert "alnum_words" not in f.__dict__
+    assert decided > 50

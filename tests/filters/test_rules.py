@@ -3,6 +3,7 @@ from __future__ import annotations
 import functools
 import random
 import re
+from collections import Counter
 
 import numpy as np
 import pytest
@@ -486,11 +487,14 @@ def test_ngram_groups_are_string_equality() -> None:
             assert len(ids) == len(grams)
             by_gram = dict(zip(grams, ids.tolist()))
             assert len(by_gram) == len(counts) and [by_gram[g] for g in grams] == ids.tolist()
-            assert [grams.index(g) for g in grams] == first[ids].tolist()
+            first_at: dict[str, int] = {}
+            for i, g in enumerate(grams):
+                first_at.setdefault(g, i)
+            assert [first_at[g] for g in grams] == first[ids].tolist()
         for n in (3, 4, 6):
             pos, ids, first = f.repeats(n)
             grams = dt_gr.get_n_grams(w, n)
-            seen = {g: grams.count(g) for g in set(grams)}
+            seen = Counter(grams)
             assert pos.tolist() == [i for i, g in enumerate(grams) if seen[g] > 1]
             groups = {}
             for p, g in zip(pos.tolist(), ids.tolist()):

@@ -25,7 +25,7 @@ from curator.core.context import ShardContext
 from curator.core.document import Document
 from curator.core.params import PositiveFloat, Ratio, StageParams
 from curator.core.stage import ShardStage
-from curator.extract import resume
+from curator.extract import justext_classify, resume
 from curator.extract.timeout import ExtractTimeout, time_limit
 
 Extractor = Literal["trafilatura", "resiliparse", "justext"]
@@ -847,6 +847,7 @@ def _fast_class_lookup() -> None:
     from curator.extract.repair import install as repair_only_where_needed
 
     HTML_PARSER.set_element_class_lookup(html_class_lookup())
+    justext_classify.install()  # jusText's paragraph text read once (justext_classify.py)
     install()  # its discard XPaths without re:test callbacks (curator/extract/discard.py)
     _skip_defensive_copy()
     skip_unread_backup()  # no backup tree where nothing reads it (curator/extract/copies.py)

@@ -10,21 +10,20 @@ from __future__ import annotations
 import re
 from bisect import bisect_right
 from functools import cached_property
-from operator import methodcaller
+from operator import itemgetter
 
 import numpy as np
-import xxhash
 
 from curator.text.words import split_words
 
 _PARA = re.compile(r"\n{2,}")
 _LINES = re.compile(r"\n+")
 _WORD_START = re.compile(r"\w").match
-#: From a token's first letter to its end: no token holds whitespace (curator.text.words), so
-#: over the tokens joined by spaces there is one match per token that holds a letter.
-_ALPHA_TOKEN = re.compile(r"[^\W\d_]\S*")
-_MULT = np.uint64(0x100000001B3)
-_ENCODE = methodcaller("encode", "utf-8", "surrogatepass")  # lone surrogates must not crash
+_LETTER = re.compile(r"[^\W\d_]")
+_FIRST = itemgetter(0)
+#: re's verdicts on the code points below 256: word character (``\w``), letter (``[^\W\d_]``).
+_LATIN1_WORD = np.array([_WORD_START(chr(c)) is not None for c in range(256)])
+_LATIN1_LETTER = np.array([_LETTER.match(chr(c)) is not None for c in range(256)])
 
 
 class DocFeatures:
@@ -32,6 +31,10 @@ class DocFeatures:
 
     def __init__(self, text: str) -> None:
         self.text = text
+
+    def known(self, name: str) -> bool:
+        """Whether the feature ``name`` (``words``...) has been computed already."""
+        return name in self.__dict__
 
     @cached_property
     def words(self) -> list[str]:
@@ -44,17 +47,53 @@ class DocFeatures:
         return list(filter(_WORD_START, self.words))
 
     @cached_property
-    def n_alpha_words(self) -> int:
-        """Number of tokens containing a letter: one regex pass over the tokens joined by
-        spaces, not a search per token (a third of ``gopher_quality``'s CPU)."""
-        return len(_ALPHA_TOKEN.findall(" ".join(self.words)))
+    def first_chars(self) -> tuple[np.ndarray, np.ndarray]:
+        r"""Per token, whether its first character is a word character (``\w``: the tokens of
+        :attr:`alnum_words`) and whether it is a letter (``[^\W\d_]``), as ``re`` decides:
+        a table of its verdicts below U+0100, ``re`` itself once per distinct character above.
+        Vectorised over the tokens' first characters instead of a regex call per token."""
+        w = self.words
+        codes = np.frombuffer("".join(map(_FIRST, w)).encode("utf-32-le", "surrogatepass"),
+                              dtype=np.uint32)
+        low = np.minimum(codes, 255)
+        word, letter = _LATIN1_WORD[low], _LATIN1_LETTER[low]
+        high = codes > 255
+        if high.any():
+            chars, inv = np.unique(codes[high], return_inverse=True)
+            cs = [chr(c) for c in chars.tolist()]
+            word[high] = np.array([_WORD_START(c) is not None for c in cs])[inv]
+            letter[high] = np.array([_LETTER.match(c) is not None for c in cs])[inv]
+        return word, letter
 
     @cached_property
-    def word_hashes(self) -> np.ndarray:
-        """64-bit hash of every token (xxh64, computed by C-level ``map``)."""
+    def n_alnum_words(self) -> int:
+        """``len(alnum_words)``, without the list."""
+        return int(self.first_chars[0].sum())
+
+    @cached_property
+    def alnum_chars(self) -> int:
+        """Characters of :attr:`alnum_words` (``sum(map(len, alnum_words))``), without the list."""
+        return int(np.diff(self.word_len_cumsum)[self.first_chars[0]].sum())
+
+    @cached_property
+    def n_alpha_words(self) -> int:
+        r"""Number of tokens containing a letter. A token that starts with a letter holds one;
+        one that starts with another word character (a digit, ``_``) is searched; the rest
+        (punctuation runs, a no-space script's non-word character) hold no ``\w`` at all."""
+        word, letter = self.first_chars
         w = self.words
-        return np.fromiter(map(xxhash.xxh64_intdigest, map(_ENCODE, w)),
-                           dtype=np.uint64, count=len(w))
+        others = np.flatnonzero(word & ~letter).tolist()
+        return int(letter.sum()) + sum(1 for i in others if _LETTER.search(w[i]))
+
+    @cached_property
+    def word_ids(self) -> np.ndarray:
+        """A number per token, equal for equal tokens only: the position where the token
+        first occurs (``dict.setdefault`` in a C-level ``map``; no hashing to 64 bits, so
+        n-grams below are grouped by equality, as datatrove groups its string n-grams)."""
+        w = self.words
+        first: dict[str, int] = {}
+        return np.fromiter(map(first.setdefault, w, range(len(w))), dtype=np.int64,
+                           count=len(w))
 
     @cached_property
     def word_len_cumsum(self) -> np.ndarray:
@@ -82,106 +121,127 @@ class DocFeatures:
 
     def ngrams(self, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Token n-grams as ``(ids, first, counts, chars)``: ``ids[i]`` numbers the distinct
-        n-gram at position ``i`` (in hash order), ``first[g]`` and
-        ``counts[g]`` are the first position and count of n-gram ``g``, ``chars[i]`` the
-        characters of the n-gram at ``i`` without separators. Vectorised; once per ``n``."""
+        n-gram at position ``i``, ``first[g]`` and ``counts[g]`` are the first position and
+        count of n-gram ``g``, ``chars[i]`` the characters of the n-gram at ``i`` without
+        separators. Vectorised; once per ``n``.
+
+        An n-gram's key is exact, not a hash: ``(n-1)-gram number * tokens + token id``
+        (below ``tokens**2``, which fits in 64 bits), for bigrams the two token ids."""
         cache = self.__dict__.setdefault("_ngrams", {})
         got = cache.get(n)
         if got is None:
-            wh = self.word_hashes
-            m = len(wh) - n + 1
+            wid = self.word_ids
+            size = len(wid)
+            m = size - n + 1
             if m <= 0:
                 e = np.empty(0, dtype=np.int64)
                 got = (e, e, e, e)
             else:
-                h = np.zeros(m, dtype=np.uint64)
-                with np.errstate(over="ignore"):
-                    for j in range(n):
-                        h = h * _MULT + wh[j:j + m]
-                _, first, ids, counts = np.unique(h, return_index=True, return_inverse=True,
+                if n == 1:
+                    key = wid
+                elif n == 2:
+                    key = wid[:-1] * size + wid[1:]
+                else:
+                    key = self.ngrams(n - 1)[0][:m] * size + wid[n - 1:]
+                _, first, ids, counts = np.unique(key, return_index=True, return_inverse=True,
                                                   return_counts=True)
                 c = self.word_len_cumsum
                 got = (ids, first, counts, c[n:n + m] - c[:m])
-                self.__dict__.setdefault("_nhash", {})[n] = h
             cache[n] = got
         return got
 
-    def repeats(self, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """The positions whose token n-gram occurs more than once, as ``(pos, hashes, ids,
-        first)``: sorted positions, their n-gram hashes, a group number per position and the
-        first position of each group.
+    def repeats(self, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The positions whose token n-gram occurs more than once, as ``(pos, ids, first)``:
+        sorted positions, a group number per position (0, 1, ... for the distinct n-grams
+        among them) and the first position of each group.
 
-        Only a position whose (n-1)-gram repeats can start a repeated n-gram, so once some
-        size has been hashed in full (:meth:`ngrams`), each larger size extends the hashes
-        of the previous size's repeated positions by one token (the same recurrence as
-        :meth:`ngrams`) and sorts those alone, usually a small share of the text: the
-        Gopher rules for n = 5..10 then cost about one full pass instead of six."""
+        Only a position whose (n-1)-gram repeats can start a repeated n-gram, so each size
+        above the last one grouped in full (:meth:`ngrams`; bigrams when none was) extends
+        the previous size's repeated positions by one token (key: group number * tokens +
+        token id, exact as in :meth:`ngrams`) and sorts those alone, usually a small share of
+        the text: the Gopher rules for n = 3..10 then cost about one full pass instead of
+        eight. A size asked first (a rule alone) starts from the positions whose bigrams all
+        repeat."""
         cache = self.__dict__.setdefault("_repeats", {})
         got = cache.get(n)
         if got is not None:
             return got
-        wh = self.word_hashes
-        m = len(wh) - n + 1
+        full = self.__dict__.get("_ngrams", {})
+        size = len(self.words)
+        m = size - n + 1
         if m <= 0:
             e = np.empty(0, dtype=np.int64)
-            got = (e, np.empty(0, dtype=np.uint64), e, e)
-        elif n - 1 in cache or n - 1 in self.__dict__.get("_ngrams", {}):
-            if n - 1 in cache:
-                ppos, ph = cache[n - 1][:2]
-            else:
-                pids, _, pcounts, _ = self.ngrams(n - 1)
-                ppos = np.flatnonzero(pcounts[pids] > 1)
-                ph = self.__dict__["_nhash"][n - 1][ppos]
-            keep = ppos < m
-            ppos, ph = ppos[keep], ph[keep]
-            with np.errstate(over="ignore"):
-                h = ph * _MULT + wh[ppos + (n - 1)]
-            got = self._grouped(ppos, h)
-        else:
+            got = (e, e, e)
+        elif n in full or n <= 2:
             ids, _, counts, _ = self.ngrams(n)
             pos = np.flatnonzero(counts[ids] > 1)
-            got = self._grouped(pos, self.__dict__["_nhash"][n][pos])
+            got = self._grouped(pos, ids[pos])
+        elif any(k in cache or k in full for k in range(2, n)):
+            if n - 1 in cache or n - 1 not in full:
+                ppos, pids, _ = self.repeats(n - 1)
+            else:
+                pids, _, pcounts, _ = full[n - 1]
+                ppos = np.flatnonzero(pcounts[pids] > 1)
+                pids = pids[ppos]
+            keep = ppos < m
+            ppos, pids = ppos[keep], pids[keep]
+            got = self._grouped(ppos, pids * size + self.word_ids[ppos + (n - 1)])
+        else:
+            # Nothing smaller known (a dup_ngram_filter alone): a repeated n-gram repeats
+            # each of its bigrams, so only positions whose next n-1 bigrams all repeat are
+            # grouped, their keys built token by token.
+            ids, _, counts, _ = self.ngrams(2)
+            run = np.concatenate(([0], np.cumsum(counts[ids] > 1)))
+            pos = np.flatnonzero(run[n - 1:n - 1 + m] - run[:m] == n - 1)
+            wid = self.word_ids
+            key = ids[pos]
+            for j in range(2, n):
+                key = np.unique(key, return_inverse=True)[1] * size + wid[pos + j]
+            got = self._grouped(pos, key)
         cache[n] = got
         return got
 
     @staticmethod
-    def _grouped(pos: np.ndarray, h: np.ndarray
-                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """``repeats`` of the candidate positions ``pos`` (sorted) with n-gram hashes ``h``:
-        those whose hash occurs at least twice among them."""
+    def _grouped(pos: np.ndarray, key: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``repeats`` of the candidate positions ``pos`` (sorted) with n-gram keys ``key``:
+        those whose key occurs at least twice among them."""
         if not len(pos):
-            return pos, h, pos, pos
-        _, first, ids, counts = np.unique(h, return_index=True, return_inverse=True,
+            return pos, pos, pos
+        _, first, ids, counts = np.unique(key, return_index=True, return_inverse=True,
                                           return_counts=True)
         keep = counts[ids] > 1
         if not keep.all():
-            pos, h = pos[keep], h[keep]
+            pos, key = pos[keep], key[keep]
             if not len(pos):
-                return pos, h, pos, pos
-            _, first, ids = np.unique(h, return_index=True, return_inverse=True)
-        return pos, h, ids, pos[first]
-
-    def has_repeated_ngram(self, n: int) -> bool:
-        """Whether some token n-gram occurs twice (no repeated n-gram means none for any
-        larger n either, which lets repetition rules skip work)."""
-        known = self.__dict__.setdefault("_no_repeat_from", None)
-        if known is not None and n >= known:
-            return False
-        ids, first, _, _ = self.ngrams(n)
-        rep = len(first) < len(ids)
-        if not rep and (known is None or n < known):
-            self.__dict__["_no_repeat_from"] = n
-        return rep
+                return pos, pos, pos
+            _, first, ids = np.unique(key, return_index=True, return_inverse=True)
+        return pos, ids, pos[first]
 
     def top_ngram_chars(self, n: int) -> int:
         """Characters covered by all occurrences of the most frequent n-gram, separators
-        included (ties: the n-gram seen first, like ``Counter.most_common``)."""
-        ids, first, counts, chars = self.ngrams(n)
-        if not len(ids):
+        included (ties: the n-gram seen first, like ``Counter.most_common``).
+
+        Above bigrams (and when this size was not grouped in full) only the repeated
+        n-grams (:meth:`repeats`) are grouped: the most frequent is one of them, or, when
+        none repeats, every n-gram occurs once and the first one (position 0) is the top."""
+        if n <= 2 or n in self.__dict__.get("_ngrams", {}):
+            ids, first, counts, chars = self.ngrams(n)
+            if not len(ids):
+                return 0
+            top = np.flatnonzero(counts == counts.max())
+            g = top[np.argmin(first[top])]
+            return int((chars[first[g]] + n - 1) * counts[g])
+        if len(self.words) < n:
             return 0
+        pos, ids, first = self.repeats(n)
+        c = self.word_len_cumsum
+        if not len(pos):
+            return int(c[n] - c[0] + n - 1)
+        counts = np.bincount(ids)
         top = np.flatnonzero(counts == counts.max())
         g = top[np.argmin(first[top])]
-        return int((chars[first[g]] + n - 1) * counts[g])
+        p = first[g]
+        return int((c[p + n] - c[p] + n - 1) * counts[g])
 
     def duplicate_ngram_chars(self, n: int) -> int:
         """Characters in n-grams that repeat an earlier *counted* n-gram, scanning left to
@@ -190,7 +250,7 @@ class DocFeatures:
         Only positions whose n-gram occurred before can be repeats, so the scan visits those
         alone; an earlier occurrence counts as seen unless it lay inside a jumped-over span.
         """
-        pos, _, ids, first = self.repeats(n)
+        pos, ids, first = self.repeats(n)
         if not len(pos):
             return 0
         later = first[ids] < pos  # not the first occurrence

@@ -91,7 +91,7 @@ class HeuristicPreset(Filter):
         f = features_of(doc.text)
         if not self.annotate:
             for reason, rule in self.rules:
-                if not rule.ok(rule.value(f)):
+                if not rule.passes(f):
                     return reason
             return None
         signals = doc.meta.setdefault("signals", {})

@@ -1,8 +1,11 @@
 from __future__ import annotations
 
+import functools
 import random
 import re
+from collections import Counter
 
+import numpy as np
 import pytest
 from datatrove.data import Document as DTDoc
 from datatrove.pipeline.filters import c4_filters as dt_c4
@@ -338,12 +341,12 @@ def test_presets_in_a_row_share_one_documents_features() -> None:
     doc = Document("d", PROSE, {})
     GopherRepetition().check(doc)
     shared = features_of(doc.text)
-    assert "word_hashes" in shared.__dict__  # computed by gopher_repetition
+    assert "word_ids" in shared.__dict__  # computed by gopher_repetition
     assert features_of(doc.text) is shared
     changed = "".join(list(doc.text))  # equal content, another object
     assert changed == doc.text and changed is not doc.text
     fresh = features_of(changed)
-    assert fresh is not shared and "word_hashes" not in fresh.__dict__
+    assert fresh is not shared and "word_ids" not in fresh.__dict__
     for stage in (GopherRepetition(), GopherQuality(), FineWebQuality()):
         assert stage.check(doc) == stage.check(Document("f", changed, {}))
 
@@ -367,3 +370,225 @@ def test_alpha_token_count_equals_a_search_per_token(text: str) -> None:
 def test_alpha_token_count_on_any_text(text: str) -> None:
     f = DocFeatures(text)
     assert f.n_alpha_words == sum(1 for w in f.words if _LETTER.search(w))
+
+
+@functools.cache
+def _gold_texts() -> list[str]:
+    """Real web texts: the main text of the 630 gold pages (bench/extraction_quality.py) as
+    they are and as c4_quality (FineWeb's setting) rewrites them, the text FineWeb's rules read."""
+    import os
+    import sys
+
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "bench"))
+    from extraction_quality import load_gold
+
+    c4 = C4Quality.from_params({"filter_no_terminal_punct": False})
+    texts = [p.gold for p in load_gold("all")]
+    return texts + [t for t in map(lambda t: c4.clean(t)[0], texts) if t]
+
+
+#: Near FineWeb's list limit (0.3 newlines a token): whitespace chunks of several tokens
+#: (``a,b``: three tokens, one chunk), where the chunk bound fails and the exact count passes.
+_LISTS = ["\n".join(" ".join(["w"] * k) for _ in range(n)) for k in (2, 3, 4) for n in (1, 9, 40)
+          ] + ["\n".join("a,b c,d" for _ in range(n)) for n in (1, 30)] + [
+          "\n".join("x.y/z" for _ in range(10)), "\n\n\n", "a\n", "日本語の\n文です\n" * 5]
+
+
+def test_fineweb_decides_like_datatrove_on_real_texts(datatrove_with_our_tokenizer) -> None:
+    """FineWeb's rules keep and reject what datatrove's FineWebQualityFilter does on real
+    texts and on lists around the list limit (the list rule passes most texts from a bound
+    of its value, newlines / whitespace chunks, and counts tokens only when that is over)."""
+    ours, ref = FineWebQuality.from_params({}), dt_fw.FineWebQualityFilter()
+    reasons = set()
+    for i, text in enumerate(_gold_texts() + _LISTS):
+        mine = ours.check(Document(str(i), text))
+        theirs = ref.filter(DTDoc(text=text, id=str(i)))
+        assert (mine is None) == (theirs is True), text[:200]
+        reasons.add(mine)
+    assert {None, "fineweb_quality:list_ratio", "fineweb_quality:line_punct_ratio"} <= reasons
+
+
+@pytest.mark.parametrize("max_ratio", [0.0, 0.1, 0.3, 0.5, 1.0])
+def test_list_ratio_bound_decides_as_the_value(max_ratio: float) -> None:
+    """``passes`` (the bound, then the exact value) equals ``ok(value)`` on real texts and
+    lists; on most real texts it decides without splitting the text into tokens."""
+    rule = R.NewlineRatio(max_ratio=max_ratio)
+    texts = _gold_texts() + _LISTS
+    unsplit = 0
+    for text in texts:
+        f = DocFeatures(text)
+        got = rule.passes(f)
+        unsplit += not f.known("words")
+        assert got == rule.ok(rule.value(DocFeatures(text))), text[:200]
+    if max_ratio == 0.3:
+        assert unsplit > len(texts) * 0.9
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(), st.sampled_from([0.0, 0.05, 0.3, 0.5, 1.0]))
+def test_list_ratio_bound_on_any_text(text: str, max_ratio: float) -> None:
+    """Each whitespace chunk holds at least one token, so newlines / chunks is never below
+    the value, for any text (controls, lone combining marks, no-space scripts...)."""
+    assert len(text.split()) <= len(split_words(text))
+    rule = R.NewlineRatio(max_ratio=max_ratio)
+    assert rule.passes(DocFeatures(text)) == rule.ok(rule.value(DocFeatures(text)))
+
+
+def test_fineweb_keeps_real_texts_without_splitting_their_tokens() -> None:
+    """The point of the bound: in FineWeb's chain (after c4_quality's rewrite, whose tokens
+    nothing else reads) a kept text is not split into tokens; annotate still records the
+    exact value."""
+    from curator.filters.presets import features_of
+
+    stage = FineWebQuality.from_params({})
+    kept = unsplit = 0
+    for i, text in enumerate(_gold_texts()[:300]):
+        doc = Document(str(i), text, {})
+        if stage.check(doc) is None:
+            kept += 1
+            unsplit += "words" not in features_of(doc.text).__dict__
+    # the rest: texts of no-space scripts (Japanese: few chunks, many tokens), split as before
+    assert kept > 50 and unsplit > 0.9 * kept
+    text = "\n".join(["A sentence, with words in it, ends here."] * 3)
+    doc = Document("a", text, {})
+    FineWebQuality.from_params({"mode": "annotate"}).check(doc)
+    assert doc.meta["signals"]["fineweb_quality:list_ratio"] == round(2 / len(split_words(text)), 4)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(["a", "b", "c", "dd", "e.", "日"]), max_size=80),
+       st.permutations(list(range(1, 8))))
+def test_ngram_counts_equal_datatrove_in_any_order(words, order) -> None:
+    """Top and duplicated n-grams for n = 1..7 asked in any order of one DocFeatures (sizes
+    grouped in full, from the previous size's repeated positions, or alone from the positions
+    whose bigrams all repeat) count what datatrove's string n-grams count."""
+    text = " ".join(words)
+    f = DocFeatures(text)
+    words = f.words  # "e." is two tokens
+    for n in order:
+        grams = dt_gr.get_n_grams(words, n)
+        top = dt_gr.find_top_duplicate(grams) if grams else 0
+        dup = dt_gr.find_all_duplicate(words, n)
+        assert f.top_ngram_chars(n) == top and f.duplicate_ngram_chars(n) == dup
+        # alone on fresh features (a top_ngram_filter / dup_ngram_filter stage by itself)
+        assert DocFeatures(text).top_ngram_chars(n) == top
+        assert DocFeatures(text).duplicate_ngram_chars(n) == dup
+
+
+def test_ngram_groups_are_string_equality() -> None:
+    """n-grams are grouped by their tokens, not by a hash of them: the group numbers of
+    ``ngrams`` and ``repeats`` partition the positions exactly as the n-gram strings do."""
+    for text in [r["text"] for r in CORPUS[:60]] + _gold_texts()[:60]:
+        f = DocFeatures(text)
+        w = f.words
+        for n in (1, 2, 3, 5):
+            grams = dt_gr.get_n_grams(w, n)
+            ids, first, counts, _ = f.ngrams(n)
+            assert len(ids) == len(grams)
+            by_gram = dict(zip(grams, ids.tolist()))
+            assert len(by_gram) == len(counts) and [by_gram[g] for g in grams] == ids.tolist()
+            first_at: dict[str, int] = {}
+            for i, g in enumerate(grams):
+                first_at.setdefault(g, i)
+            assert [first_at[g] for g in grams] == first[ids].tolist()
+        for n in (3, 4, 6):
+            pos, ids, first = f.repeats(n)
+            grams = dt_gr.get_n_grams(w, n)
+            seen = Counter(grams)
+            assert pos.tolist() == [i for i, g in enumerate(grams) if seen[g] > 1]
+            groups = {}
+            for p, g in zip(pos.tolist(), ids.tolist()):
+                groups.setdefault(grams[p], set()).add(g)
+            assert all(len(v) == 1 for v in groups.values()) and len(groups) == len(first)
+
+
+def test_repetition_on_real_texts_equals_datatrove() -> None:
+    """Every repetition measure of gopher_repetition (in its order, no rule skipped) on real
+    web texts equals datatrove's functions."""
+    for text in _gold_texts()[::2]:
+        f = DocFeatures(text)
+        w = f.words
+        for n in (2, 3, 4):
+            grams = dt_gr.get_n_grams(w, n)
+            assert f.top_ngram_chars(n) == (dt_gr.find_top_duplicate(grams) if grams else 0)
+        for n in range(5, 11):
+            assert f.duplicate_ngram_chars(n) == dt_gr.find_all_duplicate(w, n)
+
+
+def test_repetition_sorts_all_positions_once(monkeypatch) -> None:
+    """The point of the repeated-position chain: gopher_repetition sorts all of a kept
+    text's positions once (bigrams); trigrams and up sort only the positions whose smaller
+    n-gram repeats (it sorted all of them for 2-, 3- and 4-grams before)."""
+    from curator.filters import features
+
+    sizes: list[int] = []
+    unique = np.unique
+
+    def counted(a, *args, **kw):
+        sizes.append(len(a))
+        return unique(a, *args, **kw)
+
+    monkeypatch.setattr(features.np, "unique", counted)
+    stage = GopherRepetition()
+    kept = 0
+    for i, text in enumerate(_gold_texts()[:40]):
+        sizes.clear()
+        if stage.check(Document(str(i), text, {})) is None:
+            kept += 1
+            n_words = len(split_words(text))
+            assert sizes.count(n_words - 1) == 1, sizes  # the bigrams
+            assert max(sizes[1:], default=0) < n_words - 2
+    assert kept > 10
+
+
+def _word_counts(f: DocFeatures) -> tuple[int, int, int]:
+    """The counts as lists give them: a ``\\w`` match and a letter search per token."""
+    alnum = [w for w in f.words if re.match(r"\w", w)]
+    return len(alnum), sum(map(len, alnum)), sum(1 for w in f.words if _LETTER.search(w))
+
+
+@pytest.mark.parametrize("text", [_ODD_TOKENS, "", "   ", "1 2 3", "a", "3rd _x ² ½x ٣a"] + [
+    r["text"] for r in CORPUS[::25]])
+def test_word_counts_from_first_characters(text: str) -> None:
+    """``n_alnum_words``, ``alnum_chars`` and ``n_alpha_words`` (the token's first character
+    classified for all tokens at once) equal the counts over the token lists."""
+    f = DocFeatures(text)
+    assert (f.n_alnum_words, f.alnum_chars, f.n_alpha_words) == _word_counts(f)
+    assert f.n_alnum_words == len(f.alnum_words)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text())
+def test_word_counts_from_first_characters_on_any_text(text: str) -> None:
+    f = DocFeatures(text)
+    assert (f.n_alnum_words, f.alnum_chars, f.n_alpha_words) == _word_counts(f)
+
+
+def test_first_characters_of_every_code_point() -> None:
+    """Every code point (surrogates included) as a token's first character, alone and before
+    a letter and a digit: classified as ``re`` classifies it."""
+    chars = [chr(c) for c in range(0x110000) if not chr(c).isspace()]
+    for tail in ("", "a1"):
+        f = DocFeatures(" ".join(c + tail for c in chars))
+        word, letter = f.first_chars
+        assert len(word) == len(f.words) >= len(chars)
+        assert word.tolist() == [re.match(r"\w", w) is not None for w in f.words]
+        assert letter.tolist() == [_LETTER.match(w) is not None for w in f.words]
+        assert (f.n_alnum_words, f.alnum_chars, f.n_alpha_words) == _word_counts(f)
+
+
+def test_gopher_quality_counts_words_without_their_list() -> None:
+    """The point of the first-character counts: gopher_quality decides on real texts (the
+    same decisions as datatrove's filter above) without building the list of word tokens."""
+    from curator.filters.presets import features_of
+
+    stage = GopherQuality()
+    decided = 0
+    for i, text in enumerate(_gold_texts()[:200]):
+        doc = Document(str(i), text, {})
+        stage.check(doc)
+        f = features_of(doc.text)
+        if "n_alpha_words" in f.__dict__:  # got to the alpha_words rule
+            decided += 1
+            assert "alnum_words" not in f.__dict__
+    assert decided > 50

@@ -1,0 +1,195 @@
+"""jusText's paragraph classification with each paragraph's text built once
+(curator/extract/justext_classify.py): the same classes and headings as jusText's own
+``classify_paragraphs`` on every paragraph of real pages and on any paragraphs (hypothesis), the
+same texts out of ``extract_text``, one text read per paragraph, and another jusText source
+keeps its own function."""
+
+from __future__ import annotations
+
+import glob
+import gzip
+import os
+import sys
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from curator.extract import extract_html as eh
+from curator.extract import justext_classify
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(REPO, "bench"))
+
+from extraction_quality import load_gold  # noqa: E402
+
+#: trafilatura's arguments (external.try_justext) and jusText's defaults.
+SETTINGS = [(50, 150, 0.1, 0.2, 0.25, True), (70, 200, 0.30, 0.32, 0.2, False)]
+
+
+@pytest.fixture(scope="module")
+def pages() -> list[str]:
+    picked = [p.html for p in load_gold("all")[::8]]
+    for path in sorted(glob.glob(os.path.join(REPO, "tests/extract/data/*/*.html.gz"))):
+        with gzip.open(path, "rt", encoding="utf-8") as f:
+            picked.append(f.read())
+    return picked
+
+
+def _stock() -> Any:
+    import trafilatura.external as ext
+
+    with justext_classify.stock():
+        return ext.classify_paragraphs
+
+
+def _classes(classify: Any, paragraphs: list[Any], stoplist: Any, args: tuple) -> list:
+    for p in paragraphs:  # a fresh start: neither function may read a previous answer
+        p.__dict__.pop("cf_class", None)
+        p.__dict__.pop("heading", None)
+    classify(paragraphs, stoplist, *args)
+    return [(p.cf_class, p.heading) for p in paragraphs]
+
+
+def test_installed_for_this_justext() -> None:
+    eh.prepare("trafilatura")
+    import justext.core as core
+    import trafilatura.external as ext
+
+    assert ext.classify_paragraphs is justext_classify.classify_paragraphs
+    with justext_classify.stock():
+        assert ext.classify_paragraphs is core.classify_paragraphs
+    assert ext.classify_paragraphs is justext_classify.classify_paragraphs
+    assert core.classify_paragraphs is not justext_classify.classify_paragraphs  # jusText's own
+
+
+def test_same_classes_as_justext_on_real_pages(pages: list[str]) -> None:
+    """Every paragraph jusText makes of trafilatura's cleaned tree of real pages, with
+    trafilatura's settings and jusText's defaults, with trafilatura's stop list (all languages)
+    and jusText's German one."""
+    eh.prepare("trafilatura")
+    from justext import get_stoplist
+    from justext.core import ParagraphMaker
+    from trafilatura.external import basic_cleaning, jt_stoplist_init
+    from trafilatura.utils import load_html
+
+    stock = _stock()
+    stoplists = [jt_stoplist_init(), get_stoplist("German")]
+    seen: set[str] = set()
+    n = 0
+    for html in pages:
+        tree = load_html(html)
+        if tree is None:
+            continue
+        paragraphs = ParagraphMaker.make_paragraphs(basic_cleaning(tree))
+        n += len(paragraphs)
+        for stoplist in stoplists:
+            for args in SETTINGS:
+                want = _classes(stock, paragraphs, stoplist, args)
+                got = _classes(justext_classify.classify_paragraphs, paragraphs, stoplist, args)
+                assert got == want, html[:200]
+                seen.update(c for c, _ in want)
+    assert n > 5_000
+    assert seen == {"bad", "short", "neargood", "good"}
+
+
+_WORDS = ["the", "and", "of", "a", "Der", "UND", "text", "word", "\xa9", "&copy;", "copy",
+          "link", "x" * 30, "é", ""]
+_SPACES = [" ", "  ", "\n", "\t", "\xa0", " \n ", "\r\n", "\u3000"]
+
+
+@st.composite
+def _paragraphs(draw: Any) -> list[Any]:
+    from justext.paragraph import Paragraph
+
+    out = []
+    for _ in range(draw(st.integers(0, 6))):
+        dom = draw(st.sampled_from(["body.p", "body.div.h1", "body.select.option", "h2",
+                                    "body.h10", "body.table.tr.td"]))
+        p = Paragraph(SimpleNamespace(dom=dom, xpath="/html/body"))
+        for _ in range(draw(st.integers(0, 4))):
+            node = draw(st.lists(st.sampled_from(_WORDS + _SPACES), max_size=40))
+            p.append_text("".join(node) if draw(st.booleans()) else draw(st.text(max_size=30)))
+        p.chars_count_in_links = draw(st.integers(0, 120))
+        p.tags_count = draw(st.integers(0, 5))
+        out.append(p)
+    return out
+
+
+@settings(max_examples=300, deadline=None)
+@given(_paragraphs(), st.integers(0, 120), st.integers(0, 250), st.floats(0, 1), st.floats(0, 1),
+       st.floats(0, 1), st.booleans())
+def test_same_classes_as_justext_on_any_paragraphs(paragraphs, length_low, length_high,
+                                                   stopwords_low, stopwords_high,
+                                                   max_link_density, no_headings) -> None:
+    stock = _stock()
+    args = (length_low, length_high, stopwords_low, stopwords_high, max_link_density,
+            no_headings)
+    stoplist = frozenset({"the", "and", "of", "a", "der", "und"})
+    want = _classes(stock, paragraphs, stoplist, args)
+    assert _classes(justext_classify.classify_paragraphs, paragraphs, stoplist, args) == want
+
+
+def test_same_text_as_trafilatura(pages: list[str]) -> None:
+    """``extract_text`` with its defaults gives the same texts with jusText's function and the
+    twin (gold pages 310-420: the ``fast=False`` comparison calls jusText on 14 of them)."""
+    eh.prepare("trafilatura")
+    import trafilatura.external as ext
+
+    calls = 0
+    twin = ext.classify_paragraphs
+
+    def counted(*a: Any, **kw: Any) -> Any:
+        nonlocal calls
+        calls += 1
+        return twin(*a, **kw)
+
+    for html in [p.html for p in load_gold("all")[310:420]] + pages[::4]:
+        with justext_classify.stock():
+            want = eh.extract_text(html)
+        ext.classify_paragraphs = counted
+        try:
+            got = eh.extract_text(html)
+        finally:
+            ext.classify_paragraphs = twin
+        assert got == want, html[:200]
+    assert calls > 5  # the comparison did run on real pages
+
+
+def test_paragraph_text_is_built_once(pages: list[str], monkeypatch) -> None:
+    """The point of the twin: trafilatura's classification reads each paragraph's ``text``
+    (a join and a whitespace regex) once; jusText's own function reads it seven times."""
+    eh.prepare("trafilatura")
+    import trafilatura.external as ext
+    from justext.core import ParagraphMaker
+    from justext.paragraph import Paragraph
+    from trafilatura.external import basic_cleaning, jt_stoplist_init
+    from trafilatura.utils import load_html
+
+    paragraphs = ParagraphMaker.make_paragraphs(basic_cleaning(load_html(pages[0])))
+    reads = 0
+    text = Paragraph.text
+
+    def counted(self: Any) -> str:
+        nonlocal reads
+        reads += 1
+        return text.fget(self)
+
+    monkeypatch.setattr(Paragraph, "text", property(counted))
+    ext.classify_paragraphs(paragraphs, jt_stoplist_init(), *SETTINGS[0])
+    assert len(paragraphs) > 10 and reads == len(paragraphs)
+
+
+def test_another_justext_keeps_its_own_function() -> None:
+    eh.prepare("trafilatura")
+    import justext.core as core
+    import trafilatura.external as ext
+
+    with justext_classify.stock():
+        assert justext_classify.install("def classify_paragraphs(paragraphs, stoplist): ...") \
+            is False
+        assert ext.classify_paragraphs is core.classify_paragraphs
+        assert justext_classify.install() is True  # jusText's own text: it goes in
+    assert ext.classify_paragraphs is justext_classify.classify_paragraphs

@@ -1,8 +1,11 @@
-"""CPU of ``extract_text`` with trafilatura's link-density loop and with curator's twin
-(curator/extract/link_density.py), alternating page by page (order flipped each page) so a
-shared machine's load falls on both; also counts pages whose texts differ (must be 0).
+"""CPU of ``extract_text`` before and after one of its exact changes, alternating page by
+page (order flipped each page) so a shared machine's load falls on both; also counts pages
+whose texts differ (must be 0). Changes: ``link-density`` (trafilatura's link-density loop
+vs curator's twin, curator/extract/link_density.py), ``strip-spans`` (``strip_tags`` alone
+vs ``_strip_spans`` on large code blocks, curator/extract/extract_html.py).
 
-    PYTHONPATH=. python bench/link_density_loop.py WARC [--every 20] [--host-has .docs.]
+    PYTHONPATH=. python bench/extract_ab.py WARC --change strip-spans [--every 20]
+        [--host-has .docs.]
 
 WARC: a .warc.gz of response records (bench/warc_full.py --source real builds one from real
 pages, bench/real_pages.py says how the Debian documentation pages are fetched).
@@ -12,11 +15,30 @@ from __future__ import annotations
 
 import argparse
 import time
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 
 from fastwarc.warc import ArchiveIterator, WarcRecordType
 
-from curator.extract import link_density
+from curator.extract import extract_html, link_density
 from curator.extract.extract_html import decode_html, extract_text, prepare
+
+
+@contextmanager
+def _strip_tags_alone() -> Iterator[None]:
+    few = extract_html._FEW_CHILDREN
+    extract_html._FEW_CHILDREN = 10**9
+    try:
+        yield
+    finally:
+        extract_html._FEW_CHILDREN = few
+
+
+#: change -> what puts the code as it was back inside a block
+BEFORE: dict[str, Callable[[], AbstractContextManager[None]]] = {
+    "link-density": link_density.stock,
+    "strip-spans": _strip_tags_alone,
+}
 
 
 def pages(path: str, every: int, host_has: str) -> list[str]:
@@ -37,28 +59,29 @@ def main() -> None:
     ap.add_argument("warc")
     ap.add_argument("--every", type=int, default=20, help="take every Nth response record")
     ap.add_argument("--host-has", default="", help="only URLs holding this string")
+    ap.add_argument("--change", choices=sorted(BEFORE), default="link-density")
     args = ap.parse_args()
     prepare("trafilatura")
     prepare("resiliparse")
     htmls = pages(args.warc, args.every, args.host_has)
-    cpu = {"trafilatura": 0.0, "twin": 0.0}
+    cpu = {"before": 0.0, "after": 0.0}
     differ = 0
     for i, html in enumerate(htmls):
         texts = {}
-        for which in (("trafilatura", "twin") if i % 2 else ("twin", "trafilatura")):
+        for which in (("before", "after") if i % 2 else ("after", "before")):
             t = time.process_time()
             try:
-                if which == "twin":
+                if which == "after":
                     texts[which] = extract_text(html)
                 else:
-                    with link_density.stock():
+                    with BEFORE[args.change]():
                         texts[which] = extract_text(html)
             except Exception as e:  # a failure must fail the same way
                 texts[which] = repr(e)
             cpu[which] += time.process_time() - t
-        differ += texts["trafilatura"] != texts["twin"]
-    print(f"{len(htmls)} pages: trafilatura's loop {cpu['trafilatura']:.2f} s, twin "
-          f"{cpu['twin']:.2f} s ({cpu['twin'] / cpu['trafilatura']:.3f}x), {differ} texts differ")
+        differ += texts["before"] != texts["after"]
+    print(f"{args.change}, {len(htmls)} pages: before {cpu['before']:.2f} s, after "
+          f"{cpu['after']:.2f} s ({cpu['after'] / cpu['before']:.3f}x), {differ} texts differ")
 
 
 if __name__ == "__main__":

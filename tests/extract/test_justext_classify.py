@@ -6,24 +6,17 @@ keeps its own function."""
 
 from __future__ import annotations
 
-import glob
-import gzip
-import os
-import sys
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from helpers_extract import gold_and_doc_pages
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from bench.extraction_quality import load_gold
 from curator.extract import extract_html as eh
 from curator.extract import justext_classify
-
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(REPO, "bench"))
-
-from extraction_quality import load_gold  # noqa: E402
 
 #: trafilatura's arguments (external.try_justext) and jusText's defaults.
 SETTINGS = [(50, 150, 0.1, 0.2, 0.25, True), (70, 200, 0.30, 0.32, 0.2, False)]
@@ -31,11 +24,7 @@ SETTINGS = [(50, 150, 0.1, 0.2, 0.25, True), (70, 200, 0.30, 0.32, 0.2, False)]
 
 @pytest.fixture(scope="module")
 def pages() -> list[str]:
-    picked = [p.html for p in load_gold("all")[::8]]
-    for path in sorted(glob.glob(os.path.join(REPO, "tests/extract/data/*/*.html.gz"))):
-        with gzip.open(path, "rt", encoding="utf-8") as f:
-            picked.append(f.read())
-    return picked
+    return gold_and_doc_pages(8)
 
 
 def _stock() -> Any:

@@ -5,22 +5,14 @@ trafilatura source keeps its own function."""
 
 from __future__ import annotations
 
-import glob
-import gzip
-import os
 import re
-import sys
 from typing import Any
 
 import pytest
+from helpers_extract import gold_and_doc_pages
 
 from curator.extract import extract_html as eh
 from curator.extract import link_density
-
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(REPO, "bench"))
-
-from extraction_quality import load_gold  # noqa: E402
 
 OPTION_SETS = [{"fast": fast, "favor_precision": balance == "precision",
                 "favor_recall": balance == "recall"}
@@ -29,12 +21,7 @@ OPTION_SETS = [{"fast": fast, "favor_precision": balance == "precision",
 
 @pytest.fixture(scope="module")
 def pages() -> list[str]:
-    gold = load_gold("all")
-    picked = [p.html for p in gold[::9]]
-    for path in sorted(glob.glob(os.path.join(REPO, "tests/extract/data/*/*.html.gz"))):
-        with gzip.open(path, "rt", encoding="utf-8") as f:
-            picked.append(f.read())
-    return picked
+    return gold_and_doc_pages(9)
 
 
 def test_installed_for_this_trafilatura() -> None:

@@ -5,21 +5,13 @@ real pages and on every illegal character, doctype and ``<html/>`` case, the sam
 
 from __future__ import annotations
 
-import glob
-import gzip
-import os
-import sys
 from typing import Any
 
 import pytest
+from helpers_extract import gold_and_doc_pages
 
 from curator.extract import extract_html as eh
 from curator.extract import repair
-
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(REPO, "bench"))
-
-from extraction_quality import load_gold  # noqa: E402
 
 ILLEGAL = [chr(c) for c in (*range(0x00, 0x09), 0x0B, 0x0C, *range(0x0E, 0x20))] + [
     "\ufffe", "\uffff"]
@@ -31,11 +23,7 @@ LEGAL = ["\t", "\n", "\r", " ", "\x7f", "\x80", "\x9f", "é", "\u2019", "\ufffd"
 @pytest.fixture(scope="module")
 def pages() -> list[str]:
     eh.prepare("trafilatura")
-    picked = [eh.close_noscript_iframes(p.html) for p in load_gold("all")[::3]]
-    for path in sorted(glob.glob(os.path.join(REPO, "tests/extract/data/*/*.html.gz"))):
-        with gzip.open(path, "rt", encoding="utf-8") as f:
-            picked.append(f.read())
-    return picked
+    return gold_and_doc_pages(3, eh.close_noscript_iframes)
 
 
 def _stock() -> Any:

@@ -26,6 +26,20 @@ _LATIN1_WORD = np.array([_WORD_START(chr(c)) is not None for c in range(256)])
 _LATIN1_LETTER = np.array([_LETTER.match(chr(c)) is not None for c in range(256)])
 
 
+#: Token counts below this keep an n-gram key ``a * tokens + b`` (``a, b < tokens``) under
+#: 2**62; longer texts (gigabytes of text) group the pairs themselves (:func:`_pair_key`).
+_KEY_TOKENS = 1 << 31
+
+
+def _pair_key(a: np.ndarray, b: np.ndarray, size: int) -> np.ndarray:
+    """A number per position, equal where the pairs ``(a, b)`` are equal (``a``, ``b`` below
+    ``size``): ``a * size + b`` while that cannot overflow 64 bits, else the pairs' group
+    numbers."""
+    if size < _KEY_TOKENS:
+        return a * size + b
+    return np.unique(np.stack([a, b], axis=1), axis=0, return_inverse=True)[1].reshape(-1)
+
+
 class DocFeatures:
     """Lazily computed views of one text (words, lines, n-grams...)."""
 
@@ -126,7 +140,7 @@ class DocFeatures:
         separators. Vectorised; once per ``n``.
 
         An n-gram's key is exact, not a hash: ``(n-1)-gram number * tokens + token id``
-        (below ``tokens**2``, which fits in 64 bits), for bigrams the two token ids."""
+        (:func:`_pair_key`: exact at any length), for bigrams the two token ids."""
         cache = self.__dict__.setdefault("_ngrams", {})
         got = cache.get(n)
         if got is None:
@@ -140,9 +154,9 @@ class DocFeatures:
                 if n == 1:
                     key = wid
                 elif n == 2:
-                    key = wid[:-1] * size + wid[1:]
+                    key = _pair_key(wid[:-1], wid[1:], size)
                 else:
-                    key = self.ngrams(n - 1)[0][:m] * size + wid[n - 1:]
+                    key = _pair_key(self.ngrams(n - 1)[0][:m], wid[n - 1:], size)
                 _, first, ids, counts = np.unique(key, return_index=True, return_inverse=True,
                                                   return_counts=True)
                 c = self.word_len_cumsum
@@ -185,7 +199,7 @@ class DocFeatures:
                 pids = pids[ppos]
             keep = ppos < m
             ppos, pids = ppos[keep], pids[keep]
-            got = self._grouped(ppos, pids * size + self.word_ids[ppos + (n - 1)])
+            got = self._grouped(ppos, _pair_key(pids, self.word_ids[ppos + (n - 1)], size))
         else:
             # Nothing smaller known (a dup_ngram_filter alone): a repeated n-gram repeats
             # each of its bigrams, so only positions whose next n-1 bigrams all repeat are
@@ -196,7 +210,7 @@ class DocFeatures:
             wid = self.word_ids
             key = ids[pos]
             for j in range(2, n):
-                key = np.unique(key, return_inverse=True)[1] * size + wid[pos + j]
+                key = _pair_key(np.unique(key, return_inverse=True)[1], wid[pos + j], size)
             got = self._grouped(pos, key)
         cache[n] = got
         return got

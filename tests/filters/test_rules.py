@@ -515,6 +515,26 @@ def test_repetition_on_real_texts_equals_datatrove() -> None:
             assert f.duplicate_ngram_chars(n) == dt_gr.find_all_duplicate(w, n)
 
 
+def test_repetition_of_texts_too_long_for_a_64_bit_key(monkeypatch) -> None:
+    """A text of more than 2**31 tokens would overflow the n-gram key ``a * tokens + b``:
+    there the pairs themselves are grouped. With that path forced (the limit set to 0), every
+    repetition measure, in the stage's order and each size alone, equals datatrove's."""
+    from curator.filters import features
+
+    monkeypatch.setattr(features, "_KEY_TOKENS", 0)
+    for text in _gold_texts()[::7] + ["", "one", "a a", "a b a b a b c"]:
+        w = split_words(text)
+        for order in ((2, 3, 4, *range(5, 11)), (10, 5, 3), (4,)):
+            f = DocFeatures(text)
+            for n in order:
+                if n <= 4:
+                    grams = dt_gr.get_n_grams(w, n)
+                    want = dt_gr.find_top_duplicate(grams) if grams else 0
+                    assert f.top_ngram_chars(n) == want
+                else:
+                    assert f.duplicate_ngram_chars(n) == dt_gr.find_all_duplicate(w, n)
+
+
 def test_repetition_sorts_all_positions_once(monkeypatch) -> None:
     """The point of the repeated-position chain: gopher_repetition sorts all of a kept
     text's positions once (bigrams); trigrams and up sort only the positions whose smaller

@@ -13,6 +13,7 @@ from collections import Counter
 from typing import Any
 
 import pytest
+from helpers_extract import assert_swapped
 
 from curator.extract import copies
 from curator.extract import extract_html as eh
@@ -53,11 +54,7 @@ def test_installed_for_this_trafilatura() -> None:
     eh.prepare("trafilatura")
     import trafilatura.core as core
 
-    assert core._prepare_tree is copies.prepare_tree
-    with copies.stock():
-        assert core._prepare_tree is not copies.prepare_tree
-        assert core._prepare_tree.__module__ == "trafilatura.core"
-    assert core._prepare_tree is copies.prepare_tree
+    assert_swapped(core, "_prepare_tree", copies.prepare_tree, copies.stock)
 
 
 def _copies_in_prepare(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:

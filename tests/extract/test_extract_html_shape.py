@@ -96,9 +96,8 @@ def test_shape_off_keeps_trafilatura_output() -> None:
 def test_extract_html_stage_takes_the_options(tmp_path) -> None:
     """The stage passes trafilatura's options on; a wrong balance is a one-line YAML error."""
     import json
-    import subprocess
-    import sys
 
+    from helpers import run_cli
     from helpers_acquire import read_output, run_pipeline
 
     src = str(tmp_path / "in.jsonl")
@@ -115,8 +114,7 @@ def test_extract_html_stage_takes_the_options(tmp_path) -> None:
     yaml.write_text(f"name: t\nwork_dir: {tmp_path / 'w3'}\nstages:\n"
                     f"  - read_jsonl: {{paths: {src}}}\n"
                     "  - extract_html: {balance: sideways}\n")
-    r = subprocess.run([sys.executable, "-m", "curator", "run", str(yaml)],
-                       capture_output=True, text=True, timeout=120)
+    r = run_cli("run", str(yaml), check=False, timeout=120)
     assert r.returncode != 0 and "balance" in r.stderr and "Traceback" not in r.stderr
 
 

@@ -96,8 +96,8 @@ def test_a_page_that_holds_the_mask_letter_is_not_masked() -> None:
 def test_the_stage_keeps_them_when_asked(tmp_path: Path) -> None:
     """``extract_html: {screen_reader_text: true}`` keeps them; a non-boolean is a YAML error."""
     import json
-    import subprocess
 
+    from helpers import run_cli
     from helpers_acquire import read_output, run_pipeline
 
     src = str(tmp_path / "in.jsonl")
@@ -114,8 +114,7 @@ def test_the_stage_keeps_them_when_asked(tmp_path: Path) -> None:
     bad.write_text(f"name: t\nwork_dir: {tmp_path / 'w3'}\nstages:\n"
                    f"  - read_jsonl: {{paths: {src}}}\n"
                    "  - extract_html: {screen_reader_text: sometimes}\n")
-    r = subprocess.run([sys.executable, "-m", "curator", "run", str(bad)],
-                       capture_output=True, text=True, timeout=120)
+    r = run_cli("run", str(bad), check=False, timeout=120)
     assert r.returncode != 0 and "screen_reader_text" in r.stderr
     assert "Traceback" not in r.stderr
 

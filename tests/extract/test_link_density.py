@@ -9,7 +9,7 @@ import re
 from typing import Any
 
 import pytest
-from helpers_extract import gold_and_doc_pages
+from helpers_extract import assert_swapped, gold_and_doc_pages
 
 from curator.extract import extract_html as eh
 from curator.extract import link_density
@@ -28,10 +28,7 @@ def test_installed_for_this_trafilatura() -> None:
     eh.prepare("trafilatura")
     import trafilatura.htmlprocessing as h
 
-    assert h.link_density_test is link_density.link_density_test
-    with link_density.stock():
-        assert h.link_density_test.__module__ == "trafilatura.htmlprocessing"
-    assert h.link_density_test is link_density.link_density_test
+    assert_swapped(h, "link_density_test", link_density.link_density_test, link_density.stock)
 
 
 def test_same_answer_as_trafilatura_for_every_tested_element(pages: list[str]) -> None:

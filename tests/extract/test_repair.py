@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from helpers_extract import gold_and_doc_pages
+from helpers_extract import assert_swapped, gold_and_doc_pages
 
 from curator.extract import extract_html as eh
 from curator.extract import repair
@@ -57,10 +57,7 @@ def test_installed_for_this_trafilatura() -> None:
     eh.prepare("trafilatura")
     import trafilatura.utils as u
 
-    assert u.repair_faulty_html is repair.repair_faulty_html
-    with repair.stock():
-        assert u.repair_faulty_html.__module__ == "trafilatura.utils"
-    assert u.repair_faulty_html is repair.repair_faulty_html
+    assert_swapped(u, "repair_faulty_html", repair.repair_faulty_html, repair.stock)
 
 
 def test_illegal_characters_are_found_as_trafilatura_finds_them() -> None:

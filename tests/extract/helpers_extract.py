@@ -6,6 +6,7 @@ the check that a twin is in place."""
 from __future__ import annotations
 
 import gzip
+import subprocess
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from pathlib import Path
@@ -35,3 +36,15 @@ def assert_swapped(module: ModuleType, name: str, twin: Any,
         assert getattr(module, name) is not twin
         assert getattr(module, name).__module__ == module.__name__
     assert getattr(module, name) is twin
+
+
+def run_extract_html(tmp_path: Path, src: str, options: str) -> subprocess.CompletedProcess:
+    """``curator run`` of ``read_jsonl`` (``src``) -> ``extract_html: {options}``, unchecked:
+    for the one-line error a wrong option gets."""
+    from helpers import run_cli
+
+    yaml = tmp_path / "p.yaml"
+    yaml.write_text(f"name: t\nwork_dir: {tmp_path / 'w3'}\nstages:\n"
+                    f"  - read_jsonl: {{paths: {src}}}\n"
+                    f"  - extract_html: {{{options}}}\n")
+    return run_cli("run", str(yaml), check=False, timeout=120)

@@ -97,8 +97,8 @@ def test_extract_html_stage_takes_the_options(tmp_path) -> None:
     """The stage passes trafilatura's options on; a wrong balance is a one-line YAML error."""
     import json
 
-    from helpers import run_cli
     from helpers_acquire import read_output, run_pipeline
+    from helpers_extract import run_extract_html
 
     src = str(tmp_path / "in.jsonl")
     with open(src, "w") as f:
@@ -110,11 +110,7 @@ def test_extract_html_stage_takes_the_options(tmp_path) -> None:
         out[shape] = read_output(summary, "x")[0].text
     assert "virtual int\twrite (Value const &root, OStream *sout)=0" in out[True]
     assert "| virtual int | write (Value const &root, OStream *sout)=0 |" in out[False]
-    yaml = tmp_path / "p.yaml"
-    yaml.write_text(f"name: t\nwork_dir: {tmp_path / 'w3'}\nstages:\n"
-                    f"  - read_jsonl: {{paths: {src}}}\n"
-                    "  - extract_html: {balance: sideways}\n")
-    r = run_cli("run", str(yaml), check=False, timeout=120)
+    r = run_extract_html(tmp_path, src, "balance: sideways")
     assert r.returncode != 0 and "balance" in r.stderr and "Traceback" not in r.stderr
 
 

@@ -97,8 +97,8 @@ def test_the_stage_keeps_them_when_asked(tmp_path: Path) -> None:
     """``extract_html: {screen_reader_text: true}`` keeps them; a non-boolean is a YAML error."""
     import json
 
-    from helpers import run_cli
     from helpers_acquire import read_output, run_pipeline
+    from helpers_extract import run_extract_html
 
     src = str(tmp_path / "in.jsonl")
     Path(src).write_text(json.dumps({"id": "d", "text": _shop()}) + "\n")
@@ -110,11 +110,7 @@ def test_the_stage_keeps_them_when_asked(tmp_path: Path) -> None:
         out[keep] = read_output(summary, "x")[0].text
     assert "Regular price" in out[True] and "Regular price" not in out[False]
     assert "$23.00" in out[False]
-    bad = tmp_path / "p.yaml"
-    bad.write_text(f"name: t\nwork_dir: {tmp_path / 'w3'}\nstages:\n"
-                   f"  - read_jsonl: {{paths: {src}}}\n"
-                   "  - extract_html: {screen_reader_text: sometimes}\n")
-    r = run_cli("run", str(bad), check=False, timeout=120)
+    r = run_extract_html(tmp_path, src, "screen_reader_text: sometimes")
     assert r.returncode != 0 and "screen_reader_text" in r.stderr
     assert "Traceback" not in r.stderr
 

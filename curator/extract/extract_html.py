@@ -559,9 +559,15 @@ def _strip_spans(el: Any) -> None:
     block of n tokens costs O(n * length): a 3.6 MB rustdoc source page (162,000 spans) took
     9 s to extract, 2 s for every ``itertext()``. The runs are gathered here from the spans'
     own strings before stripping (one node each, read in linear time) and set back after it:
-    every element, text and tail reads as ``strip_tags`` leaves them."""
+    every element, text and tail reads as ``strip_tags`` leaves them. Blocks of at most
+    :data:`_FEW_CHILDREN` children go to ``strip_tags`` alone."""
     from lxml.etree import Element, strip_tags
 
+    # a small block's runs are short: strip_tags alone (C) is cheaper than the walk below
+    if len(el) <= _FEW_CHILDREN and not (el.tag == "pre" and any(
+            len(c) > _FEW_CHILDREN for c in el)):  # <pre><code>...</code></pre>
+        strip_tags(el, "span")
+        return
     fixes: list[tuple[Any, bool, list[str]]] = []  # (node, its tail?, the run's strings)
 
     def container(node: Any) -> None:
@@ -607,7 +613,6 @@ def _prepare_tree(tree: object, shape: bool, html: str, post_meta: bool = False,
                   screen_reader_text: bool = False) -> None:
     """Edit the parsed page (parsed from ``html``) before trafilatura sees it (one parse
     serves every step)."""
-    from lxml.etree import strip_tags
 
     # Syntax highlighting makes every token of a code block a <span>; trafilatura's XPath
     # pruning visits each one. Merging them into their <pre>/<code> first keeps the same text
@@ -621,11 +626,7 @@ def _prepare_tree(tree: object, shape: bool, html: str, post_meta: bool = False,
     for el in tree.iter(*_LOOKED_UP, "dd"):  # type: ignore[attr-defined]
         tag = el.tag
         if tag == "pre" or tag == "code":
-            if len(el) > _FEW_CHILDREN or (tag == "pre" and any(
-                    len(c) > _FEW_CHILDREN for c in el)):  # <pre><code>...</code></pre>
-                _strip_spans(el)
-            else:
-                strip_tags(el, "span")
+            _strip_spans(el)
         elif tag == "dd":
             dds.append(el)
             continue

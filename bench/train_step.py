@@ -51,6 +51,7 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=40)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--device", default="cpu")
+    ap.add_argument("--bf16", action="store_true", help="autocast both models to bfloat16 (GPU)")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     from curator.train.gpt import build_model, single_process_group
@@ -66,13 +67,18 @@ def main() -> None:
 
     def timed(step, b: torch.Tensor) -> float:
         t = time.perf_counter()
-        step(b)
+        with torch.autocast(a.device, dtype=torch.bfloat16, enabled=a.bf16):
+            step(b)
         if a.device == "cuda":
             torch.cuda.synchronize()
         return time.perf_counter() - t
 
     with single_process_group():
         torch.manual_seed(0)
+        if a.device == "cuda":  # megatron's layers draw from its CUDA RNG tracker
+            from megatron.core import tensor_parallel
+
+            tensor_parallel.model_parallel_cuda_manual_seed(0)
         mg = build_model(mc, device=a.device).to(a.device)
         opt_m = torch.optim.AdamW(mg.parameters(), lr=1e-3)
 
@@ -97,9 +103,9 @@ def main() -> None:
     # interleaved, step by step, so a shared machine's load hits both alike
     t_m = t_p = 0.0
     with single_process_group():
-        for i in range(3):
-            step_m(data[i])
-            step_p(data[i])
+        for i in range(3):  # warm-up, not timed
+            timed(step_m, data[i])
+            timed(step_p, data[i])
         for i in range(a.steps):
             t_m += timed(step_m, data[5 + i])
             t_p += timed(step_p, data[5 + i])

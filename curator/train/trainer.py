@@ -276,7 +276,10 @@ def _train(cfg: TrainConfig, blend: Any, bookends: list[Any], layout: ParallelLa
     start = 0
     resumed_from = latest_iteration(save)
     if resumed_from is not None:
-        state = load_checkpoint(ckpt(resumed_from), map_location=device)
+        # read onto the CPU: the RNG state must stay a CPU ByteTensor (mapped to CUDA,
+        # set_rng_state refused it: resuming on a GPU failed); load_state_dict copies the model's
+        # and the optimizer's tensors to the parameters' device
+        state = load_checkpoint(ckpt(resumed_from), map_location="cpu")
         old = state["config"]
         diff = [k for k in RESUME_KEYS if old.get(k) != cfg.to_dict()[k]]
         if diff:
@@ -382,6 +385,21 @@ def _cpu_step(model: torch.nn.Module, opt: Any, scaler: Any, micro: Any, cfg: Tr
     return total
 
 
+def megatron_loss_func(mask: torch.Tensor, scaler: Any) -> Callable[[torch.Tensor], Any]:
+    """The ``loss_func`` a megatron-core schedule calls on a micro batch's per-token losses:
+    (the loss to backpropagate, what to log). The logged value is a copy taken before fp16's
+    scaling: the schedule divides the returned loss by the number of micro batches *in place*,
+    and a ``detach()`` shares its storage, so the logged loss came out that many times too small
+    (found on an H200: train loss half the valid loss with two micro batches)."""
+
+    def loss_func(output: torch.Tensor) -> Any:
+        loss = (output.float() * mask).sum() / mask.sum()
+        logged = loss.detach().clone()
+        return (scaler.scale(loss) if scaler is not None else loss), {"lm loss": logged}
+
+    return loss_func
+
+
 def _gpu_step(model: torch.nn.Module, opt: Any, scaler: Any, micro: Any, cfg: TrainConfig,
               layout: ParallelLayout, device: str) -> float:  # pragma: no cover - needs CUDA
     from megatron.core import parallel_state as ps
@@ -393,15 +411,7 @@ def _gpu_step(model: torch.nn.Module, opt: Any, scaler: Any, micro: Any, cfg: Tr
         b = {k: v.cuda(non_blocking=True) for k, v in next(data_iterator).items()}
         with torch.autocast("cuda", dtype=dtype, enabled=dtype is not None):
             out = m(b["tokens"], b["position_ids"], b["attention_mask"], labels=b["labels"])
-
-        def loss_func(output: torch.Tensor) -> Any:
-            mask = b["loss_mask"]
-            loss = (output.float() * mask).sum() / mask.sum()
-            if scaler is not None:
-                loss = scaler.scale(loss)
-            return loss, {"lm loss": loss.detach()}
-
-        return out, loss_func
+        return out, megatron_loss_func(b["loss_mask"], scaler)
 
     opt.zero_grad(set_to_none=True)
     fb = get_forward_backward_func()
@@ -429,8 +439,6 @@ def _gpu_step(model: torch.nn.Module, opt: Any, scaler: Any, micro: Any, cfg: Tr
     loss = torch.zeros(1, device="cuda")
     if ps.is_pipeline_last_stage() and results:
         loss += sum(float(r["lm loss"]) for r in results) / len(results)
-        if scaler is not None:
-            loss /= scaler.get_scale()
     # the last pipeline stage holds the loss: share it so rank 0 can log it
     dist.all_reduce(loss)
     return float(loss) / (layout.data_parallel * layout.tensor_parallel)

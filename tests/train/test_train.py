@@ -157,6 +157,39 @@ def test_resume_continues_exactly(blend_path: str, tmp_path, monkeypatch) -> Non
         trainer.train(_cfg(blend_path, cfg.save, train_iters=20, hidden_size=32))
 
 
+@pytest.mark.parametrize("micro_batches", [1, 2, 4])
+def test_gpu_step_logs_the_loss_megatron_backpropagates(micro_batches: int) -> None:
+    """megatron-core's own schedule step (``forward_step_calc_loss``, which runs on CPU) divides
+    the loss by the micro-batch count in place: the logged value must be the micro batch's mean
+    loss all the same (it shared storage with the divided loss: half the loss was logged on an
+    H200 with two micro batches), and the backpropagated one that mean / micro batches."""
+    from types import SimpleNamespace
+
+    from megatron.core.pipeline_parallel.schedules import forward_step_calc_loss
+
+    from curator.train.trainer import megatron_loss_func
+
+    torch.manual_seed(0)
+    per_token = torch.rand(2, 8, requires_grad=True)
+    mask = (torch.rand(2, 8) > 0.3).float()
+    mean = float((per_token * mask).sum() / mask.sum())
+    store: list = []
+    config = SimpleNamespace(calculate_per_token_loss=False, timers=None, num_moe_experts=None)
+    out, _ = forward_step_calc_loss(torch.nn.Module(), per_token, megatron_loss_func(mask, None),
+                                    config, None, False, micro_batches, store, cp_group_size=1,
+                                    is_last_stage=True)
+    assert float(store[0]["lm loss"]) == pytest.approx(mean, rel=1e-6)
+    assert float(out) == pytest.approx(mean / micro_batches, rel=1e-6)
+    # fp16's scaler scales what is backpropagated, not what is logged
+    scaler = SimpleNamespace(scale=lambda t: t * 1024.0)
+    store.clear()
+    out, _ = forward_step_calc_loss(torch.nn.Module(), per_token, megatron_loss_func(mask, scaler),
+                                    config, None, False, micro_batches, store, cp_group_size=1,
+                                    is_last_stage=True)
+    assert float(store[0]["lm loss"]) == pytest.approx(mean, rel=1e-6)
+    assert float(out) == pytest.approx(1024.0 * mean / micro_batches, rel=1e-6)
+
+
 def test_torchrun_data_parallel_matches_one_rank(blend_path: str, tmp_path) -> None:
     """Two gloo ranks with one micro batch each compute the same steps as one rank with two."""
     from curator.train.trainer import train

@@ -52,6 +52,7 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--bf16", action="store_true", help="autocast both models to bfloat16 (GPU)")
+    ap.add_argument("--attention", default="sdpa", choices=["sdpa", "local"])
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     from curator.train.gpt import build_model, single_process_group
@@ -79,7 +80,7 @@ def main() -> None:
             from megatron.core import tensor_parallel
 
             tensor_parallel.model_parallel_cuda_manual_seed(0)
-        mg = build_model(mc, device=a.device).to(a.device)
+        mg = build_model(mc, device=a.device, attention=a.attention).to(a.device)
         opt_m = torch.optim.AdamW(mg.parameters(), lr=1e-3)
 
         def step_m(b: torch.Tensor) -> None:

@@ -91,9 +91,11 @@ def _megatron_version() -> str:
 
 def build_model(mc: dict[str, Any], *, device: str = "cpu", pre_process: bool = True,
                 post_process: bool = True, precision: str = "fp32",
-                pipeline_parallel: int = 1) -> torch.nn.Module:
+                pipeline_parallel: int = 1, attention: str = "sdpa") -> torch.nn.Module:
     """A megatron-core ``GPTModel`` from a ``model_config`` dict (local, non-TE layers, so it
-    builds without Transformer Engine; TE is a drop-in swap on GPU clusters that have it)."""
+    builds without Transformer Engine; TE is a drop-in swap on GPU clusters that have it).
+    ``attention="sdpa"``: the local spec's core attention computed by PyTorch's fused kernel
+    (curator/train/attention.py); ``"local"``: megatron-core's own."""
     from megatron.core.models.gpt import GPTModel
     from megatron.core.models.gpt.gpt_layer_specs import get_gpt_layer_local_spec
     from megatron.core.transformer.transformer_config import TransformerConfig
@@ -110,8 +112,13 @@ def build_model(mc: dict[str, Any], *, device: str = "cpu", pre_process: bool = 
         pipeline_dtype=dtype if pipeline_parallel > 1 else None,
         pipeline_model_parallel_size=pipeline_parallel,
     )
+    spec = get_gpt_layer_local_spec()
+    if attention == "sdpa":
+        from curator.train.attention import SdpaAttention
+
+        spec.submodules.self_attention.submodules.core_attention = SdpaAttention
     return GPTModel(
-        config=tc, transformer_layer_spec=get_gpt_layer_local_spec(),
+        config=tc, transformer_layer_spec=spec,
         vocab_size=mc["vocab_size"], max_sequence_length=mc["max_position_embeddings"],
         pre_process=pre_process, post_process=post_process,
         position_embedding_type=mc["position_embedding_type"],

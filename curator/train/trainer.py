@@ -258,7 +258,8 @@ def _train(cfg: TrainConfig, blend: Any, bookends: list[Any], layout: ParallelLa
         from megatron.core import tensor_parallel
 
         tensor_parallel.model_parallel_cuda_manual_seed(cfg.seed)
-    model = build_model(mc, device=device, pipeline_parallel=layout.pipeline_parallel,
+    model = build_model(mc, device=device, attention=cfg.attention,
+                        pipeline_parallel=layout.pipeline_parallel,
                         pre_process=ps.is_pipeline_first_stage(),
                         post_process=ps.is_pipeline_last_stage())
     if device == "cuda":
@@ -408,9 +409,12 @@ def _gpu_step(model: torch.nn.Module, opt: Any, scaler: Any, micro: Any, cfg: Tr
     dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(cfg.precision)
 
     def forward_step(data_iterator: Any, m: torch.nn.Module) -> Any:
-        b = {k: v.cuda(non_blocking=True) for k, v in next(data_iterator).items()}
+        b = {k: v.cuda(non_blocking=True) for k, v in next(data_iterator).items()
+             if k != "attention_mask"}
+        # no mask: the dataset's is the causal one (reset_attention_mask is off), which
+        # megatron's attention builds itself on CUDA and SDPA runs as its causal kernel
         with torch.autocast("cuda", dtype=dtype, enabled=dtype is not None):
-            out = m(b["tokens"], b["position_ids"], b["attention_mask"], labels=b["labels"])
+            out = m(b["tokens"], b["position_ids"], None, labels=b["labels"])
         return out, megatron_loss_func(b["loss_mask"], scaler)
 
     opt.zero_grad(set_to_none=True)

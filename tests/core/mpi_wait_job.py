@@ -1,6 +1,8 @@
 """Run under mpiexec by test_mpi_balance.py: rank 1 is slow (it sleeps, as a rank blocked on
 I/O or on a bigger shard would keep the others waiting), rank 0 finishes at once; rank 0 writes
-the CPU and wall seconds it spent waiting in ``map``, ``barrier`` and ``broadcast``."""
+the CPU and wall seconds it spent waiting in ``map``, ``barrier`` and ``broadcast``; then a
+dynamic ``map`` in which rank 1's item is slow: rank 0's queue thread waits for its next
+request all that time, and each rank writes how often that thread woke up."""
 
 from __future__ import annotations
 
@@ -38,8 +40,18 @@ def main() -> None:
     if ex.rank == 0:
         time.sleep(SLOW_S)
     value = measure("broadcast", lambda: ex.broadcast("plan" if ex.rank == 0 else None))
+    queue = MPIExecutor()  # dynamic: rank 0 answers requests from a thread
+
+    def slow_on_rank_1(item: int) -> int:
+        # rank 0's items take a moment so that rank 1's request comes before they are gone
+        time.sleep(SLOW_S if queue.rank == 1 else 0.1)
+        return item * 10
+
+    queued = measure("queue", lambda: queue.map(slow_on_rank_1, list(range(6))))
     with open(f"{out}.{ex.rank}.json", "w") as f:
-        json.dump({"results": results, "value": value, "spent": spent}, f)
+        json.dump({"results": results, "value": value, "spent": spent, "queued": queued,
+                   "schedule": queue.schedule, "polls": queue.last_polls,
+                   "taken": queue.last_taken}, f)
 
 
 if __name__ == "__main__":

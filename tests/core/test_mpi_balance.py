@@ -11,6 +11,8 @@ from pathlib import Path
 from helpers import cli_env
 from helpers_core import BIN
 
+from curator.core.executors import MPIExecutor
+
 HERE = Path(__file__).resolve().parent
 
 
@@ -63,3 +65,14 @@ def test_a_rank_waiting_for_a_slow_one_sleeps_instead_of_spinning(tmp_path):
         cpu, wall = ranks[rank]["spent"][name]
         assert wall >= 2.5, (name, wall)  # it did wait for the slow rank
         assert cpu < 0.3, (name, cpu, wall)  # ... asleep
+    # the queue: every item once, the same results on both ranks
+    assert ranks[0]["queued"] == ranks[1]["queued"] == [i * 10 for i in range(6)]
+    assert sorted(ranks[0]["taken"] + ranks[1]["taken"]) == list(range(6))
+    assert ranks[0]["schedule"] == "dynamic" and ranks[1]["taken"]
+    # rank 0's queue thread polled for requests while rank 1 worked (>= 3 s): backing off
+    # to poll_max_s (20 ms; 2 ms the first ~40 ms, then 5% of the wait) it woke ~50 times a
+    # second, not ~500 (a fixed 2 ms poll)
+    wall = ranks[0]["spent"]["queue"][1]
+    assert wall >= 2.5, wall
+    assert ranks[0]["polls"] <= wall / MPIExecutor.poll_max_s + 100, (ranks[0]["polls"], wall)
+    assert ranks[0]["polls"] > 10  # it did poll all along (late sleeps on a loaded machine: fewer)

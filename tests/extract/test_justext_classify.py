@@ -182,3 +182,43 @@ def test_another_justext_keeps_its_own_function() -> None:
         assert ext.classify_paragraphs is core.classify_paragraphs
         assert justext_classify.install() is True  # jusText's own text: it goes in
     assert ext.classify_paragraphs is justext_classify.classify_paragraphs
+
+
+class _CountedHash(tuple):
+    """A stop list that counts how often it is hashed (``define_stoplist``'s cache key)."""
+
+    hashed = 0
+
+    def __hash__(self) -> int:
+        type(self).hashed += 1
+        return tuple.__hash__(self)
+
+
+def test_stoplist_defined_once_per_object(pages: list[str]) -> None:
+    """trafilatura hands the same tuple of every jusText stop word (~154,000) to each call;
+    jusText's ``define_stoplist`` cache hashed it again on every call (~0.8 ms). The twin keeps
+    the frozen set of the object it was given last, with the same classes as jusText."""
+    eh.prepare("trafilatura")
+    from justext.core import ParagraphMaker
+    from trafilatura.external import basic_cleaning, jt_stoplist_init
+    from trafilatura.utils import load_html
+
+    stock = _stock()
+    words = _CountedHash(jt_stoplist_init())
+    other = _CountedHash(("the", "of", "and"))
+    for html in pages[:6]:
+        paragraphs = ParagraphMaker.make_paragraphs(basic_cleaning(load_html(html)))
+        for stoplist in (words, words, other, words):
+            _CountedHash.hashed = 0
+            got = _classes(justext_classify.classify_paragraphs, paragraphs, stoplist,
+                           SETTINGS[0])
+            assert _CountedHash.hashed <= 1  # only when another object came in between
+            assert got == _classes(stock, paragraphs, stoplist, SETTINGS[0])
+    _CountedHash.hashed = 0
+    justext_classify.classify_paragraphs([], words)
+    justext_classify.classify_paragraphs([], words)
+    assert _CountedHash.hashed == 0
+    # a mutable stop list is never remembered: a set's words can change between calls
+    fresh = ["the", "of"]
+    with pytest.raises(TypeError):  # jusText's own cache refuses it as well
+        justext_classify.classify_paragraphs([], fresh)

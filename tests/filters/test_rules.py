@@ -612,3 +612,132 @@ def test_gopher_quality_counts_words_without_their_list() -> None:
             decided += 1
             assert "alnum_words" not in f.__dict__
     assert decided > 50
+
+
+# -- cheaper exact forms (line runs and paragraphs by str.split, one sort per group of repeated
+#    positions, c4_quality's line tests): the same values as datatrove's and as before
+
+_DT_REP = dt_gr.GopherRepetitionFilter()
+_NEWLINES = st.lists(st.sampled_from(["\n", "\n\n", " ", "\t", "\r", "a", "b c", "\u2028",
+                                      "\x0b", "\n \n", "日"]), max_size=40).map("".join)
+
+
+def _split_like_datatrove(text: str) -> tuple[list[str], list[str]]:
+    return (_DT_REP._line_splitter.split(text), _DT_REP.paragraph_exp.split(text.strip()))
+
+
+def test_line_runs_and_paragraphs_split_like_datatrove_on_real_texts() -> None:
+    """gopher_repetition's units (``re.split`` of ``\\n+`` and of ``\\n{2,}`` after a strip in
+    datatrove) from ``str.split``, on real texts, the synthetic corpus and edge cases."""
+    edge = ["", "\n", "\n\n", "\n\n\n", "a", "a\n", "\na", "a\n\n\n\nb\n\n\nc\n", " \n\n a \n\n",
+            "a\n \nb", "\n\n\na\n\n\n"]
+    for text in _gold_texts() + [r["text"] for r in CORPUS] + edge:
+        f = DocFeatures(text)
+        assert (f.line_runs, f.paragraphs) == _split_like_datatrove(text), text[:200]
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.one_of(_NEWLINES, st.text()))
+def test_line_runs_and_paragraphs_on_any_text(text: str) -> None:
+    f = DocFeatures(text)
+    assert (f.line_runs, f.paragraphs) == _split_like_datatrove(text)
+
+
+def _grouped_twice(pos: np.ndarray, key: np.ndarray) -> tuple:
+    """The former ``_grouped``: group, drop the keys seen once, group the rest again."""
+    if not len(pos):
+        return pos, pos, pos
+    _, first, ids, counts = np.unique(key, return_index=True, return_inverse=True,
+                                      return_counts=True)
+    keep = counts[ids] > 1
+    if not keep.all():
+        pos, key = pos[keep], key[keep]
+        if not len(pos):
+            return pos, pos, pos
+        _, first, ids = np.unique(key, return_index=True, return_inverse=True)
+    return pos, ids, pos[first]
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.integers(0, 6), max_size=40), st.integers(0, 3))
+def test_grouped_renumbers_like_a_second_sort(keys: list[int], gap: int) -> None:
+    """Kept groups numbered 0, 1, ... in key order with their first positions, as a second
+    ``np.unique`` of the kept keys numbered them (and the same dtypes)."""
+    pos = np.arange(len(keys), dtype=np.int64) * (gap + 1)
+    key = np.asarray(keys, dtype=np.int64)
+    got, want = DocFeatures._grouped(pos, key), _grouped_twice(pos, key)
+    for g, w in zip(got, want):
+        assert g.tolist() == w.tolist() and g.dtype == w.dtype
+
+
+def test_grouped_sorts_once(monkeypatch) -> None:
+    """The point: the repeated positions of a real text's n-grams are grouped with one sort
+    (the keys seen once were dropped and the rest sorted again)."""
+    from curator.filters import features
+
+    calls = []
+    unique = np.unique
+
+    def counted(a, *args, **kw):
+        calls.append(len(a))
+        return unique(a, *args, **kw)
+
+    monkeypatch.setattr(features.np, "unique", counted)
+    text = _gold_texts()[3]
+    f = DocFeatures(text)
+    f.ngrams(2)
+    calls.clear()
+    pos, _, _ = f.repeats(3)
+    assert len(calls) == 1 and 0 < len(pos) < calls[0]  # some candidates did not repeat
+
+
+_C4_LINES = ["The cat sat on the mat.", "A b c d e.", "Two words.", "one", "", "   ",
+             "See the notes [1] here.", "[edit] It was fine [citation needed].", "a [2] b",
+             "[1] [2] [3]", "Read our Terms of Use today.", "This site uses cookies, sorry.",
+             "Our cookie policy is long.", "Enable JavaScript now.", "Ends with dots...",
+             "Lorem ipsum dolor sit amet.", "code { here } now.", "Is it so?", "Really!",
+             "x" * 30 + " y z.", "He said \"yes.\"", "Use of Cookies is fine here."]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.one_of(st.sampled_from(_C4_LINES), st.text(max_size=30)), max_size=14),
+       st.sampled_from([{}, {"filter_no_terminal_punct": False}, {"min_words_per_line": 0},
+                        {"min_words_per_line": 1}, {"min_words_per_line": 5},
+                        {"max_word_length": 10}, {"remove_citations": False},
+                        {"filter_policy": False, "min_num_sentences": 1}]))
+def test_c4_matches_datatrove_on_any_lines(lines: list[str], params: dict) -> None:
+    """c4_quality's kept text and decision equal datatrove's for any lines: words counted up
+    to ``min_words_per_line`` (before the citations go, as datatrove counts them), the
+    citation regex only on lines with a ``[``, the policy notices only where "use" or
+    "policy" is in the line."""
+    text = "\n".join(lines)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(dt_c4, "split_into_sentences", lambda t, language=None: split_sentences(t))
+        d = DTDoc(text=text, id="x")
+        r = dt_c4.C4QualityFilter(**params).filter(d)
+    got, reason = C4Quality.from_params(params).clean(text)
+    assert (got is not None) == (r is True)
+    if got is not None:
+        assert got == d.text
+    else:
+        assert reason == f"c4_quality:{r[1]}"
+
+
+def test_c4_citation_regex_only_on_lines_with_a_bracket(monkeypatch) -> None:
+    """Every citation mark starts with ``[``: a line without one is not searched."""
+    import curator.filters.c4_quality as c4
+
+    searched = []
+    citation = c4._CITATION
+
+    class Counted:
+        def sub(self, repl: str, line: str) -> str:
+            searched.append(line)
+            return citation.sub(repl, line)
+
+    rng = random.Random(4)
+    text = "\n".join(sentence(rng) for _ in range(12)) + "\nA cited claim here [1].\n"
+    want = C4Quality.from_params({}).clean(text)
+    monkeypatch.setattr(c4, "_CITATION", Counted())
+    assert C4Quality.from_params({}).clean(text) == want
+    assert searched == ["A cited claim here [1]."]

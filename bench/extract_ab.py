@@ -3,8 +3,10 @@ page (order flipped each page) so a shared machine's load falls on both; also co
 whose texts differ (must be 0). Changes: ``link-density`` (trafilatura's link-density loop
 vs curator's twin, curator/extract/link_density.py), ``strip-spans`` (``strip_tags`` alone
 vs ``_strip_spans`` on large code blocks, curator/extract/extract_html.py),
-``one-walk-cleaning`` (trafilatura's ``tree_cleaning`` vs curator's, whose deletion loop
-walks the tree once, curator/extract/cleaning.py).
+``cleaning-present-tags`` (trafilatura's ``tree_cleaning`` vs curator's, whose deletion loop
+walks only for the tags the tree has, curator/extract/cleaning.py), ``body-rerun-from-stash``
+(the ``<body>``/thin reruns parsed afresh vs started from the fast pass's pruned raw tree,
+curator/extract/resume.py), ``cleaning+body-rerun`` (both).
 
     PYTHONPATH=. python bench/extract_ab.py WARC --change strip-spans [--every 20]
         [--host-has .docs.] [--rounds 3]
@@ -25,7 +27,7 @@ from contextlib import AbstractContextManager, contextmanager
 
 from fastwarc.warc import ArchiveIterator, WarcRecordType
 
-from curator.extract import cleaning, extract_html, link_density
+from curator.extract import cleaning, extract_html, link_density, resume
 from curator.extract.extract_html import decode_html, extract_text, prepare
 
 
@@ -39,10 +41,28 @@ def _strip_tags_alone() -> Iterator[None]:
         extract_html._FEW_CHILDREN = few
 
 
+@contextmanager
+def _fresh_body_reruns() -> Iterator[None]:
+    restartable = resume.Stash.restartable
+    resume.Stash.restartable = lambda self, key: False  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        resume.Stash.restartable = restartable  # type: ignore[method-assign]
+
+
+@contextmanager
+def _cpu34a() -> Iterator[None]:
+    with cleaning.stock(), _fresh_body_reruns():
+        yield
+
+
 #: change -> what puts the code as it was back inside a block
 BEFORE: dict[str, Callable[[], AbstractContextManager[None]]] = {
     "link-density": link_density.stock,
-    "one-walk-cleaning": cleaning.stock,
+    "cleaning-present-tags": cleaning.stock,
+    "body-rerun-from-stash": _fresh_body_reruns,
+    "cleaning+body-rerun": _cpu34a,
     "strip-spans": _strip_tags_alone,
 }
 

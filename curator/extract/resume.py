@@ -50,7 +50,17 @@ rerun checks), so everything after the prunes is trafilatura's computation on th
 fresh rerun would have. Saved: the parse, curator's edits and the two prunes (about 5 ms on
 each of the ~4% of real web pages that take these reruns).
 
-The argument holds for one text of trafilatura only: :func:`install` puts the three functions
+Those reruns' recall escalation (a short text covering little of the page: about a third of
+them) calls ``_recall_retry(tree, r_options)``: with comments off the escalation's tree is the
+pruned raw tree itself, and ``r_options`` is the rerun's options with focus ``recall``, that is
+the fast pass's but ``fast``. ``_recall_retry`` is ``_extract_and_compare`` on
+``_prepare_tree(tree, r_options)``: ``extract_content``'s result is the fast pass's (the first
+argument above; the stash keeps it unread), then ``compare_extraction`` with ``fast`` off. So
+inside a restart :func:`_recall_retry` returns :func:`_compared` of the stash (what the ratio
+rerun does after ``extract_content``), once, when the tree and options are those; it raises
+nothing (trafilatura's escalation would swallow an exception as an empty retry).
+
+The argument holds for one text of trafilatura only: :func:`install` puts the four functions
 in ``trafilatura.core`` when the SHA-256 of each module it relies on is in :data:`SOURCES`
 (trafilatura 2.3.1 as ``.[all]`` installs it); any other source keeps the fresh rerun.
 :func:`stock` puts trafilatura's functions back inside a block.
@@ -186,11 +196,38 @@ def _restart(tree: Any, options: Any, url: str | None, stash: Stash) -> Any:
     if (options.comments or options.focus == "precision" or tree is not stash.tree
             or not _same_options(options, stash.options, ("fast", "focus"))):
         raise _NotResumable
-    _LOCAL.pruned = tree
+    _LOCAL.pruned, _LOCAL.retry = tree, stash
     try:
         return _SWAP.originals["trafilatura_sequence"](tree, options, url)
     finally:
-        _LOCAL.pruned = None
+        _LOCAL.pruned = _LOCAL.retry = None
+
+
+def _compared(stash: Stash, tree: Any, options: Any) -> tuple[Any, str]:
+    """What ``_extract_and_compare`` returns with ``fast`` off for the stash's pruned raw
+    ``tree`` and recorded options (``fast`` aside): ``extract_content``'s result is the fast
+    pass's, then ``compare_extraction``."""
+    core = _core()
+    postbody, temp_text = stash.body, stash.text
+    # compare_extraction's first lines: recall and a long text return the body as it is
+    if not (options.focus == "recall" and len(temp_text) > options.min_extracted_size * 10):
+        backup = core.tree_cleaning(copy.copy(tree), options)  # _prepare_tree's backup
+        postbody, temp_text = core.compare_extraction(backup, copy.copy(tree), postbody,
+                                                      temp_text, options)
+    return postbody, temp_text
+
+
+def _recall_retry(esc_tree: Any, r_options: Any, url: str | None) -> tuple[Any, str]:
+    """trafilatura's ``_recall_retry``; inside a :func:`_restart`, the retry on the stashed
+    tree with the recorded options (``fast`` aside) continues from the fast pass
+    (:func:`_compared`), once."""
+    stash = getattr(_LOCAL, "retry", None)
+    if stash is not None:
+        _LOCAL.retry = None
+        if (esc_tree is stash.tree and not r_options.comments
+                and _same_options(r_options, stash.options)):
+            return _compared(stash, esc_tree, r_options)
+    return _SWAP.originals["_recall_retry"](esc_tree, r_options, url)  # type: ignore[no-any-return]
 
 
 def _sequence(tree: Any, options: Any, url: str | None = None) -> tuple[Any, str, Any, str]:
@@ -212,12 +249,7 @@ def _sequence(tree: Any, options: Any, url: str | None = None) -> tuple[Any, str
     from lxml.etree import Element
 
     core = _core()
-    postbody, temp_text = stash.body, stash.text
-    # compare_extraction's first lines: recall and a long text return the body as it is
-    if not (options.focus == "recall" and len(temp_text) > options.min_extracted_size * 10):
-        backup = core.tree_cleaning(copy.copy(tree), options)  # _prepare_tree's backup
-        postbody, temp_text = core.compare_extraction(backup, copy.copy(tree), postbody,
-                                                      temp_text, options)
+    postbody, temp_text = _compared(stash, tree, options)
     # 3. rescue: baseline on the original tree, accepted only if it adds text
     if len(temp_text) < options.min_extracted_size and options.focus != "precision":
         b_body, b_text, b_len = core.baseline(tree)  # baseline copies element inputs
@@ -261,7 +293,7 @@ def rerun(stash: Stash | None, key: tuple[Any, ...], extract: Callable[[Any], st
     except _NotResumable:
         return None
     finally:
-        _LOCAL.resume = _LOCAL.restart = _LOCAL.pruned = None
+        _LOCAL.resume = _LOCAL.restart = _LOCAL.pruned = _LOCAL.retry = None
         stash.clear()
 
 
@@ -269,7 +301,8 @@ def rerun(stash: Stash | None, key: tuple[Any, ...], extract: Callable[[Any], st
 #: every call that is not a recording or a resumption.
 _SWAP = Swap("trafilatura.core", {"trafilatura_sequence": _sequence,
                                   "_extract_and_compare": _extract_and_compare,
-                                  "prune_unwanted_nodes": _prune_unwanted_nodes})
+                                  "prune_unwanted_nodes": _prune_unwanted_nodes,
+                                  "_recall_retry": _recall_retry})
 
 
 def installed() -> bool:
@@ -288,8 +321,8 @@ def _checked(sources: dict[str, str] | None) -> bool:
 
 
 def install(sources: dict[str, str] | None = None) -> bool:
-    """Use :func:`_sequence`, :func:`_extract_and_compare` and :func:`_prune_unwanted_nodes`
-    in ``trafilatura.core`` when
+    """Use :func:`_sequence`, :func:`_extract_and_compare`, :func:`_prune_unwanted_nodes` and
+    :func:`_recall_retry` in ``trafilatura.core`` when
     each module's source (``sources``: module name -> its text, by default the installed
     ones) is the text this was written for; True when they are in place."""
     return _SWAP.install(lambda: _checked(sources))

@@ -81,6 +81,7 @@ def test_installed_for_this_trafilatura() -> None:
     assert core.trafilatura_sequence is resume._sequence
     assert core._extract_and_compare is resume._extract_and_compare
     assert core.prune_unwanted_nodes is resume._prune_unwanted_nodes
+    assert core._recall_retry is resume._recall_retry
 
 
 def test_same_text_on_real_pages(runs: list[tuple[str, str, bool, bool, bool]]) -> None:
@@ -185,6 +186,34 @@ def test_body_rerun_starts_from_the_pruned_tree(body_pages: list[str],
     assert counts == {"prepare": 2 * len(pages), "raw_prunes": 2 * len(pages)}
 
 
+def test_body_rerun_escalation_continues_from_the_fast_pass(
+        body_pages: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The recall retry of a <body>/thin rerun's escalation takes the fast pass's
+    extract_content result (trafilatura's retry runs it again), with the same text."""
+    import trafilatura.core as core
+
+    counts = {"extract_content": 0, "retries": 0}
+    extract_content, retry = core.extract_content, resume._SWAP.originals["_recall_retry"]
+
+    def counted_extract(*a, **k):  # type: ignore[no-untyped-def]
+        counts["extract_content"] += 1
+        return extract_content(*a, **k)
+
+    def counted_retry(*a, **k):  # type: ignore[no-untyped-def]
+        counts["retries"] += 1
+        return retry(*a, **k)
+
+    monkeypatch.setattr(core, "extract_content", counted_extract)
+    monkeypatch.setitem(resume._SWAP.originals, "_recall_retry", counted_retry)
+    ours = [eh.extract_text(html) for html in body_pages]
+    mine = dict(counts)
+    counts.update(extract_content=0, retries=0)
+    with resume.stock():
+        assert [eh.extract_text(html) for html in body_pages] == ours
+    assert mine["retries"] == 0 < counts["retries"]
+    assert counts["extract_content"] - mine["extract_content"] == counts["retries"]
+
+
 @pytest.mark.parametrize("options", [{"balance": "default"}, {"balance": "precision"},
                                      {"include_comments": True}, {"body_ratio": 0.5},
                                      {"shape": False}, {"screen_reader_text": True}])
@@ -239,10 +268,11 @@ def test_threads_keep_their_own_stash(ratio_pages: list[str], body_pages: list[s
     with ThreadPoolExecutor(4) as pool:
         got = list(pool.map(eh.extract_text, pages * 2))
         left = list(pool.map(lambda _: tuple(getattr(resume._LOCAL, name, None) for name in
-                                             ("record", "resume", "restart", "pruned")),
+                                             ("record", "resume", "restart", "pruned",
+                                              "retry")),
                              range(8)))
     assert got == expected * 2
-    assert set(left) == {(None, None, None, None)}
+    assert set(left) == {(None, None, None, None, None)}
 
 
 def test_stash_is_dropped_when_the_call_fails(ratio_pages: list[str],

@@ -2,25 +2,32 @@
 page (order flipped each page) so a shared machine's load falls on both; also counts pages
 whose texts differ (must be 0). Changes: ``link-density`` (trafilatura's link-density loop
 vs curator's twin, curator/extract/link_density.py), ``strip-spans`` (``strip_tags`` alone
-vs ``_strip_spans`` on large code blocks, curator/extract/extract_html.py).
+vs ``_strip_spans`` on large code blocks, curator/extract/extract_html.py),
+``cleaning-present-tags`` (trafilatura's ``tree_cleaning`` vs curator's, whose deletion loop
+walks only for the tags the tree has, curator/extract/cleaning.py), ``body-rerun-from-stash``
+(the ``<body>``/thin reruns parsed afresh vs started from the fast pass's pruned raw tree,
+curator/extract/resume.py), ``cleaning+body-rerun`` (both).
 
     PYTHONPATH=. python bench/extract_ab.py WARC --change strip-spans [--every 20]
-        [--host-has .docs.]
+        [--host-has .docs.] [--rounds 3]
 
 WARC: a .warc.gz of response records (bench/warc_full.py --source real builds one from real
-pages, bench/real_pages.py says how the Debian documentation pages are fetched).
+pages, bench/real_pages.py says how the Debian documentation pages are fetched), or a
+``.pkl`` pickle of a list of HTML strings or of (url, HTML) pairs (``--every`` and
+``--host-has`` apply to it too).
 """
 
 from __future__ import annotations
 
 import argparse
+import pickle
 import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 
 from fastwarc.warc import ArchiveIterator, WarcRecordType
 
-from curator.extract import extract_html, link_density
+from curator.extract import cleaning, extract_html, link_density, resume
 from curator.extract.extract_html import decode_html, extract_text, prepare
 
 
@@ -34,14 +41,39 @@ def _strip_tags_alone() -> Iterator[None]:
         extract_html._FEW_CHILDREN = few
 
 
+@contextmanager
+def _fresh_body_reruns() -> Iterator[None]:
+    restartable = resume.Stash.restartable
+    resume.Stash.restartable = lambda self, key: False  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        resume.Stash.restartable = restartable  # type: ignore[method-assign]
+
+
+@contextmanager
+def _cpu34a() -> Iterator[None]:
+    with cleaning.stock(), _fresh_body_reruns():
+        yield
+
+
 #: change -> what puts the code as it was back inside a block
 BEFORE: dict[str, Callable[[], AbstractContextManager[None]]] = {
     "link-density": link_density.stock,
+    "cleaning-present-tags": cleaning.stock,
+    "body-rerun-from-stash": _fresh_body_reruns,
+    "cleaning+body-rerun": _cpu34a,
     "strip-spans": _strip_tags_alone,
 }
 
 
 def pages(path: str, every: int, host_has: str) -> list[str]:
+    if path.endswith(".pkl"):
+        with open(path, "rb") as f:
+            items = pickle.load(f)
+        pairs = [it if isinstance(it, tuple) else ("", it) for it in items]
+        return [html for i, (url, html) in enumerate(pairs)
+                if i % every == 0 and host_has in url]
     out = []
     with open(path, "rb") as f:
         for i, rec in enumerate(ArchiveIterator(f, record_types=WarcRecordType.response)):
@@ -60,27 +92,33 @@ def main() -> None:
     ap.add_argument("--every", type=int, default=20, help="take every Nth response record")
     ap.add_argument("--host-has", default="", help="only URLs holding this string")
     ap.add_argument("--change", choices=sorted(BEFORE), default="link-density")
+    ap.add_argument("--rounds", type=int, default=1, help="passes over the pages, each printed")
     args = ap.parse_args()
     prepare("trafilatura")
     prepare("resiliparse")
     htmls = pages(args.warc, args.every, args.host_has)
+    for r in range(args.rounds):
+        _round(htmls, args.change, r)
+
+
+def _round(htmls: list[str], change: str, r: int) -> None:
     cpu = {"before": 0.0, "after": 0.0}
     differ = 0
     for i, html in enumerate(htmls):
         texts = {}
-        for which in (("before", "after") if i % 2 else ("after", "before")):
+        for which in (("before", "after") if (i + r) % 2 else ("after", "before")):
             t = time.process_time()
             try:
                 if which == "after":
                     texts[which] = extract_text(html)
                 else:
-                    with BEFORE[args.change]():
+                    with BEFORE[change]():
                         texts[which] = extract_text(html)
             except Exception as e:  # a failure must fail the same way
                 texts[which] = repr(e)
             cpu[which] += time.process_time() - t
         differ += texts["before"] != texts["after"]
-    print(f"{args.change}, {len(htmls)} pages: before {cpu['before']:.2f} s, after "
+    print(f"{change}, round {r}, {len(htmls)} pages: before {cpu['before']:.2f} s, after "
           f"{cpu['after']:.2f} s ({cpu['after'] / cpu['before']:.3f}x), {differ} texts differ")
 
 

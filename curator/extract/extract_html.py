@@ -700,7 +700,8 @@ def _trafilatura(html: str, fast: bool = True, balance: Balance = "recall",
                  shape: bool = True, post_meta: bool = False,
                  stash: resume.Stash | None = None, screen_reader_text: bool = False) -> str:
     """trafilatura's text of the page; ``stash`` (curator/extract/resume.py): a fast pass
-    records into it, a ``fast=False`` rerun with the same options continues from it."""
+    records into it, a ``fast=False`` rerun with the same options continues from it, one in
+    another balance (not precision) starts from its pruned raw tree."""
     from trafilatura.utils import load_html
 
     # deduplicate=False: trafilatura's dedup cache is per process state, so its output would
@@ -846,6 +847,7 @@ def _fast_class_lookup() -> None:
     """Give trafilatura's HTML parser (the one its ``load_html`` uses) the C-level lookup."""
     from trafilatura.utils import HTML_PARSER
 
+    from curator.extract.cleaning import install as clean_in_one_walk
     from curator.extract.copies import install as skip_unread_backup
     from curator.extract.discard import install
     from curator.extract.link_density import install as walk_link_density
@@ -859,6 +861,7 @@ def _fast_class_lookup() -> None:
     walk_link_density()  # its link density test without ElementPath (link_density.py)
     resume.install()  # the fast=False rerun continues from the fast pass (resume.py)
     repair_only_where_needed()  # load_html's repair without a regex pass (repair.py)
+    clean_in_one_walk()  # tree_cleaning's per-tag deletion walks as one (cleaning.py)
 
 
 def prepare(extractor: str) -> None:
@@ -1050,10 +1053,10 @@ def extract_text(html: str, extractor: Extractor = DEFAULT_EXTRACTOR,
                                     screen_reader_text).strip() or text
             elif fast == "auto" and (why := _body_rerun(html, n_text, n_alt, rtree,
                                                        body_ratio, thin_ratio)):
-                stash = None  # not read by this rerun: the fast pass's tree is freed first
                 second: Balance = "default" if balance == "recall" else balance
+                # starts from the fast pass's pruned raw tree, not a new parse (resume.py)
                 rerun = _trafilatura(html, False, second, include_comments, include_tables,
-                                     shape, post_meta, None, screen_reader_text).strip()
+                                     shape, post_meta, stash, screen_reader_text).strip()
                 # a thin page's rerun must extend the fragment, not swap it for another block
                 if rerun and (why == "body" or _covers(rerun, text, THIN_COVER)):
                     text = rerun

@@ -33,8 +33,35 @@ returns the body as it is, reading neither tree, when the focus is ``recall`` an
 over ``10 * MIN_EXTRACTED_SIZE`` characters: then neither tree is built. The rerun's text is the
 one a fresh rerun gives on every page (tests/extract/test_resume.py); it costs about 60% less.
 
-The argument holds for one text of trafilatura only: :func:`install` puts the two functions in
-``trafilatura.core`` when the SHA-256 of each module it relies on is in :data:`SOURCES`
+The ``<body>`` and thin-page reruns (``fast=False`` in ``default`` balance: focus ``balanced``)
+start from the same pruned raw tree instead of a fresh parse (:func:`rerun` with the caller's
+``key`` differing in balance only). ``trafilatura_sequence`` begins with the same steps in both
+focuses: ``_forum_thread_page`` on the raw tree, the ``RAW_TREE_PRUNE_XPATH`` prune, and with
+comments off the ``REMOVE_COMMENTS_AND_LISTS_XPATH`` prune unless the page is a forum thread
+(``options.focus == "precision" or not is_forum``: the same for ``recall`` and ``balanced``).
+The fresh rerun's raw tree is the fast pass's (the same ``load_html`` of the same page, the
+same curator edits with the same options), so after those prunes it is the tree the stash
+keeps, which the fast pass left intact (above). For that one call :func:`_sequence` runs
+trafilatura's own ``trafilatura_sequence`` on the stashed tree with the two prune calls on it
+returning it as it is (:func:`_prune_unwanted_nodes`: that tree and those two lists, as
+``core`` names them at call time, only); ``is_forum``, computed again on the pruned tree,
+is read afterwards only with comments on or in focus ``precision`` (neither is the case: the
+rerun checks), so everything after the prunes is trafilatura's computation on the tree the
+fresh rerun would have. Saved: the parse, curator's edits and the two prunes (about 5 ms on
+each of the ~4% of real web pages that take these reruns).
+
+Those reruns' recall escalation (a short text covering little of the page: about a third of
+them) calls ``_recall_retry(tree, r_options)``: with comments off the escalation's tree is the
+pruned raw tree itself, and ``r_options`` is the rerun's options with focus ``recall``, that is
+the fast pass's but ``fast``. ``_recall_retry`` is ``_extract_and_compare`` on
+``_prepare_tree(tree, r_options)``: ``extract_content``'s result is the fast pass's (the first
+argument above; the stash keeps it unread), then ``compare_extraction`` with ``fast`` off. So
+inside a restart :func:`_recall_retry` returns :func:`_compared` of the stash (what the ratio
+rerun does after ``extract_content``), once, when the tree and options are those; it raises
+nothing (trafilatura's escalation would swallow an exception as an empty retry).
+
+The argument holds for one text of trafilatura only: :func:`install` puts the four functions
+in ``trafilatura.core`` when the SHA-256 of each module it relies on is in :data:`SOURCES`
 (trafilatura 2.3.1 as ``.[all]`` installs it); any other source keeps the fresh rerun.
 :func:`stock` puts trafilatura's functions back inside a block.
 """
@@ -91,6 +118,13 @@ class Stash:
         """Whether a rerun with the caller's options ``key`` can resume from this stash."""
         return self.calls == 1 and self.tree is not None and key == self.key
 
+    def restartable(self, key: tuple[Any, ...]) -> bool:
+        """Whether a rerun with the caller's options ``key`` (:data:`KEY_FIELDS`) can start
+        from this stash's pruned raw tree: another balance but precision, the rest the same
+        (comments off: the stash holds nothing otherwise)."""
+        return (self.calls == 1 and self.tree is not None and key[1:] == self.key[1:]
+                and key[0] != "precision" and not key[1])
+
     def clear(self) -> None:
         self.tree = self.body = self.options = None
         self.calls = 2  # never ready again
@@ -127,15 +161,73 @@ def _extract_and_compare(cleaned_tree: Any, cleaned_tree_backup: Any, tree: Any,
     return body, text
 
 
+#: What ``key`` holds, in order: extract_html._trafilatura's options.
+KEY_FIELDS = ("balance", "include_comments", "include_tables", "shape", "post_meta",
+              "screen_reader_text")
+
+
 class _NotResumable(Exception):
     """The rerun's options differ from the recorded ones (never expected): start afresh.
     Not a ValueError/TypeError, which ``bare_extraction`` would turn into "no text"."""
 
 
-def _same_options(a: Any, b: Any) -> bool:
+def _same_options(a: Any, b: Any, but: tuple[str, ...] = ("fast",)) -> bool:
     slots = type(a).__slots__
     return type(a) is type(b) and all(getattr(a, s) == getattr(b, s) for s in slots
-                                      if s != "fast")
+                                      if s not in but)
+
+
+def _prune_unwanted_nodes(tree: Any, nodelist: Any, with_backup: bool = False) -> Any:
+    """``prune_unwanted_nodes`` as ``core`` calls it, except the raw-tree prunes of the tree
+    :func:`_sequence` started from the stash (they were made by the fast pass): that tree is
+    returned as it is."""
+    if tree is getattr(_LOCAL, "pruned", None) and not with_backup:
+        core = _core()
+        if nodelist is core.RAW_TREE_PRUNE_XPATH or \
+                nodelist is core.REMOVE_COMMENTS_AND_LISTS_XPATH:
+            return tree
+    return _SWAP.originals["prune_unwanted_nodes"](tree, nodelist, with_backup)
+
+
+def _restart(tree: Any, options: Any, url: str | None, stash: Stash) -> Any:
+    """trafilatura's ``trafilatura_sequence`` on the stash's pruned raw tree, its raw-tree
+    prunes skipped; raises :class:`_NotResumable` (nothing done) where the module
+    docstring's argument does not hold."""
+    if (options.comments or options.focus == "precision" or tree is not stash.tree
+            or not _same_options(options, stash.options, ("fast", "focus"))):
+        raise _NotResumable
+    _LOCAL.pruned, _LOCAL.retry = tree, stash
+    try:
+        return _SWAP.originals["trafilatura_sequence"](tree, options, url)
+    finally:
+        _LOCAL.pruned = _LOCAL.retry = None
+
+
+def _compared(stash: Stash, tree: Any, options: Any) -> tuple[Any, str]:
+    """What ``_extract_and_compare`` returns with ``fast`` off for the stash's pruned raw
+    ``tree`` and recorded options (``fast`` aside): ``extract_content``'s result is the fast
+    pass's, then ``compare_extraction``."""
+    core = _core()
+    postbody, temp_text = stash.body, stash.text
+    # compare_extraction's first lines: recall and a long text return the body as it is
+    if not (options.focus == "recall" and len(temp_text) > options.min_extracted_size * 10):
+        backup = core.tree_cleaning(copy.copy(tree), options)  # _prepare_tree's backup
+        postbody, temp_text = core.compare_extraction(backup, copy.copy(tree), postbody,
+                                                      temp_text, options)
+    return postbody, temp_text
+
+
+def _recall_retry(esc_tree: Any, r_options: Any, url: str | None) -> tuple[Any, str]:
+    """trafilatura's ``_recall_retry``; inside a :func:`_restart`, the retry on the stashed
+    tree with the recorded options (``fast`` aside) continues from the fast pass
+    (:func:`_compared`), once."""
+    stash = getattr(_LOCAL, "retry", None)
+    if stash is not None:
+        _LOCAL.retry = None
+        if (esc_tree is stash.tree and not r_options.comments
+                and _same_options(r_options, stash.options)):
+            return _compared(stash, esc_tree, r_options)
+    return _SWAP.originals["_recall_retry"](esc_tree, r_options, url)  # type: ignore[no-any-return]
 
 
 def _sequence(tree: Any, options: Any, url: str | None = None) -> tuple[Any, str, Any, str]:
@@ -143,6 +235,10 @@ def _sequence(tree: Any, options: Any, url: str | None = None) -> tuple[Any, str
     after ``extract_content``, as the stock function does with these options (``fast`` off,
     focus recall, comments off): the comparison, the baseline rescue; the recall escalation
     (focus ``balanced`` only) and the forum salvage (comments on only) do not run."""
+    restart = getattr(_LOCAL, "restart", None)
+    if restart is not None:
+        _LOCAL.restart = None
+        return _restart(tree, options, url, restart)  # type: ignore[no-any-return]
     stash = getattr(_LOCAL, "resume", None)
     if stash is None:
         return _SWAP.originals["trafilatura_sequence"](  # type: ignore[no-any-return]
@@ -153,12 +249,7 @@ def _sequence(tree: Any, options: Any, url: str | None = None) -> tuple[Any, str
     from lxml.etree import Element
 
     core = _core()
-    postbody, temp_text = stash.body, stash.text
-    # compare_extraction's first lines: recall and a long text return the body as it is
-    if not (options.focus == "recall" and len(temp_text) > options.min_extracted_size * 10):
-        backup = core.tree_cleaning(copy.copy(tree), options)  # _prepare_tree's backup
-        postbody, temp_text = core.compare_extraction(backup, copy.copy(tree), postbody,
-                                                      temp_text, options)
+    postbody, temp_text = _compared(stash, tree, options)
     # 3. rescue: baseline on the original tree, accepted only if it adds text
     if len(temp_text) < options.min_extracted_size and options.focus != "precision":
         b_body, b_text, b_len = core.baseline(tree)  # baseline copies element inputs
@@ -183,29 +274,35 @@ def recording(stash: Stash | None, key: tuple[Any, ...]) -> Iterator[None]:
 
 
 def rerun(stash: Stash | None, key: tuple[Any, ...], extract: Callable[[Any], str]) -> str | None:
-    """``extract(tree)`` (``trafilatura.extract(tree, fast=False, ...)`` with the options the
-    fast pass recorded into ``stash`` had, the caller's ``key`` the same) continued from the
-    fast pass; None when it cannot be (nothing recorded, other options): then the caller
-    reruns afresh. The stash is emptied either way."""
+    """``extract(tree)`` (``trafilatura.extract(tree, fast=False, ...)``) from the fast pass
+    recorded into ``stash``: continued after ``extract_content`` when the caller's options
+    ``key`` are the recorded ones, started from the pruned raw tree when they differ in
+    balance only (:meth:`Stash.restartable`); None when it cannot be (nothing recorded, other
+    options): then the caller reruns afresh. The stash is emptied either way."""
     if stash is None:
         return None
-    if not stash.ready(key):
+    if stash.ready(key):
+        _LOCAL.resume = stash
+    elif stash.restartable(key):
+        _LOCAL.restart = stash
+    else:
         stash.clear()
         return None
-    _LOCAL.resume = stash
     try:
         return extract(stash.tree)
     except _NotResumable:
         return None
     finally:
-        _LOCAL.resume = None
+        _LOCAL.resume = _LOCAL.restart = _LOCAL.pruned = _LOCAL.retry = None
         stash.clear()
 
 
 #: trafilatura's own functions are kept in ``_SWAP.originals`` for :func:`stock` and for
 #: every call that is not a recording or a resumption.
 _SWAP = Swap("trafilatura.core", {"trafilatura_sequence": _sequence,
-                                  "_extract_and_compare": _extract_and_compare})
+                                  "_extract_and_compare": _extract_and_compare,
+                                  "prune_unwanted_nodes": _prune_unwanted_nodes,
+                                  "_recall_retry": _recall_retry})
 
 
 def installed() -> bool:
@@ -224,7 +321,8 @@ def _checked(sources: dict[str, str] | None) -> bool:
 
 
 def install(sources: dict[str, str] | None = None) -> bool:
-    """Use :func:`_sequence` and :func:`_extract_and_compare` in ``trafilatura.core`` when
+    """Use :func:`_sequence`, :func:`_extract_and_compare`, :func:`_prune_unwanted_nodes` and
+    :func:`_recall_retry` in ``trafilatura.core`` when
     each module's source (``sources``: module name -> its text, by default the installed
     ones) is the text this was written for; True when they are in place."""
     return _SWAP.install(lambda: _checked(sources))

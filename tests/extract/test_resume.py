@@ -1,8 +1,9 @@
 """The ``fast=False`` rerun of ``extract_text`` (the text is under half of resiliparse's words)
 continues from the fast pass (curator/extract/resume.py) instead of parsing and extracting the
-page again: the same text on every real page, one parse and one ``extract_content`` per page,
-per-thread stashes that never outlive the call, and trafilatura's own functions for any other
-trafilatura source."""
+page again, and the ``<body>``/thin-page reruns (default balance) start from the fast pass's
+pruned raw tree: the same text on every real page, one parse per page (and one
+``extract_content`` for the ratio rerun), per-thread stashes that never outlive the call, and
+trafilatura's own functions for any other trafilatura source."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import inspect
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
+from lxml import html as lhtml
 
 from bench.extraction_quality import load_gold
 from curator.extract import extract_html as eh
@@ -17,37 +19,45 @@ from curator.extract import resume
 
 
 @pytest.fixture(scope="module")
-def runs() -> list[tuple[str, str, bool, bool]]:
+def runs() -> list[tuple[str, str, bool, bool, bool]]:
     """Every second gold page (315 of 630, all splits) extracted as ``read_warc`` does (the
-    defaults): (page, text, whether it took the ratio rerun, whether that rerun resumed)."""
+    defaults): (page, text, whether it took the ratio rerun, whether that rerun resumed,
+    whether it took a ``<body>``/thin rerun, in default balance)."""
     eh.prepare("trafilatura")
     eh.prepare("resiliparse")
     out = []
     own_rerun, own_traf = resume.rerun, eh._trafilatura
     for page in load_gold("all")[::2]:
-        seen = {"ratio": False, "resumed": False}
+        seen = {"ratio": False, "resumed": False, "body": False}
 
         def rerun(stash, key, run, seen=seen):  # type: ignore[no-untyped-def]
             text = own_rerun(stash, key, run)
-            seen["resumed"] |= text is not None
+            seen["resumed"] |= text is not None and key[0] == "recall"
             return text
 
         def traf(html, fast=True, balance="recall", *a, seen=seen):  # type: ignore[no-untyped-def]
             seen["ratio"] |= not fast and balance == "recall"  # the defaults' ratio rerun
+            seen["body"] |= not fast and balance == "default"  # the <body>/thin reruns
             return own_traf(html, fast, balance, *a)
         resume.rerun, eh._trafilatura = rerun, traf  # type: ignore[assignment]
         try:
             text = eh.extract_text(page.html)
         finally:
             resume.rerun, eh._trafilatura = own_rerun, own_traf  # type: ignore[assignment]
-        out.append((page.html, text, seen["ratio"], seen["resumed"]))
+        out.append((page.html, text, seen["ratio"], seen["resumed"], seen["body"]))
     return out
 
 
 @pytest.fixture(scope="module")
-def ratio_pages(runs: list[tuple[str, str, bool, bool]]) -> list[str]:
+def ratio_pages(runs: list[tuple[str, str, bool, bool, bool]]) -> list[str]:
     """Pages whose fast text is under half of resiliparse's words: the ratio rerun."""
-    return [html for html, _, ratio, _ in runs if ratio]
+    return [html for html, _, ratio, *_ in runs if ratio]
+
+
+@pytest.fixture(scope="module")
+def body_pages(runs: list[tuple[str, str, bool, bool, bool]]) -> list[str]:
+    """Pages that take the ``<body>`` or thin-page rerun (default balance)."""
+    return [html for html, *_, body in runs if body]
 
 
 def _resumed(monkeypatch: pytest.MonkeyPatch) -> list[int]:
@@ -70,16 +80,21 @@ def test_installed_for_this_trafilatura() -> None:
     assert resume.installed()
     assert core.trafilatura_sequence is resume._sequence
     assert core._extract_and_compare is resume._extract_and_compare
+    assert core.prune_unwanted_nodes is resume._prune_unwanted_nodes
+    assert core._recall_retry is resume._recall_retry
 
 
-def test_same_text_on_real_pages(runs: list[tuple[str, str, bool, bool]]) -> None:
+def test_same_text_on_real_pages(runs: list[tuple[str, str, bool, bool, bool]]) -> None:
     """Every ratio rerun of the gold pages resumed, with the text trafilatura's fresh rerun
-    gives; the same on every fourth other page."""
+    gives; the same on every <body>/thin rerun (started from the pruned tree) and on every
+    fourth other page."""
     ratio = [r for r in runs if r[2]]
     assert len(ratio) >= 25
-    assert all(resumed for *_, resumed in ratio)
-    assert not any(resumed for _, _, r, resumed in runs if not r)
-    checked = ratio + [r for r in runs if not r[2]][::4]
+    assert all(r[3] for r in ratio)
+    assert not any(r[3] for r in runs if not r[2])
+    body = [r for r in runs if r[4]]
+    assert len(body) >= 10
+    checked = ratio + body + [r for r in runs if not r[2] and not r[4]][::4]
     with resume.stock():
         assert not resume.installed()
         changed = [i for i, (html, ours, *_) in enumerate(checked)
@@ -133,19 +148,131 @@ def test_rerun_does_not_parse_or_extract_again(ratio_pages: list[str],
     assert counts == {"prepare": 2 * len(pages), "extract_content": 2 * len(pages)}
 
 
-def test_threads_keep_their_own_stash(ratio_pages: list[str],
-                                      runs: list[tuple[str, str, bool, bool]]) -> None:
+def _counted(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
+    """Count curator's tree edits (one per parse) and trafilatura's raw-tree prune calls that
+    prune (``RAW_TREE_PRUNE_XPATH``)."""
+    import trafilatura.core as core
+
+    counts = {"prepare": 0, "raw_prunes": 0}
+    prepare_tree, prune = eh._prepare_tree, resume._SWAP.originals["prune_unwanted_nodes"]
+
+    def counted_prepare(*a, **k):  # type: ignore[no-untyped-def]
+        counts["prepare"] += 1
+        return prepare_tree(*a, **k)
+
+    def counted_prune(tree, nodelist, *a):  # type: ignore[no-untyped-def]
+        counts["raw_prunes"] += nodelist is core.RAW_TREE_PRUNE_XPATH
+        return prune(tree, nodelist, *a)
+
+    monkeypatch.setattr(eh, "_prepare_tree", counted_prepare)
+    # trafilatura's function, which curator's calls and resume.stock() puts back
+    monkeypatch.setitem(resume._SWAP.originals, "prune_unwanted_nodes", counted_prune)
+    return counts
+
+
+def test_body_rerun_starts_from_the_pruned_tree(body_pages: list[str],
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """A <body>/thin rerun neither parses the page nor prunes the raw tree again (the old
+    code did both twice on each of these pages), and gives the fresh rerun's text."""
+    eh.prepare("trafilatura")
+    pages = body_pages[:8]
+    assert len(pages) == 8
+    counts = _counted(monkeypatch)
+    ours = [eh.extract_text(html) for html in pages]
+    assert counts == {"prepare": len(pages), "raw_prunes": len(pages)}
+    counts.update(prepare=0, raw_prunes=0)
+    with resume.stock():
+        assert [eh.extract_text(html) for html in pages] == ours
+    assert counts == {"prepare": 2 * len(pages), "raw_prunes": 2 * len(pages)}
+
+
+def test_body_rerun_escalation_continues_from_the_fast_pass(
+        body_pages: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The recall retry of a <body>/thin rerun's escalation takes the fast pass's
+    extract_content result (trafilatura's retry runs it again), with the same text."""
+    import trafilatura.core as core
+
+    counts = {"extract_content": 0, "retries": 0}
+    extract_content, retry = core.extract_content, resume._SWAP.originals["_recall_retry"]
+
+    def counted_extract(*a, **k):  # type: ignore[no-untyped-def]
+        counts["extract_content"] += 1
+        return extract_content(*a, **k)
+
+    def counted_retry(*a, **k):  # type: ignore[no-untyped-def]
+        counts["retries"] += 1
+        return retry(*a, **k)
+
+    monkeypatch.setattr(core, "extract_content", counted_extract)
+    monkeypatch.setitem(resume._SWAP.originals, "_recall_retry", counted_retry)
+    ours = [eh.extract_text(html) for html in body_pages]
+    mine = dict(counts)
+    counts.update(extract_content=0, retries=0)
+    with resume.stock():
+        assert [eh.extract_text(html) for html in body_pages] == ours
+    assert mine["retries"] == 0 < counts["retries"]
+    assert counts["extract_content"] - mine["extract_content"] == counts["retries"]
+
+
+@pytest.mark.parametrize("options", [{"balance": "default"}, {"balance": "precision"},
+                                     {"include_comments": True}, {"body_ratio": 0.5},
+                                     {"shape": False}, {"screen_reader_text": True}])
+def test_body_rerun_with_other_options(body_pages: list[str], options: dict,
+                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """Other options: the same text as the fresh rerun; only the recall fast pass with
+    comments off leaves a tree to start from."""
+    restarts = [0]
+    own = resume._restart
+
+    def counting(*a, **k):  # type: ignore[no-untyped-def]
+        restarts[0] += 1
+        return own(*a, **k)
+
+    monkeypatch.setattr(resume, "_restart", counting)
+    for html in body_pages[::4]:
+        ours = eh.extract_text(html, **options)
+        with resume.stock():
+            assert ours == eh.extract_text(html, **options)
+    if "balance" in options or "include_comments" in options:
+        assert restarts[0] == 0
+    else:
+        assert restarts[0] > 0
+
+
+def test_restart_refuses_other_options(body_pages: list[str]) -> None:
+    """The restart checks what its argument needs (comments off, not precision, the recorded
+    options but fast and focus, the stashed tree) before it touches anything."""
+    from trafilatura.settings import Extractor
+
+    stash = resume.Stash()
+    stash.tree = lhtml.fromstring(body_pages[0])
+    stash.options = Extractor(fast=True, recall=True, comments=False)
+    before = lhtml.tostring(stash.tree)
+    for options, tree in ((Extractor(comments=True), stash.tree),
+                          (Extractor(precision=True, comments=False), stash.tree),
+                          (Extractor(comments=False, tables=False), stash.tree),
+                          (Extractor(comments=False), lhtml.fromstring(body_pages[0]))):
+        with pytest.raises(resume._NotResumable):
+            resume._restart(tree, options, None, stash)
+    assert lhtml.tostring(stash.tree) == before
+    assert getattr(resume._LOCAL, "pruned", None) is None
+
+
+def test_threads_keep_their_own_stash(ratio_pages: list[str], body_pages: list[str],
+                                      runs: list[tuple[str, str, bool, bool, bool]]) -> None:
     """Dask workers extract in threads: pages extracted concurrently give the texts they give
     one at a time, and no stash is left on any thread."""
-    pages = ratio_pages[:12] + [r[0] for r in runs[:12]]
+    pages = ratio_pages[:12] + body_pages[:8] + [r[0] for r in runs[:12]]
     with resume.stock():
         expected = [eh.extract_text(h) for h in pages]
     with ThreadPoolExecutor(4) as pool:
         got = list(pool.map(eh.extract_text, pages * 2))
-        left = list(pool.map(lambda _: (getattr(resume._LOCAL, "record", None),
-                                        getattr(resume._LOCAL, "resume", None)), range(8)))
+        left = list(pool.map(lambda _: tuple(getattr(resume._LOCAL, name, None) for name in
+                                             ("record", "resume", "restart", "pruned",
+                                              "retry")),
+                             range(8)))
     assert got == expected * 2
-    assert set(left) == {(None, None)}
+    assert set(left) == {(None, None, None, None, None)}
 
 
 def test_stash_is_dropped_when_the_call_fails(ratio_pages: list[str],

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import inspect
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import pytest
 from lxml import html as lhtml
@@ -117,6 +118,16 @@ def test_same_text_with_other_options(ratio_pages: list[str], options: dict,
         assert resumed[0] == 0
 
 
+def _counting(counts: dict[str, int], key: str, fn: Any) -> Any:
+    """``fn``, counting its calls in ``counts[key]``."""
+
+    def counted(*a: Any, **k: Any) -> Any:
+        counts[key] += 1
+        return fn(*a, **k)
+
+    return counted
+
+
 def test_rerun_does_not_parse_or_extract_again(ratio_pages: list[str],
                                                monkeypatch: pytest.MonkeyPatch) -> None:
     """A ratio rerun neither parses the page nor runs trafilatura's main extractor again
@@ -126,16 +137,9 @@ def test_rerun_does_not_parse_or_extract_again(ratio_pages: list[str],
     counts = {"prepare": 0, "extract_content": 0}
     prepare_tree, extract_content = eh._prepare_tree, core.extract_content
 
-    def counted_prepare(*a, **k):  # type: ignore[no-untyped-def]
-        counts["prepare"] += 1
-        return prepare_tree(*a, **k)
-
-    def counted_extract(*a, **k):  # type: ignore[no-untyped-def]
-        counts["extract_content"] += 1
-        return extract_content(*a, **k)
-
-    monkeypatch.setattr(eh, "_prepare_tree", counted_prepare)
-    monkeypatch.setattr(core, "extract_content", counted_extract)
+    monkeypatch.setattr(eh, "_prepare_tree", _counting(counts, "prepare", prepare_tree))
+    monkeypatch.setattr(core, "extract_content",
+                        _counting(counts, "extract_content", extract_content))
     pages = ratio_pages[:8]
     assert len(pages) == 8
     for html in pages:
@@ -156,15 +160,11 @@ def _counted(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
     counts = {"prepare": 0, "raw_prunes": 0}
     prepare_tree, prune = eh._prepare_tree, resume._SWAP.originals["prune_unwanted_nodes"]
 
-    def counted_prepare(*a, **k):  # type: ignore[no-untyped-def]
-        counts["prepare"] += 1
-        return prepare_tree(*a, **k)
-
     def counted_prune(tree, nodelist, *a):  # type: ignore[no-untyped-def]
         counts["raw_prunes"] += nodelist is core.RAW_TREE_PRUNE_XPATH
         return prune(tree, nodelist, *a)
 
-    monkeypatch.setattr(eh, "_prepare_tree", counted_prepare)
+    monkeypatch.setattr(eh, "_prepare_tree", _counting(counts, "prepare", prepare_tree))
     # trafilatura's function, which curator's calls and resume.stock() puts back
     monkeypatch.setitem(resume._SWAP.originals, "prune_unwanted_nodes", counted_prune)
     return counts
@@ -195,16 +195,10 @@ def test_body_rerun_escalation_continues_from_the_fast_pass(
     counts = {"extract_content": 0, "retries": 0}
     extract_content, retry = core.extract_content, resume._SWAP.originals["_recall_retry"]
 
-    def counted_extract(*a, **k):  # type: ignore[no-untyped-def]
-        counts["extract_content"] += 1
-        return extract_content(*a, **k)
-
-    def counted_retry(*a, **k):  # type: ignore[no-untyped-def]
-        counts["retries"] += 1
-        return retry(*a, **k)
-
-    monkeypatch.setattr(core, "extract_content", counted_extract)
-    monkeypatch.setitem(resume._SWAP.originals, "_recall_retry", counted_retry)
+    monkeypatch.setattr(core, "extract_content",
+                        _counting(counts, "extract_content", extract_content))
+    monkeypatch.setitem(resume._SWAP.originals, "_recall_retry",
+                        _counting(counts, "retries", retry))
     ours = [eh.extract_text(html) for html in body_pages]
     mine = dict(counts)
     counts.update(extract_content=0, retries=0)

@@ -38,7 +38,7 @@ from contextlib import contextmanager
 from types import ModuleType
 from typing import Any
 
-from curator.extract.twins import Swap, sha256
+from curator.extract.twins import Swap, sha256, stock_all
 
 #: SHA-256 of the sources (``inspect.getsource``) the reasoning above was checked against:
 #: trafilatura 2.3.1.
@@ -155,5 +155,5 @@ def installed() -> bool:
 @contextmanager
 def stock() -> Iterator[None]:
     """trafilatura's own ``tree_cleaning`` inside the block."""
-    with _SWAPS[0].stock(), _SWAPS[1].stock(), _SWAPS[2].stock():
+    with stock_all(*_SWAPS):
         yield

@@ -34,7 +34,7 @@ from contextlib import contextmanager
 from types import ModuleType
 from typing import Any
 
-from curator.extract.twins import Swap, sha256
+from curator.extract.twins import Swap, sha256, stock_all
 
 #: SHA-256 of ``inspect.getsource(trafilatura.htmlprocessing.link_density_test)``: 2.3.1.
 SOURCE_SHA256 = "0b3d71f252bf19639de358ec3f4abc7c252eefb60eeac3b1da77e6dd9d8a444e"
@@ -208,5 +208,5 @@ def loop_installed() -> bool:
 def stock() -> Iterator[None]:
     """trafilatura's own ``link_density_test`` and ``delete_by_link_density`` inside the
     block."""
-    with _SWAP.stock(), _LOOP_SWAPS[0].stock(), _LOOP_SWAPS[1].stock():
+    with stock_all(_SWAP, *_LOOP_SWAPS):
         yield

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import importlib
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from types import ModuleType
 from typing import Any
 
@@ -60,3 +60,13 @@ class Swap:
         finally:
             for name, value in saved.items():
                 setattr(mod, name, value)
+
+
+@contextmanager
+def stock_all(*swaps: Swap) -> Iterator[None]:
+    """trafilatura's own functions of every one of ``swaps`` inside the block (a twin that
+    trafilatura's modules imported by name is one :class:`Swap` per module)."""
+    with ExitStack() as stack:
+        for swap in swaps:
+            stack.enter_context(swap.stock())
+        yield

@@ -215,22 +215,16 @@ def test_body_rerun_with_other_options(body_pages: list[str], options: dict,
                                        monkeypatch: pytest.MonkeyPatch) -> None:
     """Other options: the same text as the fresh rerun; only the recall fast pass with
     comments off leaves a tree to start from."""
-    restarts = [0]
-    own = resume._restart
-
-    def counting(*a, **k):  # type: ignore[no-untyped-def]
-        restarts[0] += 1
-        return own(*a, **k)
-
-    monkeypatch.setattr(resume, "_restart", counting)
+    counts = {"restarts": 0}
+    monkeypatch.setattr(resume, "_restart", _counting(counts, "restarts", resume._restart))
     for html in body_pages[::4]:
         ours = eh.extract_text(html, **options)
         with resume.stock():
             assert ours == eh.extract_text(html, **options)
     if "balance" in options or "include_comments" in options:
-        assert restarts[0] == 0
+        assert counts["restarts"] == 0
     else:
-        assert restarts[0] > 0
+        assert counts["restarts"] > 0
 
 
 def test_restart_refuses_other_options(body_pages: list[str]) -> None:
@@ -314,15 +308,9 @@ def test_other_trafilatura_sources_rerun_afresh(module: str, ratio_pages: list[s
         assert not resume.installed()
         assert resume.install({module: text.replace("\n", "\n ", 1)}) is False
         assert not resume.installed()
-        parsed = [0]
-        prepare_tree = eh._prepare_tree
-
-        def counted(*a, **k):  # type: ignore[no-untyped-def]
-            parsed[0] += 1
-            return prepare_tree(*a, **k)
-
-        monkeypatch.setattr(eh, "_prepare_tree", counted)
+        counts = {"parsed": 0}
+        monkeypatch.setattr(eh, "_prepare_tree", _counting(counts, "parsed", eh._prepare_tree))
         eh.extract_text(ratio_pages[0])
-        assert parsed[0] == 2
+        assert counts["parsed"] == 2
         assert resume.install({module: text}) is True  # the same text is accepted
     assert resume.installed()

@@ -120,11 +120,12 @@ def apply(html: str, text: str) -> str | None:
     return best["text"] if inside >= 0.8 else None
 
 
-def _page(args: tuple[str, str, str, str, str]) -> tuple[str, str, str, float, float]:
+def _page(args: tuple[str, str, str, str, str, str | None]
+          ) -> tuple[str, str, str, float, float]:
     from curator.extract.extract_html import extract_text
 
-    pid, html, gold, kind, lang = args
-    text = extract_text(html)
+    pid, html, gold, kind, lang, text = args
+    text = extract_text(html) if text is None else text
     new = apply(html, text)
     f0 = prf(text, gold)[2]
     return pid, kind, lang, f0, prf(new, gold)[2] if new is not None else f0
@@ -132,14 +133,21 @@ def _page(args: tuple[str, str, str, str, str]) -> tuple[str, str, str, float, f
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--split", action="append", choices=["tuning", "heldout"])
+    ap.add_argument("--split", action="append", choices=["tuning", "heldout", "outside"],
+                    help="outside: WCXB pages of hosts no gold page has (bench/line_filter.py's "
+                         "training pages; needs the WCXB mirror)")
     ap.add_argument("--jobs", type=int, default=2)
     args = ap.parse_args()
     for split in args.split or ["tuning", "heldout"]:
-        pages = load_gold(split)
+        if split == "outside":
+            from line_filter import training_pages
+
+            todo = [(p["id"], p["html"], p["gold"], p["type"], p["lang"], p["text"])
+                    for p in training_pages(args.jobs)]
+        else:
+            todo = [(p.id, p.html, p.gold, p.type, p.lang, None) for p in load_gold(split)]
         with Pool(args.jobs) as pool:
-            rows = pool.map(_page, [(p.id, p.html, p.gold, p.type, p.lang) for p in pages],
-                            chunksize=4)
+            rows = pool.map(_page, todo, chunksize=4)
         print(f"== {split}: {len(rows)} pages; pages the rule changes (F1 before -> after):")
         for pid, kind, lang, f0, f1 in rows:
             if f1 != f0:

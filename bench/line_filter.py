@@ -255,10 +255,10 @@ def _host(url: str) -> str:
     return h.removeprefix("www.")
 
 
-def _wcxb_page(args: tuple[str, dict, set[str]]) -> dict | None:
+def _wcxb_page(args: tuple[str, dict, set[str], bool]) -> dict | None:
     from curator.extract.extract_html import decode_html, extract_text
 
-    fid, m, gold_hosts = args
+    fid, m, gold_hosts, extract = args
     gt = json.loads(_git(f"{m['split']}/ground-truth/{fid}.json"))
     if _host(gt.get("url", "")) in gold_hosts:
         return None
@@ -269,7 +269,7 @@ def _wcxb_page(args: tuple[str, dict, set[str]]) -> dict | None:
     if len(html) > 1_500_000:
         return None
     return {"id": f"wcxb/{fid}", "type": m["page_type"], "lang": "en", "html": html,
-            "gold": gold, "text": extract_text(html)}
+            "gold": gold, "text": extract_text(html) if extract else None}
 
 
 def _gold_page(g: object) -> dict:
@@ -279,8 +279,9 @@ def _gold_page(g: object) -> dict:
             "gold": g.gold, "text": extract_text(g.html)}  # type: ignore[attr-defined]
 
 
-def training_pages(jobs: int) -> list[dict]:
-    """WCXB pages that are not gold pages and not from any gold page's host."""
+def training_pages(jobs: int, extract: bool = True) -> list[dict]:
+    """WCXB pages that are not gold pages and not from any gold page's host (with the default's
+    text under ``text``, or None when ``extract`` is off)."""
     gold = load_gold("all")
     gold_ids = {g.id.split("/", 1)[1] for g in gold if g.source == "wcxb"}
     import zstandard
@@ -289,7 +290,7 @@ def training_pages(jobs: int) -> list[dict]:
         raw = zstandard.ZstdDecompressor().stream_reader(f).read()
     gold_hosts = {_host(json.loads(line)["url"]) for line in raw.split(b"\n") if line} - {""}
     meta = json.loads(_git("metadata.json"))["files"]
-    todo = [(fid, m, gold_hosts) for fid, m in sorted(meta.items())
+    todo = [(fid, m, gold_hosts, extract) for fid, m in sorted(meta.items())
             if fid not in gold_ids and _host("http://" + m.get("domain", "")) not in gold_hosts]
     with Pool(jobs) as pool:
         return [p for p in pool.map(_wcxb_page, todo, chunksize=8) if p]

@@ -134,7 +134,11 @@ def load_gold(split: str = "heldout", path: str = GOLD) -> list[GoldPage]:
 
 def load_outside(jobs: int = 2) -> list[GoldPage]:
     """WCXB pages outside the gold set, of hosts no gold page has (needs the WCXB mirror)."""
-    from line_filter import training_pages
+    from line_filter import WCXB, training_pages
+
+    if not os.path.isdir(WCXB):
+        raise SystemExit(f"--split outside reads the WCXB mirror at {WCXB}: not found (mirror "
+                         "github:Murrough-Foley/web-content-extraction-benchmark there)")
 
     return [GoldPage(p["id"], p["html"], p["gold"], p["lang"], p["type"], "outside", "wcxb")
             for p in training_pages(jobs, extract=False)]

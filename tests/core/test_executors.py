@@ -129,3 +129,16 @@ def test_mpi_failure_on_one_rank_fails_all_with_message(tmp_path):
     assert "stage 'explode' failed on shard 'read_jsonl-" in errors[0]
     assert "boom on doc-0-7" in errors[0]
     assert not (tmp_path / "w" / "stages" / "explode" / "_SUCCESS.json").exists()
+
+
+def test_workers_on_the_local_executor_say_where_they_apply():
+    from curator.core.executors import LocalExecutor, make_executor
+    from curator.core.pipeline import ExecutorConfig
+
+    lines: list[str] = []
+    ex = make_executor(ExecutorConfig(type="local", workers=2), log=lines.append)
+    assert isinstance(ex, LocalExecutor)
+    assert len(lines) == 1 and "--executor dask --workers 2" in lines[0], lines
+    for cfg in (ExecutorConfig(type="local"), ExecutorConfig(type="local", workers=1)):
+        make_executor(cfg, log=lines.append)
+    assert len(lines) == 1, lines

@@ -670,10 +670,21 @@ def _prepare_tree(tree: object, shape: bool, html: str, post_meta: bool = False,
             setattr(parent, "text" if node.is_text else "tail", _XML_ILLEGAL.sub("", joined))
 
 
-def _shape_text(text: str) -> str:
+#: Tags whose text keeps its lines and their indentation (code, preformatted text).
+_CODE_TAG = re.compile(r"<(?:pre|code|textarea|listing|xmp|plaintext)\b", re.IGNORECASE)
+#: A nested list item as trafilatura writes it ("  - item"): its indentation is structure.
+_LIST_INDENT = re.compile(r" +- ")
+
+
+def _shape_text(text: str, html: str = "") -> str:
     """Tables as tab-separated cells (trafilatura writes Markdown pipes, which Gopher's
-    alpha-words rule counts as symbol words), no separator rows, no UI strings, no "¶"."""
-    out = []
+    alpha-words rule counts as symbol words), no separator rows, no UI strings, no "¶"; the
+    source's blanks around lines gone (trafilatura's cascade keeps the HTML's indentation and
+    whitespace-only lines between blocks), except on a page with code (``html`` has a
+    :data:`_CODE_TAG`), where a line's indentation may be the code's: there only a
+    whitespace-only line becomes empty."""
+    out: list[str] = []
+    loose: list[int] = []  # lines with blanks around them (indices into out), not table rows
     lines = text.split("\n")
     last = len(lines) - 1
     row = False  # the line before was a table row
@@ -691,8 +702,28 @@ def _shape_text(text: str) -> str:
             continue
         elif s.endswith(("¶", "§")):
             line = _PERMALINK_TAIL.sub("", line)
+            s = line.strip()
+        if not row and len(s) != len(line):
+            loose.append(len(out))
         out.append(line)
-    return "\n".join(out)
+    if not loose:
+        return "\n".join(out)
+    if _CODE_TAG.search(html):
+        for k in loose:
+            if not out[k].strip():
+                out[k] = ""
+        return "\n".join(out)
+    drop = set()
+    for k in loose:
+        line = out[k]
+        s = line.strip()
+        if not s:
+            drop.add(k)
+        elif _LIST_INDENT.match(line):
+            out[k] = line.rstrip()
+        else:
+            out[k] = s
+    return "\n".join(x for k, x in enumerate(out) if k not in drop)
 
 
 def _trafilatura(html: str, fast: bool = True, balance: Balance = "recall",
@@ -727,7 +758,7 @@ def _trafilatura(html: str, fast: bool = True, balance: Balance = "recall",
         _prepare_tree(tree, shape, html, post_meta, screen_reader_text)
         with resume.recording(stash if fast else None, key):
             text = run(tree)
-    return _shape_text(text) if shape else text
+    return _shape_text(text, html) if shape else text
 
 
 def _resiliparse_tree(html: str) -> tuple[str, Any]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gzip
 import os
+import re
 
 import pytest
 
@@ -149,3 +150,45 @@ def test_control_character_reference_next_to_a_dropped_element(box: str, where: 
     text = extract_text(html)
     assert text.startswith("Title") and "tail" in text.split("\n")[0]
     assert "\x1a" not in text and "Posts" not in text and "¶" not in text
+
+
+def _bench() -> object:
+    import sys
+
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "bench"))
+    import extraction_quality
+
+    return extraction_quality
+
+
+@pytest.mark.parametrize("page_id", [
+    "harvest/forum.worldofplayers.de.forum.threads.1548322",  # trafilatura's cascade: 915
+    "wcxb/2968",  # a news index: 647 whitespace-only lines and indented teasers before
+])
+def test_the_sources_blanks_around_lines_are_gone(page_id: str) -> None:
+    """trafilatura's cascade (readability/jusText) keeps the HTML's indentation and its
+    whitespace-only lines between blocks; on a page without code they are not text."""
+    bench = _bench()
+    html = next(p.html for p in bench.load_gold("all")  # type: ignore[attr-defined]
+                if p.id.startswith(page_id))
+    raw, text = extract_text(html, shape=False), extract_text(html)
+    assert sum(1 for line in raw.split("\n") if line and not line.strip()) > 100
+    # every line is text without blanks around it; a nested list item keeps its indent
+    assert all(line and (line == line.strip() or re.match(r" +- \S", line))
+               for line in text.split("\n")), text[:500]
+    assert bench.tokens(text) == bench.tokens(raw)  # type: ignore[attr-defined]
+
+
+def test_code_keeps_its_indentation_and_nested_lists_theirs() -> None:
+    page = ("<html><body><article><h1>Notes</h1><p>Some words about the loop below, long "
+            "enough to be the main text of this small page for the extractor.</p>\n    "
+            "<pre>for x in xs:\n    print(x)\n    \n</pre>\n    <p>More words after the code "
+            "block, as a second paragraph of prose.</p></article></body></html>")
+    text = extract_text(page)
+    assert "for x in xs:\n    print(x)\n" in text  # code: indentation kept
+    assert not any(line and not line.strip() for line in text.split("\n"))
+    lists = ("<html><body><article><p>" + "Prose sentence here. " * 12 + "</p><ul><li>Top item"
+             "<ul><li>Nested item one</li><li>Nested item two</li></ul></li></ul>"
+             "</article></body></html>")
+    lines = extract_text(lists).split("\n")
+    assert "- Top item" in lines and "  - Nested item one" in lines, lines

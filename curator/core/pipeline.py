@@ -461,11 +461,32 @@ def _unique(base: str, ids: set[str]) -> str:
     return f"{base}_{i}"
 
 
+_UNION_MEMBER = re.compile(r"^(?:bool|int|float|str|bytes|none|[a-z_-]+\[.*\])$")
+
+
+def _union_errors(errors: list[Any]) -> list[Any]:
+    """One error for a value no member of a union accepts (``fast: bool | 'auto'`` given
+    'maybe'): pydantic reports one per member, its name last in the location ("fast.bool",
+    "fast.literal['auto']"), which read as a key path; merged: "fast: Input should be a valid
+    boolean or 'auto'"."""
+    if len(errors) < 2:
+        return errors
+    locs = [tuple(x["loc"]) for x in errors]
+    head = locs[0][:-1]
+    if not head or any(loc[:-1] != head or not isinstance(loc[-1], str)
+                       or not _UNION_MEMBER.match(loc[-1]) for loc in locs):
+        return errors
+    wants = [x["msg"].split(",")[0].removeprefix("Input should be ") for x in errors]
+    merged = dict(errors[0], loc=head, type="union", msg="Input should be " + " or ".join(wants))
+    return [merged]
+
+
 def _format_error(e: ValidationError, prefix: tuple[Any, ...], where: Any,
                   label: str | None = None, model: type[BaseModel] | None = None) -> str:
     # A typo shows up twice (unknown key + missing key); the unknown key is the useful one.
     order = {"extra_forbidden": 0, "missing": 2}
-    err = sorted(e.errors(), key=lambda x: order.get(x["type"], 1))[0]
+    errors = _union_errors(e.errors())
+    err = sorted(errors, key=lambda x: order.get(x["type"], 1))[0]
     loc = tuple(err["loc"])
     full = prefix + loc
     path = (label + "." if label else "") + ".".join(
@@ -486,7 +507,7 @@ def _format_error(e: ValidationError, prefix: tuple[Any, ...], where: Any,
         got = err.get("input")
         if got is not None and not isinstance(got, dict | list):
             msg += f" (got {got!r})"
-    more = f" (and {len(e.errors()) - 1} more)" if len(e.errors()) > 1 else ""
+    more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
     return f"{where(full)}: {path}: {msg}{more}"
 
 

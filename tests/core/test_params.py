@@ -94,6 +94,27 @@ def test_a_bad_value_is_one_line_naming_the_nested_key(tmp_path, fuzzy, message)
     assert len(lines) == 1 and message in lines[0], r.stderr
 
 
+@pytest.mark.parametrize(("value", "message"), [
+    ("maybe", "stages[1].extract_html.fast: Input should be a valid boolean or 'auto' "
+              "(got 'maybe')"),
+    ("[1]", "stages[1].extract_html.fast: Input should be a valid boolean or 'auto'"),
+])
+def test_a_value_no_member_of_a_union_takes_is_one_error_on_the_key(tmp_path, value,
+                                                                     message) -> None:
+    """pydantic reports one error per member of ``bool | 'auto'``, each with the member's name
+    as if it were a key ("fast.bool ... (and 1 more)"); the line names the key and both forms."""
+    data = tmp_path / "in.jsonl"
+    data.write_text('{"id": "a", "text": "<p>hello world</p>"}\n')
+    p = tmp_path / "p.yaml"
+    p.write_text(f"name: t\nwork_dir: {tmp_path / 'w'}\nstages:\n"
+                 f"  - read_jsonl: {{paths: {data}}}\n"
+                 f"  - extract_html: {{fast: {value}}}\n")
+    r = run_cli("validate", str(p), check=False)
+    assert r.returncode != 0
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].endswith(message), r.stderr
+
+
 def test_old_and_new_spelling_with_different_values_is_an_error(tmp_path) -> None:
     p = _pipeline(tmp_path, "      redis_key_prefix: old\n      redis: {key_prefix: new}\n")
     r = run_cli("validate", str(p), check=False)

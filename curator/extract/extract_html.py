@@ -672,6 +672,28 @@ def _prepare_tree(tree: object, shape: bool, html: str, post_meta: bool = False,
 
 #: Tags whose text keeps its lines and their indentation (code, preformatted text).
 _CODE_TAG = re.compile(r"<(?:pre|code|textarea|listing|xmp|plaintext)\b", re.IGNORECASE)
+_CODE_OPEN = re.compile(r"<(pre|code|textarea|listing|xmp)\b[^>]*>", re.IGNORECASE)
+_CODE_CLOSE = {t: re.compile(f"</{t}", re.IGNORECASE)
+               for t in ("pre", "code", "textarea", "listing", "xmp")}
+
+
+def _code_lines(html: str) -> set[str]:
+    """The lines (stripped) of the page's code and preformatted elements, read from the source
+    (tags removed, entities decoded): what may keep its indentation in the text. Linear: each
+    element's end tag is searched once from its start; an unclosed one is skipped."""
+    from html import unescape
+
+    out: set[str] = set()
+    pos = 0
+    while m := _CODE_OPEN.search(html, pos):
+        close = _CODE_CLOSE[m.group(1).lower()].search(html, m.end())
+        if close is None:
+            pos = m.end()
+            continue
+        text = unescape(_TAG.sub("", html[m.end():close.start()]))
+        out.update(x.strip() for x in text.split("\n"))
+        pos = close.start()
+    return out
 #: A nested list item as trafilatura writes it ("  - item"): its indentation is structure.
 _LIST_INDENT = re.compile(r" +- ")
 
@@ -680,9 +702,9 @@ def _shape_text(text: str, html: str = "") -> str:
     """Tables as tab-separated cells (trafilatura writes Markdown pipes, which Gopher's
     alpha-words rule counts as symbol words), no separator rows, no UI strings, no "¶"; the
     source's blanks around lines gone (trafilatura's cascade keeps the HTML's indentation and
-    whitespace-only lines between blocks), except on a page with code (``html`` has a
-    :data:`_CODE_TAG`), where a line's indentation may be the code's: there only a
-    whitespace-only line becomes empty."""
+    whitespace-only lines between blocks). On a page with code (``html`` has a
+    :data:`_CODE_TAG`) a line of its code keeps its indentation and a whitespace-only line
+    becomes empty (code has blank lines) instead of going."""
     out: list[str] = []
     loose: list[int] = []  # lines with blanks around them (indices into out), not table rows
     lines = text.split("\n")
@@ -709,9 +731,20 @@ def _shape_text(text: str, html: str = "") -> str:
     if not loose:
         return "\n".join(out)
     if _CODE_TAG.search(html):
+        code: set[str] | None = None  # read only where a line with text has blanks around it
         for k in loose:
-            if not out[k].strip():
+            line = out[k]
+            s = line.strip()
+            if not s:
                 out[k] = ""
+                continue
+            if _LIST_INDENT.match(line):
+                out[k] = line.rstrip()
+                continue
+            if code is None:
+                code = _code_lines(html)
+            if s not in code:
+                out[k] = s
         return "\n".join(out)
     drop = set()
     for k in loose:

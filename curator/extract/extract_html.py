@@ -672,22 +672,28 @@ def _prepare_tree(tree: object, shape: bool, html: str, post_meta: bool = False,
 
 #: Tags whose text keeps its lines and their indentation (code, preformatted text).
 _CODE_TAG = re.compile(r"<(?:pre|code|textarea|listing|xmp|plaintext)\b", re.IGNORECASE)
-_CODE_OPEN = re.compile(r"<(pre|code|textarea|listing|xmp)\b[^>]*>", re.IGNORECASE)
+# [^<>]: an open tag's scan stops at the next "<" (a page of "<pre<pre..." without ">" stays
+# linear)
+_CODE_OPEN = re.compile(r"<(pre|code|textarea|listing|xmp)\b[^<>]*>", re.IGNORECASE)
 _CODE_CLOSE = {t: re.compile(f"</{t}", re.IGNORECASE)
                for t in ("pre", "code", "textarea", "listing", "xmp")}
 
 
 def _code_lines(html: str) -> set[str]:
     """The lines (stripped) of the page's code and preformatted elements, read from the source
-    (tags removed, entities decoded): what may keep its indentation in the text. Linear: each
-    element's end tag is searched once from its start; an unclosed one is skipped."""
+    (tags removed, entities decoded): what may keep its indentation in the text. Linear: the
+    search for an end tag scans up to it and the next element starts after it; once a tag's
+    end is missing from some point on, later ones of that tag are not searched for."""
     from html import unescape
 
     out: set[str] = set()
+    unclosed: set[str] = set()
     pos = 0
     while m := _CODE_OPEN.search(html, pos):
-        close = _CODE_CLOSE[m.group(1).lower()].search(html, m.end())
+        tag = m.group(1).lower()
+        close = None if tag in unclosed else _CODE_CLOSE[tag].search(html, m.end())
         if close is None:
+            unclosed.add(tag)
             pos = m.end()
             continue
         text = unescape(_TAG.sub("", html[m.end():close.start()]))

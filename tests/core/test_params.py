@@ -26,13 +26,14 @@ from curator.core.stage import FilePath, ShardStage
 CONVERTED = ("curator.",)
 
 
-def _pipeline(tmp_path: Path, fuzzy: str) -> Path:
+def _pipeline(tmp_path: Path, fuzzy: str, stage: str | None = None) -> Path:
+    """read_jsonl, then ``stage`` (a YAML list item's text) or fuzzy_dedup with ``fuzzy``."""
     data = tmp_path / "in.jsonl"
     data.write_text('{"id": "a", "text": "hello world"}\n')
     p = tmp_path / "p.yaml"
     p.write_text(f"name: t\nwork_dir: {tmp_path / 'w'}\nstages:\n"
                  f"  - read_jsonl: {{paths: {data}}}\n"
-                 f"  - fuzzy_dedup:\n{fuzzy}")
+                 + (stage or f"  - fuzzy_dedup:\n{fuzzy}"))
     return p
 
 
@@ -103,12 +104,7 @@ def test_a_value_no_member_of_a_union_takes_is_one_error_on_the_key(tmp_path, va
                                                                      message) -> None:
     """pydantic reports one error per member of ``bool | 'auto'``, each with the member's name
     as if it were a key ("fast.bool ... (and 1 more)"); the line names the key and both forms."""
-    data = tmp_path / "in.jsonl"
-    data.write_text('{"id": "a", "text": "<p>hello world</p>"}\n')
-    p = tmp_path / "p.yaml"
-    p.write_text(f"name: t\nwork_dir: {tmp_path / 'w'}\nstages:\n"
-                 f"  - read_jsonl: {{paths: {data}}}\n"
-                 f"  - extract_html: {{fast: {value}}}\n")
+    p = _pipeline(tmp_path, "", stage=f"  - extract_html: {{fast: {value}}}\n")
     r = run_cli("validate", str(p), check=False)
     assert r.returncode != 0
     lines = r.stderr.strip().splitlines()

@@ -700,6 +700,8 @@ def _code_lines(html: str) -> set[str]:
         out.update(x.strip() for x in text.split("\n"))
         pos = close.start()
     return out
+
+
 #: A nested list item as trafilatura writes it ("  - item"): its indentation is structure.
 _LIST_INDENT = re.compile(r" +- ")
 

@@ -150,6 +150,10 @@ class DownloadSource(Source):
         for record in self.iterate(res.path, ctx):
             try:
                 doc = self.extract(record, ctx)
+            except ImportError:
+                # the install, not the record: a broken or partial install had every record
+                # of a run quarantined and the run go on without them
+                raise
             except Exception as e:  # one bad record never fails the shard
                 ctx.quarantine(_describe(record), f"extract failed: {type(e).__name__}: {e}",
                                file=res.path)

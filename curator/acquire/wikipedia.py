@@ -408,6 +408,8 @@ class Wikipedia(DownloadSource):
                                file=res.path)
                 ctx.count("extract_timeouts")
                 continue
+            except ImportError:  # the install, not the page (see DownloadSource.read)
+                raise
             except Exception as e:
                 ctx.quarantine(meta, f"wikitext conversion failed: {type(e).__name__}: {e}",
                                file=res.path)

@@ -670,13 +670,14 @@ def _prepare_tree(tree: object, shape: bool, html: str, post_meta: bool = False,
             setattr(parent, "text" if node.is_text else "tail", _XML_ILLEGAL.sub("", joined))
 
 
-#: Tags whose text keeps its lines and their indentation (code, preformatted text).
-_CODE_TAG = re.compile(r"<(?:pre|code|textarea|listing|xmp|plaintext)\b", re.IGNORECASE)
-# [^<>]: an open tag's scan stops at the next "<" (a page of "<pre<pre..." without ">" stays
-# linear)
-_CODE_OPEN = re.compile(r"<(pre|code|textarea|listing|xmp)\b[^<>]*>", re.IGNORECASE)
-_CODE_CLOSE = {t: re.compile(f"</{t}", re.IGNORECASE)
-               for t in ("pre", "code", "textarea", "listing", "xmp")}
+#: Tags whose text keeps its lines and their indentation (code, preformatted text): the tags
+#: whose text the wrapped-line join leaves alone, but <script>/<style>.
+_CODE_TAG = re.compile(rf"<(?:{'|'.join(_LOOKED_UP)})\b", re.IGNORECASE)
+# Those with an end tag (<plaintext> runs to the end of the page). [^<>]: an open tag's scan
+# stops at the next "<" (a page of "<pre<pre..." without ">" stays linear).
+_CLOSED_CODE = tuple(t for t in _LOOKED_UP if t != "plaintext")
+_CODE_OPEN = re.compile(rf"<({'|'.join(_CLOSED_CODE)})\b[^<>]*>", re.IGNORECASE)
+_CODE_CLOSE = {t: re.compile(f"</{t}", re.IGNORECASE) for t in _CLOSED_CODE}
 
 
 def _code_lines(html: str) -> set[str]:

@@ -206,12 +206,14 @@ def build_real(out: Path, records: int, files: int = 1, seed: int = 0,
     import real_pages
 
     if collected is None:
-        gone = real_pages.missing_packages()
+        # web pages are offered first (dedup keeps the first copy), so --part web needs no
+        # docs package and gets the very same pages as the web part of a full collection
+        gone = [] if part == "web" else real_pages.missing_packages()
         if gone:
             raise SystemExit(
                 f"warc_full: error: --source real needs the Debian packages {' '.join(gone)} "
                 f"extracted under {real_pages.DEBS} (or installed): see bench/real_pages.py")
-        collected = real_pages.collect()
+        collected = real_pages.collect(docs=[] if part == "web" else None)
     pool = [p for p in collected.pages if part in ("all", p.part)]
     chosen = select(pool, records, seed)
 

@@ -16,10 +16,15 @@ The python backend is the one backend that ``nvidia-pytriton``'s CPU server ship
 
 from __future__ import annotations
 
+import contextlib
 import json
+import logging
 import os
 import shutil
+import sys
 import tempfile
+import warnings
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -108,14 +113,37 @@ def export_onnx(model: Any, seq_length: int, path: str) -> str:
         with torch.no_grad():
             ref = w(x).numpy()
         _zero_megatron_scratch()
-        torch.onnx.export(w, (x,), path, dynamo=True, input_names=["input_ids"],
-                          output_names=["logits"], verbose=False)
+        with _exporter_notices_off():
+            torch.onnx.export(w, (x,), path, dynamo=True, input_names=["input_ids"],
+                              output_names=["logits"], verbose=False)
     got = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(
         None, {"input_ids": x.numpy()})[0]
     err = float(np.abs(got - ref).max())
     if err > 1e-3:
         raise InputError(f"{path}: ONNX export differs from torch by {err:.2e}")
     return path
+
+
+@contextlib.contextmanager
+def _exporter_notices_off() -> Iterator[None]:
+    """torch's ONNX exporter logs "torchvision is not installed. Skipping torchvision::nms"
+    (four lines: it registers torchvision's operators when it can, and a GPT has none) and its
+    pytree code raises a ``FutureWarning`` about ``LeafSpec`` from inside torch: noise in every
+    ``export_triton`` run that the user can do nothing about. Both are hidden for the export
+    only, and not when the user set warning options (``python -W default``)."""
+    if sys.warnoptions:
+        yield
+        return
+    log = logging.getLogger("torch.onnx._internal.exporter._registration")
+    level = log.level
+    log.setLevel(logging.ERROR)
+    try:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=r"`isinstance\(treespec, LeafSpec\)` is "
+                                    r"deprecated", category=FutureWarning)
+            yield
+    finally:
+        log.setLevel(level)
 
 
 def _zero_megatron_scratch() -> None:

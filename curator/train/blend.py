@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from curator.core.errors import ConfigError, InputError
+from curator.train.quiet import megatron_notices_off
 
 
 @dataclass(frozen=True)
@@ -111,6 +112,7 @@ def _check_declared_eos(path: str, tok: dict[str, Any]) -> None:
 
 def split_bookends(split: str) -> list[tuple[float, float] | None]:
     """Megatron's own split matrix for ``split`` (``None`` = split not requested)."""
+    megatron_notices_off()
     from megatron.core.datasets.blended_megatron_dataset_config import (
         convert_split_vector_to_split_matrix,
         parse_and_normalize_split,
@@ -131,6 +133,7 @@ def plan_splits(blend: Blend, need: tuple[bool, bool, bool]
     :class:`ConfigError` if a needed split is empty for some prefix. A split that is not
     needed is dropped rather than built, so ``949,50,1`` works on a small corpus.
     """
+    megatron_notices_off()
     from megatron.core.datasets.indexed_dataset import _IndexReader
 
     names = ("train", "valid", "test")

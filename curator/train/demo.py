@@ -29,6 +29,10 @@ def write_demo_blend(root: str, sources: dict[str, int] | None = None,
     """Write the demo corpus under ``root``; returns the path of ``blend.json``."""
     import numpy as np
     import torch
+
+    from curator.train.quiet import megatron_notices_off
+
+    megatron_notices_off()
     from megatron.core.datasets.indexed_dataset import IndexedDatasetBuilder
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 

@@ -20,6 +20,9 @@ import torch
 
 from curator.train.blend import Blend
 from curator.train.config import TrainConfig
+from curator.train.quiet import megatron_notices_off
+
+megatron_notices_off()  # before any megatron import (attention.py's, build_model's)
 
 _CPU_ENABLED = False
 
@@ -111,6 +114,8 @@ def build_model(mc: dict[str, Any], *, device: str = "cpu", pre_process: bool = 
         bf16=precision == "bf16", fp16=precision == "fp16", params_dtype=dtype,
         pipeline_dtype=dtype if pipeline_parallel > 1 else None,
         pipeline_model_parallel_size=pipeline_parallel,
+        # [] is what megatron turns its default "full" into, with a deprecation warning
+        cuda_graph_scope=[],
     )
     spec = get_gpt_layer_local_spec()
     if attention == "sdpa":

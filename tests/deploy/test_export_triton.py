@@ -219,3 +219,21 @@ def test_serve_on_a_network_address_warns_that_triton_has_no_auth(host: str, tri
             f"warning: Triton has no authentication: anyone who can reach {host}:8000 (HTTP) "
             "or :8001 (gRPC) can query the model and read its statistics; keep it on "
             "127.0.0.1 behind an authenticating reverse proxy (docs/deploy.md)"]
+
+
+def test_export_shows_no_third_party_notices_unless_asked(checkpoint: str, tmp_path) -> None:
+    """megatron-core's "Apex is not installed" fallback notices, megatron's "full scope is
+    deprecated", torch's "torchvision is not installed. Skipping ..." and its ``LeafSpec``
+    FutureWarning filled a newcomer's quick start; ``python -W default`` still shows them."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONWARNINGS"}
+    cmd = ["-m", "curator", "export-triton", "--checkpoint", checkpoint, "--output"]
+    quiet = subprocess.run([sys.executable, *cmd, str(tmp_path / "a")], capture_output=True,
+                           text=True, env=env, timeout=600)
+    assert quiet.returncode == 0, quiet.stderr
+    for noise in ("Apex", "full scope is deprecated", "torchvision is not installed",
+                  "LeafSpec", "Warning"):
+        assert noise not in quiet.stderr + quiet.stdout, noise
+    asked = subprocess.run([sys.executable, "-W", "default", *cmd, str(tmp_path / "b")],
+                           capture_output=True, text=True, env=env, timeout=600)
+    assert asked.returncode == 0, asked.stderr
+    assert "Apex is not installed" in asked.stderr

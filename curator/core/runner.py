@@ -57,7 +57,13 @@ from curator.core.stage import GlobalStage, Shard, ShardSpec, Source, Stage
 from curator.core.stats import ShardStats, StageStats
 from curator.core.usage import Meter, Usage, stage_usage
 from curator.storage.atomic import remove_dead_temps
-from curator.storage.outputs import adopt, check_output_dir, claim_output_dir, missing_or_foreign
+from curator.storage.outputs import (
+    adopt,
+    check_output_dir,
+    claim_output_dir,
+    file_ids,
+    missing_or_foreign,
+)
 from curator.storage.shards import SHARD_SUFFIX
 
 __all__ = ["Runner", "count_duplicate_ids", "shard_key", "source_key", "stage_dir"]
@@ -320,7 +326,8 @@ class Runner:
                 return False
             if k == last and not all(s.get("path") for s in p.done.get("shards", [])):
                 return False
-            if missing_or_foreign(written_outputs(p.done), self.work_dir):
+            if missing_or_foreign(written_outputs(p.done), self.work_dir,
+                                  p.done.get("written_ids")):
                 return False
         return True
 
@@ -387,7 +394,7 @@ class Runner:
         state = input_state(eff, inputs)
         done = read_marker(os.path.join(sdir, "_SUCCESS.json"), self.work_dir)
         if done and done.get("state") == state and not missing_or_foreign(
-                written_outputs(done), self.work_dir):
+                written_outputs(done), self.work_dir, done.get("written_ids")):
             self.log(f"[{node.id}] done earlier, skipped")
             done["skipped"] = True
             return done
@@ -453,6 +460,7 @@ class Runner:
             # files written outside the stage folder (checked before a rerun reuses them),
             # and where the work_dir was (a copied work_dir rebases the paths above)
             "written": [f for st in shard_stats for f in st.files],
+            "written_ids": file_ids([f for st in shard_stats for f in st.files]),
             "work_dir": self.work_dir,
         }
 

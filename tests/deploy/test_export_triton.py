@@ -219,3 +219,31 @@ def test_serve_on_a_network_address_warns_that_triton_has_no_auth(host: str, tri
             f"warning: Triton has no authentication: anyone who can reach {host}:8000 (HTTP) "
             "or :8001 (gRPC) can query the model and read its statistics; keep it on "
             "127.0.0.1 behind an authenticating reverse proxy (docs/deploy.md)"]
+
+
+@pytest.mark.parametrize("name", ["../escaped", "/tmp/abs-model", 'x"\nbackend: "python', "é" * 3,
+                                  "a" * 300, ".hidden", ""])
+def test_model_name_that_is_not_a_folder_name_is_refused(checkpoint: str, tmp_path, capsys,
+                                                         name: str) -> None:
+    """``--model-name ../escaped`` used to create ``escaped/1/config.pbtxt`` beside the
+    repository (``/abs`` anywhere), and a quote or line break went into config.pbtxt."""
+    from curator.cli import main
+
+    deep = tmp_path / "deep"
+    deep.mkdir()
+    before = sorted(str(p) for p in tmp_path.rglob("*"))
+    assert main(["export-triton", "--checkpoint", checkpoint, "--output",
+                 str(deep / "repo"), "--model-name", name]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("curator: error: export_triton: model name"), err
+    assert sorted(str(p) for p in tmp_path.rglob("*")) == before
+    assert not os.path.exists("/tmp/abs-model")
+
+
+def test_stage_model_name_is_checked_by_validate(tmp_path) -> None:
+    y = tmp_path / "p.yaml"
+    y.write_text("name: t\nwork_dir: w\nstages:\n  - read_jsonl: {paths: x.jsonl}\n"
+                 "  - export_triton: {checkpoint: ck, model_name: ../up}\n")
+    p = subprocess.run([sys.executable, "-m", "curator", "validate", str(y)], cwd=tmp_path,
+                       capture_output=True, text=True, env={**os.environ, "PYTHONPATH": ROOT})
+    assert p.returncode == 2 and "model_name" in p.stderr, p.stderr

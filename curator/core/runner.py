@@ -31,7 +31,7 @@ from typing import Any
 import orjson
 
 from curator.core.context import GlobalContext, StageContext, write_json
-from curator.core.errors import CuratorError, StageError, fs_error_line
+from curator.core.errors import ConfigError, CuratorError, StageError, fs_error_line
 from curator.core.executors import Executor
 from curator.core.identity import describe_input_change, digest, explain, identities
 from curator.core.lock import WorkDirLock
@@ -63,6 +63,7 @@ from curator.storage.outputs import (
     claim_output_dir,
     file_ids,
     missing_or_foreign,
+    own_folder,
 )
 from curator.storage.shards import SHARD_SUFFIX
 
@@ -111,6 +112,7 @@ def list_source(stage: Source, stage_id: str, fingerprint: str, work_dir: str,
         stage_id=stage_id, work_dir=work_dir, artifacts=artifacts, max_doc_bytes=max_doc_bytes))
     _check_specs(stage_id, specs)
     paths = [stage.input_paths(sp) for sp in specs]
+    _check_not_own_output(stage_id, [p for ps in paths for p in ps], work_dir)
     ids = identities([p for ps in paths for p in ps], getattr(stage, "storage_options", None),
                      content=content)
     reads = [{p: ids[p] for p in ps} for ps in paths]
@@ -704,6 +706,20 @@ def _stage_line(sid: str, agg: StageStats, secs: float) -> str:
     note = skipped_note(agg)
     return (f"[{sid}] {agg.docs_in} -> {agg.docs_out} docs ({agg.removed} removed{extra}) "
             f"in {secs:.2f}s" + (f"; {note}" if note else ""))
+
+
+def _check_not_own_output(stage_id: str, paths: list[str], work_dir: str) -> None:
+    """A source never reads what this work_dir holds or its stages wrote: an input pattern
+    that reaches into an output folder (``data/**/*.jsonl`` with ``write_jsonl`` into
+    ``data/out``) read the last run's output again at every rerun (5, 10, 15... documents)."""
+    for p in paths:
+        folder = own_folder(p, work_dir)
+        if folder is not None:
+            what = "the work_dir" if folder == os.path.realpath(work_dir) else (
+                f"the output folder '{folder}' of this work_dir's stages")
+            raise ConfigError(f"stage '{stage_id}': input '{p}' is inside {what}: the run "
+                              "would read its own output; narrow the input paths or move the "
+                              "output elsewhere")
 
 
 def _check_specs(stage_id: str, specs: Any) -> None:

@@ -176,6 +176,45 @@ def test_output_file_replaced_is_stale_and_redone(tmp_path):
     assert_untouched(canary, before)
 
 
+
+def test_a_source_never_reads_its_own_output(tmp_path):
+    """``data/**/*.jsonl`` with the writer's output in ``data/out``: the rerun used to read the
+    last run's output as input (240, then 480, then 720 documents out). Now the rerun, and
+    ``curator status``, stop with one line naming the file and the folder; the output is left
+    as it was. The same for an input pattern that reaches into the work_dir."""
+    canary, before = setup(tmp_path)
+    (tmp_path / "p.yaml").write_text(
+        PIPE.format(wd="w", data=tmp_path / "data", n=0)
+        .replace("/*.jsonl", "/**/*.jsonl")
+        .replace("path: out,", f"path: {tmp_path / 'data' / 'out'},"))
+    first = docs_out(run_cli("run", "p.yaml", cwd=tmp_path))
+    assert first == 240
+    want = tree_digest(tmp_path / "data")
+    for cmd in ("run", "status"):
+        res = run_cli(cmd, "p.yaml", cwd=tmp_path, check=False)
+        assert res.returncode == 2, res.stdout + res.stderr
+        lines = [x for x in res.stderr.splitlines() if x.startswith("curator: error:")]
+        assert len(lines) == 1 and "Traceback" not in res.stderr, res.stderr
+        assert re.fullmatch(
+            r"curator: error: stage 'read_jsonl': input '.*/data/out/read_jsonl-0000\d\.jsonl'"
+            r" is inside the output folder '.*/data/out' of this work_dir's stages: the run "
+            r"would read its own output; narrow the input paths or move the output elsewhere",
+            lines[0]), lines[0]
+    assert tree_digest(tmp_path / "data") == want
+    # a work_dir inside the input folder
+    (tmp_path / "q.yaml").write_text(
+        PIPE.format(wd=tmp_path / "data" / "w", data=tmp_path / "data", n=0)
+        .replace("/*.jsonl", "/part*.jsonl"))
+    run_cli("run", "q.yaml", cwd=tmp_path)
+    (tmp_path / "q.yaml").write_text((tmp_path / "q.yaml").read_text().replace(
+        "/part*.jsonl", "/**/part*.jsonl"))
+    (tmp_path / "data" / "w" / "part9.jsonl").write_text('{"id": "x", "text": "a b c d e"}\n')
+    res = run_cli("run", "q.yaml", cwd=tmp_path, check=False)
+    assert res.returncode == 2 and "is inside the work_dir: the run would read its own " \
+        "output" in res.stderr, res.stderr
+    assert_untouched(canary, before)
+
+
 OVERLAP = """\
 name: overlap
 work_dir: w

@@ -215,6 +215,19 @@ def test_a_source_never_reads_its_own_output(tmp_path):
     assert_untouched(canary, before)
 
 
+
+def test_an_output_name_too_long_for_the_filesystem_is_one_line(tmp_path):
+    """200 ``é`` (400 bytes) as ``write_jsonl``'s folder: used to be an OSError traceback."""
+    setup(tmp_path)
+    (tmp_path / "p.yaml").write_text(PIPE.format(wd="w", data=tmp_path / "data", n=0)
+                                     .replace("path: out,", f"path: {'é' * 200},"))
+    res = run_cli("run", "p.yaml", cwd=tmp_path, check=False)
+    assert res.returncode == 1 and "Traceback" not in res.stderr, res.stderr
+    (line,) = [x for x in res.stderr.splitlines() if x.startswith("curator: error:")]
+    assert line.endswith("File name too long [ENAMETOOLONG]; a file or folder name is longer "
+                         "than the filesystem allows (255 bytes on most); choose a shorter one")
+
+
 OVERLAP = """\
 name: overlap
 work_dir: w

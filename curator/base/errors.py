@@ -36,6 +36,9 @@ _FS_HINTS = {
     errno.EACCES: "fix the permissions and rerun",
     errno.EPERM: "fix the permissions and rerun",
     errno.EROFS: "the filesystem is mounted read-only; write elsewhere or remount, then rerun",
+    # a name built from a parameter or the data (an output folder, a source's name)
+    errno.ENAMETOOLONG: "a file or folder name is longer than the filesystem allows (255 bytes "
+                        "on most); choose a shorter one",
 }
 
 

@@ -98,23 +98,27 @@ def redact(text: str) -> str:
     return text
 
 
-def redact_value(obj: Any, *, env: bool = False, _options: bool = False) -> Any:
+def redact_value(obj: Any, *, env: bool = False, _options: bool = False,
+                 _all: bool = False) -> Any:
     """``obj`` (parameters, a report) with every string passed through :func:`redact_url`
     (:func:`redact` with ``env``; dict keys, which may be URLs, always through
     :func:`redact_url`) and the values of secret-named keys masked (under ``storage_options``,
-    of any key naming a key, token, secret, password or auth header)."""
+    of any key naming a key, token, secret, password or auth header): strings and numbers
+    (YAML reads ``password: 12345678`` as an int), and everything inside a mapping or list
+    held by such a key (``token: {refresh: ...}``)."""
+    if _all and isinstance(obj, str | int | float) and not isinstance(obj, bool) and obj != "":
+        return MASK
     if isinstance(obj, str):
         return redact(obj) if env else redact_url(obj)
     if isinstance(obj, dict):
         out = {}
         for k, v in obj.items():
             name = k if isinstance(k, str) else ""
-            secret = bool(isinstance(v, str) and v and (
-                SECRET_PARAM.match(name) or (_options and SECRET_OPTION.search(name))))
-            out[redact_url(k) if isinstance(k, str) else k] = (
-                MASK if secret else redact_value(
-                    v, env=env, _options=_options or name == "storage_options"))
+            secret = _all or bool(SECRET_PARAM.match(name)
+                                  or (_options and SECRET_OPTION.search(name)))
+            out[redact_url(k) if isinstance(k, str) else k] = redact_value(
+                v, env=env, _options=_options or name == "storage_options", _all=secret)
         return out
     if isinstance(obj, list | tuple):
-        return type(obj)(redact_value(v, env=env, _options=_options) for v in obj)
+        return type(obj)(redact_value(v, env=env, _options=_options, _all=_all) for v in obj)
     return obj

@@ -5,6 +5,8 @@ stages how to run a distributed, resumable phase (:class:`GlobalContext`)."""
 from __future__ import annotations
 
 import functools
+import hashlib
+import hmac
 import os
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
@@ -72,11 +74,9 @@ class GlobalContext(PhaseContext):
         if len(set(keys)) != len(keys):
             raise ValueError(f"phase '{phase}': keys must be unique")
         pdir = os.path.join(self.stage_dir, "_phases", phase)
-        if self._key is None:  # made (or replaced) by the root alone, then shared
-            self._key = self.executor.broadcast(
-                sealed.work_dir_key(self.work_dir) if self.executor.is_root else None)
+        key = self._work_dir_key()
         tasks = [_PhaseTask(fn, item, os.path.join(pdir, f"{k}.pkl"), self.fingerprint,
-                            self._key, f"{self.stage_id}/{phase}/{k}")
+                            key, f"{self.stage_id}/{phase}/{k}")
                  for item, k in zip(items, keys, strict=True)]
         out = []
         for result, note in self._measured(_run_phase_task, tasks):
@@ -84,6 +84,18 @@ class GlobalContext(PhaseContext):
                 self.log(f"[{self.stage_id}] {note}")
             out.append(result)
         return out
+
+    def _work_dir_key(self) -> bytes:
+        if self._key is None:  # made (or replaced) by the root alone, then shared
+            self._key = self.executor.broadcast(
+                sealed.work_dir_key(self.work_dir) if self.executor.is_root else None)
+        return self._key
+
+    def work_dir_tag(self, purpose: str) -> str:
+        """16 hex digits that tell this work_dir from any other, even one at the same path on
+        another machine (derived from its random key; a copy made with it shares it). Call it
+        on every rank (MPI: the key is broadcast)."""
+        return hmac.new(self._work_dir_key(), purpose.encode(), hashlib.sha256).hexdigest()[:16]
 
     def _measured(self, fn: Callable[[Any], Any], items: list[Any]) -> list[Any]:
         pairs = self.executor.map(functools.partial(call_measured, fn), items)

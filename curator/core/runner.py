@@ -31,7 +31,7 @@ from typing import Any
 import orjson
 
 from curator.core.context import GlobalContext, StageContext, write_json
-from curator.core.errors import CuratorError, StageError, fs_error_line
+from curator.core.errors import ConfigError, CuratorError, StageError, fs_error_line
 from curator.core.executors import Executor
 from curator.core.identity import describe_input_change, digest, explain, identities
 from curator.core.lock import WorkDirLock
@@ -57,7 +57,14 @@ from curator.core.stage import GlobalStage, Shard, ShardSpec, Source, Stage
 from curator.core.stats import ShardStats, StageStats
 from curator.core.usage import Meter, Usage, stage_usage
 from curator.storage.atomic import remove_dead_temps
-from curator.storage.outputs import adopt, check_output_dir, claim_output_dir, missing_or_foreign
+from curator.storage.outputs import (
+    adopt,
+    check_output_dir,
+    claim_output_dir,
+    file_ids,
+    missing_or_foreign,
+    own_folder,
+)
 from curator.storage.shards import SHARD_SUFFIX
 
 __all__ = ["Runner", "count_duplicate_ids", "shard_key", "source_key", "stage_dir"]
@@ -105,6 +112,7 @@ def list_source(stage: Source, stage_id: str, fingerprint: str, work_dir: str,
         stage_id=stage_id, work_dir=work_dir, artifacts=artifacts, max_doc_bytes=max_doc_bytes))
     _check_specs(stage_id, specs)
     paths = [stage.input_paths(sp) for sp in specs]
+    _check_not_own_output(stage_id, [p for ps in paths for p in ps], work_dir)
     ids = identities([p for ps in paths for p in ps], getattr(stage, "storage_options", None),
                      content=content)
     reads = [{p: ids[p] for p in ps} for ps in paths]
@@ -320,7 +328,8 @@ class Runner:
                 return False
             if k == last and not all(s.get("path") for s in p.done.get("shards", [])):
                 return False
-            if missing_or_foreign(written_outputs(p.done), self.work_dir):
+            if missing_or_foreign(written_outputs(p.done), self.work_dir,
+                                  p.done.get("written_ids")):
                 return False
         return True
 
@@ -387,7 +396,7 @@ class Runner:
         state = input_state(eff, inputs)
         done = read_marker(os.path.join(sdir, "_SUCCESS.json"), self.work_dir)
         if done and done.get("state") == state and not missing_or_foreign(
-                written_outputs(done), self.work_dir):
+                written_outputs(done), self.work_dir, done.get("written_ids")):
             self.log(f"[{node.id}] done earlier, skipped")
             done["skipped"] = True
             return done
@@ -453,6 +462,7 @@ class Runner:
             # files written outside the stage folder (checked before a rerun reuses them),
             # and where the work_dir was (a copied work_dir rebases the paths above)
             "written": [f for st in shard_stats for f in st.files],
+            "written_ids": file_ids([f for st in shard_stats for f in st.files]),
             "work_dir": self.work_dir,
         }
 
@@ -696,6 +706,20 @@ def _stage_line(sid: str, agg: StageStats, secs: float) -> str:
     note = skipped_note(agg)
     return (f"[{sid}] {agg.docs_in} -> {agg.docs_out} docs ({agg.removed} removed{extra}) "
             f"in {secs:.2f}s" + (f"; {note}" if note else ""))
+
+
+def _check_not_own_output(stage_id: str, paths: list[str], work_dir: str) -> None:
+    """A source never reads what this work_dir holds or its stages wrote: an input pattern
+    that reaches into an output folder (``data/**/*.jsonl`` with ``write_jsonl`` into
+    ``data/out``) read the last run's output again at every rerun (5, 10, 15... documents)."""
+    for p in paths:
+        folder = own_folder(p, work_dir)
+        if folder is not None:
+            what = "the work_dir" if folder == os.path.realpath(work_dir) else (
+                f"the output folder '{folder}' of this work_dir's stages")
+            raise ConfigError(f"stage '{stage_id}': input '{p}' is inside {what}: the run "
+                              "would read its own output; narrow the input paths or move the "
+                              "output elsewhere")
 
 
 def _check_specs(stage_id: str, specs: Any) -> None:

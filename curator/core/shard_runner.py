@@ -42,7 +42,7 @@ from curator.core.stats import ShardStats, length_bin
 from curator.core.usage import Meter, Usage
 from curator.storage.atomic import atomic_open
 from curator.storage.limits import TOO_LARGE
-from curator.storage.outputs import claimed, missing_or_foreign, rebase, trusted
+from curator.storage.outputs import claimed, file_ids, missing_or_foreign, rebase, trusted
 from curator.storage.shards import SHARD_SUFFIX, read_shard, record_writer
 
 Processor = Callable[[Iterator[Document], ShardContext], Iterator[Document]]
@@ -157,9 +157,11 @@ def _resumable(task: ShardTask) -> list[ShardStats] | None:
         return None
     # what the markers say was written must still be there, and be this work_dir's
     made = [stats[-1].path] if last.write else []
+    ids: dict[str, Any] = {}
     for e in (*above, m):
         made += [f for f in e.get("files") or [] if isinstance(f, str)]
-    if missing_or_foreign(made, task.work_dir):
+        ids.update(e.get("file_ids") if isinstance(e.get("file_ids"), dict) else {})
+    if missing_or_foreign(made, task.work_dir, ids):
         return None
     for e, st in zip(above, task.steps, strict=False):
         path = marker_path(task.work_dir, st.stage_id, task.name)
@@ -441,7 +443,8 @@ def _mark(task: ShardTask, ctxs: Sequence[ShardContext], stats: Sequence[ShardSt
         else:
             read = {"upstream": f"{steps[k - 1].stage_id} (fused)"}
         markers.append({"fingerprint": st.fingerprint, "key": st.key, "read": redact_value(read),
-                        "files": ctxs[k].files, "stats": stats[k].to_json(),
+                        "files": ctxs[k].files, "file_ids": file_ids(ctxs[k].files),
+                        "stats": stats[k].to_json(),
                         "work_dir": task.work_dir})
     if last:
         markers[last]["group"] = markers[:last]

@@ -125,7 +125,7 @@ def _node_status(pipe: Pipeline, node: StageNode, wd: str,
         state = input_state(eff, inputs)
         names = [s.name for s in inputs]
         details = [(s.name, shard_key(eff, s.name, s.key or s.path), None) for s in inputs]
-    gone = missing_or_foreign(written_outputs(done), wd) if done else []
+    gone = missing_or_foreign(written_outputs(done), wd, done.get("written_ids")) if done else []
     if done and done.get("state") == state and not gone:
         return (StageStatus(node.id, "done", len(done["shards"]), 0),
                 {"state": state, "kind": kind, "shards": done["shards"]})
@@ -154,7 +154,8 @@ def _node_status(pipe: Pipeline, node: StageNode, wd: str,
     for name, key, read in details:
         marker = None if config_changed else read_marker(
             os.path.join(sdir, "_done", f"{name}.json"), wd)
-        lost = missing_or_foreign(_marker_outputs(marker), wd) if marker else []
+        lost = missing_or_foreign(_marker_outputs(marker), wd,
+                                  marker.get("file_ids")) if marker else []
         if marker and marker.get("key") == key and not lost:
             continue
         if lost and marker and marker.get("key") == key:

@@ -172,8 +172,8 @@ class RedisParams(StageParams):
     key_prefix: str = "curator"
     """First part of every key; keys are `<prefix>:<stage tag>:<fingerprint tag>:b<bucket number>`
     (bucket hashes) and `...:m{<tag>}<kind>` (sentinels and witness counters), the stage tag
-    being 12 hex digits of sha1(work_dir, stage id) and the fingerprint tag 8 hex digits of
-    sha1(stage fingerprint)."""
+    being 12 hex digits of sha1(work_dir path, work_dir's random tag, stage id) and the
+    fingerprint tag 8 hex digits of sha1(stage fingerprint)."""
     batch: PositiveInt = 10_000
     """Bucket entries per script call (one round trip per batch and node; a call holds its node for
     ~10 ms)."""
@@ -295,9 +295,11 @@ class FuzzyDedup(GlobalStage):
             1, math.ceil(total_docs * hx.bands * _ENTRY_BYTES / (self.partition_mb << 20)))
         # Keys: <redis.key_prefix>:<stage tag>:<fingerprint tag>:<digest>. The stage tag names
         # (work_dir, stage id), so cleaning it also removes keys that a killed run with other
-        # parameters (another fingerprint tag) left; short tags keep keys compact.
-        stage_tag = hashlib.sha1(f"{os.path.abspath(ctx.work_dir)}\0{ctx.stage_id}".encode(),
-                                 usedforsecurity=False)
+        # parameters (another fingerprint tag) left; short tags keep keys compact. The work_dir
+        # is named by its path and its own random tag: two work_dirs at the same path on two
+        # machines sharing one Redis used to clear each other's keys mid-run.
+        stage_tag = hashlib.sha1(f"{os.path.abspath(ctx.work_dir)}\0{ctx.stage_id}\0"
+                                 f"{ctx.work_dir_tag('redis')}".encode(), usedforsecurity=False)
         stage_prefix = f"{self.redis.key_prefix}:{stage_tag.hexdigest()[:12]}:"
         fp_tag = hashlib.sha1(ctx.fingerprint.encode(), usedforsecurity=False).hexdigest()[:8]
         prefix = f"{stage_prefix}{fp_tag}:"

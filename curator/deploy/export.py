@@ -20,6 +20,7 @@ import contextlib
 import json
 import logging
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -33,6 +34,10 @@ from curator.core.errors import ConfigError, InputError
 from curator.storage.outputs import check_output_dir, mark_output_dir
 
 OWNER = "export_triton"
+#: A model name is one plain folder name of the repository and a quoted string in its
+#: config.pbtxt: ``../x`` or ``/x`` used to create the ensemble's folder outside the repository,
+#: a quote or line break to write other config fields.
+MODEL_NAME = r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$"
 
 MODELS_PKG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "triton_models")
 
@@ -220,6 +225,10 @@ def export_repository(checkpoint: str, out_dir: str, *, tokenizer: dict[str, Any
     if instance_kind not in ("KIND_CPU", "KIND_GPU"):
         raise ConfigError(f"export_triton: instance_kind must be KIND_CPU or KIND_GPU "
                           f"(got '{instance_kind}')")
+    if not re.fullmatch(MODEL_NAME, name):
+        raise ConfigError(f"export_triton: model name {name!r} must be 1-128 letters, digits, "
+                          "'_', '.' or '-', not starting with '.' or '-' (it names a folder of "
+                          "the repository)")
     if name in ("preprocessing", "gpt", "postprocessing"):
         raise ConfigError(f"export_triton: name '{name}' clashes with a member model")
     out_dir = check_output_dir(out_dir, OWNER, work_dir=work_dir, replaces=True)

@@ -7,11 +7,14 @@ publishes ``triton_repository`` (the folder to give ``tritonserver --model-repos
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
+
+from pydantic import Field
 
 from curator.core.context import GlobalContext, StageContext
 from curator.core.params import NonNegInt, PositiveInt, StageParams
 from curator.core.stage import DirPath, GlobalStage, OutputDir, Shard
+from curator.deploy.export import MODEL_NAME
 
 
 class ExportTriton(GlobalStage):
@@ -28,8 +31,9 @@ class ExportTriton(GlobalStage):
         [running.md](running.md#output-folders))."""
         checkpoint: DirPath = ""
         """Checkpoint folder; empty = upstream `checkpoint` artifact."""
-        model_name: str = "curator_gpt"
-        """Name of the ensemble in the repository."""
+        model_name: Annotated[str, Field(pattern=MODEL_NAME)] = "curator_gpt"
+        """Name of the ensemble in the repository: a folder name (letters, digits, `_`, `.`,
+        `-`; up to 128)."""
         max_new_tokens: PositiveInt = 16
         """Used when a request has no `MAX_NEW_TOKENS`."""
         max_batch_size: PositiveInt = 8

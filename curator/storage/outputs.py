@@ -151,15 +151,53 @@ def trusted(path: str, work_dir: str, claims: list[str] | None = None) -> bool:
     return any(_inside(real, k) for k in roots if "://" not in k)
 
 
-def missing_or_foreign(paths: list[str], work_dir: str) -> list[str]:
-    """The ``paths`` (output files a marker lists) that are gone or lie outside what this
-    work_dir owns (:func:`trusted`): a result that names them is not valid any more."""
+def _file_id(path: str) -> list[int] | None:
+    try:
+        st = os.stat(path.removeprefix("file://"))
+    except OSError:
+        return None
+    return [st.st_size, st.st_mtime_ns]
+
+
+def file_ids(paths: list[str]) -> dict[str, list[int]]:
+    """``path -> [size, mtime_ns]`` of the local files among ``paths``, recorded beside them in
+    a marker: a later run reuses a file only while it is still the one written."""
+    out: dict[str, list[int]] = {}
+    for p in paths:
+        if "://" not in p or p.startswith("file://"):
+            got = _file_id(p)
+            if got is not None:
+                out[p] = got
+    return out
+
+
+def own_folder(path: str, work_dir: str) -> str | None:
+    """The folder of this work_dir that local file ``path`` lies in (the work_dir itself, or an
+    output folder its stages claimed), else ``None``."""
+    if "://" in path and not path.startswith("file://"):
+        return None
+    real = os.path.realpath(path.removeprefix("file://"))
+    for folder in (os.path.realpath(work_dir), *claimed(work_dir)):
+        if "://" not in folder and _inside(real, folder):
+            return folder
+    return None
+
+
+def missing_or_foreign(paths: list[str], work_dir: str, ids: Any = None) -> list[str]:
+    """The ``paths`` (output files a marker lists) that are gone, lie outside what this
+    work_dir owns (:func:`trusted`), or are no longer the file written there (size or mtime
+    differ from ``ids``, :func:`file_ids`; markers written before it have none): a result that
+    names them is not valid any more."""
     out: list[str] = []
     claims: list[str] | None = None
+    ids = ids if isinstance(ids, dict) else {}
     for p in paths:
         if "://" in p and not p.startswith("file://"):
             continue  # remote outputs are not checked (a HEAD per file per rerun)
-        if not os.path.exists(p.removeprefix("file://")):
+        got = _file_id(p)
+        # a file replaced since (another machine's folder at the same path after a move, an
+        # edit) used to be reused as this run's output
+        if got is None or (isinstance(ids.get(p), list) and ids[p] != got):
             out.append(p)
             continue
         if claims is None:

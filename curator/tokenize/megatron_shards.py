@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import hashlib
 import itertools
 import os
 import re
@@ -47,8 +48,17 @@ _SAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 
 
 def safe_name(s: str) -> str:
-    """A file-name-safe form of a source name."""
-    return _SAFE.sub("_", s).strip("._") or "source"
+    """A file-name-safe form of a source name, at most 100 characters (source names come from
+    the data; a longer one failed the stage with "File name too long")."""
+    return _SAFE.sub("_", s).strip("._")[:100] or "source"
+
+
+def part_name(group: str) -> str:
+    """The file name of a group's part in a shard: :func:`safe_name` plus a digest of the name,
+    so groups whose names differ only in unsafe characters (``a/b``, ``a_b``, ``a b``) get
+    parts of their own (they used to share one prefix and fail the shard with a traceback)."""
+    digest = hashlib.sha1(group.encode("utf-8", "surrogatepass"), usedforsecurity=False)
+    return f"{safe_name(group)}-{digest.hexdigest()[:10]}"
 
 
 def token_bins(n: np.ndarray) -> np.ndarray:
@@ -237,7 +247,7 @@ class _TokenizeShard:
                 return
             if group not in writers:
                 writers[group] = PartWriter(
-                    os.path.join(self.parts_dir, name, safe_name(group)), enc,
+                    os.path.join(self.parts_dir, name, part_name(group)), enc,
                     split_sentences=st.split_sentences, lang=st.lang, append_eod=st.append_eod,
                     sentence_stats=st.sentence_stats)
             writers[group].add(docs)

@@ -1,5 +1,5 @@
-"""``curator train``: train from a blend.json without a pipeline, locally, with torchrun, or by
-writing an sbatch script for Slurm."""
+"""``curator train``: train from a blend.json without a pipeline, in-process, as several local
+ranks, or by writing an sbatch script for Slurm."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from curator.train.config import TrainConfig
 #: Flags whose help differs from the stage's (a path given here is under the current folder).
 _CLI_HELP = {"blend": "blend.json written by the tokenize stages",
              "save": "checkpoint folder (resumes from it)",
-             "nproc_per_node": "ranks to start on this machine with torchrun (1: in-process)"}
+             "nproc_per_node": "rank processes to start on this machine (1: in-process)"}
 _REQUIRED = ("blend", "save")
 
 
@@ -50,7 +50,7 @@ def register(sub: Any) -> None:
 
 
 def cmd_train(args: argparse.Namespace) -> int:
-    from curator.train.launch import run_torchrun, write_sbatch
+    from curator.train.launch import run_local_ranks, write_sbatch
     from curator.train.layout import layout_for
 
     given = {k: getattr(args, k) for k in TrainConfig.model_fields if hasattr(args, k)}
@@ -74,7 +74,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         with atomic_open(os.path.join(cfg.save, "train_summary.json"), "w") as f:
             json.dump(summary, f, indent=1)
     else:
-        run_torchrun(cfg, cfg.nproc_per_node,
+        run_local_ranks(cfg, cfg.nproc_per_node,
                      log=lambda m: print(m, file=sys.stderr, flush=True))
         with open(os.path.join(cfg.save, "train_summary.json")) as f:
             summary = json.load(f)

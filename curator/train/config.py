@@ -93,7 +93,8 @@ class TrainConfig(StageParams):
     num_threads: NonNegInt = 0
     """CPU torch threads (0 = torch default)."""
     nproc_per_node: PositiveInt = 1
-    """>1 (or a GPU) launches `torchrun` as a subprocess (argument list)."""
+    """>1 (or a GPU) starts that many rank processes on this machine, around a store bound to
+    127.0.0.1."""
 
     @property
     def max_positions(self) -> int:

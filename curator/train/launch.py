@@ -1,5 +1,6 @@
-"""Launching: in-process for one CPU rank, ``torchrun`` (an argument list, never a shell
-string) for several, and an sbatch script for Slurm clusters.
+"""Launching: in-process for one CPU rank, local rank processes around a loopback-only store
+for several on this machine, and an sbatch script (``torchrun``, an argument list, never a
+shell string) for Slurm clusters.
 
 Every launch writes the resolved :class:`TrainConfig` to ``<save>/train_config.json`` and the
 ranks read it back, so all ranks, and a later resume, see the same settings.
@@ -8,9 +9,12 @@ ranks read it back, so all ranks, and a later resume, see the same settings.
 from __future__ import annotations
 
 import os
+import queue
 import shlex
+import socket
 import subprocess
 import sys
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -36,22 +40,61 @@ def torchrun_command(config_file: str, *, nproc_per_node: int, nnodes: int = 1,
     return cmd + ["-m", "curator.train.worker", config_file]
 
 
-def run_torchrun(cfg: TrainConfig, nproc_per_node: int,
-                 log: Callable[[str], None] | None = None) -> None:
-    """Run training as ``nproc_per_node`` local ranks; raise if any rank fails."""
+def run_local_ranks(cfg: TrainConfig, nproc_per_node: int,
+                    log: Callable[[str], None] | None = None) -> None:
+    """Run training as ``nproc_per_node`` rank processes of this machine; raise if any fails.
+
+    Not ``torchrun --standalone``: its rendezvous and worker stores listen on every interface
+    (a TCPStore server binds the wildcard address whatever host it is given), unauthenticated,
+    and the c10d rendezvous unpickles what its store holds, so anyone on the network could run
+    code in the agent. Here the one store the ranks share is served from a socket bound to
+    127.0.0.1 (``master_listen_fd``), and gloo/NCCL are kept on the loopback interface unless
+    the environment names another."""
+    import torch.distributed as dist
+
     path = config_path(cfg)
     cfg.save_json(path)
-    cmd = torchrun_command(path, nproc_per_node=nproc_per_node)
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(128)
+    port = sock.getsockname()[1]
+    # the store takes the socket over (and closes it when it goes)
+    store = dist.TCPStore("127.0.0.1", port, is_master=True, master_listen_fd=sock.detach(),
+                          wait_for_workers=False)
     env = dict(os.environ)
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     env["PYTHONPATH"] = os.pathsep.join([root, env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     env.setdefault("OMP_NUM_THREADS", str(max(1, cfg.num_threads or 1)))
+    env.setdefault("GLOO_SOCKET_IFNAME", "lo")
+    env.setdefault("NCCL_SOCKET_IFNAME", "lo")
+    env.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), WORLD_SIZE=str(nproc_per_node),
+               LOCAL_WORLD_SIZE=str(nproc_per_node), GROUP_RANK="0", ROLE_RANK="0",
+               TORCHELASTIC_USE_AGENT_STORE="True", TORCHELASTIC_RESTART_COUNT="0")
+    cmd = [sys.executable, "-m", "curator.train.worker", path]
     if log:
-        log("train: " + " ".join(shlex.quote(c) for c in cmd))
-    proc = subprocess.run(cmd, env=env)  # noqa: S603 - torchrun from this venv, no shell
-    if proc.returncode:
-        raise CuratorError(f"train: torchrun exited with status {proc.returncode} (see the rank "
-                           "logs above); rerun the same command to resume from the last "
+        log(f"train: {nproc_per_node} rank(s) of " + " ".join(shlex.quote(c) for c in cmd))
+    procs = [subprocess.Popen(cmd, env=dict(env, RANK=str(r), LOCAL_RANK=str(r)))  # noqa: S603 - this venv's python, no shell
+             for r in range(nproc_per_node)]
+    ended: queue.Queue[tuple[int, int]] = queue.Queue()
+    for r, p in enumerate(procs):
+        threading.Thread(target=lambda r=r, p=p: ended.put((r, p.wait())), daemon=True).start()
+    failed: tuple[int, int] | None = None
+    try:
+        for _ in procs:
+            rank, rc = ended.get()
+            if rc:  # one rank failed: the others would wait for it for ever
+                failed = (rank, rc)
+                break
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.terminate()
+        for p in procs:
+            p.wait()
+        del store
+    if failed:
+        raise CuratorError(f"train: rank {failed[0]} exited with status {failed[1]} (see the "
+                           "rank logs above); rerun the same command to resume from the last "
                            "checkpoint")
 
 

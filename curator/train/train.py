@@ -2,7 +2,8 @@
 
 Documents pass through unchanged; the stage publishes ``checkpoint`` (the checkpoint folder)
 and ``model_config`` for ``export_triton``. One CPU rank trains in-process; more ranks (or a
-GPU) go through ``torchrun``. Rerunning after a crash resumes from the last checkpoint.
+GPU) run as rank processes around a loopback-only store (``launch.run_local_ranks``).
+Rerunning after a crash resumes from the last checkpoint.
 """
 
 from __future__ import annotations
@@ -116,8 +117,8 @@ def _check_data(save: str, blend: str) -> str | None:
 
 
 def _run_training(task: dict[str, Any]) -> dict[str, Any]:
-    """Train in this process (one CPU rank) or through torchrun; returns the summary."""
-    from curator.train.launch import run_torchrun
+    """Train in this process (one CPU rank) or as local rank processes; returns the summary."""
+    from curator.train.launch import run_local_ranks
     from curator.train.trainer import resolve_device, train
 
     cfg = TrainConfig.from_dict(task)
@@ -125,7 +126,7 @@ def _run_training(task: dict[str, Any]) -> dict[str, Any]:
     if nproc == 1 and resolve_device(cfg) == "cpu":
         summary = train(cfg, log=lambda m: print(m, flush=True))
     else:
-        run_torchrun(cfg, nproc, log=lambda m: print(m, flush=True))
+        run_local_ranks(cfg, nproc, log=lambda m: print(m, flush=True))
         with open(os.path.join(cfg.save, "train_summary.json")) as f:
             summary = json.load(f)
     return summary

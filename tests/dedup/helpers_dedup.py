@@ -165,13 +165,15 @@ class RedisCluster:
 
 # -- freezing a run at a deterministic point (failure injection) --------------------------------
 
-#: ``python freeze.py run pipeline.yaml``: curator, with ``RedisBucketStore.claim`` wrapped so
-#: that the process stops itself (SIGSTOP) right after the first claim returned.
+#: ``python freeze.py run pipeline.yaml``: curator, with ``RedisBucketStore.claim`` (or the
+#: method named in ``$FREEZE_AFTER``) wrapped so that the process stops itself (SIGSTOP) right
+#: after its first call returned.
 FREEZE = '''
 import os, runpy, signal, sys
 from curator.dedup.backends import redis_cluster as rc
 
-claim = rc.RedisBucketStore.claim
+after = os.environ.get("FREEZE_AFTER", "claim")
+claim = getattr(rc.RedisBucketStore, after)
 
 def frozen_after_first(self, *a, **k):
     out = claim(self, *a, **k)
@@ -182,20 +184,22 @@ def frozen_after_first(self, *a, **k):
         os.kill(os.getpid(), signal.SIGSTOP)
     return out
 
-rc.RedisBucketStore.claim = frozen_after_first
+setattr(rc.RedisBucketStore, after, frozen_after_first)
 sys.argv = ["curator", *sys.argv[1:]]
 runpy.run_module("curator", run_name="__main__", alter_sys=True)
 '''
 
 
-def start_frozen_run(tmp: Path, args: list[str], env: dict[str, str]) -> subprocess.Popen:
+def start_frozen_run(tmp: Path, args: list[str], env: dict[str, str],
+                     after: str = "claim") -> subprocess.Popen:
     """Start ``curator *args`` under :data:`FREEZE` (own process group) and return once it is
-    stopped after its first shard's claim (state ``T`` in ``/proc``)."""
+    stopped after its first call of ``RedisBucketStore.<after>`` (state ``T`` in ``/proc``)."""
     (tmp / "freeze.py").write_text(FREEZE)
     marker = tmp / "frozen.pid"
     run = subprocess.Popen([sys.executable, str(tmp / "freeze.py"), *args], cwd=REPO,
-                           env=dict(env, FREEZE_MARKER=str(marker)), stdout=subprocess.PIPE,
-                           stderr=subprocess.PIPE, text=True, start_new_session=True)
+                           env=dict(env, FREEZE_MARKER=str(marker), FREEZE_AFTER=after),
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           start_new_session=True)
 
     def stopped() -> bool:
         assert run.poll() is None, run.communicate()
@@ -204,7 +208,7 @@ def start_frozen_run(tmp: Path, args: list[str], env: dict[str, str]) -> subproc
         stat = Path(f"/proc/{run.pid}/stat").read_text()
         return stat.rsplit(")", 1)[1].split()[0] == "T"
 
-    wait_until(stopped, timeout=120, what="the run to stop after its first claim")
+    wait_until(stopped, timeout=120, what=f"the run to stop after its first {after}")
     return run
 
 

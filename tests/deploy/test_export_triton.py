@@ -237,3 +237,31 @@ def test_export_shows_no_third_party_notices_unless_asked(checkpoint: str, tmp_p
                            capture_output=True, text=True, env=env, timeout=600)
     assert asked.returncode == 0, asked.stderr
     assert "Apex is not installed" in asked.stderr
+
+
+@pytest.mark.parametrize("name", ["../escaped", "/tmp/abs-model", 'x"\nbackend: "python', "é" * 3,
+                                  "a" * 300, ".hidden", ""])
+def test_model_name_that_is_not_a_folder_name_is_refused(checkpoint: str, tmp_path, capsys,
+                                                         name: str) -> None:
+    """``--model-name ../escaped`` used to create ``escaped/1/config.pbtxt`` beside the
+    repository (``/abs`` anywhere), and a quote or line break went into config.pbtxt."""
+    from curator.cli import main
+
+    deep = tmp_path / "deep"
+    deep.mkdir()
+    before = sorted(str(p) for p in tmp_path.rglob("*"))
+    assert main(["export-triton", "--checkpoint", checkpoint, "--output",
+                 str(deep / "repo"), "--model-name", name]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("curator: error: export_triton: model name"), err
+    assert sorted(str(p) for p in tmp_path.rglob("*")) == before
+    assert not os.path.exists("/tmp/abs-model")
+
+
+def test_stage_model_name_is_checked_by_validate(tmp_path) -> None:
+    y = tmp_path / "p.yaml"
+    y.write_text("name: t\nwork_dir: w\nstages:\n  - read_jsonl: {paths: x.jsonl}\n"
+                 "  - export_triton: {checkpoint: ck, model_name: ../up}\n")
+    p = subprocess.run([sys.executable, "-m", "curator", "validate", str(y)], cwd=tmp_path,
+                       capture_output=True, text=True, env={**os.environ, "PYTHONPATH": ROOT})
+    assert p.returncode == 2 and "model_name" in p.stderr, p.stderr

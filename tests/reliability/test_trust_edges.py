@@ -132,6 +132,102 @@ def test_output_file_deleted_by_hand_is_stale_and_redone(tmp_path):
     assert_untouched(canary, before)
 
 
+
+def test_output_file_replaced_is_stale_and_redone(tmp_path):
+    """A writer's file replaced under its name (by hand with the same size, or by another
+    machine's folder at the same absolute path after the work_dir moved there): not this
+    work_dir's output any more, so the shard is redone. Used to be "done earlier, skipped" with
+    the foreign file reported as the run's output. A ``cp -a`` copy (same sizes and mtimes)
+    still reuses everything."""
+    canary, before = setup(tmp_path)
+    p = write_pipe(tmp_path, "p.yaml", "w")
+    run_cli("run", p, cwd=tmp_path)
+    out = tmp_path / "w" / "out"
+    want = tree_digest(out)
+    victim = out / "read_jsonl-00000.jsonl"
+    body = victim.read_bytes()
+    victim.write_bytes(body.replace(b'"text":"', b'"text":"X', 1)[:len(body)])  # same size
+    st = run_cli("status", p, cwd=tmp_path)
+    assert re.search(r"write_jsonl\s+stale\s+1 of 2 shards to redo; read_jsonl-00000: output "
+                     r"file\(s\) missing or not this work_dir's: .*out/read_jsonl-00000.jsonl",
+                     st.stdout), st.stdout
+    run_cli("run", p, cwd=tmp_path)
+    assert tree_digest(out) == want
+    assert "nothing to do" in run_cli("status", p, cwd=tmp_path).stdout
+    subprocess.run(["cp", "-a", str(tmp_path / "w"), str(tmp_path / "w2")], check=True)
+    p2 = write_pipe(tmp_path, "p2.yaml", "w2")
+    assert "nothing to do" in run_cli("status", p2, cwd=tmp_path).stdout
+
+    # an output folder outside the work_dir; the work_dir moved to a machine where that path
+    # holds other files of the same names
+    far = tmp_path / "far"
+    (tmp_path / "p3.yaml").write_text(PIPE.format(wd="w3", data=tmp_path / "data", n=5)
+                                      .replace("path: out,", f"path: {far},"))
+    run_cli("run", "p3.yaml", cwd=tmp_path)
+    want = tree_digest(far)
+    (tmp_path / "w3").rename(tmp_path / "w4")
+    for f in far.iterdir():
+        f.write_text('{"id": "theirs", "text": "another machine\'s file"}\n')
+    (tmp_path / "p4.yaml").write_text((tmp_path / "p3.yaml").read_text().replace("w3", "w4"))
+    st = run_cli("status", "p4.yaml", cwd=tmp_path)
+    assert re.search(r"write_jsonl\s+stale\s+2 of 2 shards to redo", st.stdout), st.stdout
+    res = run_cli("run", "p4.yaml", cwd=tmp_path)
+    assert docs_out(res) > 0 and tree_digest(far) == want
+    assert_untouched(canary, before)
+
+
+
+def test_a_source_never_reads_its_own_output(tmp_path):
+    """``data/**/*.jsonl`` with the writer's output in ``data/out``: the rerun used to read the
+    last run's output as input (240, then 480, then 720 documents out). Now the rerun, and
+    ``curator status``, stop with one line naming the file and the folder; the output is left
+    as it was. The same for an input pattern that reaches into the work_dir."""
+    canary, before = setup(tmp_path)
+    (tmp_path / "p.yaml").write_text(
+        PIPE.format(wd="w", data=tmp_path / "data", n=0)
+        .replace("/*.jsonl", "/**/*.jsonl")
+        .replace("path: out,", f"path: {tmp_path / 'data' / 'out'},"))
+    first = docs_out(run_cli("run", "p.yaml", cwd=tmp_path))
+    assert first == 240
+    want = tree_digest(tmp_path / "data")
+    for cmd in ("run", "status"):
+        res = run_cli(cmd, "p.yaml", cwd=tmp_path, check=False)
+        assert res.returncode == 2, res.stdout + res.stderr
+        lines = [x for x in res.stderr.splitlines() if x.startswith("curator: error:")]
+        assert len(lines) == 1 and "Traceback" not in res.stderr, res.stderr
+        assert re.fullmatch(
+            r"curator: error: stage 'read_jsonl': input '.*/data/out/read_jsonl-0000\d\.jsonl'"
+            r" is inside the output folder '.*/data/out' of this work_dir's stages: the run "
+            r"would read its own output; narrow the input paths or move the output elsewhere",
+            lines[0]), lines[0]
+    assert tree_digest(tmp_path / "data") == want
+    # a work_dir inside the input folder
+    (tmp_path / "q.yaml").write_text(
+        PIPE.format(wd=tmp_path / "data" / "w", data=tmp_path / "data", n=0)
+        .replace("/*.jsonl", "/part*.jsonl"))
+    run_cli("run", "q.yaml", cwd=tmp_path)
+    (tmp_path / "q.yaml").write_text((tmp_path / "q.yaml").read_text().replace(
+        "/part*.jsonl", "/**/part*.jsonl"))
+    (tmp_path / "data" / "w" / "part9.jsonl").write_text('{"id": "x", "text": "a b c d e"}\n')
+    res = run_cli("run", "q.yaml", cwd=tmp_path, check=False)
+    assert res.returncode == 2 and "is inside the work_dir: the run would read its own " \
+        "output" in res.stderr, res.stderr
+    assert_untouched(canary, before)
+
+
+
+def test_an_output_name_too_long_for_the_filesystem_is_one_line(tmp_path):
+    """200 ``é`` (400 bytes) as ``write_jsonl``'s folder: used to be an OSError traceback."""
+    setup(tmp_path)
+    (tmp_path / "p.yaml").write_text(PIPE.format(wd="w", data=tmp_path / "data", n=0)
+                                     .replace("path: out,", f"path: {'é' * 200},"))
+    res = run_cli("run", "p.yaml", cwd=tmp_path, check=False)
+    assert res.returncode == 1 and "Traceback" not in res.stderr, res.stderr
+    (line,) = [x for x in res.stderr.splitlines() if x.startswith("curator: error:")]
+    assert line.endswith("File name too long [ENAMETOOLONG]; a file or folder name is longer "
+                         "than the filesystem allows (255 bytes on most); choose a shorter one")
+
+
 OVERLAP = """\
 name: overlap
 work_dir: w

@@ -213,3 +213,35 @@ def test_a_failing_task_on_dask_workers_leaks_no_secret(tmp_path, env, monkeypat
     assert p.returncode != 0
     assert "https://alice:***@api.example/ refused token ***" in p.stderr, p.stderr
     assert not _leaks(p.stdout + p.stderr), p.stderr
+
+
+def test_a_secret_written_as_a_number_is_masked_and_not_in_the_fingerprint(tmp_path):
+    """YAML reads ``password: 98765432`` as an int: it used to be written in clear to
+    report.json, _SUCCESS.json and _FINGERPRINT (only strings were masked), and changing it
+    reran the stage."""
+    from curator.base.redact import redact_value
+
+    assert redact_value({"api_password": 123456, "n": 5, "storage_options": {
+        "token": {"refresh": 4567891234}, "anon": True, "max_keys": 0.5}}) == {
+        "api_password": "***", "n": 5, "storage_options": {
+            "token": {"refresh": "***"}, "anon": True, "max_keys": "***"}}
+    data = tmp_path / "d.jsonl"
+    make_corpus(str(data), 20, seed=3)
+    wd = tmp_path / "w"
+    pipe = tmp_path / "p.yaml"
+
+    def write(password: int) -> None:
+        pipe.write_text(
+            f"name: numbers\nwork_dir: {wd}\nprogress: off\nstages:\n"
+            f"  - read_jsonl: {{paths: {data}, storage_options: {{password: {password}, "
+            f"token: {{refresh: 4567891234}}}}}}\n"
+            f"  - write_jsonl: {{path: out}}\n")
+
+    write(98765432)
+    printed = [run_cli("run", str(pipe)).stdout, run_cli("status", str(pipe)).stdout]
+    for f in (p for p in wd.rglob("*") if p.is_file()):
+        body = _readable(f)
+        assert b"98765432" not in body and b"4567891234" not in body, f
+    assert not [t for t in printed if "98765432" in t or "4567891234" in t]
+    write(12121212)  # rotating the password reruns nothing
+    assert "nothing to do" in run_cli("status", str(pipe)).stdout

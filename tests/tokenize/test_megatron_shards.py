@@ -232,3 +232,39 @@ def test_writer_refuses_ids_that_do_not_fit_the_dtype(tmp_path):
         w.add_batch(np.array([1, 70_000]), np.array([2]), np.array([1]))
     w.abort()
     assert not os.listdir(tmp_path)
+
+
+def test_source_names_from_the_data_get_files_of_their_own(tmp_path):
+    """``meta.source`` comes from the data: ``a/b``, ``a_b`` and ``a b`` used to share one part
+    file per shard (FileNotFoundError traceback when the second was published), and a 300
+    character name failed with "File name too long". Each source's dataset now holds exactly
+    its own documents, under a name that stays in its folder."""
+    import json as _json
+    from pathlib import Path
+
+    from helpers_tokenize import run_pipeline, stage_artifacts
+
+    words = "alpha beta gamma delta epsilon zeta eta theta iota kappa".split()
+    sources = ["a/b", "a_b", "a b", "../up", "x" * 300, "web"]
+    data = tmp_path / "d.jsonl"
+    with open(data, "w") as f:
+        for i in range(60):
+            text = " ".join(words[(i * 7 + k) % len(words)] for k in range(20))
+            f.write(_json.dumps({"id": f"d{i}", "source": sources[i % len(sources)],
+                                 "text": text}) + "\n")
+    summary = run_pipeline([
+        {"read_jsonl": {"paths": str(data)}},
+        {"id": "tok", "train_tokenizer": {"type": "bpe", "vocab_size": 300,
+                                          "special_tokens": ["<|endoftext|>"]}},
+        {"id": "mega", "megatron_shards": {"output_dir": "megatron", "append_eod": True}},
+    ], str(tmp_path / "w"))
+    prefixes = stage_artifacts(summary, "mega")["prefixes"]
+    assert sorted(prefixes) == sorted(sources)
+    out = tmp_path / "w" / "megatron"
+    seen = set()
+    for k, source in enumerate(sources):
+        (prefix,) = prefixes[source]
+        assert os.path.dirname(prefix) == str(out) and prefix not in seen
+        seen.add(prefix)
+        ids = Path(prefix + ".ids").read_text().split()
+        assert ids == [f"d{i}" for i in range(k, 60, len(sources))], source

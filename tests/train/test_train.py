@@ -403,3 +403,25 @@ def test_changed_training_data_with_checkpoints_present_is_an_error(tmp_path) ->
     assert line.startswith(f"curator: error: train: the checkpoints in {ckpt} were trained on "
                            "other data") and "web_text_document.bin" in line
     assert sorted(p.name for p in ckpt.rglob("*")) == before
+
+
+def test_a_failing_local_rank_stops_the_others_with_one_line(blend_path: str, tmp_path) -> None:
+    """Rank 1 dies right after joining the group (failure injection: a ``sitecustomize`` on the
+    ranks' PYTHONPATH); rank 0, which would wait for it for ever, is stopped, and the command
+    ends with one line naming the rank and its status."""
+    hook = tmp_path / "hook"
+    hook.mkdir()
+    (hook / "sitecustomize.py").write_text(
+        "import os\nimport torch.distributed as dist\n_init = dist.init_process_group\n\n"
+        "def _f(*a, **k):\n    _init(*a, **k)\n    if dist.get_rank() == 1:\n"
+        "        os._exit(3)\n\ndist.init_process_group = _f\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([ROOT, str(hook)])}
+    p = subprocess.run(
+        [sys.executable, "-m", "curator", "train", "--blend", blend_path, "--save",
+         str(tmp_path / "ck"), "--train-iters", "2", "--micro-batch-size", "4",
+         "--num-threads", "1", "--nproc-per-node", "2", "--device", "cpu"],
+        capture_output=True, text=True, env=env, timeout=300)
+    assert p.returncode == 1, p.stderr[-3000:]
+    errs = [x for x in p.stderr.splitlines() if x.startswith("curator: error:")]
+    assert errs == ["curator: error: train: rank 1 exited with status 3 (see the rank logs "
+                    "above); rerun the same command to resume from the last checkpoint"], errs

@@ -29,8 +29,26 @@ def expand_paths(paths: str | list[str], storage_options: dict[str, Any] | None 
             raise InputError(f"{what}: '{redact(p)}' cannot be read: {cause(e)}") from None
         if not found:
             raise InputError(f"{what}: '{redact(p)}' matches no file")
+        if local:
+            for f in found:
+                _check_local_file(f, what)
         out.extend(f if local else fs.unstrip_protocol(f) for f in found)
     return out
+
+
+def _check_local_file(path: str, what: str) -> None:
+    """A local path a reader will open must be a file with a UTF-8 name: a folder used to fail
+    as a "truncated or corrupt compressed file" or with a traceback, and a name with other
+    bytes (``latin\\xe9.jsonl``) with a traceback when its identity was hashed as JSON."""
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        shown = os.fsencode(path).decode("utf-8", "backslashreplace")
+        raise InputError(f"{what}: file name '{shown}' is not valid UTF-8 (curator keeps file "
+                         "names in JSON markers and records); rename it") from None
+    if os.path.isdir(path):
+        raise InputError(f"{what}: '{path}' is a folder, not a file; give its files "
+                         f"(a glob such as '{os.path.join(path, '*')}')")
 
 
 def _exists(fs: Any, root: str) -> bool:

@@ -7,6 +7,7 @@ import bz2
 import gzip
 import http.server
 import json
+import os
 import threading
 from pathlib import Path
 
@@ -161,3 +162,32 @@ def test_missing_input_is_one_line_error(tmp_path):
 
     with pytest.raises(InputError, match=r"read_jsonl.paths: '.*nothing\*.jsonl' matches no file"):
         run(tmp_path, f"  - read_jsonl: {{paths: '{tmp_path}/nothing*.jsonl'}}\n")
+
+
+@pytest.mark.parametrize("reader", ["read_jsonl", "read_parquet"])
+def test_a_folder_or_a_name_that_is_not_utf8_is_one_line_naming_it(tmp_path, reader):
+    """A glob that matches a folder (``*.jsonl`` matching ``old.jsonl/``), and a file whose
+    name has a byte that is not UTF-8: one line naming it, exit 1. The folder was quarantined
+    as a "truncated or corrupt compressed file" by read_jsonl and a traceback in read_parquet;
+    the name was a traceback (``str is not valid UTF-8``) while the shard keys were hashed."""
+    from helpers import run_cli
+
+    data = tmp_path / "data"
+    data.mkdir()
+    write(data / "good.jsonl", RECS[:3])
+    (data / "old.jsonl").mkdir()
+    yml = tmp_path / "p.yaml"
+    yml.write_text(f"name: p\nwork_dir: {tmp_path / 'w'}\nstages:\n"
+                   f"  - {reader}: {{paths: '{data}/*.jsonl'}}\n")
+    r = run_cli("run", str(yml), check=False)
+    assert r.returncode == 1 and "Traceback" not in r.stderr
+    assert r.stderr.strip().splitlines()[-1:] == [
+        f"curator: error: {reader}.paths: '{data}/old.jsonl' is a folder, not a file; give its "
+        f"files (a glob such as '{data}/old.jsonl/*')"]
+    (data / "old.jsonl").rmdir()
+    os.rename(data / "good.jsonl", os.fsencode(data) + b"/caf\xe9.jsonl")
+    r = run_cli("run", str(yml), check=False)
+    assert r.returncode == 1 and "Traceback" not in r.stderr
+    assert r.stderr.strip().splitlines()[-1:] == [
+        f"curator: error: {reader}.paths: file name '{data}/caf\\xe9.jsonl' is not valid UTF-8 "
+        "(curator keeps file names in JSON markers and records); rename it"]

@@ -50,13 +50,21 @@ class ReadParquet(Source):
 
     def shards(self, ctx: StageContext) -> list[ShardSpec]:
         import fsspec
+        import pyarrow as pa
         import pyarrow.parquet as pq
 
         specs: list[ShardSpec] = []
         files = expand_paths(self.paths, self.storage_options, f"{ctx.stage_id}.paths")
         for path, rel in zip(files, relative_names(files), strict=True):
-            with fsspec.open(path, "rb", **self.storage_options) as fh:
-                n = pq.ParquetFile(fh).metadata.num_row_groups
+            try:
+                with fsspec.open(path, "rb", **self.storage_options) as fh:
+                    n = pq.ParquetFile(fh).metadata.num_row_groups
+            except pa.ArrowInvalid as e:
+                # not Parquet, or its footer is cut or damaged: one shard that quarantines the
+                # file (it used to stop the listing with a traceback, and every file with it)
+                specs.append(ShardSpec(ctx.shard_name(len(specs)), {
+                    "path": path, "rel": rel, "row_groups": [], "unreadable": str(e)[:300]}))
+                continue
             for start in range(0, max(n, 1), self.row_groups_per_shard):
                 groups = list(range(start, min(start + self.row_groups_per_shard, n)))
                 specs.append(ShardSpec(ctx.shard_name(len(specs)),
@@ -65,7 +73,9 @@ class ReadParquet(Source):
 
     def read(self, shard: ShardSpec, ctx: ShardContext) -> Iterator[Document]:
         import fsspec
+        import pyarrow as pa
         import pyarrow.parquet as pq
+        from fsspec.implementations.local import LocalFileSystem
 
         path = shard.data["path"]
         base = os.path.basename(path)
@@ -73,13 +83,31 @@ class ReadParquet(Source):
         source = self.source or ctx.stage_id
         explicit = self.source is not None
         cap = ctx.doc_cap(self.max_doc_mb)
+        if "unreadable" in shard.data:
+            ctx.quarantine(b"", "not a Parquet file or its footer is damaged", file=path,
+                           detail=shard.data["unreadable"])
+            return
+        local = isinstance(fsspec.core.url_to_fs(path, **self.storage_options)[0],
+                           LocalFileSystem)
         with fsspec.open(path, "rb", **self.storage_options) as fh:
             pf = pq.ParquetFile(fh)
             row = 0
             for g in shard.data["row_groups"]:
                 # A row group is read whole (Parquet's unit): memory is bounded by the row
                 # group sizes the writer chose; each text is then held to the cap.
-                for rec in pf.read_row_group(g).to_pylist():
+                try:
+                    recs = pf.read_row_group(g).to_pylist()
+                except (pa.ArrowInvalid, OSError) as e:
+                    # damaged pages ("Couldn't deserialize thrift", a bad checksum or codec
+                    # block) cost this row group, not the shard and the run; a remote read
+                    # error may pass, so it fails the shard as before and is retried
+                    if not local:
+                        raise
+                    ctx.quarantine(b"", "corrupt Parquet row group", file=path, row_group=g,
+                                   detail=f"{type(e).__name__}: {' '.join(str(e).split())}"[:300])
+                    row += pf.metadata.row_group(g).num_rows
+                    continue
+                for rec in recs:
                     try:
                         doc = Document.from_flat(rec, id_field=self.id_field,
                                                  text_field=self.text_field,

@@ -191,3 +191,36 @@ def test_a_folder_or_a_name_that_is_not_utf8_is_one_line_naming_it(tmp_path, rea
     assert r.stderr.strip().splitlines()[-1:] == [
         f"curator: error: {reader}.paths: file name '{data}/caf\\xe9.jsonl' is not valid UTF-8 "
         "(curator keeps file names in JSON markers and records); rename it"]
+
+
+def test_damaged_parquet_files_are_quarantined_and_the_rest_read(tmp_path):
+    """A file that is not Parquet (random bytes, 0 bytes) and one whose second row group's
+    pages are damaged: each quarantined with its file (and row group), every other row read.
+    Both used to stop the run: the first with an ArrowInvalid traceback while listing, the
+    second with "stage 'read_parquet' failed on shard ...: OSError: Couldn't deserialize
+    thrift"."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    d = tmp_path / "in"
+    d.mkdir()
+    pq.write_table(pa.Table.from_pylist(RECS[:10]), d / "a.parquet")
+    pq.write_table(pa.Table.from_pylist(RECS[10:40]), d / "b.parquet", row_group_size=10,
+                   compression="none")
+    raw = bytearray((d / "b.parquet").read_bytes())
+    start = pq.ParquetFile(d / "b.parquet").metadata.row_group(1).column(0).data_page_offset
+    raw[start:start + 8] = b"\xff" * 8  # the page header of row group 1's first column
+    (d / "b.parquet").write_bytes(raw)
+    (d / "c.parquet").write_bytes(bytes(range(256)) * 4)
+    (d / "d.parquet").write_bytes(b"")
+    s = run(tmp_path, f"  - read_parquet: {{paths: '{d}/*.parquet'}}\n")
+    st = s["stages"][0]
+    assert st["quarantined"] == {"corrupt Parquet row group": 1,
+                                 "not a Parquet file or its footer is damaged": 2}
+    q = [r for p in sorted((tmp_path / "w" / "quarantine" / "read_parquet").glob("*"))
+         for r in read_records(str(p))]
+    assert sorted((Path(r["file"]).name, r.get("row_group")) for r in q) == [
+        ("b.parquet", 1), ("c.parquet", None), ("d.parquet", None)]
+    got = [r["id"] for p in sorted((tmp_path / "w" / "stages" / "read_parquet" / "data").glob("*"))
+           for r in read_records(str(p))]
+    assert got == [r["id"] for r in RECS[:20] + RECS[30:40]]

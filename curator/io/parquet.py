@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
+
+from pydantic import BeforeValidator
 
 from curator.core.context import ShardContext, StageContext
 from curator.core.document import Document
@@ -15,6 +17,10 @@ from curator.io.jsonl import relative_names, set_source
 from curator.storage.atomic import atomic_open
 from curator.storage.limits import TOO_LARGE
 from curator.storage.paths import expand_paths
+
+
+def _lower(value: Any) -> Any:
+    return value.lower() if isinstance(value, str) else value
 
 
 def utf8_len(text: str) -> int:
@@ -139,8 +145,11 @@ class WriteParquet(ShardStage):
     class Params(StageParams):
         path: OutputDir
         """Output folder: relative to ``work_dir`` (may not escape it), absolute, or a URL."""
-        compression: str = "zstd"
-        """Parquet codec (pyarrow's names: ``zstd``, ``snappy``, ``gzip``, ``none``...)."""
+        # a Literal, so a typo (``zstdd``) is a one-line error from ``curator validate``
+        # instead of failing the first shard; pyarrow's names, any case
+        compression: Annotated[Literal["none", "snappy", "gzip", "brotli", "lz4", "lz4_raw",
+                                       "zstd"], BeforeValidator(_lower)] = "zstd"
+        """Parquet codec (pyarrow's names, in any case)."""
         row_group_size: PositiveInt = 10_000
         """Rows per row group."""
 

@@ -224,3 +224,26 @@ def test_damaged_parquet_files_are_quarantined_and_the_rest_read(tmp_path):
     got = [r["id"] for p in sorted((tmp_path / "w" / "stages" / "read_parquet" / "data").glob("*"))
            for r in read_records(str(p))]
     assert got == [r["id"] for r in RECS[:20] + RECS[30:40]]
+
+
+def test_write_parquet_codec_is_checked_before_anything_runs(tmp_path):
+    """A misspelt codec is a one-line error from validation, naming the key and line; it used
+    to pass ``curator validate`` and fail the first shard of the run (``ArrowException:
+    Unsupported compression: zstdd``). pyarrow's names are taken in any case."""
+    from curator.core.errors import ConfigError
+
+    write(tmp_path / "in.jsonl", RECS[:5])
+    head = f"name: io\nwork_dir: {tmp_path / 'w'}\nstages:\n" \
+           f"  - read_jsonl: {{paths: '{tmp_path}/in.jsonl'}}\n"
+    with pytest.raises(ConfigError) as e:
+        pl.loads(head + "  - write_parquet: {path: out, compression: zstdd}\n", source="p.yaml")
+    assert str(e.value) == (
+        "p.yaml:5: stages[1].write_parquet.compression: Input should be 'none', 'snappy', "
+        "'gzip', 'brotli', 'lz4', 'lz4_raw' or 'zstd' (got 'zstdd')")
+    run(tmp_path, "  - read_jsonl: {paths: '" + str(tmp_path) + "/in.jsonl'}\n"
+                  "  - write_parquet: {path: out, compression: SNAPPY}\n")
+    import pyarrow.parquet as pq
+
+    f = tmp_path / "w" / "out" / "read_jsonl-00000.parquet"
+    assert pq.ParquetFile(f).metadata.row_group(0).column(0).compression == "SNAPPY"
+    assert pq.read_table(f).column("id").to_pylist() == [r["id"] for r in RECS[:5]]

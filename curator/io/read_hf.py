@@ -63,11 +63,12 @@ class ReadHf(Source):
         split: str = "train"
         """The split to read."""
         text_field: str = "text"
-        """A missing id gets `<file>:<row>` (`<file>:<row group>:<row>` for Parquet)."""
+        """Column holding the text."""
         id_field: str = "id"
-        """A missing id gets `<file>:<row>` (`<file>:<row group>:<row>` for Parquet)."""
+        """Column holding the id; a missing or null id gets `<file>:<row>`
+        (`<file>:<row group>:<row>` for Parquet)."""
         source: str | None = None
-        """A missing id gets `<file>:<row>` (`<file>:<row group>:<row>` for Parquet)."""
+        """Written to ``meta.source``; when given it wins over a record's own ``source``."""
         streaming: bool = False
         """Read a hub id through `datasets`' streaming (needs the `hf` extra)."""
         revision: str | None = None
@@ -75,11 +76,11 @@ class ReadHf(Source):
         row_groups_per_shard: PositiveInt = 8
         """Parquet row groups per shard."""
         storage_options: dict[str, Any] | None = None
-        """A missing id gets `<file>:<row>` (`<file>:<row group>:<row>` for Parquet)."""
+        """Passed to fsspec (credentials, endpoints of ``hf://`` or remote folders)."""
         ids: Literal["keep", "rewrite"] = "keep"
         """``rewrite``: ids become ``<source>/<file>:<row>`` (old id in meta)."""
         max_doc_mb: PositiveFloat | None = None
-        """A missing id gets `<file>:<row>` (`<file>:<row group>:<row>` for Parquet)."""
+        """This reader's cap on one text (MiB); null: the pipeline's ``max_doc_mb``."""
 
     def setup(self) -> None:
         self.storage_options = self.storage_options or {}

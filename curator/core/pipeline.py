@@ -637,6 +637,12 @@ def _apply_override(data: dict[str, Any], ov: str, source: str) -> None:
     for part in parts[:-1]:
         if not isinstance(cur, dict):
             raise ConfigError(f"--set {ov}: '{part}' is not inside a mapping")
+        if isinstance(cur.get(part), list):
+            # replacing the list by a mapping turned `--set stages.0={...}` into "stages:
+            # Input should be a valid list", an error about the file, not about the override
+            hint = (": set one parameter of a stage, stages.<id or index>.<param>=value"
+                    if part == "stages" and cur is data else "")
+            raise ConfigError(f"--set {ov}: '{part}' is a list, not a mapping{hint}")
         cur[part] = dict(cur[part]) if isinstance(cur.get(part), dict) else {}
         cur = cur[part]
     if not isinstance(cur, dict):

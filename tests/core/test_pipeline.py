@@ -140,6 +140,20 @@ def test_set_overrides_by_stage_id_and_index(tmp_path):
     assert "stages[1].helpers_core:min_words.n" in err(text, overrides=["stages.min_words.n=many"])
 
 
+def test_set_on_a_whole_stage_or_inside_a_list_names_the_override(tmp_path):
+    """``--set stages.0={...}`` used to turn ``stages`` into a mapping and fail with
+    "p.yaml:7: stages: Input should be a valid list", blaming the file for the override."""
+    text = GOOD.format(wd=tmp_path, data="[a.jsonl, b.jsonl]")
+    for ov in ["stages.0={read_parquet: {paths: x}}", "stages.write_jsonl={path: o}"]:
+        assert err(text, overrides=[ov]) == (
+            f"--set {ov}: 'stages' is a list, not a mapping: set one parameter of a stage, "
+            "stages.<id or index>.<param>=value")
+    assert err(text, overrides=["stages.0.paths.1=c.jsonl"]) == (
+        "--set stages.0.paths.1=c.jsonl: 'paths' is a list, not a mapping")
+    p = load(text, overrides=["stages.0.paths=[c.jsonl]"])
+    assert p.node("read_jsonl").stage.params["paths"] == ["c.jsonl"]
+
+
 def test_fingerprint_changes_downstream_only(tmp_path):
     a = load(GOOD.format(wd=tmp_path, data="x.jsonl"))
     b = load(GOOD.format(wd=tmp_path, data="x.jsonl"), overrides=["stages.min_words.n=6"])

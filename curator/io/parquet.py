@@ -23,6 +23,27 @@ def _lower(value: Any) -> Any:
     return value.lower() if isinstance(value, str) else value
 
 
+def _table(rows: list[dict[str, Any]]) -> Any:
+    """A pyarrow table of flat records, one column per key any record has (in order of first
+    appearance). ``pa.Table.from_pylist`` takes its columns from the first record only, so a
+    metadata field the first document lacked was dropped for every document; and a field
+    whose values have types no one column holds (``1`` and ``"many"``, a number too big for
+    int64) failed the shard. Such a column holds each value's JSON text instead."""
+    import orjson
+    import pyarrow as pa
+
+    keys = list(dict.fromkeys(k for r in rows for k in r))
+    cols = {}
+    for k in keys:
+        values = [r.get(k) for r in rows]
+        try:
+            cols[k] = pa.array(values)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
+            cols[k] = pa.array([None if v is None else orjson.dumps(v, default=str).decode()
+                                for v in values], pa.string())
+    return pa.table(cols)
+
+
 def utf8_len(text: str) -> int:
     return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
 
@@ -164,7 +185,7 @@ class WriteParquet(ShardStage):
         for doc in docs:
             rows.append(doc.to_flat())
             yield doc
-        table = pa.Table.from_pylist(rows) if rows else pa.table(
+        table = _table(rows) if rows else pa.table(
             {"id": pa.array([], pa.string()), "text": pa.array([], pa.string())})
         out = os.path.join(ctx.output_path(self.path), f"{ctx.shard}.parquet")
         with atomic_open(out, "wb") as fh:

@@ -247,3 +247,28 @@ def test_write_parquet_codec_is_checked_before_anything_runs(tmp_path):
     f = tmp_path / "w" / "out" / "read_jsonl-00000.parquet"
     assert pq.ParquetFile(f).metadata.row_group(0).column(0).compression == "SNAPPY"
     assert pq.read_table(f).column("id").to_pylist() == [r["id"] for r in RECS[:5]]
+
+
+def test_write_parquet_keeps_fields_the_first_document_lacks_and_mixed_types(tmp_path):
+    """Metadata a shard's first document does not have (``lang`` only on the second) used to
+    be dropped for every document, silently (``pa.Table.from_pylist`` takes the first record's
+    keys); a field holding ``1`` in one document and ``"many"`` in the next, or an integer over
+    int64, failed the run (``ArrowInvalid: Could not convert 'many'``). Every field is a
+    column; one whose values no single Arrow type holds keeps each value's JSON text."""
+    import pyarrow.parquet as pq
+
+    recs = [{"id": "a", "text": "one"},
+            {"id": "b", "text": "two", "lang": "de", "score": 0.5, "n": 1, "big": 2 ** 64 - 1},
+            {"id": "c", "text": "three", "n": "many", "tags": ["x"], "big": 1}]
+    write(tmp_path / "in.jsonl", recs)
+    run(tmp_path, f"  - read_jsonl: {{paths: '{tmp_path}/in.jsonl', source: s}}\n"
+                  "  - write_parquet: {path: pq}\n")
+    t = pq.read_table(tmp_path / "w" / "pq" / "read_jsonl-00000.parquet")
+    assert t.column_names == ["id", "text", "source", "lang", "score", "n", "big", "tags"]
+    assert t.to_pylist() == [
+        {"id": "a", "text": "one", "source": "s", "lang": None, "score": None, "n": None,
+         "big": None, "tags": None},
+        {"id": "b", "text": "two", "source": "s", "lang": "de", "score": 0.5, "n": "1",
+         "big": str(2 ** 64 - 1), "tags": None},
+        {"id": "c", "text": "three", "source": "s", "lang": None, "score": None, "n": '"many"',
+         "big": "1", "tags": ["x"]}]

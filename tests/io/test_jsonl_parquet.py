@@ -272,3 +272,26 @@ def test_write_parquet_keeps_fields_the_first_document_lacks_and_mixed_types(tmp
          "big": str(2 ** 64 - 1), "tags": None},
         {"id": "c", "text": "three", "source": "s", "lang": None, "score": None, "n": '"many"',
          "big": "1", "tags": ["x"]}]
+
+
+def test_flat_output_keeps_a_records_own_id_and_text_columns(tmp_path):
+    """Read with ``id_field``/``text_field`` naming other columns, a record's own ``id`` and
+    ``text`` columns are metadata; flat JSONL and Parquet output used to drop them silently
+    (the document's id and text took their place). They are written as ``meta_id`` and
+    ``meta_text`` (``meta_meta_text`` when ``meta_text`` is taken)."""
+    import pyarrow.parquet as pq
+
+    recs = [{"doc_id": "d1", "content": "the text", "id": "a", "text": "a column", "n": 1},
+            {"doc_id": "d2", "content": "more", "text": "b column", "meta_text": "taken"}]
+    write(tmp_path / "in.jsonl", recs)
+    run(tmp_path, f"  - read_jsonl: {{paths: '{tmp_path}/in.jsonl', id_field: doc_id, "
+                  "text_field: content, source: s}\n"
+                  "  - write_jsonl: {path: out, compression: none}\n"
+                  "  - write_parquet: {path: pq}\n    inputs: read_jsonl\n")
+    want = [{"id": "d1", "text": "the text", "meta_id": "a", "meta_text": "a column", "n": 1,
+             "source": "s"},
+            {"id": "d2", "text": "more", "meta_meta_text": "b column", "meta_text": "taken",
+             "source": "s"}]
+    assert read_out(tmp_path / "w" / "out") == want
+    rows = pq.read_table(tmp_path / "w" / "pq" / "read_jsonl-00000.parquet").to_pylist()
+    assert [{k: v for k, v in r.items() if v is not None} for r in rows] == want

@@ -15,8 +15,12 @@ from curator.base.redact import redact
 
 def expand_paths(paths: str | list[str], storage_options: dict[str, Any] | None = None,
                  what: str = "paths") -> list[str]:
-    """Expand globs (local or remote) into a sorted list of full paths; error if none match."""
+    """Expand globs (local or remote) into a sorted list of full paths; error if none match.
+    A file that several entries match (``[data/*.jsonl, data/a.jsonl]``, ``a/../a.jsonl``, a
+    symlink to it) is listed once, where it is first matched: it used to be read once per
+    entry, every document of it repeated in the output."""
     out: list[str] = []
+    seen: set[str] = set()
     for p in [paths] if isinstance(paths, str) else paths:
         fs, root = fsspec.core.url_to_fs(p, **(storage_options or {}))
         local = "file" in (fs.protocol if isinstance(fs.protocol, tuple | list) else [fs.protocol])
@@ -32,7 +36,12 @@ def expand_paths(paths: str | list[str], storage_options: dict[str, Any] | None 
         if local:
             for f in found:
                 _check_local_file(f, what)
-        out.extend(f if local else fs.unstrip_protocol(f) for f in found)
+        for f in found:
+            full = f if local else fs.unstrip_protocol(f)
+            key = os.path.realpath(f) if local else full
+            if key not in seen:
+                seen.add(key)
+                out.append(full)
     return out
 
 

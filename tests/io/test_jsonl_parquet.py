@@ -295,3 +295,19 @@ def test_flat_output_keeps_a_records_own_id_and_text_columns(tmp_path):
     assert read_out(tmp_path / "w" / "out") == want
     rows = pq.read_table(tmp_path / "w" / "pq" / "read_jsonl-00000.parquet").to_pylist()
     assert [{k: v for k, v in r.items() if v is not None} for r in rows] == want
+
+
+def test_a_file_matched_by_several_paths_is_read_once(tmp_path):
+    """``paths: [data/*.jsonl, data/a.jsonl]`` (also ``data/../data/a.jsonl`` or a symlink to
+    it) used to read ``a.jsonl`` once per entry: its documents twice or three times in the
+    output, with only a duplicate-id warning."""
+    data = tmp_path / "data"
+    data.mkdir()
+    write(data / "a.jsonl", RECS[:3])
+    write(data / "b.jsonl", RECS[3:5])
+    (tmp_path / "link.jsonl").symlink_to(data / "a.jsonl")
+    s = run(tmp_path, f"  - read_jsonl: {{paths: ['{data}/*.jsonl', '{data}/a.jsonl', "
+                      f"'{data}/../data/a.jsonl', '{tmp_path}/link.jsonl']}}\n"
+                      "  - write_jsonl: {path: out, compression: none}\n")
+    assert [r["id"] for r in read_out(tmp_path / "w" / "out")] == [r["id"] for r in RECS[:5]]
+    assert "duplicate_ids" not in s["stages"][0]["counters"]

@@ -141,13 +141,20 @@ class ReadHf(Source):
             looked = ", ".join(x.format(name=name, split=self.split) for x in _LAYOUTS)
             raise InputError(f"{where}: no save_to_disk files (state.json) and no Parquet files "
                              f"for split '{self.split}' in '{self.path}' (looked for {looked})")
+        import pyarrow as pa
         import pyarrow.parquet as pq
 
         specs: list[ShardSpec] = []
         for f in files:
-            with fs.open(f, "rb") as fh:
-                n = pq.ParquetFile(fh).metadata.num_row_groups
             rel = posixpath.relpath(f, root)
+            try:
+                with fs.open(f, "rb") as fh:
+                    n = pq.ParquetFile(fh).metadata.num_row_groups
+            except pa.ArrowInvalid as e:  # as read_parquet: quarantined, not a traceback
+                specs.append(ShardSpec(ctx.shard_name(len(specs)), {
+                    "path": full(f), "format": "parquet", "rel": rel, "row_groups": [],
+                    "unreadable": str(e)[:300]}))
+                continue
             for start in range(0, max(n, 1), self.row_groups_per_shard):
                 groups = list(range(start, min(start + self.row_groups_per_shard, n)))
                 specs.append(ShardSpec(ctx.shard_name(len(specs)), {
@@ -188,6 +195,10 @@ class ReadHf(Source):
         import fsspec
 
         path = d["path"]
+        if "unreadable" in d:
+            ctx.quarantine(b"", "not a Parquet file or its footer is damaged", file=path,
+                           detail=d["unreadable"])
+            return
         if d["format"] == "arrow":
             import pyarrow as pa
 

@@ -159,3 +159,17 @@ def test_an_unreachable_hub_id_is_one_line(tmp_path: Path) -> None:
                            env=env, capture_output=True, text=True, timeout=120)
         assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr
         assert r.stderr.strip().splitlines()[-1].startswith(expect), r.stderr
+
+
+def test_a_file_that_is_not_parquet_in_a_hub_folder_is_quarantined(tmp_path: Path) -> None:
+    """One ``data/train-*.parquet`` of random bytes (a download cut short, another format):
+    quarantined with its file, the other file read. Used to stop the run with an ArrowInvalid
+    traceback ("Parquet magic bytes not found in footer") while the shards were listed."""
+    d = tmp_path / "hub" / "data"
+    d.mkdir(parents=True)
+    pq.write_table(pa.Table.from_pylist(ROWS[:20]), str(d / "train-00000-of-00002.parquet"))
+    (d / "train-00001-of-00002.parquet").write_bytes(bytes(range(256)) * 2)
+    runner, summary = _run(tmp_path, {"path": str(tmp_path / "hub"), "text_field": "content"})
+    assert _as_rows(_docs(runner)) == ROWS[:20]
+    assert summary["stages"][0]["quarantined"] == {
+        "not a Parquet file or its footer is damaged": 1}

@@ -154,6 +154,27 @@ def test_set_on_a_whole_stage_or_inside_a_list_names_the_override(tmp_path):
     assert p.node("read_jsonl").stage.params["paths"] == ["c.jsonl"]
 
 
+def test_a_stages_own_parameter_check_names_the_file_line_and_key(tmp_path):
+    """Checks a stage makes when it is built (a Gopher rule that does not exist, a language
+    the LID model lacks) used to be the bare message (``gopher_quality: unknown rule
+    'word_cont' ...``) without the file and YAML line every other mistake has."""
+    text = f"""\
+    name: t
+    work_dir: {tmp_path}
+    stages:
+      - read_jsonl: {{paths: x.jsonl}}
+      - gopher_quality:
+          overrides: {{word_cont: {{min_words: 10}}}}
+      - language_id:
+          languages: [english]
+    """
+    assert err(text).startswith(
+        "p.yaml:5: stages[1].gopher_quality: unknown rule 'word_cont' (rules: word_count, ")
+    text = text.replace("word_cont", "word_count")
+    assert err(text).startswith(
+        "p.yaml:8: stages[2].language_id.languages: 'english' is not a language of the model")
+
+
 def test_fingerprint_changes_downstream_only(tmp_path):
     a = load(GOOD.format(wd=tmp_path, data="x.jsonl"))
     b = load(GOOD.format(wd=tmp_path, data="x.jsonl"), overrides=["stages.min_words.n=6"])

@@ -212,13 +212,26 @@ class ReadHf(Source):
                             yield f"{d['rel']}:{k}", rec
                             k += 1
         else:
+            import pyarrow as pa
             import pyarrow.parquet as pq
+
+            local = "://" not in path or path.startswith("file://")
 
             def rows() -> Iterator[tuple[str, dict[str, Any]]]:
                 with fsspec.open(path, "rb", **self.storage_options) as fh:
                     pf = pq.ParquetFile(fh)
                     for g in d["row_groups"]:  # a row group is Parquet's unit of reading
-                        for k, rec in enumerate(pf.read_row_group(g).to_pylist()):
+                        try:
+                            recs = pf.read_row_group(g).to_pylist()
+                        except (pa.ArrowInvalid, OSError) as e:
+                            if not local:  # a remote read error may pass: the shard fails
+                                raise
+                            # as read_parquet: damaged pages cost this row group only
+                            ctx.quarantine(b"", "corrupt Parquet row group", file=path,
+                                           row_group=g, detail=f"{type(e).__name__}: "
+                                           f"{' '.join(str(e).split())}"[:300])
+                            continue
+                        for k, rec in enumerate(recs):
                             yield f"{d['rel']}:{g}:{k}", rec
         yield from self._docs(rows(), ctx, path)
 

@@ -36,11 +36,19 @@ class Document:
         return cls(rec["id"], rec["text"], rec.get("meta") or {})
 
     def to_flat(self) -> dict[str, Any]:
-        """User-facing record: metadata fields sit beside ``id`` and ``text``."""
+        """User-facing record: metadata fields sit beside ``id`` and ``text``.
+
+        A metadata field named ``id`` or ``text`` (a record read with ``id_field: doc_id`` or
+        ``text_field: content`` keeps its own ``id``/``text`` columns in meta) is written as
+        ``meta_id`` / ``meta_text`` (``meta_`` repeated while the name is taken): it used to be
+        dropped from the output without a word."""
         out: dict[str, Any] = {ID_KEY: self.id, TEXT_KEY: self.text}
         for k, v in self.meta.items():
-            if k not in out:
-                out[k] = v
+            if k in (ID_KEY, TEXT_KEY):
+                k = f"meta_{k}"
+                while k in self.meta or k in out:
+                    k = f"meta_{k}"
+            out[k] = v
         return out
 
     @classmethod

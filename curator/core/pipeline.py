@@ -354,6 +354,9 @@ def _build_nodes(cfg: PipelineConfig, where: Any) -> list[StageNode]:
                                             model=cls.params_model())) from None
         except (TypeError, ValueError) as e:
             raise ConfigError(f"{where(loc + (kind,))}: stages[{i}].{kind}: {e}") from None
+        except ConfigError as e:
+            raise ConfigError(_locate_setup_error(str(e), cls.name, kind, i, loc, where)) \
+                from None
         checkpoint = entry.get("checkpoint", False)
         if not isinstance(checkpoint, bool):
             raise ConfigError(f"{where(loc + ('checkpoint',))}: stages[{i}].checkpoint: "
@@ -361,6 +364,20 @@ def _build_nodes(cfg: PipelineConfig, where: Any) -> list[StageNode]:
         ids.add(sid)
         nodes.append(StageNode(sid, stage, inputs, line=None, checkpoint=checkpoint))
     return nodes
+
+
+def _locate_setup_error(msg: str, name: str, kind: str, i: int, loc: tuple[Any, ...],
+                        where: Any) -> str:
+    """A stage's own check of its parameters (``gopher_quality: unknown rule 'x'``,
+    ``language_id.languages: 'english' is not a language ...``) with the file, the YAML line
+    and the key path in front, as the model's errors have: it used to be the bare message,
+    with no line to look at."""
+    head, sep, rest = msg.partition(": ")
+    parts = head.split(".")
+    if sep and parts[0] == name and all(parts[1:]):
+        keys = tuple(parts[1:])
+        return f"{where(loc + (kind, *keys))}: stages[{i}].{'.'.join((kind, *keys))}: {rest}"
+    return f"{where(loc + (kind,))}: stages[{i}].{kind}: {msg}"
 
 
 #: What curator itself keeps in a work_dir; no stage output may be (or be inside) one of them.
@@ -637,6 +654,12 @@ def _apply_override(data: dict[str, Any], ov: str, source: str) -> None:
     for part in parts[:-1]:
         if not isinstance(cur, dict):
             raise ConfigError(f"--set {ov}: '{part}' is not inside a mapping")
+        if isinstance(cur.get(part), list):
+            # replacing the list by a mapping turned `--set stages.0={...}` into "stages:
+            # Input should be a valid list", an error about the file, not about the override
+            hint = (": set one parameter of a stage, stages.<id or index>.<param>=value"
+                    if part == "stages" and cur is data else "")
+            raise ConfigError(f"--set {ov}: '{part}' is a list, not a mapping{hint}")
         cur[part] = dict(cur[part]) if isinstance(cur.get(part), dict) else {}
         cur = cur[part]
     if not isinstance(cur, dict):

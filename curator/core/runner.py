@@ -31,7 +31,7 @@ from typing import Any
 import orjson
 
 from curator.core.context import GlobalContext, StageContext, write_json
-from curator.core.errors import ConfigError, CuratorError, StageError, fs_error_line
+from curator.core.errors import CuratorError, InputError, StageError, fs_error_line
 from curator.core.executors import Executor
 from curator.core.identity import describe_input_change, digest, explain, identities
 from curator.core.lock import WorkDirLock
@@ -61,9 +61,9 @@ from curator.storage.outputs import (
     adopt,
     check_output_dir,
     claim_output_dir,
+    claimed,
     file_ids,
     missing_or_foreign,
-    own_folder,
 )
 from curator.storage.shards import SHARD_SUFFIX
 
@@ -112,7 +112,8 @@ def list_source(stage: Source, stage_id: str, fingerprint: str, work_dir: str,
         stage_id=stage_id, work_dir=work_dir, artifacts=artifacts, max_doc_bytes=max_doc_bytes))
     _check_specs(stage_id, specs)
     paths = [stage.input_paths(sp) for sp in specs]
-    _check_not_own_output(stage_id, [p for ps in paths for p in ps], work_dir)
+    if (getattr(stage, "params", None) or {}).get("paths"):  # files the user's globs found
+        _check_not_own_output(stage_id, work_dir, [p for ps in paths for p in ps])
     ids = identities([p for ps in paths for p in ps], getattr(stage, "storage_options", None),
                      content=content)
     reads = [{p: ids[p] for p in ps} for ps in paths]
@@ -708,18 +709,26 @@ def _stage_line(sid: str, agg: StageStats, secs: float) -> str:
             f"in {secs:.2f}s" + (f"; {note}" if note else ""))
 
 
-def _check_not_own_output(stage_id: str, paths: list[str], work_dir: str) -> None:
-    """A source never reads what this work_dir holds or its stages wrote: an input pattern
-    that reaches into an output folder (``data/**/*.jsonl`` with ``write_jsonl`` into
-    ``data/out``) read the last run's output again at every rerun (5, 10, 15... documents)."""
+def _check_not_own_output(stage_id: str, work_dir: str, paths: list[str]) -> None:
+    """Refuse a source file inside the work_dir or an output folder this work_dir's stages
+    claimed. ``paths: data/**/*.jsonl*`` with ``work_dir: data/work`` read the run's own
+    shards and outputs on every rerun: 1, then 3, then 7 documents, duplicates counted only
+    as a warning."""
+    if not paths:
+        return
+    mine = os.path.realpath(work_dir)
+    roots = {mine: "the work_dir", **{d: f"the output folder of stage '{owner}'"
+                                      for d, owner in claimed(work_dir).items()}}
     for p in paths:
-        folder = own_folder(p, work_dir)
-        if folder is not None:
-            what = "the work_dir" if folder == os.path.realpath(work_dir) else (
-                f"the output folder '{folder}' of this work_dir's stages")
-            raise ConfigError(f"stage '{stage_id}': input '{p}' is inside {what}: the run "
-                              "would read its own output; narrow the input paths or move the "
-                              "output elsewhere")
+        if "://" in p and not p.startswith("file://"):
+            continue
+        real = os.path.realpath(p.removeprefix("file://"))
+        for root, what in roots.items():
+            if real == root or real.startswith(root.rstrip(os.sep) + os.sep):
+                raise InputError(
+                    f"stage '{stage_id}': its paths match '{p}', inside {what} '{root}': this "
+                    "pipeline's own output, which every rerun would read again; narrow the "
+                    "pattern or move the work_dir or output elsewhere")
 
 
 def _check_specs(stage_id: str, specs: Any) -> None:

@@ -119,6 +119,8 @@ class ReadJsonl(Source):
                 ctx.quarantine(line, "invalid JSON", detail=str(e), file=path, line=lineno,
                                offset=offset)
                 continue
+            if type(rec) is dict and type(rec.get(self.id_field)) is float:
+                rec[self.id_field] = _exact_id(rec[self.id_field], line, self.id_field)
             try:
                 doc = Document.from_flat(rec, id_field=self.id_field, text_field=self.text_field,
                                          default_id=f"{base}:{offset}")
@@ -131,6 +133,22 @@ class ReadJsonl(Source):
             if explicit or doc.meta.get("source") is None:
                 set_source(doc, source, explicit, ctx)
             yield doc
+
+
+def _exact_id(value: float, line: bytes, id_field: str) -> Any:
+    """A numeric id of 2**64 or more as the integer it was written as: orjson reads an integer
+    over 64 bits as a float, so ``123456789012345678901234`` became the id
+    ``"1.2345678901234568e+22"``, the same id as its neighbours. The standard library's parse
+    keeps it exact (the line is valid JSON: orjson read it). Metadata keeps orjson's float:
+    the shard files cannot hold a bigger integer."""
+    if -_HUGE < value < _HUGE:
+        return value
+    import json
+
+    return json.loads(line).get(id_field, value)
+
+
+_HUGE = float(2 ** 64)
 
 
 def set_source(doc: Document, source: str, explicit: bool, ctx: ShardContext) -> None:

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
+
+from pydantic import BeforeValidator
 
 from curator.core.context import ShardContext, StageContext
 from curator.core.document import Document
@@ -15,6 +17,31 @@ from curator.io.jsonl import relative_names, set_source
 from curator.storage.atomic import atomic_open
 from curator.storage.limits import TOO_LARGE
 from curator.storage.paths import expand_paths
+
+
+def _lower(value: Any) -> Any:
+    return value.lower() if isinstance(value, str) else value
+
+
+def _table(rows: list[dict[str, Any]]) -> Any:
+    """A pyarrow table of flat records, one column per key any record has (in order of first
+    appearance). ``pa.Table.from_pylist`` takes its columns from the first record only, so a
+    metadata field the first document lacked was dropped for every document; and a field
+    whose values have types no one column holds (``1`` and ``"many"``, a number too big for
+    int64) failed the shard. Such a column holds each value's JSON text instead."""
+    import orjson
+    import pyarrow as pa
+
+    keys = list(dict.fromkeys(k for r in rows for k in r))
+    cols = {}
+    for k in keys:
+        values = [r.get(k) for r in rows]
+        try:
+            cols[k] = pa.array(values)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
+            cols[k] = pa.array([None if v is None else orjson.dumps(v, default=str).decode()
+                                for v in values], pa.string())
+    return pa.table(cols)
 
 
 def utf8_len(text: str) -> int:
@@ -50,13 +77,21 @@ class ReadParquet(Source):
 
     def shards(self, ctx: StageContext) -> list[ShardSpec]:
         import fsspec
+        import pyarrow as pa
         import pyarrow.parquet as pq
 
         specs: list[ShardSpec] = []
         files = expand_paths(self.paths, self.storage_options, f"{ctx.stage_id}.paths")
         for path, rel in zip(files, relative_names(files), strict=True):
-            with fsspec.open(path, "rb", **self.storage_options) as fh:
-                n = pq.ParquetFile(fh).metadata.num_row_groups
+            try:
+                with fsspec.open(path, "rb", **self.storage_options) as fh:
+                    n = pq.ParquetFile(fh).metadata.num_row_groups
+            except pa.ArrowInvalid as e:
+                # not Parquet, or its footer is cut or damaged: one shard that quarantines the
+                # file (it used to stop the listing with a traceback, and every file with it)
+                specs.append(ShardSpec(ctx.shard_name(len(specs)), {
+                    "path": path, "rel": rel, "row_groups": [], "unreadable": str(e)[:300]}))
+                continue
             for start in range(0, max(n, 1), self.row_groups_per_shard):
                 groups = list(range(start, min(start + self.row_groups_per_shard, n)))
                 specs.append(ShardSpec(ctx.shard_name(len(specs)),
@@ -65,7 +100,9 @@ class ReadParquet(Source):
 
     def read(self, shard: ShardSpec, ctx: ShardContext) -> Iterator[Document]:
         import fsspec
+        import pyarrow as pa
         import pyarrow.parquet as pq
+        from fsspec.implementations.local import LocalFileSystem
 
         path = shard.data["path"]
         base = os.path.basename(path)
@@ -73,13 +110,31 @@ class ReadParquet(Source):
         source = self.source or ctx.stage_id
         explicit = self.source is not None
         cap = ctx.doc_cap(self.max_doc_mb)
+        if "unreadable" in shard.data:
+            ctx.quarantine(b"", "not a Parquet file or its footer is damaged", file=path,
+                           detail=shard.data["unreadable"])
+            return
+        local = isinstance(fsspec.core.url_to_fs(path, **self.storage_options)[0],
+                           LocalFileSystem)
         with fsspec.open(path, "rb", **self.storage_options) as fh:
             pf = pq.ParquetFile(fh)
             row = 0
             for g in shard.data["row_groups"]:
                 # A row group is read whole (Parquet's unit): memory is bounded by the row
                 # group sizes the writer chose; each text is then held to the cap.
-                for rec in pf.read_row_group(g).to_pylist():
+                try:
+                    recs = pf.read_row_group(g).to_pylist()
+                except (pa.ArrowInvalid, OSError) as e:
+                    # damaged pages ("Couldn't deserialize thrift", a bad checksum or codec
+                    # block) cost this row group, not the shard and the run; a remote read
+                    # error may pass, so it fails the shard as before and is retried
+                    if not local:
+                        raise
+                    ctx.quarantine(b"", "corrupt Parquet row group", file=path, row_group=g,
+                                   detail=f"{type(e).__name__}: {' '.join(str(e).split())}"[:300])
+                    row += pf.metadata.row_group(g).num_rows
+                    continue
+                for rec in recs:
                     try:
                         doc = Document.from_flat(rec, id_field=self.id_field,
                                                  text_field=self.text_field,
@@ -111,8 +166,11 @@ class WriteParquet(ShardStage):
     class Params(StageParams):
         path: OutputDir
         """Output folder: relative to ``work_dir`` (may not escape it), absolute, or a URL."""
-        compression: str = "zstd"
-        """Parquet codec (pyarrow's names: ``zstd``, ``snappy``, ``gzip``, ``none``...)."""
+        # a Literal, so a typo (``zstdd``) is a one-line error from ``curator validate``
+        # instead of failing the first shard; pyarrow's names, any case
+        compression: Annotated[Literal["none", "snappy", "gzip", "brotli", "lz4", "lz4_raw",
+                                       "zstd"], BeforeValidator(_lower)] = "zstd"
+        """Parquet codec (pyarrow's names, in any case)."""
         row_group_size: PositiveInt = 10_000
         """Rows per row group."""
 
@@ -127,7 +185,7 @@ class WriteParquet(ShardStage):
         for doc in docs:
             rows.append(doc.to_flat())
             yield doc
-        table = pa.Table.from_pylist(rows) if rows else pa.table(
+        table = _table(rows) if rows else pa.table(
             {"id": pa.array([], pa.string()), "text": pa.array([], pa.string())})
         out = os.path.join(ctx.output_path(self.path), f"{ctx.shard}.parquet")
         with atomic_open(out, "wb") as fh:

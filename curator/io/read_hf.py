@@ -63,11 +63,12 @@ class ReadHf(Source):
         split: str = "train"
         """The split to read."""
         text_field: str = "text"
-        """A missing id gets `<file>:<row>` (`<file>:<row group>:<row>` for Parquet)."""
+        """Column holding the text."""
         id_field: str = "id"
-        """A missing id gets `<file>:<row>` (`<file>:<row group>:<row>` for Parquet)."""
+        """Column holding the id; a missing or null id gets `<file>:<row>`
+        (`<file>:<row group>:<row>` for Parquet)."""
         source: str | None = None
-        """A missing id gets `<file>:<row>` (`<file>:<row group>:<row>` for Parquet)."""
+        """Written to ``meta.source``; when given it wins over a record's own ``source``."""
         streaming: bool = False
         """Read a hub id through `datasets`' streaming (needs the `hf` extra)."""
         revision: str | None = None
@@ -75,11 +76,11 @@ class ReadHf(Source):
         row_groups_per_shard: PositiveInt = 8
         """Parquet row groups per shard."""
         storage_options: dict[str, Any] | None = None
-        """A missing id gets `<file>:<row>` (`<file>:<row group>:<row>` for Parquet)."""
+        """Passed to fsspec (credentials, endpoints of ``hf://`` or remote folders)."""
         ids: Literal["keep", "rewrite"] = "keep"
         """``rewrite``: ids become ``<source>/<file>:<row>`` (old id in meta)."""
         max_doc_mb: PositiveFloat | None = None
-        """A missing id gets `<file>:<row>` (`<file>:<row group>:<row>` for Parquet)."""
+        """This reader's cap on one text (MiB); null: the pipeline's ``max_doc_mb``."""
 
     def setup(self) -> None:
         self.storage_options = self.storage_options or {}
@@ -140,13 +141,20 @@ class ReadHf(Source):
             looked = ", ".join(x.format(name=name, split=self.split) for x in _LAYOUTS)
             raise InputError(f"{where}: no save_to_disk files (state.json) and no Parquet files "
                              f"for split '{self.split}' in '{self.path}' (looked for {looked})")
+        import pyarrow as pa
         import pyarrow.parquet as pq
 
         specs: list[ShardSpec] = []
         for f in files:
-            with fs.open(f, "rb") as fh:
-                n = pq.ParquetFile(fh).metadata.num_row_groups
             rel = posixpath.relpath(f, root)
+            try:
+                with fs.open(f, "rb") as fh:
+                    n = pq.ParquetFile(fh).metadata.num_row_groups
+            except pa.ArrowInvalid as e:  # as read_parquet: quarantined, not a traceback
+                specs.append(ShardSpec(ctx.shard_name(len(specs)), {
+                    "path": full(f), "format": "parquet", "rel": rel, "row_groups": [],
+                    "unreadable": str(e)[:300]}))
+                continue
             for start in range(0, max(n, 1), self.row_groups_per_shard):
                 groups = list(range(start, min(start + self.row_groups_per_shard, n)))
                 specs.append(ShardSpec(ctx.shard_name(len(specs)), {
@@ -187,6 +195,10 @@ class ReadHf(Source):
         import fsspec
 
         path = d["path"]
+        if "unreadable" in d:
+            ctx.quarantine(b"", "not a Parquet file or its footer is damaged", file=path,
+                           detail=d["unreadable"])
+            return
         if d["format"] == "arrow":
             import pyarrow as pa
 
@@ -200,13 +212,26 @@ class ReadHf(Source):
                             yield f"{d['rel']}:{k}", rec
                             k += 1
         else:
+            import pyarrow as pa
             import pyarrow.parquet as pq
+
+            local = "://" not in path or path.startswith("file://")
 
             def rows() -> Iterator[tuple[str, dict[str, Any]]]:
                 with fsspec.open(path, "rb", **self.storage_options) as fh:
                     pf = pq.ParquetFile(fh)
                     for g in d["row_groups"]:  # a row group is Parquet's unit of reading
-                        for k, rec in enumerate(pf.read_row_group(g).to_pylist()):
+                        try:
+                            recs = pf.read_row_group(g).to_pylist()
+                        except (pa.ArrowInvalid, OSError) as e:
+                            if not local:  # a remote read error may pass: the shard fails
+                                raise
+                            # as read_parquet: damaged pages cost this row group only
+                            ctx.quarantine(b"", "corrupt Parquet row group", file=path,
+                                           row_group=g, detail=f"{type(e).__name__}: "
+                                           f"{' '.join(str(e).split())}"[:300])
+                            continue
+                        for k, rec in enumerate(recs):
                             yield f"{d['rel']}:{g}:{k}", rec
         yield from self._docs(rows(), ctx, path)
 

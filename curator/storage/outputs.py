@@ -171,18 +171,6 @@ def file_ids(paths: list[str]) -> dict[str, list[int]]:
     return out
 
 
-def own_folder(path: str, work_dir: str) -> str | None:
-    """The folder of this work_dir that local file ``path`` lies in (the work_dir itself, or an
-    output folder its stages claimed), else ``None``."""
-    if "://" in path and not path.startswith("file://"):
-        return None
-    real = os.path.realpath(path.removeprefix("file://"))
-    for folder in (os.path.realpath(work_dir), *claimed(work_dir)):
-        if "://" not in folder and _inside(real, folder):
-            return folder
-    return None
-
-
 def missing_or_foreign(paths: list[str], work_dir: str, ids: Any = None) -> list[str]:
     """The ``paths`` (output files a marker lists) that are gone, lie outside what this
     work_dir owns (:func:`trusted`), or are no longer the file written there (size or mtime

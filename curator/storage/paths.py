@@ -15,8 +15,12 @@ from curator.base.redact import redact
 
 def expand_paths(paths: str | list[str], storage_options: dict[str, Any] | None = None,
                  what: str = "paths") -> list[str]:
-    """Expand globs (local or remote) into a sorted list of full paths; error if none match."""
+    """Expand globs (local or remote) into a sorted list of full paths; error if none match.
+    A file that several entries match (``[data/*.jsonl, data/a.jsonl]``, ``a/../a.jsonl``, a
+    symlink to it) is listed once, where it is first matched: it used to be read once per
+    entry, every document of it repeated in the output."""
     out: list[str] = []
+    seen: set[str] = set()
     for p in [paths] if isinstance(paths, str) else paths:
         fs, root = fsspec.core.url_to_fs(p, **(storage_options or {}))
         local = "file" in (fs.protocol if isinstance(fs.protocol, tuple | list) else [fs.protocol])
@@ -29,8 +33,31 @@ def expand_paths(paths: str | list[str], storage_options: dict[str, Any] | None 
             raise InputError(f"{what}: '{redact(p)}' cannot be read: {cause(e)}") from None
         if not found:
             raise InputError(f"{what}: '{redact(p)}' matches no file")
-        out.extend(f if local else fs.unstrip_protocol(f) for f in found)
+        if local:
+            for f in found:
+                _check_local_file(f, what)
+        for f in found:
+            full = f if local else fs.unstrip_protocol(f)
+            key = os.path.realpath(f) if local else full
+            if key not in seen:
+                seen.add(key)
+                out.append(full)
     return out
+
+
+def _check_local_file(path: str, what: str) -> None:
+    """A local path a reader will open must be a file with a UTF-8 name: a folder used to fail
+    as a "truncated or corrupt compressed file" or with a traceback, and a name with other
+    bytes (``latin\\xe9.jsonl``) with a traceback when its identity was hashed as JSON."""
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        shown = os.fsencode(path).decode("utf-8", "backslashreplace")
+        raise InputError(f"{what}: file name '{shown}' is not valid UTF-8 (curator keeps file "
+                         "names in JSON markers and records); rename it") from None
+    if os.path.isdir(path):
+        raise InputError(f"{what}: '{path}' is a folder, not a file; give its files "
+                         f"(a glob such as '{os.path.join(path, '*')}')")
 
 
 def _exists(fs: Any, root: str) -> bool:

@@ -84,6 +84,21 @@ def test_id_rule_numbers_null_and_duplicates_are_counted(tmp_path):
     assert '<table class="input-checks">' in html and "<td>2</td>" in html
 
 
+def test_a_numeric_id_over_64_bits_keeps_its_digits(tmp_path):
+    """orjson reads an integer over 64 bits as a float: the ids 123456789012345678901234 and
+    ...235 both became "1.2345678901234568e+22" (counted as duplicates, the output's ids
+    wrong). They are their digits now, as the id rule says; 2**64 - 1 was always exact."""
+    big = 123456789012345678901234
+    lines = [f'{{"id": {big}, "text": "a"}}', f'{{"id": {big + 1}, "text": "b"}}',
+             f'{{"id": {-2 ** 64 - 1}, "text": "c"}}', f'{{"id": {2 ** 64 - 1}, "text": "d"}}',
+             '{"id": 1e300, "text": "e"}']
+    (tmp_path / "a.jsonl").write_text("\n".join(lines) + "\n")
+    s = run(tmp_path, "  - read_jsonl: {paths: a.jsonl}\n")
+    assert [d["id"] for d in out_docs(tmp_path, "read_jsonl")] == [
+        str(big), str(big + 1), str(-2 ** 64 - 1), str(2 ** 64 - 1), "1e+300"]
+    assert "duplicate_ids" not in stage(s, "read_jsonl")["counters"]
+
+
 def test_ids_rewrite_makes_ids_unique_by_source_file_and_offset(tmp_path):
     for sub in ("x", "y"):
         (tmp_path / sub).mkdir()

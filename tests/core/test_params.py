@@ -50,6 +50,32 @@ def test_every_converted_stage_declares_a_model_with_help_on_every_field() -> No
     assert not missing and not no_help, (missing, no_help)
 
 
+#: Parameters that share one help text on purpose: they are documented as a group.
+SHARED_HELP = {
+    "model_classifier": [("max_score", "min_score")],
+    "fuzzy_dedup": [("false_negative_weight", "false_positive_weight"),
+                    ("redis.tls.cert_file", "redis.tls.key_file")],
+    "train_tokenizer": [("init_merges", "init_vocab"), ("bos_id", "eos_id", "pad_id", "unk_id")],
+    "megatron_shards": [("merges_file", "vocab_file")],
+}
+
+
+def test_no_parameter_borrows_another_ones_help() -> None:
+    """``curator stages read_hf`` said "A missing id gets `<file>:<row>`" for ``text_field``,
+    ``source``, ``storage_options`` and ``max_doc_mb``: a docstring pasted under five fields.
+    A help text may be shared only by a group listed in SHARED_HELP."""
+    shared = {}
+    for name in builtin_stages():
+        cls = resolve(name)
+        by_help: dict[str, list[str]] = {}
+        for f, fi in iter_fields(cls.Params):
+            by_help.setdefault(fi.description or "", []).append(f)
+        groups = sorted(tuple(sorted(fs)) for h, fs in by_help.items() if h and len(fs) > 1)
+        if groups:
+            shared[name] = groups
+    assert shared == {k: sorted(v) for k, v in SHARED_HELP.items()}
+
+
 def test_old_flat_keys_are_read_into_their_group_with_one_warning_line(tmp_path) -> None:
     cls = resolve("fuzzy_dedup")
     new = cls.from_params({"backend": "redis", "redis": {

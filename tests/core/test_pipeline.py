@@ -140,6 +140,41 @@ def test_set_overrides_by_stage_id_and_index(tmp_path):
     assert "stages[1].helpers_core:min_words.n" in err(text, overrides=["stages.min_words.n=many"])
 
 
+def test_set_on_a_whole_stage_or_inside_a_list_names_the_override(tmp_path):
+    """``--set stages.0={...}`` used to turn ``stages`` into a mapping and fail with
+    "p.yaml:7: stages: Input should be a valid list", blaming the file for the override."""
+    text = GOOD.format(wd=tmp_path, data="[a.jsonl, b.jsonl]")
+    for ov in ["stages.0={read_parquet: {paths: x}}", "stages.write_jsonl={path: o}"]:
+        assert err(text, overrides=[ov]) == (
+            f"--set {ov}: 'stages' is a list, not a mapping: set one parameter of a stage, "
+            "stages.<id or index>.<param>=value")
+    assert err(text, overrides=["stages.0.paths.1=c.jsonl"]) == (
+        "--set stages.0.paths.1=c.jsonl: 'paths' is a list, not a mapping")
+    p = load(text, overrides=["stages.0.paths=[c.jsonl]"])
+    assert p.node("read_jsonl").stage.params["paths"] == ["c.jsonl"]
+
+
+def test_a_stages_own_parameter_check_names_the_file_line_and_key(tmp_path):
+    """Checks a stage makes when it is built (a Gopher rule that does not exist, a language
+    the LID model lacks) used to be the bare message (``gopher_quality: unknown rule
+    'word_cont' ...``) without the file and YAML line every other mistake has."""
+    text = f"""\
+    name: t
+    work_dir: {tmp_path}
+    stages:
+      - read_jsonl: {{paths: x.jsonl}}
+      - gopher_quality:
+          overrides: {{word_cont: {{min_words: 10}}}}
+      - language_id:
+          languages: [english]
+    """
+    assert err(text).startswith(
+        "p.yaml:5: stages[1].gopher_quality: unknown rule 'word_cont' (rules: word_count, ")
+    text = text.replace("word_cont", "word_count")
+    assert err(text).startswith(
+        "p.yaml:8: stages[2].language_id.languages: 'english' is not a language of the model")
+
+
 def test_fingerprint_changes_downstream_only(tmp_path):
     a = load(GOOD.format(wd=tmp_path, data="x.jsonl"))
     b = load(GOOD.format(wd=tmp_path, data="x.jsonl"), overrides=["stages.min_words.n=6"])

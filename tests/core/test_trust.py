@@ -7,6 +7,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -318,3 +319,35 @@ def test_a_newer_dump_under_latest_reruns_the_source(tmp_path):
     assert not rep["wikipedia"]["skipped"] and rep["wikipedia"]["shards_resumed"] == 0
     marker = json.loads((tmp_path / "w/stages/wikipedia/_done/wikipedia-00000.json").read_text())
     assert list(marker["read"]) == [str(new / "enwiki-20160601-pages-articles1.xml-p10p30302.bz2")]
+
+
+def test_a_source_glob_that_reaches_the_runs_own_output_is_refused(tmp_path):
+    """``paths: data/**/*.jsonl*`` with the work_dir (or a writer's output folder) under
+    ``data/``: the rerun read the first run's shards and outputs as input, 1 document, then
+    3, then 7, the duplicates only a warning. The rerun now stops with one line naming the
+    file and whose output it is, and leaves the first run's output as it was."""
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "a.jsonl").write_text('{"id": "a", "text": "one document"}\n')
+    for out, what in [("out", f"the work_dir '{data / 'work'}'"),
+                      (str(data / "clean"), f"the output folder of stage 'write_jsonl' "
+                                            f"'{data / 'clean'}'")]:
+        wd = data / "work" if out == "out" else tmp_path / "w"
+        (tmp_path / "p.yaml").write_text(
+            f"name: p\nwork_dir: {wd}\nstages:\n"
+            f"  - read_jsonl: {{paths: '{data}/**/*.jsonl*'}}\n"
+            f"  - write_jsonl: {{path: {out}, compression: none}}\n")
+        run_cli("run", "p.yaml", cwd=tmp_path)
+        written = wd / "out" if out == "out" else Path(out)
+        before = tree_digest(written)
+        r = run_cli("run", "p.yaml", cwd=tmp_path, check=False)
+        assert r.returncode == 1 and "Traceback" not in r.stderr
+        assert r.stderr.strip().splitlines()[-1] == (
+            f"curator: error: stage 'read_jsonl': its paths match "
+            f"'{written / 'read_jsonl-00000.jsonl'}', inside {what}: this pipeline's own "
+            "output, which every rerun would read again; narrow the pattern or move the "
+            "work_dir or output elsewhere")
+        assert tree_digest(written) == before
+        assert (written / "read_jsonl-00000.jsonl").read_text().count("\n") == 1
+        assert [p.name for p in written.iterdir()] == ["read_jsonl-00000.jsonl"]
+        shutil.rmtree(wd)

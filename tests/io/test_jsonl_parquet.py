@@ -7,6 +7,7 @@ import bz2
 import gzip
 import http.server
 import json
+import os
 import threading
 from pathlib import Path
 
@@ -161,3 +162,152 @@ def test_missing_input_is_one_line_error(tmp_path):
 
     with pytest.raises(InputError, match=r"read_jsonl.paths: '.*nothing\*.jsonl' matches no file"):
         run(tmp_path, f"  - read_jsonl: {{paths: '{tmp_path}/nothing*.jsonl'}}\n")
+
+
+@pytest.mark.parametrize("reader", ["read_jsonl", "read_parquet"])
+def test_a_folder_or_a_name_that_is_not_utf8_is_one_line_naming_it(tmp_path, reader):
+    """A glob that matches a folder (``*.jsonl`` matching ``old.jsonl/``), and a file whose
+    name has a byte that is not UTF-8: one line naming it, exit 1. The folder was quarantined
+    as a "truncated or corrupt compressed file" by read_jsonl and a traceback in read_parquet;
+    the name was a traceback (``str is not valid UTF-8``) while the shard keys were hashed."""
+    from helpers import run_cli
+
+    data = tmp_path / "data"
+    data.mkdir()
+    write(data / "good.jsonl", RECS[:3])
+    (data / "old.jsonl").mkdir()
+    yml = tmp_path / "p.yaml"
+    yml.write_text(f"name: p\nwork_dir: {tmp_path / 'w'}\nstages:\n"
+                   f"  - {reader}: {{paths: '{data}/*.jsonl'}}\n")
+    r = run_cli("run", str(yml), check=False)
+    assert r.returncode == 1 and "Traceback" not in r.stderr
+    assert r.stderr.strip().splitlines()[-1:] == [
+        f"curator: error: {reader}.paths: '{data}/old.jsonl' is a folder, not a file; give its "
+        f"files (a glob such as '{data}/old.jsonl/*')"]
+    (data / "old.jsonl").rmdir()
+    os.rename(data / "good.jsonl", os.fsencode(data) + b"/caf\xe9.jsonl")
+    r = run_cli("run", str(yml), check=False)
+    assert r.returncode == 1 and "Traceback" not in r.stderr
+    assert r.stderr.strip().splitlines()[-1:] == [
+        f"curator: error: {reader}.paths: file name '{data}/caf\\xe9.jsonl' is not valid UTF-8 "
+        "(curator keeps file names in JSON markers and records); rename it"]
+
+
+def test_damaged_parquet_files_are_quarantined_and_the_rest_read(tmp_path):
+    """A file that is not Parquet (random bytes, 0 bytes) and one whose second row group's
+    pages are damaged: each quarantined with its file (and row group), every other row read.
+    Both used to stop the run: the first with an ArrowInvalid traceback while listing, the
+    second with "stage 'read_parquet' failed on shard ...: OSError: Couldn't deserialize
+    thrift"."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    d = tmp_path / "in"
+    d.mkdir()
+    pq.write_table(pa.Table.from_pylist(RECS[:10]), d / "a.parquet")
+    pq.write_table(pa.Table.from_pylist(RECS[10:40]), d / "b.parquet", row_group_size=10,
+                   compression="none")
+    raw = bytearray((d / "b.parquet").read_bytes())
+    start = pq.ParquetFile(d / "b.parquet").metadata.row_group(1).column(0).data_page_offset
+    raw[start:start + 8] = b"\xff" * 8  # the page header of row group 1's first column
+    (d / "b.parquet").write_bytes(raw)
+    (d / "c.parquet").write_bytes(bytes(range(256)) * 4)
+    (d / "d.parquet").write_bytes(b"")
+    s = run(tmp_path, f"  - read_parquet: {{paths: '{d}/*.parquet'}}\n")
+    st = s["stages"][0]
+    assert st["quarantined"] == {"corrupt Parquet row group": 1,
+                                 "not a Parquet file or its footer is damaged": 2}
+    q = [r for p in sorted((tmp_path / "w" / "quarantine" / "read_parquet").glob("*"))
+         for r in read_records(str(p))]
+    assert sorted((Path(r["file"]).name, r.get("row_group")) for r in q) == [
+        ("b.parquet", 1), ("c.parquet", None), ("d.parquet", None)]
+    got = [r["id"] for p in sorted((tmp_path / "w" / "stages" / "read_parquet" / "data").glob("*"))
+           for r in read_records(str(p))]
+    assert got == [r["id"] for r in RECS[:20] + RECS[30:40]]
+
+
+def test_write_parquet_codec_is_checked_before_anything_runs(tmp_path):
+    """A misspelt codec is a one-line error from validation, naming the key and line; it used
+    to pass ``curator validate`` and fail the first shard of the run (``ArrowException:
+    Unsupported compression: zstdd``). pyarrow's names are taken in any case."""
+    from curator.core.errors import ConfigError
+
+    write(tmp_path / "in.jsonl", RECS[:5])
+    head = f"name: io\nwork_dir: {tmp_path / 'w'}\nstages:\n" \
+           f"  - read_jsonl: {{paths: '{tmp_path}/in.jsonl'}}\n"
+    with pytest.raises(ConfigError) as e:
+        pl.loads(head + "  - write_parquet: {path: out, compression: zstdd}\n", source="p.yaml")
+    assert str(e.value) == (
+        "p.yaml:5: stages[1].write_parquet.compression: Input should be 'none', 'snappy', "
+        "'gzip', 'brotli', 'lz4', 'lz4_raw' or 'zstd' (got 'zstdd')")
+    run(tmp_path, "  - read_jsonl: {paths: '" + str(tmp_path) + "/in.jsonl'}\n"
+                  "  - write_parquet: {path: out, compression: SNAPPY}\n")
+    import pyarrow.parquet as pq
+
+    f = tmp_path / "w" / "out" / "read_jsonl-00000.parquet"
+    assert pq.ParquetFile(f).metadata.row_group(0).column(0).compression == "SNAPPY"
+    assert pq.read_table(f).column("id").to_pylist() == [r["id"] for r in RECS[:5]]
+
+
+def test_write_parquet_keeps_fields_the_first_document_lacks_and_mixed_types(tmp_path):
+    """Metadata a shard's first document does not have (``lang`` only on the second) used to
+    be dropped for every document, silently (``pa.Table.from_pylist`` takes the first record's
+    keys); a field holding ``1`` in one document and ``"many"`` in the next, or an integer over
+    int64, failed the run (``ArrowInvalid: Could not convert 'many'``). Every field is a
+    column; one whose values no single Arrow type holds keeps each value's JSON text."""
+    import pyarrow.parquet as pq
+
+    recs = [{"id": "a", "text": "one"},
+            {"id": "b", "text": "two", "lang": "de", "score": 0.5, "n": 1, "big": 2 ** 64 - 1},
+            {"id": "c", "text": "three", "n": "many", "tags": ["x"], "big": 1}]
+    write(tmp_path / "in.jsonl", recs)
+    run(tmp_path, f"  - read_jsonl: {{paths: '{tmp_path}/in.jsonl', source: s}}\n"
+                  "  - write_parquet: {path: pq}\n")
+    t = pq.read_table(tmp_path / "w" / "pq" / "read_jsonl-00000.parquet")
+    assert t.column_names == ["id", "text", "source", "lang", "score", "n", "big", "tags"]
+    assert t.to_pylist() == [
+        {"id": "a", "text": "one", "source": "s", "lang": None, "score": None, "n": None,
+         "big": None, "tags": None},
+        {"id": "b", "text": "two", "source": "s", "lang": "de", "score": 0.5, "n": "1",
+         "big": str(2 ** 64 - 1), "tags": None},
+        {"id": "c", "text": "three", "source": "s", "lang": None, "score": None, "n": '"many"',
+         "big": "1", "tags": ["x"]}]
+
+
+def test_flat_output_keeps_a_records_own_id_and_text_columns(tmp_path):
+    """Read with ``id_field``/``text_field`` naming other columns, a record's own ``id`` and
+    ``text`` columns are metadata; flat JSONL and Parquet output used to drop them silently
+    (the document's id and text took their place). They are written as ``meta_id`` and
+    ``meta_text`` (``meta_meta_text`` when ``meta_text`` is taken)."""
+    import pyarrow.parquet as pq
+
+    recs = [{"doc_id": "d1", "content": "the text", "id": "a", "text": "a column", "n": 1},
+            {"doc_id": "d2", "content": "more", "text": "b column", "meta_text": "taken"}]
+    write(tmp_path / "in.jsonl", recs)
+    run(tmp_path, f"  - read_jsonl: {{paths: '{tmp_path}/in.jsonl', id_field: doc_id, "
+                  "text_field: content, source: s}\n"
+                  "  - write_jsonl: {path: out, compression: none}\n"
+                  "  - write_parquet: {path: pq}\n    inputs: read_jsonl\n")
+    want = [{"id": "d1", "text": "the text", "meta_id": "a", "meta_text": "a column", "n": 1,
+             "source": "s"},
+            {"id": "d2", "text": "more", "meta_meta_text": "b column", "meta_text": "taken",
+             "source": "s"}]
+    assert read_out(tmp_path / "w" / "out") == want
+    rows = pq.read_table(tmp_path / "w" / "pq" / "read_jsonl-00000.parquet").to_pylist()
+    assert [{k: v for k, v in r.items() if v is not None} for r in rows] == want
+
+
+def test_a_file_matched_by_several_paths_is_read_once(tmp_path):
+    """``paths: [data/*.jsonl, data/a.jsonl]`` (also ``data/../data/a.jsonl`` or a symlink to
+    it) used to read ``a.jsonl`` once per entry: its documents twice or three times in the
+    output, with only a duplicate-id warning."""
+    data = tmp_path / "data"
+    data.mkdir()
+    write(data / "a.jsonl", RECS[:3])
+    write(data / "b.jsonl", RECS[3:5])
+    (tmp_path / "link.jsonl").symlink_to(data / "a.jsonl")
+    s = run(tmp_path, f"  - read_jsonl: {{paths: ['{data}/*.jsonl', '{data}/a.jsonl', "
+                      f"'{data}/../data/a.jsonl', '{tmp_path}/link.jsonl']}}\n"
+                      "  - write_jsonl: {path: out, compression: none}\n")
+    assert [r["id"] for r in read_out(tmp_path / "w" / "out")] == [r["id"] for r in RECS[:5]]
+    assert "duplicate_ids" not in s["stages"][0]["counters"]

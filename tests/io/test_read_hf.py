@@ -159,3 +159,34 @@ def test_an_unreachable_hub_id_is_one_line(tmp_path: Path) -> None:
                            env=env, capture_output=True, text=True, timeout=120)
         assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr
         assert r.stderr.strip().splitlines()[-1].startswith(expect), r.stderr
+
+
+def test_a_file_that_is_not_parquet_in_a_hub_folder_is_quarantined(tmp_path: Path) -> None:
+    """One ``data/train-*.parquet`` of random bytes (a download cut short, another format):
+    quarantined with its file, the other file read. Used to stop the run with an ArrowInvalid
+    traceback ("Parquet magic bytes not found in footer") while the shards were listed."""
+    d = tmp_path / "hub" / "data"
+    d.mkdir(parents=True)
+    pq.write_table(pa.Table.from_pylist(ROWS[:20]), str(d / "train-00000-of-00002.parquet"))
+    (d / "train-00001-of-00002.parquet").write_bytes(bytes(range(256)) * 2)
+    runner, summary = _run(tmp_path, {"path": str(tmp_path / "hub"), "text_field": "content"})
+    assert _as_rows(_docs(runner)) == ROWS[:20]
+    assert summary["stages"][0]["quarantined"] == {
+        "not a Parquet file or its footer is damaged": 1}
+
+
+def test_a_damaged_row_group_in_a_hub_folder_is_quarantined(tmp_path: Path) -> None:
+    """Damaged pages in one row group (the footer intact) failed the run ("stage 'hf' failed
+    on shard ...: OSError: Couldn't deserialize thrift"); that row group is now quarantined
+    with its file and number, the other rows read."""
+    f = tmp_path / "hub" / "data" / "train-00000-of-00001.parquet"
+    f.parent.mkdir(parents=True)
+    pq.write_table(pa.Table.from_pylist(ROWS[:30]), str(f), row_group_size=10,
+                   compression="none")
+    raw = bytearray(f.read_bytes())
+    start = pq.ParquetFile(str(f)).metadata.row_group(1).column(0).data_page_offset
+    raw[start:start + 8] = b"\xff" * 8
+    f.write_bytes(raw)
+    runner, summary = _run(tmp_path, {"path": str(tmp_path / "hub"), "text_field": "content"})
+    assert _as_rows(_docs(runner)) == ROWS[:10] + ROWS[20:30]
+    assert summary["stages"][0]["quarantined"] == {"corrupt Parquet row group": 1}

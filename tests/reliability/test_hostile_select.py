@@ -35,7 +35,7 @@ def test_deep_select_expression_is_one_line_naming_the_key(tmp_path, expr):
         assert p.returncode != 0
         lines = p.stderr.strip().splitlines()
         assert len(lines) == 1 and "Traceback" not in p.stderr, p.stderr[-3000:]
-        assert lines[0].startswith("curator: error: select.expr: '")
+        assert lines[0].startswith("curator: error: p.yaml:5: stages[1].select.expr: '")
         assert "nested deeper than 100 levels" in lines[0] and len(lines[0]) < 400
 
 

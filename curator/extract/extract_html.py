@@ -310,7 +310,7 @@ def _may_have_post_meta(attrs: str) -> bool:
 
 _XPATHS: list[Any] = []
 
-_NOSCRIPT = re.compile(r"<noscript\b[^>]*>(.*?)</noscript\s*>", re.IGNORECASE | re.DOTALL)
+_NOSCRIPT_END = re.compile(r"</noscript\s*>", re.IGNORECASE)
 _NOSCRIPT_START = re.compile(r"<noscript\b", re.IGNORECASE)
 _IFRAME_OPEN = re.compile(r"<iframe\b", re.IGNORECASE)
 _IFRAME_CLOSE = re.compile(r"</iframe\s*>", re.IGNORECASE)
@@ -324,23 +324,34 @@ def close_noscript_iframes(html: str) -> str:
     iframe's text (libxml2 for an unclosed tag: trafilatura then returned the page's raw
     markup as its text; resiliparse's HTML5 parser also for ``<iframe/>``: it kept no words).
     Each missing ``</iframe>`` is added before the ``</noscript>``; other pages are returned
-    as they are (the same object)."""
-    if _NOSCRIPT_START.search(html) is None:
+    as they are (the same object).
+
+    Linear in the page: each ``<noscript>`` is closed by the first ``</noscript>`` after it
+    (one search), and once none is left no later one is looked for. A regex with a lazy
+    ``(.*?)</noscript>`` took the same steps but rescanned the rest of the page from every
+    unclosed ``<noscript>``: 50,000 of them (1.3 MB) took ten minutes."""
+    m = _NOSCRIPT_START.search(html)
+    if m is None:
         return html
-    changed = False
-
-    def close(m: re.Match[str]) -> str:
-        nonlocal changed
-        inner = m.group(1)
+    parts: list[str] = []
+    pos = 0
+    while m is not None:
+        gt = html.find(">", m.end())
+        if gt < 0:
+            break
+        close = _NOSCRIPT_END.search(html, gt + 1)
+        if close is None:
+            break
+        inner = html[gt + 1:close.start()]
         missing = len(_IFRAME_OPEN.findall(inner)) - len(_IFRAME_CLOSE.findall(inner))
-        if missing <= 0:
-            return m.group(0)
-        changed = True
-        end = m.start(0) + len(m.group(0)) - m.end(1)  # length of the "</noscript>" part
-        return m.group(0)[:-end] + "</iframe>" * missing + m.group(0)[-end:]
-
-    out = _NOSCRIPT.sub(close, html)
-    return out if changed else html
+        if missing > 0:
+            parts += [html[pos:close.start()], "</iframe>" * missing]
+            pos = close.start()
+        m = _NOSCRIPT_START.search(html, close.end())
+    if not parts:
+        return html
+    parts.append(html[pos:])
+    return "".join(parts)
 
 
 def _join_lines(text: str) -> str:

@@ -3,6 +3,7 @@ with planted near-duplicates, and pipeline runners."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import shutil
@@ -10,6 +11,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -39,6 +41,24 @@ def free_ports(n: int) -> list[int]:
         if p not in out and _port_free(p) and _port_free(p + 10000):
             out.append(p)
     return out
+
+
+@contextlib.contextmanager
+def plain_redis_server(folder: Path, *args: str) -> Iterator[int]:
+    """One plain (non-cluster) redis-server on 127.0.0.1, no persistence, with ``args`` added
+    to its command line; yields its port."""
+    import redis
+
+    (port,) = free_ports(1)
+    proc = subprocess.Popen([REDIS_SERVER, "--port", str(port), "--bind", "127.0.0.1",
+                             "--dir", str(folder), "--save", "", "--appendonly", "no", *args],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_until(lambda: redis.Redis(port=port).ping(), what="redis-server")
+        yield port
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
 
 
 def wait_until(cond, timeout: float = 30.0, what: str = "condition") -> None:

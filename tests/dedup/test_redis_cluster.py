@@ -200,16 +200,9 @@ def _slots_of(conn, node_id):
 
 def test_single_plain_redis_server(tmp_path):
     """One non-cluster node is used as a plain server (same claims, same cleanup)."""
-    import subprocess
+    from helpers_dedup import plain_redis_server
 
-    from helpers_dedup import REDIS_SERVER, free_ports
-
-    (port,) = free_ports(1)
-    proc = subprocess.Popen([REDIS_SERVER, "--port", str(port), "--bind", "127.0.0.1",
-                             "--dir", str(tmp_path), "--save", "", "--appendonly", "no"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        wait_until(lambda: redis.Redis(port=port).ping(), what="redis-server")
+    with plain_redis_server(tmp_path) as port:
         store = RedisBucketStore([f"127.0.0.1:{port}"], "curator:plain:")
         digests = np.array([1, 2, 1, 3, 2], dtype=np.uint64)
         refs = np.arange(5, dtype=np.uint64)
@@ -217,6 +210,3 @@ def test_single_plain_redis_server(tmp_path):
         assert store.plain
         assert store.cleanup() == 3 + 1  # three bucket hashes, one witness counter
         store.close()
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)

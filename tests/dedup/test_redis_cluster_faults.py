@@ -22,11 +22,11 @@ import pytest
 import redis
 from helpers import run_cli
 from helpers_dedup import (
-    REDIS_SERVER,
     REPO,
     RedisCluster,
     free_ports,
     make_corpus,
+    plain_redis_server,
     rejected,
     start_frozen_run,
     wait_until,
@@ -76,20 +76,6 @@ def _embedded(tmp_path: Path, inputs: str) -> dict[str, dict]:
     return rejected(tmp_path / "we", "fuzzy_dedup")
 
 
-@contextlib.contextmanager
-def _plain_server(tmp_path: Path, *args: str):
-    (port,) = free_ports(1)
-    proc = subprocess.Popen([REDIS_SERVER, "--port", str(port), "--bind", "127.0.0.1",
-                             "--dir", str(tmp_path), "--save", "", "--appendonly", "no", *args],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        wait_until(lambda: redis.Redis(port=port).ping(), what="redis-server")
-        yield port
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
-
-
 def _limit_memory(r: redis.Redis, policy: str, headroom: int) -> None:
     """``maxmemory`` just above what the empty server uses."""
     used = int(r.info("memory")["used_memory"])
@@ -103,7 +89,7 @@ def _limit_memory(r: redis.Redis, policy: str, headroom: int) -> None:
 def test_out_of_memory_on_a_plain_server_stops_the_run(tmp_path):
     """Used to be swallowed as a "redirect": exit 0 with fewer duplicates removed."""
     make_corpus(tmp_path / "c", n_base=200, seed=21)
-    with _plain_server(tmp_path) as port:
+    with plain_redis_server(tmp_path) as port:
         r = redis.Redis(port=port)
         _limit_memory(r, "noeviction", 50_000)
         y = write_pipeline(tmp_path / "r.yaml", tmp_path / "w", f"{tmp_path}/c/part*.jsonl",
@@ -153,7 +139,7 @@ def test_eviction_during_the_run_stops_it(tmp_path):
     stops it (or, when eviction cannot free enough, the OOM reply does): either way one line
     saying the node ran out of memory."""
     make_corpus(tmp_path / "c", n_base=200, seed=23)
-    with _plain_server(tmp_path) as port:
+    with plain_redis_server(tmp_path) as port:
         r = redis.Redis(port=port)
         _limit_memory(r, "allkeys-lru", 250_000)  # the run peaks at ~440 KB
         y = write_pipeline(tmp_path / "r.yaml", tmp_path / "w", f"{tmp_path}/c/part*.jsonl",

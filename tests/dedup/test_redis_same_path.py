@@ -18,31 +18,15 @@ from pathlib import Path
 import redis
 from helpers import run_cli
 from helpers_dedup import (
-    REDIS_SERVER,
     REPO,
-    free_ports,
     make_corpus,
+    plain_redis_server,
     rejected,
     start_frozen_run,
-    wait_until,
     write_pipeline,
 )
 
 FUZZY = "{shingle: word, ngram: 5, threshold: 0.7"
-
-
-@contextlib.contextmanager
-def _plain_server(tmp_path: Path):
-    (port,) = free_ports(1)
-    proc = subprocess.Popen([REDIS_SERVER, "--port", str(port), "--bind", "127.0.0.1",
-                             "--dir", str(tmp_path), "--save", "", "--appendonly", "no"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        wait_until(lambda: redis.Redis(port=port).ping(), what="redis-server")
-        yield port
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
 
 
 def _point(link: Path, target: Path) -> None:
@@ -70,7 +54,7 @@ def test_two_runs_at_the_same_work_dir_path_never_share_buckets(tmp_path):
         shutil.copy(real_a / "c" / f"part{k}.jsonl", real_b / "c" / f"part{3 - k}.jsonl")
     assert len(docs) > 300
     expected = {}
-    with _plain_server(tmp_path) as port:
+    with plain_redis_server(tmp_path) as port:
         stage = (f"  - fuzzy_dedup: {FUZZY}, backend: redis, "
                  f"redis: {{nodes: ['127.0.0.1:{port}']}}}}\n")
         y = write_pipeline(tmp_path / "r.yaml", link / "w", f"{link}/c/part*.jsonl", stage)

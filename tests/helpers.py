@@ -42,6 +42,17 @@ def run_cli(*args: str, cwd: Path | str = ROOT, check: bool = True, mpi: int = 0
     return p
 
 
+def train_two_cpu_ranks(blend: str, save: Path | str, iters: int,
+                        env: dict[str, str]) -> subprocess.CompletedProcess:
+    """``curator train`` with two local CPU ranks (micro-batch 4, one thread each) in ``env``;
+    the caller checks the exit status and output."""
+    return subprocess.run(
+        [sys.executable, "-m", "curator", "train", "--blend", blend, "--save", str(save),
+         "--train-iters", str(iters), "--micro-batch-size", "4", "--num-threads", "1",
+         "--nproc-per-node", "2", "--device", "cpu"],
+        capture_output=True, text=True, env=env, timeout=300)
+
+
 def stop_process_groups(procs: list[subprocess.Popen], grace: float = 30) -> None:
     """SIGTERM the process group of each of ``procs`` (started with ``start_new_session``),
     wait ``grace`` seconds for each, then SIGKILL what is left: a test's own servers never

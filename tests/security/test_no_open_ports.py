@@ -14,11 +14,10 @@ import json
 import os
 import re
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from helpers import train_two_cpu_ranks
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -78,11 +77,7 @@ def test_training_on_several_local_ranks_listens_on_loopback_only(blend_path, tm
     record = tmp_path / "ss.txt"
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), str(hook)]),
                SS_RECORD=str(record))
-    run = subprocess.run(
-        [sys.executable, "-m", "curator", "train", "--blend", blend_path, "--save",
-         str(tmp_path / "ck"), "--train-iters", "2", "--micro-batch-size", "4",
-         "--num-threads", "1", "--nproc-per-node", "2", "--device", "cpu"],
-        capture_output=True, text=True, env=env, timeout=300)
+    run = train_two_cpu_ranks(blend_path, tmp_path / "ck", 2, env)
     assert run.returncode == 0, run.stderr[-3000:]
     assert (tmp_path / "ck" / "train_summary.json").exists()
     seen = json.loads(record.read_text())

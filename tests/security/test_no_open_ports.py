@@ -13,10 +13,8 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 from pathlib import Path
 
-import pytest
 from helpers import train_two_cpu_ranks
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -69,7 +67,6 @@ dist.init_process_group = _recording_init
 '''
 
 
-@pytest.mark.skipif(shutil.which("ss") is None, reason="needs ss (iproute2)")
 def test_training_on_several_local_ranks_listens_on_loopback_only(blend_path, tmp_path):
     hook = tmp_path / "hook"
     hook.mkdir()

@@ -63,6 +63,7 @@ class GoldPage:
     type: str = "article"
     split: str = "tuning"
     source: str = ""
+    url: str = ""
 
 
 @dataclass
@@ -129,7 +130,8 @@ def load_gold(split: str = "heldout", path: str = GOLD) -> list[GoldPage]:
         raw = zstandard.ZstdDecompressor().stream_reader(f).read()
     rows = [json.loads(line) for line in raw.decode("utf-8").split("\n") if line]
     return [GoldPage(r["id"], r["html"], r["gold"], r["lang"], r["type"], r["split"],
-                     r["source"]) for r in rows if split == "all" or r["split"] == split]
+                     r["source"], r.get("url", ""))
+            for r in rows if split == "all" or r["split"] == split]
 
 
 def load_outside(jobs: int = 2) -> list[GoldPage]:
@@ -226,6 +228,21 @@ def configs() -> dict[str, Callable[[str], str]]:
 MAIN = ["curator default", "trafilatura defaults", "datatrove settings", "resiliparse"]
 
 
+def saved_config(name: str, text: dict[str, str], cpu_s: dict[str, float],
+                 pages: list[GoldPage]) -> Result:
+    """Score texts produced elsewhere (another interpreter: bench/rs_trafilatura_row.py)."""
+    res = Result(name, pages)
+    for page in pages:
+        out = text.get(page.id, "")
+        p, r, f = prf(out, page.gold)
+        res.p.append(p)
+        res.r.append(r)
+        res.f.append(f)
+        res.empty.append(not out.strip())
+        res.cpu_s.append(cpu_s.get(page.id, 0.0))
+    return res
+
+
 def run_config(name: str, fn: Callable[[str], str], pages: list[GoldPage]) -> Result:
     fn(pages[0].html)  # warm-up: imports, stop lists
     res = Result(name, pages)
@@ -303,6 +320,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--small", action="store_true", help="80 pages of the split (spread)")
     ap.add_argument("--all", action="store_true", help="every option set, not the main four")
     ap.add_argument("--only", action="append", help="score only this config (repeatable)")
+    ap.add_argument("--rs-python", metavar="PYTHON",
+                    help="also score rs-trafilatura, run by this Python 3.12 interpreter "
+                    "(bench/rs_trafilatura_row.py)")
     ap.add_argument("--worst", type=int, default=0,
                     help="list the N pages with the lowest F1 of the first config")
     args = ap.parse_args(argv)
@@ -322,6 +342,11 @@ def main(argv: list[str] | None = None) -> int:
     print(f"gold: {len(pages)} {args.split} pages of {where}, "
           f"{len(langs)} languages; token F1 per page, mean over pages; ms/page = CPU time\n")
     results = [run_config(n, cfgs[n], pages) for n in names]
+    if args.rs_python:
+        from rs_trafilatura_row import predictions
+
+        text, cpu = predictions([(p.id, p.html, p.url) for p in pages], args.rs_python)
+        results.append(saved_config("rs-trafilatura", text, cpu, pages))
     report(results, ["type", "lang", "source"])
     if any(p.lang != "en" for p in pages) and any(p.lang == "en" for p in pages):
         print("\nnon-English vs English pages of the same types (English F1 per type, "
@@ -332,7 +357,7 @@ def main(argv: list[str] | None = None) -> int:
                   f"difference {d:+.3f} [{d - half:+.3f}, {d + half:+.3f}]")
     by = {r.config: r for r in results}
     cur = by.get("curator default")
-    for peer in ("trafilatura defaults", "datatrove settings", "resiliparse"):
+    for peer in ("trafilatura defaults", "datatrove settings", "resiliparse", "rs-trafilatura"):
         if cur and peer in by:
             print(f"ratio curator default / {peer}: F1 {_mean(cur.f):.3f} vs "
                   f"{_mean(by[peer].f):.3f}, empty {sum(cur.empty)} vs {sum(by[peer].empty)} "

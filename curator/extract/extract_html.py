@@ -620,8 +620,31 @@ def _strip_spans(el: Any) -> None:
             setattr(node, "tail" if tail else "text", joined)
 
 
+def _open_panels(tree: Any) -> None:
+    """Un-hide collapsed disclosure panels: the elements another element names in
+    ``aria-controls`` (accordions, tabs, "read more" sections), which a page hides with
+    ``aria-hidden="true"`` or ``display:none`` until a click shows them.
+    trafilatura drops hidden elements as it should for popups and menus, and with them an
+    FAQ's answers or a product's tabs that a reader opens (docs/extract.md#collapsed-panels)."""
+    ids = {v for el in tree.iterfind(".//*[@aria-controls]")
+           for v in el.get("aria-controls").split()}
+    if not ids:
+        return
+    for el in tree.iterfind(".//*[@id]"):
+        if el.get("id") not in ids:
+            continue
+        if el.get("aria-hidden") == "true":
+            del el.attrib["aria-hidden"]
+        style = el.get("style")
+        if style and "none" in style:
+            el.set("style", _DISPLAY_NONE.sub("", style))
+
+
+_DISPLAY_NONE = re.compile(r"display\s*:\s*none", re.IGNORECASE)
+
+
 def _prepare_tree(tree: object, shape: bool, html: str, post_meta: bool = False,
-                  screen_reader_text: bool = False) -> None:
+                  screen_reader_text: bool = False, collapsed_panels: bool = True) -> None:
     """Edit the parsed page (parsed from ``html``) before trafilatura sees it (one parse
     serves every step)."""
 
@@ -654,6 +677,8 @@ def _prepare_tree(tree: object, shape: bool, html: str, post_meta: bool = False,
         _drop_post_meta(tree, meta, attrs, sets)
     if not screen_reader_text:
         _mask_screen_reader(tree, html, attrs, sets[0])
+    if collapsed_panels and "aria-controls" in html:
+        _open_panels(tree)
     if not shape:
         return
     # A browser renders a newline inside a paragraph as a space: hard-wrapped HTML source
@@ -782,7 +807,8 @@ def _shape_text(text: str, html: str = "") -> str:
 def _trafilatura(html: str, fast: bool = True, balance: Balance = "recall",
                  include_comments: bool = False, include_tables: bool = True,
                  shape: bool = True, post_meta: bool = False,
-                 stash: resume.Stash | None = None, screen_reader_text: bool = False) -> str:
+                 stash: resume.Stash | None = None, screen_reader_text: bool = False,
+                 collapsed_panels: bool = True) -> str:
     """trafilatura's text of the page; ``stash`` (curator/extract/resume.py): a fast pass
     records into it, a ``fast=False`` rerun with the same options continues from it, one in
     another balance (not precision) starts from its pruned raw tree."""
@@ -802,13 +828,14 @@ def _trafilatura(html: str, fast: bool = True, balance: Balance = "recall",
         finally:
             _OWNED.tree = None
 
-    key = (balance, include_comments, include_tables, shape, post_meta, screen_reader_text)
+    key = (balance, include_comments, include_tables, shape, post_meta, screen_reader_text,
+           collapsed_panels)
     text = None if fast else resume.rerun(stash, key, run)
     if text is None:
         tree = load_html(html)  # what trafilatura.extract does with a string
         if tree is None:
             return ""
-        _prepare_tree(tree, shape, html, post_meta, screen_reader_text)
+        _prepare_tree(tree, shape, html, post_meta, screen_reader_text, collapsed_panels)
         with resume.recording(stash if fast else None, key):
             text = run(tree)
     return _shape_text(text, html) if shape else text
@@ -1110,7 +1137,7 @@ def extract_text(html: str, extractor: Extractor = DEFAULT_EXTRACTOR,
                  fallback_ratio: float = FALLBACK_RATIO, shape: bool = True,
                  body_ratio: float = BODY_RATIO, listing_ratio: float = LISTING_RATIO,
                  post_meta: bool = False, thin_ratio: float = THIN_RATIO,
-                 screen_reader_text: bool = False,
+                 screen_reader_text: bool = False, collapsed_panels: bool = True,
                  precheck: Callable[[str], str | None] | None = None) -> str:
     """Main text of an HTML page ('' when there is none). Raises :class:`ExtractTimeout`
     after ``timeout_s`` seconds.
@@ -1128,7 +1155,9 @@ def extract_text(html: str, extractor: Extractor = DEFAULT_EXTRACTOR,
     off); ``post_meta`` keeps forum posts' author boxes and signatures; ``thin_ratio``
     (``fast="auto"``) reruns with the fallbacks when trafilatura's and resiliparse's texts are
     both under that share of the ``<body>``'s words (0: never); ``screen_reader_text`` keeps
-    the text of elements only screen readers get (:data:`SCREEN_READER_CLASSES`).
+    the text of elements only screen readers get (:data:`SCREEN_READER_CLASSES`);
+    ``collapsed_panels`` keeps the text of collapsed accordion and tab panels (elements named
+    in an ``aria-controls``, hidden until clicked).
 
     ``precheck`` sees a quick text of the page first (resiliparse's main text, which the
     trafilatura path computes anyway; another extractor's own text) and may turn the page
@@ -1155,7 +1184,7 @@ def extract_text(html: str, extractor: Extractor = DEFAULT_EXTRACTOR,
         stash = resume.Stash() if fast == "auto" and resume.installed() else None
         text = _trafilatura(html, fast is not False, balance, include_comments,
                             include_tables, shape, post_meta, stash,
-                            screen_reader_text).strip()
+                            screen_reader_text, collapsed_panels).strip()
         if fast == "auto" or (fallback and (not text or fallback_ratio > 0)):
             if rtree is None:
                 alt, rtree = _yardstick(html)
@@ -1164,13 +1193,14 @@ def extract_text(html: str, extractor: Extractor = DEFAULT_EXTRACTOR,
             if fast == "auto" and (not text or n_text < ratio * n_alt):
                 text = _trafilatura(html, False, balance, include_comments, include_tables,
                                     shape, post_meta, stash,
-                                    screen_reader_text).strip() or text
+                                    screen_reader_text, collapsed_panels).strip() or text
             elif fast == "auto" and (why := _body_rerun(html, n_text, n_alt, rtree,
                                                        body_ratio, thin_ratio)):
                 second: Balance = "default" if balance == "recall" else balance
                 # starts from the fast pass's pruned raw tree, not a new parse (resume.py)
                 rerun = _trafilatura(html, False, second, include_comments, include_tables,
-                                     shape, post_meta, stash, screen_reader_text).strip()
+                                     shape, post_meta, stash, screen_reader_text,
+                                     collapsed_panels).strip()
                 # a thin page's rerun must extend the fragment, not swap it for another block
                 if rerun and (why == "body" or _covers(rerun, text, THIN_COVER)):
                     text = rerun
@@ -1236,6 +1266,9 @@ class ExtractHtml(ShardStage):
         screen_reader_text: bool = False
         """Keep the text of elements only screen readers get (`sr-only`, `visually-hidden`...;
         left out by default, see [extract.md](extract.md#screen-reader-text))."""
+        collapsed_panels: bool = True
+        """Keep the text of collapsed accordion and tab panels (hidden until a click; see
+        [extract.md](extract.md#collapsed-panels))."""
 
     def setup(self) -> None:
         # trafilatura's options (docs/extract.md has the F1 and CPU of each)
@@ -1246,7 +1279,8 @@ class ExtractHtml(ShardStage):
                         "body_ratio": self.body_ratio,
                         "listing_ratio": self.listing_ratio, "post_meta": self.post_meta,
                         "thin_ratio": self.thin_ratio,
-                        "screen_reader_text": self.screen_reader_text}
+                        "screen_reader_text": self.screen_reader_text,
+                        "collapsed_panels": self.collapsed_panels}
         self.max_bytes = int(self.max_page_mb * 1024 * 1024)
 
     def process(self, docs: Iterator[Document], ctx: ShardContext) -> Iterator[Document]:

@@ -163,7 +163,7 @@ def _extract_and_compare(cleaned_tree: Any, cleaned_tree_backup: Any, tree: Any,
 
 #: What ``key`` holds, in order: extract_html._trafilatura's options.
 KEY_FIELDS = ("balance", "include_comments", "include_tables", "shape", "post_meta",
-              "screen_reader_text")
+              "screen_reader_text", "collapsed_panels")
 
 
 class _NotResumable(Exception):

@@ -1,0 +1,176 @@
+"""WCXB with its own scorer: curator's default beside the benchmark's published systems.
+
+    python bench/wcxb_official.py                    # test split (511 pages), main configs
+    python bench/wcxb_official.py --split dev        # dev split (1,497 pages)
+    python bench/wcxb_official.py --only "curator default" --jobs 2
+
+Issue 22 cites rs-trafilatura (WCXB dev F1 0.859, test 0.893) and trafilatura (0.791 / 0.833)
+as anchors. Those figures come from WCXB's own ``evaluate.py`` (word F1 over ``\\w+`` tokens,
+mean over pages, every page of the split counted). This bench writes each config's predictions
+as WCXB's results file (``{file_id: text}``) and runs that ``evaluate.py``, unchanged, on it, so
+curator's figure is on the same scale as the published ones. The ``trafilatura defaults`` row
+reproduces the published trafilatura figure, which checks that the pages and the scoring
+match.
+
+Needs a checkout of the WCXB mirror (``fetch github:Murrough-Foley/web-content-extraction-
+benchmark``, then ``git --git-dir <mirror>/repo archive HEAD | tar -x -C /var/tmp/wcxb``), or
+``--wcxb DIR``. Some WCXB pages are also gold pages (bench/gold, tuning or held-out), so the
+bench also prints the mean over the pages of the split that are *not* in curator's tuning set
+(``untuned``): the one figure on pages no option was chosen on.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from multiprocessing import Pool
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+WCXB_DIR = "/var/tmp/wcxb"
+MAIN = ["curator default", "trafilatura defaults", "datatrove settings", "resiliparse"]
+# WCXB's README, "Baseline Results" (v1.0): dev and test F1 of its published systems
+PUBLISHED = {"rs-trafilatura": (0.859, 0.893), "trafilatura": (0.791, 0.833),
+             "dom-smoothie": (0.762, 0.808), "Readability": (0.675, 0.726)}
+
+
+def _extract(args: tuple[str, str, str]) -> tuple[str, str, float]:
+    from extraction_quality import configs
+
+    from curator.extract.extract_html import decode_html
+
+    name, fid, path = args
+    with open(path, "rb") as f:
+        html = decode_html(gzip.decompress(f.read()))[0]
+    fn = _CFG.get(name) or _CFG.setdefault(name, configs()[name])
+    t0 = time.process_time()
+    try:
+        out = fn(html)
+    except Exception as exc:  # a crash counts as an empty output, as in WCXB's own runs
+        print(f"{name} {fid}: {type(exc).__name__}: {exc}", file=sys.stderr)
+        out = ""
+    return fid, out, time.process_time() - t0
+
+
+_CFG: dict[str, Callable[[str], str]] = {}
+
+
+def run(name: str, split: str, wcxb: str, jobs: int) -> tuple[dict[str, str], float]:
+    html_dir = os.path.join(wcxb, split, "html")
+    todo = [(name, f.removesuffix(".html.gz"), os.path.join(html_dir, f))
+            for f in sorted(os.listdir(html_dir)) if f.endswith(".html.gz")]
+    with Pool(jobs) as pool:
+        rows = pool.map(_extract, todo, chunksize=4)
+    return {fid: out for fid, out, _ in rows}, sum(c for _, _, c in rows) / len(rows)
+
+
+def run_rs(split: str, wcxb: str, python: str) -> tuple[dict[str, str], float]:
+    """rs-trafilatura's texts, run by a Python 3.12 interpreter (bench/rs_trafilatura_row.py)."""
+    from rs_trafilatura_row import predictions
+
+    from curator.extract.extract_html import decode_html
+
+    pages = []
+    for fid in sorted(f.removesuffix(".json")
+                      for f in os.listdir(os.path.join(wcxb, split, "ground-truth"))):
+        with open(os.path.join(wcxb, split, "html", fid + ".html.gz"), "rb") as f:
+            html = decode_html(gzip.decompress(f.read()))[0]
+        with open(os.path.join(wcxb, split, "ground-truth", fid + ".json")) as f:
+            url = json.load(f).get("url") or ""
+        pages.append((fid, html, url))
+    text, cpu = predictions(pages, python)
+    return text, sum(cpu.values()) / max(1, len(cpu))
+
+
+def per_page(wcxb: str, split: str, preds: dict[str, str]) -> list[float]:
+    """WCXB F1 of each page of the split, in file-id order (for paired differences)."""
+    sys.path.insert(0, wcxb)
+    import evaluate  # WCXB's own scorer
+
+    return [evaluate.word_f1(preds.get(k, ""), v["main_content"])[2]
+            for k, v in sorted(evaluate.load_ground_truth(split).items())]
+
+
+def official(wcxb: str, split: str, preds: dict[str, str]) -> str:
+    """WCXB's evaluate.py, unchanged, on these predictions: its printed report."""
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+        json.dump(preds, f)
+    try:
+        return subprocess.run([sys.executable, os.path.join(wcxb, "evaluate.py"), "--split",
+                               split, "--results", f.name, "--per-type"], capture_output=True,
+                              text=True, check=True).stdout
+    finally:
+        os.unlink(f.name)
+
+
+def untuned_f1(wcxb: str, split: str, preds: dict[str, str]) -> tuple[float, int]:
+    """Mean WCXB F1 over the split's pages that are not curator tuning pages."""
+    sys.path.insert(0, wcxb)
+    import evaluate  # WCXB's own scorer
+    from extraction_quality import load_gold
+
+    tuned = {g.id.split("/", 1)[1] for g in load_gold("tuning") if g.source == "wcxb"}
+    gt = evaluate.load_ground_truth(split)
+    fs = [evaluate.word_f1(preds.get(k, ""), v["main_content"])[2]
+          for k, v in gt.items() if k not in tuned]
+    return sum(fs) / len(fs), len(fs)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--split", default="test", choices=["dev", "test"])
+    ap.add_argument("--only", action="append", help="score only this config (repeatable)")
+    ap.add_argument("--wcxb", default=WCXB_DIR, help="a checkout of the WCXB repository")
+    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    ap.add_argument("--save", help="folder to keep each config's predictions in")
+    ap.add_argument("--rs-python", metavar="PYTHON",
+                    help="also run rs-trafilatura with this Python 3.12 interpreter "
+                    "(bench/rs_trafilatura_row.py)")
+    args = ap.parse_args(argv)
+    if not os.path.isfile(os.path.join(args.wcxb, "evaluate.py")):
+        print(f"{args.wcxb}: no WCXB checkout (see this file's docstring)", file=sys.stderr)
+        return 2
+    col = 0 if args.split == "dev" else 1
+    print(f"WCXB {args.split} split, scored by WCXB's evaluate.py; published "
+          + ", ".join(f"{k} {v[col]:.3f}" for k, v in PUBLISHED.items()))
+    names = list(args.only or MAIN) + (["rs-trafilatura"] if args.rs_python else [])
+    scores: dict[str, list[float]] = {}
+    for name in names:
+        if name == "rs-trafilatura":
+            preds, cpu = run_rs(args.split, args.wcxb, args.rs_python)
+        else:
+            preds, cpu = run(name, args.split, args.wcxb, args.jobs)
+        scores[name] = per_page(args.wcxb, args.split, preds)
+        if args.save:
+            os.makedirs(args.save, exist_ok=True)
+            with open(os.path.join(args.save, re.sub(r"\W+", "_", name) + ".json"), "w") as f:
+                json.dump(preds, f)
+        rep = official(args.wcxb, args.split, preds)
+        f1, n = untuned_f1(args.wcxb, args.split, preds)
+        print(f"\n== {name}: {cpu * 1000:.1f} ms CPU per page; mean F1 over the {n} pages "
+              f"that are not curator tuning pages {f1:.4f}")
+        print(rep.strip())
+    if "curator default" in scores:
+        from extraction_quality import bootstrap
+
+        cur = scores["curator default"]
+        for name, other in scores.items():
+            if name != "curator default":
+                d = [a - b for a, b in zip(cur, other, strict=True)]
+                lo, hi = bootstrap(d)
+                print(f"curator default - {name}: {sum(d) / len(d):+.4f} [{lo:+.4f}, {hi:+.4f}] "
+                      f"(paired, 95% bootstrap), pages up {sum(x > 0 for x in d)} / down "
+                      f"{sum(x < 0 for x in d)}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -53,6 +53,8 @@ def _reference(tree: Any, shape: bool, html: str, post_meta: bool = False) -> No
                     node.text = eh._NONSPACE.sub(eh._MASK, node.text)
                 if node is not el and node.tail:
                     node.tail = eh._NONSPACE.sub(eh._MASK, node.tail)
+    if "aria-controls" in html:  # collapsed panels opened (a later step, no cheaper form)
+        eh._open_panels(tree)
     if not shape:
         return
     for dd in tree.iter("dd"):

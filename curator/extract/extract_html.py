@@ -660,6 +660,18 @@ def _open_panels(tree: Any) -> None:
             el.set("style", _DISPLAY_NONE.sub("", style))
 
 
+def _unlink_toctrees(tree: Any) -> None:
+    """A Sphinx toctree (``div.toctree-wrapper``: a chapter's table of contents, in the page
+    body; the sidebar is ``div.sphinxsidebar``) is the content of an index page, but it is a
+    list of links, and trafilatura drops link-dense lists as navigation: an index page kept
+    its intro only (F1 0.16 on pydocs/library/archiving.html). Its links become ``<span>``s,
+    so their text is judged as text (docs/extract.md#sphinx-toctrees)."""
+    for div in tree.iterfind(".//div[@class]"):
+        if "toctree-wrapper" in div.get("class").split():
+            for a in div.iter("a"):
+                a.tag = "span"
+
+
 _DISPLAY_NONE = re.compile(r"display\s*:\s*none", re.IGNORECASE)
 
 
@@ -693,6 +705,8 @@ def _prepare_tree(tree: object, shape: bool, html: str, post_meta: bool = False,
     attrs = _attr_values(tree, sets)  # a superset of the values left after the UI drop: exact
     for el in _ui_elements(tree, html, attrs):
         _drop_tree(el)
+    if "toctree-wrapper" in attrs:
+        _unlink_toctrees(tree)
     if not post_meta:
         _drop_post_meta(tree, meta, attrs, sets)
     if not screen_reader_text:

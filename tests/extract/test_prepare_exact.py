@@ -37,6 +37,8 @@ def _reference(tree: Any, shape: bool, html: str, post_meta: bool = False) -> No
     attrs = "\n" + "\n".join(_REF_CLASS(tree) + _REF_ID(tree)) + "\n"
     for el in eh._ui_elements(tree, html, attrs):
         eh._drop_tree(el)
+    if "toctree-wrapper" in attrs:  # Sphinx toctrees unlinked (no cheaper form)
+        eh._unlink_toctrees(tree)
     if not post_meta and eh._may_have_post_meta(attrs):
         for el in _REF_META(tree):
             if el.tag in ("html", "body") or el.getparent() is None:

@@ -47,8 +47,9 @@ of their brochures yourself, and we tell you which one suits your dog or your ca
 <button aria-expanded="false" aria-controls="a1 a2">How much does it cost?</button>
 <div id="a1" aria-hidden="true"><p>The premium depends on the age and the breed of the pet,
 and on where you live; most owners pay between twenty and fifty dollars a month.</p></div>
-<div id="a2" style="display:none"><p>Older pets cost more to insure, because they are more often ill and
-their treatment is longer; some insurers do not take pets older than fourteen years.</p></div>
+<div id="a2" style="display:none"><p>Older pets cost more to insure, because they are more
+often ill and their treatment is longer; some insurers do not take pets older than fourteen
+years.</p></div>
 <div role="tabpanel" id="t1" style="color: red; display: none"><p>Accidents are covered from
 the first day, illnesses after a waiting period of fourteen days, as the contract says.</p>
 </div>

@@ -341,6 +341,10 @@ def render(pipe: Pipeline, rows: list[StageStatus]) -> str:
     holder = _holder(pipe.work_dir)
     if holder:
         lines.append(f"a run is in progress ({holder}): results may change while you look")
+        # a stage started and not finished is the live run's, not an earlier run's leftover
+        for r in rows:
+            r.reasons = ["started by the run in progress" if x == "interrupted earlier" else x
+                         for x in r.reasons]
     lines += [r.line(width) for r in rows]
     todo = [r for r in rows if r.status != "done"]
     lines.append("nothing to do: a rerun reuses every stage" if not todo else

@@ -260,6 +260,10 @@ def test_second_run_on_a_work_dir_fails_fast_naming_the_holder(tmp_path):
         assert len(err) == 1, second.stderr
         assert f"host {socket.gethostname()}, PID {first.pid}" in err[0]
         assert err[0].startswith("curator: error: work_dir ") and "in use" in err[0]
+        # status while the run is held: its unfinished stages are the live run's
+        st = run_cli("status", "p.yaml", cwd=tmp_path).stdout
+        assert f"a run is in progress (host {socket.gethostname()}, PID {first.pid}" in st
+        assert "started by the run in progress" in st and "interrupted earlier" not in st
         with open(fifo, "w") as f:  # let the first run go on
             f.write("go")
         _, ferr = first.communicate(timeout=120)

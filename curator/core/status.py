@@ -63,8 +63,10 @@ def pipeline_status(pipe: Pipeline) -> list[StageStatus]:
     wd = pipe.work_dir
     known: dict[str, dict[str, Any] | None] = {}  # id -> {"state", "kind", "shards"} or None
     out: list[StageStatus] = []
+    # a stage started and not finished is the live run's while one holds the work_dir
+    unfinished = "started by the run in progress" if _holder(wd) else "interrupted earlier"
     for node in pipe.nodes:
-        st, res = _node_status(pipe, node, wd, known)
+        st, res = _node_status(pipe, node, wd, known, unfinished)
         known[node.id] = res
         out.append(st)
     rows = {r.id: r for r in out}
@@ -90,7 +92,7 @@ def _not_written(wd: str, stage_id: str) -> bool:
 
 
 def _node_status(pipe: Pipeline, node: StageNode, wd: str,
-                 known: dict[str, dict[str, Any] | None]
+                 known: dict[str, dict[str, Any] | None], unfinished: str = "interrupted earlier"
                  ) -> tuple[StageStatus, dict[str, Any] | None]:
     sdir = stage_dir(wd, node.id)
     done = read_marker(os.path.join(sdir, "_SUCCESS.json"), wd)
@@ -146,7 +148,7 @@ def _node_status(pipe: Pipeline, node: StageNode, wd: str,
             changed = _changed_inputs(done, node, known)
             st.reasons = [f"input shards changed ({changed})" if changed else "inputs changed"]
         if not done:
-            st.reasons = ["interrupted earlier" if started else "never run"]
+            st.reasons = [unfinished if started else "never run"]
         return st, None  # its outputs are known once it has run
     # source and shard stages: per shard, from the markers
     config_changed = old_key is not None and old_key != eff
@@ -177,7 +179,7 @@ def _node_status(pipe: Pipeline, node: StageNode, wd: str,
     elif why:
         st.reasons = why + ([f"... ({redo - len(why)} more)"] if redo > len(why) else [])
     if not done and not config_changed:
-        st.reasons.insert(0, "interrupted earlier" if started else "never run")
+        st.reasons.insert(0, unfinished if started else "never run")
     removed = set(_previous_names(done)) - set(names) if done else set()
     if removed:
         st.reasons.append(f"{len(removed)} shard(s) gone (their outputs will be removed)")
@@ -341,10 +343,6 @@ def render(pipe: Pipeline, rows: list[StageStatus]) -> str:
     holder = _holder(pipe.work_dir)
     if holder:
         lines.append(f"a run is in progress ({holder}): results may change while you look")
-        # a stage started and not finished is the live run's, not an earlier run's leftover
-        for r in rows:
-            r.reasons = ["started by the run in progress" if x == "interrupted earlier" else x
-                         for x in r.reasons]
     lines += [r.line(width) for r in rows]
     todo = [r for r in rows if r.status != "done"]
     lines.append("nothing to do: a rerun reuses every stage" if not todo else

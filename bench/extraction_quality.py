@@ -245,17 +245,39 @@ def saved_config(name: str, text: dict[str, str], cpu_s: dict[str, float],
 
 def run_config(name: str, fn: Callable[[str], str], pages: list[GoldPage]) -> Result:
     fn(pages[0].html)  # warm-up: imports, stop lists
-    res = Result(name, pages)
+    text: dict[str, str] = {}
+    cpu_s: dict[str, float] = {}
     for page in pages:
         t0 = time.process_time()
-        out = fn(page.html)
-        res.cpu_s.append(time.process_time() - t0)
-        p, r, f = prf(out, page.gold)
-        res.p.append(p)
-        res.r.append(r)
-        res.f.append(f)
-        res.empty.append(not out.strip())
-    return res
+        text[page.id] = fn(page.html)
+        cpu_s[page.id] = time.process_time() - t0
+    return saved_config(name, text, cpu_s, pages)
+
+
+_POOLED: dict[str, Callable[[str], str]] = {}
+
+
+def _pooled_one(args: tuple[str, str, str]) -> tuple[str, str, float]:
+    name, pid, html = args
+    fn = _POOLED.get(name) or _POOLED.setdefault(name, configs()[name])
+    t0 = time.process_time()
+    try:
+        out = fn(html)
+    except Exception as exc:  # scored as an empty output, like a crash in the peers' runs
+        print(f"{name} {pid}: {type(exc).__name__}: {exc}", file=sys.stderr)
+        out = ""
+    return pid, out, time.process_time() - t0
+
+
+def extract_pooled(name: str, pages: list[tuple[str, str]], jobs: int
+                   ) -> tuple[dict[str, str], dict[str, float]]:
+    """Config ``name``'s text and CPU seconds of each ``(id, html)``, in ``jobs`` processes
+    (the benches outside the gold set: bench/wcxb_official.py, bench/peer_benchmarks.py)."""
+    from multiprocessing import Pool
+
+    with Pool(jobs) as pool:
+        rows = pool.map(_pooled_one, [(name, pid, html) for pid, html in pages], chunksize=8)
+    return {pid: out for pid, out, _ in rows}, {pid: cpu for pid, _, cpu in rows}
 
 
 def _mean(xs: list[float]) -> float:

@@ -33,12 +33,17 @@ import html as htmlmod
 import os
 import re
 import sys
-import time
-from multiprocessing import Pool
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from extraction_quality import GoldPage, Result, bootstrap, saved_config, tokens
+from extraction_quality import (
+    GoldPage,
+    Result,
+    bootstrap,
+    extract_pooled,
+    saved_config,
+    tokens,
+)
 
 DATA = "/var/tmp/hcd"
 SETS = ["cleaneval-dev", "cleaneval-final", "CleanPortalEval-master", "dragnet_data",
@@ -100,27 +105,9 @@ def load(data: str, comments: bool = False) -> list[GoldPage]:
     return pages
 
 
-def _one(args: tuple[str, str]) -> tuple[str, float]:
-    from extraction_quality import configs
-
-    name, html = args
-    fn = _CFG.get(name) or _CFG.setdefault(name, configs()[name])
-    t0 = time.process_time()
-    try:
-        out = fn(html)
-    except Exception:  # scored as empty, like a crash in the peers' own runs
-        out = ""
-    return out, time.process_time() - t0
-
-
-_CFG: dict = {}
-
-
 def run(name: str, pages: list[GoldPage], jobs: int) -> Result:
-    with Pool(jobs) as pool:
-        rows = pool.map(_one, [(name, p.html) for p in pages], chunksize=8)
-    return saved_config(name, {p.id: out for p, (out, _) in zip(pages, rows, strict=True)},
-                        {p.id: c for p, (_, c) in zip(pages, rows, strict=True)}, pages)
+    text, cpu = extract_pooled(name, [(p.id, p.html) for p in pages], jobs)
+    return saved_config(name, text, cpu, pages)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -29,9 +29,6 @@ import re
 import subprocess
 import sys
 import tempfile
-import time
-from collections.abc import Callable
-from multiprocessing import Pool
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -42,40 +39,8 @@ PUBLISHED = {"rs-trafilatura": (0.859, 0.893), "trafilatura": (0.791, 0.833),
              "dom-smoothie": (0.762, 0.808), "Readability": (0.675, 0.726)}
 
 
-def _extract(args: tuple[str, str, str]) -> tuple[str, str, float]:
-    from extraction_quality import configs
-
-    from curator.extract.extract_html import decode_html
-
-    name, fid, path = args
-    with open(path, "rb") as f:
-        html = decode_html(gzip.decompress(f.read()))[0]
-    fn = _CFG.get(name) or _CFG.setdefault(name, configs()[name])
-    t0 = time.process_time()
-    try:
-        out = fn(html)
-    except Exception as exc:  # a crash counts as an empty output, as in WCXB's own runs
-        print(f"{name} {fid}: {type(exc).__name__}: {exc}", file=sys.stderr)
-        out = ""
-    return fid, out, time.process_time() - t0
-
-
-_CFG: dict[str, Callable[[str], str]] = {}
-
-
-def run(name: str, split: str, wcxb: str, jobs: int) -> tuple[dict[str, str], float]:
-    html_dir = os.path.join(wcxb, split, "html")
-    todo = [(name, f.removesuffix(".html.gz"), os.path.join(html_dir, f))
-            for f in sorted(os.listdir(html_dir)) if f.endswith(".html.gz")]
-    with Pool(jobs) as pool:
-        rows = pool.map(_extract, todo, chunksize=4)
-    return {fid: out for fid, out, _ in rows}, sum(c for _, _, c in rows) / len(rows)
-
-
-def run_rs(split: str, wcxb: str, python: str) -> tuple[dict[str, str], float]:
-    """rs-trafilatura's texts, run by a Python 3.12 interpreter (bench/rs_trafilatura_row.py)."""
-    from rs_trafilatura_row import predictions
-
+def load_pages(wcxb: str, split: str) -> list[tuple[str, str, str]]:
+    """``(file id, decoded HTML, URL)`` of every page of the split, read once for every config."""
     from curator.extract.extract_html import decode_html
 
     pages = []
@@ -86,17 +51,32 @@ def run_rs(split: str, wcxb: str, python: str) -> tuple[dict[str, str], float]:
         with open(os.path.join(wcxb, split, "ground-truth", fid + ".json")) as f:
             url = json.load(f).get("url") or ""
         pages.append((fid, html, url))
-    text, cpu = predictions(pages, python)
+    return pages
+
+
+def run(name: str, pages: list[tuple[str, str, str]], jobs: int, rs_python: str | None = None
+        ) -> tuple[dict[str, str], float]:
+    """A config's text of each page and its mean CPU seconds a page; ``rs-trafilatura`` runs
+    in the Python 3.12 interpreter ``rs_python`` (bench/rs_trafilatura_row.py)."""
+    if name == "rs-trafilatura":
+        from rs_trafilatura_row import predictions
+
+        text, cpu = predictions(pages, rs_python or "")
+    else:
+        from extraction_quality import extract_pooled
+
+        text, cpu = extract_pooled(name, [(fid, html) for fid, html, _ in pages], jobs)
     return text, sum(cpu.values()) / max(1, len(cpu))
 
 
-def per_page(wcxb: str, split: str, preds: dict[str, str]) -> list[float]:
-    """WCXB F1 of each page of the split, in file-id order (for paired differences)."""
-    sys.path.insert(0, wcxb)
+def per_page(wcxb: str, split: str, preds: dict[str, str]) -> dict[str, float]:
+    """WCXB F1 of each page of the split, by file id, from WCXB's own scorer."""
+    if wcxb not in sys.path:
+        sys.path.insert(0, wcxb)
     import evaluate  # WCXB's own scorer
 
-    return [evaluate.word_f1(preds.get(k, ""), v["main_content"])[2]
-            for k, v in sorted(evaluate.load_ground_truth(split).items())]
+    return {k: evaluate.word_f1(preds.get(k, ""), v["main_content"])[2]
+            for k, v in sorted(evaluate.load_ground_truth(split).items())}
 
 
 def official(wcxb: str, split: str, preds: dict[str, str]) -> str:
@@ -109,19 +89,6 @@ def official(wcxb: str, split: str, preds: dict[str, str]) -> str:
                               text=True, check=True).stdout
     finally:
         os.unlink(f.name)
-
-
-def untuned_f1(wcxb: str, split: str, preds: dict[str, str]) -> tuple[float, int]:
-    """Mean WCXB F1 over the split's pages that are not curator tuning pages."""
-    sys.path.insert(0, wcxb)
-    import evaluate  # WCXB's own scorer
-    from extraction_quality import load_gold
-
-    tuned = {g.id.split("/", 1)[1] for g in load_gold("tuning") if g.source == "wcxb"}
-    gt = evaluate.load_ground_truth(split)
-    fs = [evaluate.word_f1(preds.get(k, ""), v["main_content"])[2]
-          for k, v in gt.items() if k not in tuned]
-    return sum(fs) / len(fs), len(fs)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -142,21 +109,23 @@ def main(argv: list[str] | None = None) -> int:
     print(f"WCXB {args.split} split, scored by WCXB's evaluate.py; published "
           + ", ".join(f"{k} {v[col]:.3f}" for k, v in PUBLISHED.items()))
     names = list(args.only or MAIN) + (["rs-trafilatura"] if args.rs_python else [])
+    from extraction_quality import load_gold
+
+    tuned = {g.id.split("/", 1)[1] for g in load_gold("tuning") if g.source == "wcxb"}
+    pages = load_pages(args.wcxb, args.split)
     scores: dict[str, list[float]] = {}
     for name in names:
-        if name == "rs-trafilatura":
-            preds, cpu = run_rs(args.split, args.wcxb, args.rs_python)
-        else:
-            preds, cpu = run(name, args.split, args.wcxb, args.jobs)
-        scores[name] = per_page(args.wcxb, args.split, preds)
+        preds, cpu = run(name, pages, args.jobs, args.rs_python)
+        f1s = per_page(args.wcxb, args.split, preds)
+        scores[name] = list(f1s.values())
         if args.save:
             os.makedirs(args.save, exist_ok=True)
             with open(os.path.join(args.save, re.sub(r"\W+", "_", name) + ".json"), "w") as f:
                 json.dump(preds, f)
         rep = official(args.wcxb, args.split, preds)
-        f1, n = untuned_f1(args.wcxb, args.split, preds)
-        print(f"\n== {name}: {cpu * 1000:.1f} ms CPU per page; mean F1 over the {n} pages "
-              f"that are not curator tuning pages {f1:.4f}")
+        untuned = [f for k, f in f1s.items() if k not in tuned]
+        print(f"\n== {name}: {cpu * 1000:.1f} ms CPU per page; mean F1 over the {len(untuned)} "
+              f"pages that are not curator tuning pages {sum(untuned) / len(untuned):.4f}")
         print(rep.strip())
     if "curator default" in scores:
         from extraction_quality import bootstrap

@@ -5,6 +5,7 @@ the check that a twin is in place."""
 
 from __future__ import annotations
 
+import functools
 import gzip
 import subprocess
 from collections.abc import Callable
@@ -16,6 +17,12 @@ from typing import Any
 from bench.extraction_quality import load_gold
 
 DATA = Path(__file__).parent / "data"
+
+
+@functools.lru_cache(maxsize=1)
+def tuning_pages() -> dict[str, Any]:
+    """bench/gold's tuning pages by id (read once per test process)."""
+    return {p.id: p for p in load_gold("tuning")}
 
 
 def gold_and_doc_pages(every: int, gold: Callable[[str], str] = lambda html: html) -> list[str]:

@@ -4,7 +4,6 @@ click; every other hidden element is still dropped. Real page: bench/gold tuning
 
 from __future__ import annotations
 
-import functools
 import os
 import sys
 
@@ -14,13 +13,8 @@ from curator.core.errors import ConfigError
 from curator.extract.extract_html import ExtractHtml, extract_text
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "bench"))
-from extraction_quality import GoldPage, load_gold, prf
-
-
-@functools.lru_cache(maxsize=1)
-def _tuning() -> dict[str, GoldPage]:
-    return {p.id: p for p in load_gold("tuning")}
-
+from extraction_quality import prf
+from helpers_extract import tuning_pages as _tuning
 
 ANSWER = ("Unlike with health insurance for humans, there are no networks or copays for pet "
           "insurance.")

@@ -3,7 +3,6 @@ on real pages of bench/gold's tuning split."""
 
 from __future__ import annotations
 
-import functools
 import os
 import sys
 
@@ -12,12 +11,8 @@ import pytest
 from curator.extract.extract_html import extract_text
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "bench"))
-from extraction_quality import GoldPage, load_gold, prf
-
-
-@functools.lru_cache(maxsize=1)
-def _tuning() -> dict[str, GoldPage]:
-    return {p.id: p for p in load_gold("tuning")}
+from extraction_quality import prf
+from helpers_extract import tuning_pages as _tuning
 
 
 @pytest.mark.parametrize("page_id, before, after", [

@@ -5,7 +5,6 @@ Shopify collections) and crafted ones."""
 
 from __future__ import annotations
 
-import functools
 import os
 import sys
 from pathlib import Path
@@ -16,12 +15,8 @@ from curator.extract import extract_html as eh
 from curator.extract.extract_html import extract_text
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "bench"))
-from extraction_quality import GoldPage, load_gold, prf
-
-
-@functools.lru_cache(maxsize=1)
-def _tuning() -> dict[str, GoldPage]:
-    return {p.id: p for p in load_gold("tuning")}
+from extraction_quality import prf
+from helpers_extract import tuning_pages as _tuning
 
 
 @pytest.mark.parametrize("page_id, name", [("wcxb/0638", "Chocolate Hazelnut Coffee"),

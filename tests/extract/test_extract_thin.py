@@ -4,7 +4,6 @@ with its readability/jusText fallbacks; real pages of bench/gold's tuning split 
 
 from __future__ import annotations
 
-import functools
 import gzip
 import json
 import os
@@ -22,13 +21,8 @@ from curator.extract.extract_html import (
 )
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "bench"))
-from extraction_quality import GoldPage, load_gold, prf
-
-
-@functools.lru_cache(maxsize=1)
-def _tuning() -> dict[str, GoldPage]:
-    return {p.id: p for p in load_gold("tuning")}
-
+from extraction_quality import prf
+from helpers_extract import tuning_pages as _tuning
 
 DATA = os.path.join(os.path.dirname(__file__), "data", "wcxb")
 

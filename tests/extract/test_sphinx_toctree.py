@@ -4,19 +4,14 @@ split (the Python documentation)."""
 
 from __future__ import annotations
 
-import functools
 import os
 import sys
 
 from curator.extract.extract_html import extract_text
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "bench"))
-from extraction_quality import GoldPage, load_gold, prf
-
-
-@functools.lru_cache(maxsize=1)
-def _tuning() -> dict[str, GoldPage]:
-    return {p.id: p for p in load_gold("tuning")}
+from extraction_quality import prf
+from helpers_extract import tuning_pages as _tuning
 
 
 def test_an_index_page_keeps_its_table_of_contents() -> None:

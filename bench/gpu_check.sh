@@ -40,6 +40,9 @@ if compgen -G ".gpu/whl/*.whl" >/dev/null; then
     --target /tmp/gpu-check-site .gpu/whl/*.whl || { echo "gpu_check: installing .gpu/whl failed" >&2; exit 2; }
   export PYTHONPATH=/tmp/gpu-check-site${PYTHONPATH:+:$PYTHONPATH}
 fi
+export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
+if false; then :
+fi
 PY=python3
 [ -x .venv/bin/python ] && ! compgen -G ".gpu/whl/*.whl" >/dev/null && PY=.venv/bin/python
 "$PY" bench/gpu_check.py --out "$OUTDIR" "$@"

@@ -261,17 +261,54 @@ def test_tls_only_cluster(tmp_path, tmp_path_factory):
         r = _run(["run", str(y2)], env)
         errs = _errors(r.stderr)
         assert r.returncode != 0 and len(errs) == 1, r.stderr
-        assert "TLS connection failed" in errs[0] and "down or unreachable" not in errs[0]
+        assert "TLS handshake failed: certificate not trusted" in errs[0], errs
+        assert "down or unreachable" not in errs[0]
         assert SECRET not in r.stderr
 
-        # no TLS against TLS-only servers: they just drop the connection; the line says so
+        # no TLS against TLS-only servers: they drop the connection; the port is asked
         os.environ[ENV] = SECRET
         try:
             store = RedisBucketStore(cluster.nodes, "curator:x:", auth=RedisAuth(password_env=ENV))
             with pytest.raises(StageError,
-                               match=r"\(or it accepts TLS only: set redis.tls.enabled\)"):
+                               match=r"speaks TLS only on that port and redis.tls.enabled "
+                                     r"is off"):
                 store.check()
         finally:
             del os.environ[ENV]
     finally:
         cluster.close()
+
+
+def test_unreachable_node_lines_name_the_cause_and_blame_tls_only_for_tls(tmp_path):
+    """Refused, timed out (a host that accepts and then hangs) and a plain server met by a TLS
+    client: each line names the node and its cause; only the last one is about TLS."""
+    import socket
+
+    from helpers_dedup import plain_redis_server
+
+    tls = make_tls_files(tmp_path / "tls")
+
+    def line(port: int, use_tls: bool) -> str:
+        auth = RedisAuth(tls=use_tls, tls_ca_file=str(tls.ca) if use_tls else None)
+        store = RedisBucketStore([f"127.0.0.1:{port}"], "curator:x:", timeout_s=1, auth=auth)
+        with pytest.raises(StageError) as e:
+            store.check()
+        return str(e.value)
+
+    silent = socket.create_server(("127.0.0.1", 0))  # accepts, never answers
+    port = silent.getsockname()[1]
+    try:
+        got = line(port, True)
+        assert got.startswith(f"redis node 127.0.0.1:{port} is down or unreachable: "
+                              "timed out after 1 s"), got
+        assert "TLS" not in got, got
+    finally:
+        silent.close()
+    got = line(port, True)  # nothing listens now
+    assert got.startswith(f"redis node 127.0.0.1:{port} is down or unreachable: connection "
+                          "refused"), got
+    assert "TLS" not in got, got
+    with plain_redis_server(tmp_path) as plain:
+        got = line(plain, True)
+        assert got.startswith(f"redis node 127.0.0.1:{plain}: TLS handshake failed: the node "
+                              "answers in plain text on that port"), got

@@ -34,7 +34,6 @@ import contextlib
 import math
 import os
 import re
-import ssl
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -43,9 +42,18 @@ from typing import Any, TypeVar
 import numpy as np
 
 from curator.core.errors import ConfigError, CuratorError, StageError
+from curator.dedup.backends.redis_errors import (
+    ADDR,
+    address_in,
+    answers_plain,
+    answers_tls,
+    auth_problem,
+    one_line,
+    tls_failure,
+    transport_cause,
+)
 
 T = TypeVar("T")
-_ADDR = re.compile(r"(\d{1,3}(?:\.\d{1,3}){3}|[A-Za-z0-9.-]+):(\d{2,5})")
 
 
 def _retry(attempts: int) -> Any:
@@ -100,55 +108,6 @@ class RedisAuth:
             kw.update(ssl=True, ssl_cert_reqs="required", ssl_ca_certs=self.tls_ca_file,
                       ssl_certfile=self.tls_cert_file, ssl_keyfile=self.tls_key_file)
         return kw
-
-
-def _chain(err: BaseException) -> list[BaseException]:
-    out: list[BaseException] = []
-    e: BaseException | None = err
-    while e is not None and e not in out and len(out) < 8:
-        out.append(e)
-        e = e.__cause__ or e.__context__
-    return out
-
-
-def _one_line(err: BaseException) -> str:
-    """The error's text on one line, printable ASCII only: redis-py quotes the command in some
-    messages, and the keys are binary."""
-    text = re.sub(r"b'(?:[^'\\]|\\.)*'", "<key>", str(err))
-    text = "".join(c if " " <= c <= "~" else " " for c in text)
-    return " ".join(text.split())[:300]
-
-
-def auth_problem(err: BaseException, auth: RedisAuth) -> str | None:
-    """The user-facing reason when ``err`` is about credentials or TLS, else None."""
-    from redis.exceptions import (
-        AuthenticationError,
-        AuthenticationWrongNumberOfArgsError,
-        AuthorizationError,
-        NoPermissionError,
-    )
-
-    secret = f"the password in ${auth.password_env}" if auth.password_env else "no password"
-    user = f"user '{auth.username}'" if auth.username else "the default user"
-    for e in _chain(err):
-        text = str(e)
-        needs = ("NOAUTH" in text or "Authentication required" in text
-                 or "must be called with the client already authenticated" in text)
-        if needs and not auth.password_env:
-            return (f"the cluster requires a password ({_one_line(e)}); name the environment "
-                    "variable that holds it in fuzzy_dedup's redis.password_env")
-        if isinstance(e, (AuthenticationError, AuthenticationWrongNumberOfArgsError)) or needs \
-                or "WRONGPASS" in text:
-            return (f"authentication failed for {user} with {secret} ({_one_line(e)}); check "
-                    "redis.username and the password")
-        if isinstance(e, (AuthorizationError, NoPermissionError)):
-            return (f"{user} is not allowed to run the commands fuzzy_dedup needs (EVAL, "
-                    f"HSETNX, HGET, HLEN, EXPIRE, INCRBY, SET, GET, EXISTS, SCAN, UNLINK, INFO, "
-                    f"CLUSTER INFO): {_one_line(e)}")
-        if isinstance(e, ssl.SSLError) or "SSL" in text or "TLS" in text:
-            return (f"TLS connection failed ({_one_line(e)}); check redis.tls.enabled and "
-                    "redis.tls.ca_file / cert_file / key_file")
-    return None
 
 
 def parse_nodes(nodes: list[str]) -> list[tuple[str, int]]:
@@ -276,7 +235,8 @@ class RedisBucketStore:
         """A connection for diagnosis: one try, short timeouts."""
         import redis
 
-        return redis.Redis(host, port, socket_timeout=2, socket_connect_timeout=2,
+        wait = min(2.0, self.timeout_s)
+        return redis.Redis(host, port, socket_timeout=wait, socket_connect_timeout=wait,
                            retry=_retry(0), **self.auth.connection_kwargs())
 
     def _guard(self, fn: Callable[[], T], where: str | None = None) -> T:
@@ -288,7 +248,7 @@ class RedisBucketStore:
             return fn()
         except StageError:
             raise
-        except (RedisError, RedisClusterException) as e:
+        except (RedisError, RedisClusterException, OSError) as e:
             raise StageError(self._diagnose(e, where)) from None
 
     @property
@@ -308,9 +268,10 @@ class RedisBucketStore:
                 "cluster is down" in text:
             dead = self._find_dead_node()
             if dead:
-                return (f"redis node {dead} is down or unreachable ({who} says the cluster is "
-                        "down); nothing was marked done: rerun when it is back")
-            return (f"{who}: the cluster is down ({_one_line(err)}); nothing was marked done: "
+                cause = transport_cause(dead[1], 2) or one_line(dead[1])
+                return (f"redis node {dead[0]} is down or unreachable: {cause} ({who} says "
+                        "the cluster is down); nothing was marked done: rerun when it is back")
+            return (f"{who}: the cluster is down ({one_line(err)}); nothing was marked done: "
                     "rerun when it is healthy")
         if code == "OOM" or "OOM command not allowed" in text:
             return (f"{who}: out of memory (maxmemory reached); raise maxmemory or add nodes "
@@ -319,7 +280,7 @@ class RedisBucketStore:
             return (f"{who}: the node restarted and is still loading its data; nothing was "
                     "marked done: rerun when it has loaded")
         if code == "READONLY" or code == "MASTERDOWN":
-            return (f"{who}: the node is a replica that cannot take writes ({_one_line(err)}); "
+            return (f"{who}: the node is a replica that cannot take writes ({one_line(err)}); "
                     "give primaries in redis.nodes; nothing was marked done")
         if code == "WRONGTYPE" or "WRONGTYPE" in text:
             return (f"{who}: a key under the stage's prefix "
@@ -327,15 +288,15 @@ class RedisBucketStore:
                     "another program write there? change redis.key_prefix); nothing was "
                     "marked done")
         if code == "BUSY":
-            return (f"{who}: busy running another script ({_one_line(err)}); nothing was "
+            return (f"{who}: busy running another script ({one_line(err)}); nothing was "
                     "marked done: rerun")
-        return (f"{who}: the server refused fuzzy_dedup's command ({_one_line(err)}); nothing "
+        return (f"{who}: the server refused fuzzy_dedup's command ({one_line(err)}); nothing "
                 "was marked done")
 
     def _diagnose(self, err: Exception, where: str | None = None) -> str:
-        """One line: wrong credentials or TLS trouble, an error reply from a node (naming it
-        and the cause), else the node that is down (from the error, else by pinging each
-        node the cluster knows about)."""
+        """One line: wrong credentials, a TLS failure, an error reply from a node (naming it
+        and the cause), else the node that could not be reached and why (refused, reset, timed
+        out...), from the error, else by probing each node the cluster knows about."""
         cluster = self._cluster_name
         why = auth_problem(err, self.auth)
         if why is not None:
@@ -343,38 +304,61 @@ class RedisBucketStore:
         line = self._reply_error(err, where)
         if line is not None:
             return line
-        msg = _one_line(err)
-        m = _ADDR.search(msg)
-        bad = f"{m.group(1)}:{m.group(2)}" if m else where
+        bad = where or address_in(err)
+        cause: BaseException = err
         if bad is None:
-            bad = self._find_dead_node()
-        where = f"redis node {bad}" if bad else cluster
-        # a TLS client talking to a plain port (or the reverse) sees a timeout or a reset
-        if self.auth.tls:
-            hint = " (or it does not speak TLS: redis.tls.enabled is on)"
-        elif "reset by peer" in msg or "closed by server" in msg:
-            hint = " (or it accepts TLS only: set redis.tls.enabled)"
-        else:
-            hint = ""
-        return (f"{where} is down or unreachable{hint} ({type(err).__name__}: {msg}); "
-                "nothing was marked done: rerun when it is back")
+            found = self._find_dead_node()
+            if found is not None:
+                bad, cause = found
+        return self._unreachable(bad, cause)
 
-    def _find_dead_node(self) -> str | None:
+    def _unreachable(self, node: str | None, err: BaseException) -> str:
+        """The line for a node that could not be used: a TLS failure only when OpenSSL reported
+        one or the port answers in plain text, else the transport's cause (refused, reset,
+        timed out...)."""
+        who = f"redis node {node}" if node else self._cluster_name
+        fix = ("check redis.tls.enabled and redis.tls.ca_file / cert_file / key_file; nothing "
+               "was marked done")
+        tls = tls_failure(err)
+        if tls is not None:
+            return f"{who}: TLS handshake failed: {tls}; {fix}"
+        cause = transport_cause(err, self.timeout_s)
+        host, _, port = (node or "").rpartition(":")
+        if cause and port.isdigit():
+            # a TLS client meets a plain port as a timeout, a plain client a TLS port as a
+            # reset: ask the port itself which protocol it speaks
+            if self.auth.tls and cause.startswith("timed out") and \
+                    answers_plain(host, int(port), min(2.0, self.timeout_s)):
+                return (f"{who}: TLS handshake failed: the node answers in plain text on that "
+                        f"port (no TLS there); {fix}")
+            if not self.auth.tls and cause.startswith("connection reset") and \
+                    answers_tls(host, int(port), min(2.0, self.timeout_s)):
+                return (f"{who}: the node speaks TLS only on that port and "
+                        "redis.tls.enabled is off; set it (and redis.tls.ca_file); nothing was "
+                        "marked done")
+        if cause is None:
+            cause = f"{type(err).__name__}: {one_line(err)}"
+        return (f"{who} is down or unreachable: {cause}; nothing was marked done: rerun when "
+                "it is back")
+
+    def _find_dead_node(self) -> tuple[str, BaseException] | None:
+        """The first node (given, or known to a given one) that does not answer, with the
+        error that says why."""
         import redis
 
         known = set(self.nodes)
         for h, p in self.nodes:
             try:
                 info = self._probe(h, p).execute_command("CLUSTER NODES")
-            except redis.RedisError:
-                return f"{h}:{p}"
-            for host, port in _ADDR.findall(str(info)):  # raw text or redis-py's parsed dict
+            except (redis.RedisError, OSError) as e:
+                return f"{h}:{p}", e
+            for host, port in ADDR.findall(str(info)):  # raw text or redis-py's parsed dict
                 known.add((host, int(port)))
         for h, p in sorted(known):
             try:
                 self._probe(h, p).ping()
-            except redis.RedisError:
-                return f"{h}:{p}"
+            except (redis.RedisError, OSError) as e:
+                return f"{h}:{p}", e
         return None
 
     def check(self) -> None:
@@ -390,7 +374,7 @@ class RedisBucketStore:
                 state = info.get("cluster_state") if isinstance(info, dict) else None
                 if state not in (None, "ok"):
                     dead = self._find_dead_node()
-                    who = (f"redis node {dead} is down or unreachable" if dead else
+                    who = (f"redis node {dead[0]} is down or unreachable" if dead else
                            f"redis node {node.host}:{node.port} reports cluster_state "
                            f"'{state}'")
                     raise StageError(f"{who} (cluster_state '{state}'); nothing was marked "

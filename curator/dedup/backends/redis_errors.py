@@ -1,0 +1,183 @@
+"""What went wrong with a Redis connection, in words a user can act on.
+
+redis-py turns every socket failure into a ``ConnectionError`` or ``TimeoutError`` whose text
+varies with the call that met it; the original ``OSError`` stays in the exception chain. The
+cause is read from that chain's *types*: refused, reset or closed, timed out, unreachable, a
+name that does not resolve, and a TLS failure only when OpenSSL itself reported one (a
+certificate not trusted, a peer that does not speak TLS, an alert). A connection that drops
+while TLS is on raises ``SSLEOFError`` or ``SSLZeroReturnError``: that is the peer going away,
+not TLS, and is reported as such.
+"""
+
+from __future__ import annotations
+
+import errno
+import re
+import socket
+import ssl
+from typing import Any
+
+#: ``host:port`` inside redis-py's messages ("Error 111 connecting to 10.0.0.5:7001.")
+ADDR = re.compile(r"(?<![\w.-])(\d{1,3}(?:\.\d{1,3}){3}|[A-Za-z0-9.-]+):(\d{2,5})\b")
+
+#: OpenSSL errors that only mean "the transport went away": the peer died or closed
+_SSL_GONE = (ssl.SSLEOFError, ssl.SSLZeroReturnError, ssl.SSLSyscallError)
+
+
+def chain(err: BaseException) -> list[BaseException]:
+    """``err`` and the exceptions it was raised from or while handling (at most 8)."""
+    out: list[BaseException] = []
+    e: BaseException | None = err
+    while e is not None and e not in out and len(out) < 8:
+        out.append(e)
+        e = e.__cause__ or e.__context__
+    return out
+
+
+def one_line(err: BaseException) -> str:
+    """The error's text on one line, printable ASCII only: redis-py quotes the command in some
+    messages, and the keys are binary."""
+    text = re.sub(r"b'(?:[^'\\]|\\.)*'", "<key>", str(err))
+    text = "".join(c if " " <= c <= "~" else " " for c in text)
+    return " ".join(text.split())[:300]
+
+
+def address_in(err: BaseException) -> str | None:
+    """The ``host:port`` an error message names, if any."""
+    for e in chain(err):
+        m = ADDR.search(one_line(e))
+        if m:
+            return f"{m.group(1)}:{m.group(2)}"
+    return None
+
+
+def auth_problem(err: BaseException, auth: Any) -> str | None:
+    """The user-facing reason when ``err`` is about credentials (``auth``: a ``RedisAuth``), else
+    None."""
+    from redis.exceptions import (
+        AuthenticationError,
+        AuthenticationWrongNumberOfArgsError,
+        AuthorizationError,
+        NoPermissionError,
+    )
+
+    secret = f"the password in ${auth.password_env}" if auth.password_env else "no password"
+    user = f"user '{auth.username}'" if auth.username else "the default user"
+    for e in chain(err):
+        text = str(e)
+        needs = (
+            "NOAUTH" in text
+            or "Authentication required" in text
+            or "must be called with the client already authenticated" in text
+        )
+        if needs and not auth.password_env:
+            return (
+                f"the cluster requires a password ({one_line(e)}); name the environment "
+                "variable that holds it in fuzzy_dedup's redis.password_env"
+            )
+        if (
+            isinstance(e, (AuthenticationError, AuthenticationWrongNumberOfArgsError))
+            or needs
+            or "WRONGPASS" in text
+        ):
+            return (
+                f"authentication failed for {user} with {secret} ({one_line(e)}); check "
+                "redis.username and the password"
+            )
+        if isinstance(e, (AuthorizationError, NoPermissionError)):
+            return (
+                f"{user} is not allowed to run the commands fuzzy_dedup needs (EVAL, "
+                f"HSETNX, HGET, HLEN, EXPIRE, INCRBY, SET, GET, EXISTS, SCAN, UNLINK, INFO, "
+                f"CLUSTER INFO): {one_line(e)}"
+            )
+    return None
+
+
+def tls_failure(err: BaseException) -> str | None:
+    """The TLS failure (certificate, protocol, alert) in ``err``'s chain, else None. A
+    connection that merely dropped while TLS was on is not one."""
+    for e in chain(err):
+        if isinstance(e, ssl.SSLCertVerificationError):
+            return f"certificate not trusted: {e.verify_message or one_line(e)}"
+        if isinstance(e, ssl.SSLError) and not isinstance(e, _SSL_GONE):
+            return e.reason.lower().replace("_", " ") if e.reason else one_line(e)
+    return None
+
+
+def transport_cause(err: BaseException, timeout_s: float | None = None) -> str | None:
+    """``connection refused`` / ``connection reset`` / ``timed out`` / ... for an error of the
+    network below Redis (TLS failures excepted: :func:`tls_failure`), else None."""
+    from redis.exceptions import TimeoutError as RedisTimeout
+
+    took = f" after {timeout_s:g} s" if timeout_s else ""
+    for e in chain(err):
+        if isinstance(e, ConnectionRefusedError) or getattr(e, "errno", None) == errno.ECONNREFUSED:
+            return "connection refused (nothing listens on that port: the server is not running)"
+        if isinstance(
+            e, (ConnectionResetError, BrokenPipeError, ConnectionAbortedError, *_SSL_GONE)
+        ):
+            return "connection reset (the server closed it: it died, restarted or dropped us)"
+        if isinstance(e, (socket.timeout, TimeoutError, RedisTimeout)):
+            return f"timed out{took} (the host or its network is down, or the server hangs)"
+        if isinstance(e, socket.gaierror):
+            return f"host name not resolved ({e.strerror or one_line(e)})"
+        if getattr(e, "errno", None) in (
+            errno.EHOSTUNREACH,
+            errno.ENETUNREACH,
+            errno.EHOSTDOWN,
+            errno.ENETDOWN,
+        ):
+            return f"host unreachable ({getattr(e, 'strerror', None) or one_line(e)})"
+    for e in chain(err):  # by text: redis-py raises some of these without the OSError
+        text = str(e)
+        if "Connection refused" in text:
+            return "connection refused (nothing listens on that port: the server is not running)"
+        if "Connection closed by server" in text or "reset by peer" in text:
+            return "connection reset (the server closed it: it died, restarted or dropped us)"
+        if "Timeout" in text or "timed out" in text:
+            return f"timed out{took} (the host or its network is down, or the server hangs)"
+    return None
+
+
+def is_connection_error(err: BaseException) -> bool:
+    """Whether ``err`` is about reaching a node at all (not an error reply)."""
+    from redis.exceptions import ConnectionError as RedisConnectionError
+    from redis.exceptions import TimeoutError as RedisTimeout
+
+    return any(isinstance(e, (OSError, RedisConnectionError, RedisTimeout)) for e in chain(err))
+
+
+def probe_failure(make: Any) -> BaseException | None:
+    """Ping through ``make()`` (a fresh client); the exception, or None when it answered."""
+    import redis
+
+    try:
+        make().ping()
+    except (redis.RedisError, OSError) as e:
+        return e
+    return None
+
+
+def answers_plain(host: str, port: int, timeout_s: float = 2.0) -> bool:
+    """Whether ``host:port`` answers a plain-text ``PING`` as Redis does (``+PONG`` or an error
+    reply such as ``-NOAUTH``): a server without TLS on that port."""
+    try:
+        with socket.create_connection((host, port), timeout=timeout_s) as s:
+            s.sendall(b"PING\r\n")
+            return s.recv(1)[:1] in (b"+", b"-")
+    except OSError:
+        return False
+
+
+def answers_tls(host: str, port: int, timeout_s: float = 2.0) -> bool:
+    """Whether ``host:port`` completes a TLS handshake (certificates not checked: this only
+    asks whether the port speaks TLS)."""
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    try:
+        with socket.create_connection((host, port), timeout=timeout_s) as s, \
+                ctx.wrap_socket(s, server_hostname=host):
+            return True
+    except (OSError, ValueError):
+        return False

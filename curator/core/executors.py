@@ -16,6 +16,7 @@ from typing import Any
 from curator.core.errors import ConfigError, CuratorError, StageError
 from curator.core.redact import redact
 from curator.core.tls import TLSFiles, dask_config_tls, is_loopback, scheduler_address, tls_files
+from curator.storage.atomic import set_run_id
 
 Progress = Callable[[Any], None]
 
@@ -66,6 +67,10 @@ class Executor:
 
     def barrier(self) -> None:
         pass
+
+    def set_run_id(self, run_id: str) -> None:
+        """Name the run in every process that writes its files (temporaries carry it)."""
+        set_run_id(run_id)
 
     def close(self) -> None:
         pass
@@ -176,6 +181,11 @@ class DaskExecutor(Executor):
             self.client.cancel(futures)
             raise
         return results
+
+    def set_run_id(self, run_id: str) -> None:
+        set_run_id(run_id)
+        # every worker, also ones that join or are restarted later
+        self.client.register_plugin(_run_id_plugin(run_id), name="curator-run-id")
 
     def on_every_host(self, fn: Callable[..., Any], *args: Any) -> None:
         fn(*args)
@@ -484,6 +494,21 @@ def _redacting_plugin() -> Any:
             redact_log_handlers()
 
     return RedactLogs()
+
+
+def _run_id_plugin(run_id: str) -> Any:
+    from distributed.diagnostics.plugin import WorkerPlugin
+
+    class RunId(WorkerPlugin):
+        idempotent = False  # a new run replaces the id
+
+        def __init__(self, run_id: str) -> None:
+            self.run_id = run_id
+
+        def setup(self, worker: Any) -> None:
+            set_run_id(self.run_id)
+
+    return RunId(run_id)
 
 
 def _progress_plugin() -> Any:

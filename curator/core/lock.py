@@ -14,6 +14,7 @@ import os
 import socket
 import sys
 import time
+import uuid
 from typing import IO, Any
 
 import orjson
@@ -35,6 +36,9 @@ class WorkDirLock:
         self.work_dir = os.path.abspath(work_dir)
         self.path = os.path.join(self.work_dir, LOCK_NAME)
         self._fh: IO[bytes] | None = None
+        #: the id of the run that holds the lock (new at each :meth:`acquire`): temporaries
+        #: its processes write carry it (:func:`curator.storage.atomic.set_run_id`)
+        self.run_id = ""
 
     @property
     def held(self) -> bool:
@@ -61,7 +65,8 @@ class WorkDirLock:
         except OSError as e:  # a filesystem without locks
             fh.close()
             raise CuratorError(f"{self.path}: cannot lock the work_dir: {e.strerror}") from None
-        info = {"host": socket.gethostname(), "pid": os.getpid(),
+        self.run_id = uuid.uuid4().hex[:12]
+        info = {"host": socket.gethostname(), "pid": os.getpid(), "run": self.run_id,
                 "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
                 "argv": sys.argv[:8]}
         fh.seek(0)
@@ -92,3 +97,11 @@ def describe_holder(raw: bytes) -> str:
         return f"host {info['host']}, PID {info['pid']}, started {info['started']}"
     except (orjson.JSONDecodeError, KeyError, TypeError):
         return "host and PID not yet recorded"
+
+
+def holder_run_id(raw: bytes) -> str:
+    """The run id a lock file's content names ("" when none)."""
+    try:
+        return str(orjson.loads(raw).get("run") or "")
+    except (orjson.JSONDecodeError, AttributeError, TypeError):
+        return ""

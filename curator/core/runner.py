@@ -56,7 +56,7 @@ from curator.core.shard_runner import (
 from curator.core.stage import GlobalStage, Shard, ShardSpec, Source, Stage
 from curator.core.stats import ShardStats, StageStats
 from curator.core.usage import Meter, Usage, stage_usage
-from curator.storage.atomic import remove_dead_temps
+from curator.storage.atomic import remove_dead_temps, remove_temps_of_dead_runs, set_run_id
 from curator.storage.outputs import (
     adopt,
     check_output_dir,
@@ -183,20 +183,26 @@ class Runner:
         root; a refusal there stops every rank with the same error."""
         own_lock = None
         error = None
+        run_id = ""
         if self.ex.is_root:
             try:
                 _check_writable(self.work_dir)
                 if self.lock is None or not self.lock.held:
                     own_lock = WorkDirLock(self.work_dir).acquire()
+                run_id = (own_lock or self.lock).run_id  # type: ignore[union-attr]
                 self._adopt_work_dir()
             except CuratorError as e:
                 error = (type(e), str(e))
-        error = self.ex.broadcast(error)
+        error, run_id = self.ex.broadcast((error, run_id))
         if error:
             raise error[0](error[1])
         try:
+            self.ex.set_run_id(run_id)
+            if self.ex.is_root:
+                self._remove_temps_of_dead_runs(run_id)
             yield
         finally:
+            set_run_id("")
             if own_lock is not None:
                 own_lock.release()
 
@@ -489,6 +495,16 @@ class Runner:
             with contextlib.suppress(CuratorError):
                 folders += list(node.stage.output_dirs(ctx))
         self.ex.on_every_host(remove_dead_temps, folders, True)
+
+    def _remove_temps_of_dead_runs(self, run_id: str) -> None:
+        """Temporaries in the work_dir's stage folders that are not this run's were left by
+        runs that died (on any host: the lock rules out a live one); they go now."""
+        wd = self.work_dir
+        n, size = remove_temps_of_dead_runs(
+            [os.path.join(wd, kind) for kind in ("stages", "rejected", "quarantine")], run_id)
+        if n:
+            self.log(f"removed {n} temporary file(s) ({size / 1e6:.1f} MB) left in the work_dir "
+                     "by a run that died")
 
     def _check_outputs(self) -> None:
         """Refuse a foreign output folder of any stage before the first stage runs, not hours

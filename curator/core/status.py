@@ -348,7 +348,57 @@ def render(pipe: Pipeline, rows: list[StageStatus]) -> str:
     lines.append("nothing to do: a rerun reuses every stage" if not todo else
                  f"a rerun redoes {len(todo)} of {len(rows)} stages")
     lines += render_leftovers(leftovers(pipe), pipe.source_file)
+    lines += render_dead_temps(pipe.work_dir)
     return "\n".join(lines)
+
+
+def dead_temps(work_dir: str) -> tuple[int, int, list[str]]:
+    """Temporary files in the work_dir's stage folders that no live run is writing (written by
+    runs that died, on any host): how many, their bytes, and the folders (relative) they are
+    in. A live run's own temporaries (its id is in the lock file) are not counted."""
+    from curator.storage.atomic import temp_run_id, temps
+
+    live = _live_run_id(work_dir)
+    n = size = 0
+    where: set[str] = set()
+    for d, name, nbytes in temps([os.path.join(work_dir, k) for k in STAGE_FOLDERS]):
+        run = temp_run_id(name)
+        if live and run == live:
+            continue
+        n += 1
+        size += nbytes
+        where.add(_rel(d, work_dir))
+    return n, size, sorted(where)
+
+
+def render_dead_temps(work_dir: str) -> list[str]:
+    n, size, where = dead_temps(work_dir)
+    if not n:
+        return []
+    shown = ", ".join(where[:3]) + (f" and {len(where) - 3} more" if len(where) > 3 else "")
+    return [f"temporary files of runs that died: {n} ({_human(size)}) in {shown}; the next "
+            "run of this work_dir removes them"]
+
+
+def _live_run_id(work_dir: str) -> str:
+    """The id of the run holding the work_dir's lock, "" when none does."""
+    import fcntl
+
+    from curator.core.lock import holder_run_id
+
+    try:
+        fh = open(os.path.join(work_dir, LOCK_NAME), "rb")  # noqa: SIM115
+    except OSError:
+        return ""
+    with fh:
+        try:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return holder_run_id(fh.read())
+        except OSError:
+            return ""
+        fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+    return ""
 
 
 def _holder(work_dir: str) -> str:

@@ -90,15 +90,39 @@ def _host_tag() -> str:
 
 
 _HOST = _host_tag()
+#: The run whose work this process does (:func:`set_run_id`), "" outside a run.
+_RUN = ""
+
+
+def set_run_id(run_id: str) -> None:
+    """Name the run whose files this process writes from now on: its temporaries carry the id,
+    so the next run of the work_dir can remove them wherever they were written, whether or not
+    their writer's host is still there to say that the writer died."""
+    global _RUN
+    if run_id and not re.fullmatch(r"[0-9a-f]{12}", run_id):
+        raise ValueError(f"run id must be 12 hex digits, not {run_id!r}")
+    _RUN = run_id
+
+
+def current_run_id() -> str:
+    return _RUN
 
 
 def _tmp_suffix() -> str:
-    """``.tmp-<host>-<pid>-<random>``: the writer's host and PID are in the name, so cleanup can
-    tell a dead writer's leftover from a live writer's file in progress."""
-    return f".tmp-{_HOST}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    """``.tmp-r<run>-<host>-<pid>-<random>`` (``r<run>-`` only inside a run): the run, the
+    writer's host and PID are in the name, so cleanup can tell a dead writer's leftover from
+    a live writer's file in progress."""
+    run = f"r{_RUN}-" if _RUN else ""
+    return f".tmp-{run}{_HOST}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
 
 
-_TMP_NAME = re.compile(r"(.+)\.tmp-([0-9a-f]{8})-(\d+)-[0-9a-f]{8}")
+def temp_path(path: str) -> str:
+    """A temporary name beside ``path`` for a writer that publishes it with ``os.replace``."""
+    return f"{path}{_tmp_suffix()}"
+
+
+#: groups: final name, run id (absent outside a run and in earlier versions), host tag, PID
+_TMP_NAME = re.compile(r"(.+)\.tmp-(?:r([0-9a-f]{12})-)?([0-9a-f]{8})-(\d+)-[0-9a-f]{8}")
 # Per process: folder -> final file name -> temporaries of it found when the folder was first
 # written to. One listing per folder, not one per file (folders may hold 100k shards).
 _STALE: dict[str, dict[str, list[tuple[str, int]]]] = {}
@@ -138,35 +162,78 @@ def _remove_stale_temps(lp: str) -> None:
         with contextlib.suppress(OSError), os.scandir(d) as it:
             for e in it:
                 m = _TMP_NAME.fullmatch(e.name)
-                if m and m.group(2) == _HOST:
-                    stale.setdefault(m.group(1), []).append((e.name, int(m.group(3))))
+                if m and m.group(3) == _HOST:
+                    stale.setdefault(m.group(1), []).append((e.name, int(m.group(4))))
     for t, pid in stale.pop(name, ()):
         if pid != os.getpid() and not pid_alive(pid):
             with contextlib.suppress(OSError):
                 os.unlink(os.path.join(d, t))
 
 
+def dead_temp(name: str, run_id: str, anywhere: bool = False) -> bool:
+    """Whether ``name`` is a temporary whose writer is gone: one of another run than
+    ``run_id`` (written on any host), or one written on this host by a process that no longer
+    exists. ``anywhere``: every temporary that does not carry ``run_id``, also those without a
+    run id (only for the holder of the work_dir's lock, under which no other run writes)."""
+    m = _TMP_NAME.fullmatch(name)
+    if m is None:
+        return False
+    run, host, pid = m.group(2), m.group(3), int(m.group(4))
+    if run_id and run != run_id and (run or anywhere):
+        return True
+    return host == _HOST and pid != os.getpid() and not pid_alive(pid)
+
+
+def temp_run_id(name: str) -> str | None:
+    """The run id a temporary's name carries ("" for none), or None if it is no temporary."""
+    m = _TMP_NAME.fullmatch(name)
+    return None if m is None else (m.group(2) or "")
+
+
+def temps(folders: list[str]) -> Iterator[tuple[str, str, int]]:
+    """(folder, name, bytes) of every temporary under ``folders`` (local ones, recursively)."""
+    for top in folders:
+        if not is_local(top):
+            continue
+        for d, _, names in os.walk(local_path(top)):
+            for n in names:
+                if _TMP_NAME.fullmatch(n):
+                    with contextlib.suppress(OSError):
+                        yield d, n, os.lstat(os.path.join(d, n)).st_size
+
+
 def remove_dead_temps(folders: list[str], recursive: bool = False) -> int:
-    """Remove the temporaries in ``folders`` (and below, with ``recursive``) written on this
-    host by processes that no longer exist; the number removed. The runner calls this when a
-    stage has finished, on every host that ran it: a Dask worker killed mid-write leaves its
-    temporary, and the worker that redoes the task may have listed the folder (see
+    """Remove the temporaries in ``folders`` (and below, with ``recursive``) whose writer is
+    gone (:func:`dead_temp`, for this process's run); the number removed. The runner calls
+    this when a stage has finished, on every host that ran it: a Dask worker killed mid-write
+    leaves its temporary, and the worker that redoes the task may have listed the folder (see
     :func:`_remove_stale_temps`) before that temporary appeared."""
     removed = 0
-    me = os.getpid()
     for top in folders:
         if not is_local(top):
             continue
         for d, _, names in (os.walk(local_path(top)) if recursive
                             else [(local_path(top), None, _names(local_path(top)))]):
             for n in names:
-                m = _TMP_NAME.fullmatch(n)
-                if m and m.group(2) == _HOST and int(m.group(3)) != me \
-                        and not pid_alive(int(m.group(3))):
+                if dead_temp(n, _RUN):
                     with contextlib.suppress(OSError):
                         os.unlink(os.path.join(d, n))
                         removed += 1
     return removed
+
+
+def remove_temps_of_dead_runs(folders: list[str], run_id: str) -> tuple[int, int]:
+    """For the holder of a work_dir's lock, as its run ``run_id`` starts: remove every
+    temporary under ``folders`` that is not the run's own (no other run can be writing there),
+    whichever host wrote it; returns how many and their bytes."""
+    removed = size = 0
+    for d, n, nbytes in list(temps(folders)):
+        if dead_temp(n, run_id, anywhere=True):
+            with contextlib.suppress(OSError):
+                os.unlink(os.path.join(d, n))
+                removed += 1
+                size += nbytes
+    return removed, size
 
 
 def _names(d: str) -> list[str]:

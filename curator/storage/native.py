@@ -15,9 +15,10 @@ import contextlib
 import errno
 import os
 import re
-import uuid
 from collections.abc import Callable
 from typing import Any
+
+from curator.storage.atomic import temp_path
 
 _OS_ERROR = re.compile(r"\(os error (\d+)\)")
 
@@ -43,7 +44,7 @@ def save_checked(save: Callable[[str], None], path: str, expected_size: int | No
     full, no permission, read-only), else ``EIO``; the temporary is removed either way."""
     folder = os.path.dirname(path) or "."
     os.makedirs(folder, exist_ok=True)
-    tmp = f"{path}.tmp-{uuid.uuid4().hex[:8]}"
+    tmp = temp_path(path)
     try:
         try:
             save(tmp)

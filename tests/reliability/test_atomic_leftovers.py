@@ -80,3 +80,63 @@ def test_a_live_writers_temporary_is_never_removed(tmp_path):
             p.kill()
     assert target.read_bytes() == b"slow writer"
     assert sorted(os.listdir(target.parent)) == sorted([target.name, other_host.name])
+
+
+def _other_host(hostname: str) -> list[str]:
+    """The argv prefix that runs a command as another host would: a UTS namespace of its own
+    with another host name (root: CI runs as root), the same files."""
+    import shutil
+
+    import pytest
+
+    if os.geteuid() != 0 or shutil.which("unshare") is None:
+        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+            pytest.fail("CI must run as root with unshare(1): another host name is needed")
+        pytest.skip("needs root and unshare(1) to run a process under another host name")
+    return ["unshare", "--uts", "--", "sh", "-c", 'hostname "$0" && exec "$@"', hostname]
+
+
+def test_temporaries_of_a_run_killed_on_another_host_are_counted_and_removed(tmp_path):
+    """A run SIGKILLed mid-write on another host leaves ``*.tmp-*`` in ``stages/`` and
+    ``rejected/``; this host can never ask whether their writer lives, but they carry that
+    run's id: ``curator status`` counts them (and their bytes), and the next run of the
+    work_dir, started here, removes them. They used to stay for good."""
+    from helpers import cli_env
+    from helpers_core import make_corpus
+
+    recs = make_corpus(str(tmp_path / "a.jsonl"), 400, seed=7)
+    # die on a document after two short ones: the shard's rejected file is being written
+    crash = next(r for i, r in enumerate(recs) if i > 300 and all(
+        len(recs[j]["text"].split()) < 12 for j in (i - 1, i - 2)))
+    marker = tmp_path / "crashed"
+    y = tmp_path / "p.yaml"
+    y.write_text(
+        "name: temps\nwork_dir: w\nreport: false\nprogress: 'off'\nstages:\n"
+        "  - read_jsonl: {paths: a.jsonl, shard_size_mb: 0.05}\n"
+        "  - helpers_core:min_words: {n: 12}\n"
+        f"  - helpers_core:crash_on_id: {{id: '{crash['id']}', marker: '{marker}'}}\n"
+        "  - exact_dedup: {}\n")
+    cmd = [sys.executable, "-m", "curator", "run", "p.yaml"]
+    dead = subprocess.run([*_other_host("h45-elsewhere"), *cmd], cwd=tmp_path, env=cli_env(),
+                          capture_output=True, text=True, timeout=300)
+    assert dead.returncode == -signal.SIGKILL or dead.returncode == 128 + signal.SIGKILL, \
+        dead.stderr
+    left = sorted(p for p in (tmp_path / "w").rglob("*") if ".tmp-" in p.name)
+    kinds = {p.relative_to(tmp_path / "w").parts[0] for p in left}
+    assert {"stages", "rejected"} <= kinds, left
+    size = sum(p.stat().st_size for p in left)
+
+    status = subprocess.run([sys.executable, "-m", "curator", "status", "p.yaml"],
+                            cwd=tmp_path, env=cli_env(), capture_output=True, text=True,
+                            timeout=120)
+    [line] = [x for x in status.stdout.splitlines() if x.startswith("temporary files")]
+    from curator.core.status import _human
+
+    assert line.startswith(f"temporary files of runs that died: {len(left)} "
+                           f"({_human(size)}) in "), line
+
+    again = subprocess.run(cmd, cwd=tmp_path, env=cli_env(), capture_output=True, text=True,
+                           timeout=300)
+    assert again.returncode == 0, again.stderr
+    assert [p for p in (tmp_path / "w").rglob("*") if ".tmp-" in p.name] == []
+    assert f"removed {len(left)} temporary file(s)" in again.stderr + again.stdout

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from functools import partial
 from typing import Annotated, Any, Literal
 
 import fsspec
@@ -17,7 +18,7 @@ import orjson
 from pydantic import Field
 
 from curator.core.context import ShardContext, StageContext
-from curator.core.document import Document
+from curator.core.document import MAX_NESTING, Document
 from curator.core.errors import InputError
 from curator.core.params import PositiveFloat, StageParams
 from curator.core.stage import DocumentPaths, OutputDir, ShardSpec, ShardStage, Source
@@ -116,23 +117,34 @@ class ReadJsonl(Source):
             try:
                 rec = orjson.loads(line)
             except orjson.JSONDecodeError as e:
-                ctx.quarantine(line, "invalid JSON", detail=str(e), file=path, line=lineno,
+                # orjson stops at 1,024 levels: the reason deeper records get at any depth
+                reason = TOO_DEEP if "depth limit" in str(e) else "invalid JSON"
+                ctx.quarantine(line, reason, detail=str(e), file=path, line=lineno,
                                offset=offset)
                 continue
-            if type(rec) is dict and type(rec.get(self.id_field)) is float:
-                rec[self.id_field] = _exact_id(rec[self.id_field], line, self.id_field)
             try:
                 doc = Document.from_flat(rec, id_field=self.id_field, text_field=self.text_field,
-                                         default_id=f"{base}:{offset}")
+                                         default_id=f"{base}:{offset}",
+                                         depth_bound=partial(_brackets, line))
             except ValueError as e:
                 ctx.quarantine(line, str(e), file=path, line=lineno, offset=offset)
                 continue
+            if type(rec.get(self.id_field)) is float:
+                doc.id = str(_exact_id(rec[self.id_field], line, self.id_field))
             if rewrite:
                 doc.meta["original_id"] = doc.id
                 doc.id = f"{source}/{rel}:{offset}"
             if explicit or doc.meta.get("source") is None:
                 set_source(doc, source, explicit, ctx)
             yield doc
+
+
+TOO_DEEP = f"nested deeper than {MAX_NESTING} levels"
+
+
+def _brackets(line: bytes) -> int:
+    """How deep the JSON text ``line`` can nest at most."""
+    return line.count(b"[") + line.count(b"{")
 
 
 def _exact_id(value: float, line: bytes, id_field: str) -> Any:

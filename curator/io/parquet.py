@@ -1,10 +1,11 @@
 """Parquet in and out through pyarrow and fsspec. Each row group range is a shard, so a large
-file is read by several workers."""
+file is read by several workers; rows are read in batches bounded by bytes (parquet_rows)."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from functools import partial
 from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator
@@ -14,6 +15,7 @@ from curator.core.document import Document
 from curator.core.params import PositiveFloat, PositiveInt, StageParams
 from curator.core.stage import DocumentPaths, OutputDir, ShardSpec, ShardStage, Source
 from curator.io.jsonl import relative_names, set_source
+from curator.io.parquet_rows import iter_rows, row_groups, schema_depth, unreadable
 from curator.storage.atomic import atomic_open
 from curator.storage.limits import TOO_LARGE
 from curator.storage.paths import expand_paths
@@ -77,20 +79,17 @@ class ReadParquet(Source):
 
     def shards(self, ctx: StageContext) -> list[ShardSpec]:
         import fsspec
-        import pyarrow as pa
-        import pyarrow.parquet as pq
 
         specs: list[ShardSpec] = []
         files = expand_paths(self.paths, self.storage_options, f"{ctx.stage_id}.paths")
         for path, rel in zip(files, relative_names(files), strict=True):
-            try:
-                with fsspec.open(path, "rb", **self.storage_options) as fh:
-                    n = pq.ParquetFile(fh).metadata.num_row_groups
-            except pa.ArrowInvalid as e:
-                # not Parquet, or its footer is cut or damaged: one shard that quarantines the
-                # file (it used to stop the listing with a traceback, and every file with it)
+            n = row_groups(partial(fsspec.open, path, "rb", **self.storage_options))
+            if isinstance(n, str):
+                # not Parquet, its footer cut or damaged, its schema too deep for pyarrow: one
+                # shard that quarantines the file (it used to stop the listing with a
+                # traceback, and every file with it)
                 specs.append(ShardSpec(ctx.shard_name(len(specs)), {
-                    "path": path, "rel": rel, "row_groups": [], "unreadable": str(e)[:300]}))
+                    "path": path, "rel": rel, "row_groups": [], "unreadable": n}))
                 continue
             for start in range(0, max(n, 1), self.row_groups_per_shard):
                 groups = list(range(start, min(start + self.row_groups_per_shard, n)))
@@ -100,7 +99,6 @@ class ReadParquet(Source):
 
     def read(self, shard: ShardSpec, ctx: ShardContext) -> Iterator[Document]:
         import fsspec
-        import pyarrow as pa
         import pyarrow.parquet as pq
         from fsspec.implementations.local import LocalFileSystem
 
@@ -111,50 +109,32 @@ class ReadParquet(Source):
         explicit = self.source is not None
         cap = ctx.doc_cap(self.max_doc_mb)
         if "unreadable" in shard.data:
-            ctx.quarantine(b"", "not a Parquet file or its footer is damaged", file=path,
-                           detail=shard.data["unreadable"])
+            unreadable(ctx, path, shard.data["unreadable"])
             return
         local = isinstance(fsspec.core.url_to_fs(path, **self.storage_options)[0],
                            LocalFileSystem)
         with fsspec.open(path, "rb", **self.storage_options) as fh:
             pf = pq.ParquetFile(fh)
-            row = 0
-            for g in shard.data["row_groups"]:
-                # A row group is read whole (Parquet's unit): memory is bounded by the row
-                # group sizes the writer chose; each text is then held to the cap.
+            depth = schema_depth(pf.schema_arrow)
+            for g, _, row, rec in iter_rows(pf, fh, shard.data["row_groups"], ctx, path, local):
                 try:
-                    recs = pf.read_row_group(g).to_pylist()
-                except (pa.ArrowInvalid, OSError) as e:
-                    # damaged pages ("Couldn't deserialize thrift", a bad checksum or codec
-                    # block) cost this row group, not the shard and the run; a remote read
-                    # error may pass, so it fails the shard as before and is retried
-                    if not local:
-                        raise
-                    ctx.quarantine(b"", "corrupt Parquet row group", file=path, row_group=g,
-                                   detail=f"{type(e).__name__}: {' '.join(str(e).split())}"[:300])
-                    row += pf.metadata.row_group(g).num_rows
+                    doc = Document.from_flat(rec, id_field=self.id_field,
+                                             text_field=self.text_field,
+                                             default_id=f"{base}:{g}:{row}", depth_bound=depth)
+                except ValueError as e:
+                    ctx.quarantine({k: str(v)[:1000] for k, v in rec.items()}, str(e),
+                                   file=path, row_group=g, row=row)
                     continue
-                for rec in recs:
-                    try:
-                        doc = Document.from_flat(rec, id_field=self.id_field,
-                                                 text_field=self.text_field,
-                                                 default_id=f"{base}:{g}:{row}")
-                    except ValueError as e:
-                        ctx.quarantine({k: str(v)[:1000] for k, v in rec.items()}, str(e),
-                                       file=path, row_group=g, row=row)
-                        continue
-                    finally:
-                        row += 1
-                    if len(doc.text) > cap // 4 and utf8_len(doc.text) > cap:
-                        ctx.quarantine({"id": doc.id}, TOO_LARGE, file=path, row_group=g,
-                                       row=row - 1, detail=f"text of {utf8_len(doc.text)} "
-                                       f"bytes > max_doc_mb ({cap} bytes)")
-                        continue
-                    if self.ids == "rewrite":
-                        doc.meta["original_id"] = doc.id
-                        doc.id = f"{source}/{rel}:{g}:{row - 1}"
-                    set_source(doc, source, explicit, ctx)
-                    yield doc
+                if len(doc.text) > cap // 4 and utf8_len(doc.text) > cap:
+                    ctx.quarantine({"id": doc.id}, TOO_LARGE, file=path, row_group=g, row=row,
+                                   detail=f"text of {utf8_len(doc.text)} bytes > max_doc_mb "
+                                   f"({cap} bytes)")
+                    continue
+                if self.ids == "rewrite":
+                    doc.meta["original_id"] = doc.id
+                    doc.id = f"{source}/{rel}:{g}:{row}"
+                set_source(doc, source, explicit, ctx)
+                yield doc
 
 
 class WriteParquet(ShardStage):

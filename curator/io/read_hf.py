@@ -24,7 +24,8 @@ from __future__ import annotations
 import os
 import posixpath
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from functools import partial
 from typing import Annotated, Any, Literal
 
 import orjson
@@ -37,8 +38,10 @@ from curator.core.params import PositiveFloat, PositiveInt, StageParams
 from curator.core.stage import DocumentPaths, ShardSpec, Source
 from curator.io.jsonl import set_source
 from curator.io.parquet import utf8_len
+from curator.io.parquet_rows import BATCH_BYTES, iter_rows, row_groups, schema_depth, unreadable
 from curator.storage.limits import TOO_LARGE
 
+OUTSIDE = "file outside the dataset folder"
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 #: The hub's Parquet layouts, most specific first ({name}: the config, "default" if none).
 _LAYOUTS = ("{name}/{split}/*.parquet", "{name}/{split}-*.parquet", "data/{split}-*.parquet",
@@ -100,6 +103,7 @@ class ReadHf(Source):
 
         url = self._url()
         fs, root = fsspec.core.url_to_fs(url, **self.storage_options)
+        top = root
         where = f"{ctx.stage_id}.path"
         try:
             is_dir = fs.isdir(root)
@@ -125,12 +129,22 @@ class ReadHf(Source):
                 raise InputError(f"{where}: '{self.path}' has no split '{self.split}' "
                                  f"(splits: {', '.join(names)})")
             root = posixpath.join(root, self.split)
+        inside = _inside(fs, top)
         if fs.exists(posixpath.join(root, "state.json")):  # Dataset.save_to_disk
             state = orjson.loads(fs.cat_file(posixpath.join(root, "state.json")))
-            files = [posixpath.join(root, f["filename"]) for f in state.get("_data_files", [])]
-            return [ShardSpec(ctx.shard_name(i), {"path": full(f), "format": "arrow",
-                                                  "rel": posixpath.basename(f)})
-                    for i, f in enumerate(files)]
+            specs = []
+            for i, entry in enumerate(state.get("_data_files", [])):
+                name = entry.get("filename") if isinstance(entry, dict) else None
+                f = posixpath.join(root, name) if isinstance(name, str) else ""
+                data: dict[str, Any] = {"path": full(f), "format": "arrow",
+                                        "rel": posixpath.basename(f)}
+                if not inside(f):
+                    # a state.json naming /etc/passwd or ../../other: never opened, never
+                    # hashed for the shard's key
+                    data = {"refused": (f or repr(name))[:300], "format": "arrow",
+                            "rel": str(i)}
+                specs.append(ShardSpec(ctx.shard_name(i), data))
+            return specs
         name = self.config_name or "default"
         for layout in _LAYOUTS:
             files = sorted(fs.glob(posixpath.join(root, layout.format(name=name,
@@ -141,19 +155,18 @@ class ReadHf(Source):
             looked = ", ".join(x.format(name=name, split=self.split) for x in _LAYOUTS)
             raise InputError(f"{where}: no save_to_disk files (state.json) and no Parquet files "
                              f"for split '{self.split}' in '{self.path}' (looked for {looked})")
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-
         specs: list[ShardSpec] = []
         for f in files:
             rel = posixpath.relpath(f, root)
-            try:
-                with fs.open(f, "rb") as fh:
-                    n = pq.ParquetFile(fh).metadata.num_row_groups
-            except pa.ArrowInvalid as e:  # as read_parquet: quarantined, not a traceback
+            if not inside(f):  # a symlink leading out of the folder
+                specs.append(ShardSpec(ctx.shard_name(len(specs)), {
+                    "refused": rel, "format": "parquet", "rel": rel}))
+                continue
+            n = row_groups(partial(fs.open, f, "rb"))
+            if isinstance(n, str):  # as read_parquet: quarantined, not a traceback
                 specs.append(ShardSpec(ctx.shard_name(len(specs)), {
                     "path": full(f), "format": "parquet", "rel": rel, "row_groups": [],
-                    "unreadable": str(e)[:300]}))
+                    "unreadable": n}))
                 continue
             for start in range(0, max(n, 1), self.row_groups_per_shard):
                 groups = list(range(start, min(start + self.row_groups_per_shard, n)))
@@ -194,56 +207,60 @@ class ReadHf(Source):
             return
         import fsspec
 
+        if "refused" in d:
+            ctx.quarantine(b"", OUTSIDE, file=d["refused"], detail=f"{self.path}: the "
+                           "dataset names a file outside its folder (an absolute path, ../, "
+                           "or a symlink leading out); it is not read")
+            return
         path = d["path"]
         if "unreadable" in d:
-            ctx.quarantine(b"", "not a Parquet file or its footer is damaged", file=path,
-                           detail=d["unreadable"])
+            unreadable(ctx, path, d["unreadable"])
             return
+        fs, local_path = fsspec.core.url_to_fs(path, **self.storage_options)
+        if not _inside(fs, fsspec.core.url_to_fs(self._url(), **self.storage_options)[1])(
+                local_path):  # checked again where it is opened: a symlink may have moved
+            ctx.quarantine(b"", OUTSIDE, file=path, detail=f"{self.path}: a symlink leads "
+                           "out of the dataset folder; it is not read")
+            return
+        local = "://" not in path or path.startswith("file://")
+        depth: list[int | None] = [None]  # the schema's depth, once known: no walk per record
         if d["format"] == "arrow":
             import pyarrow as pa
 
             def rows() -> Iterator[tuple[str, dict[str, Any]]]:
                 k = 0
-                local = "://" not in path or path.startswith("file://")
                 with (pa.memory_map(path.removeprefix("file://")) if local
                       else fsspec.open(path, "rb", **self.storage_options)) as fh:
-                    for batch in pa.ipc.open_stream(fh):  # one record batch at a time
-                        for rec in batch.to_pylist():
-                            yield f"{d['rel']}:{k}", rec
-                            k += 1
+                    stream = pa.ipc.open_stream(fh)
+                    depth[0] = schema_depth(stream.schema)
+                    for batch in stream:  # one record batch at a time
+                        # a batch's rows become Python objects a slice of BATCH_BYTES at a
+                        # time (its size is the writer's choice)
+                        step = max(1, BATCH_BYTES * batch.num_rows // max(batch.nbytes, 1))
+                        for i in range(0, batch.num_rows, step):
+                            for rec in batch.slice(i, step).to_pylist():
+                                yield f"{d['rel']}:{k}", rec
+                                k += 1
         else:
-            import pyarrow as pa
             import pyarrow.parquet as pq
-
-            local = "://" not in path or path.startswith("file://")
 
             def rows() -> Iterator[tuple[str, dict[str, Any]]]:
                 with fsspec.open(path, "rb", **self.storage_options) as fh:
                     pf = pq.ParquetFile(fh)
-                    for g in d["row_groups"]:  # a row group is Parquet's unit of reading
-                        try:
-                            recs = pf.read_row_group(g).to_pylist()
-                        except (pa.ArrowInvalid, OSError) as e:
-                            if not local:  # a remote read error may pass: the shard fails
-                                raise
-                            # as read_parquet: damaged pages cost this row group only
-                            ctx.quarantine(b"", "corrupt Parquet row group", file=path,
-                                           row_group=g, detail=f"{type(e).__name__}: "
-                                           f"{' '.join(str(e).split())}"[:300])
-                            continue
-                        for k, rec in enumerate(recs):
-                            yield f"{d['rel']}:{g}:{k}", rec
-        yield from self._docs(rows(), ctx, path)
+                    depth[0] = schema_depth(pf.schema_arrow)
+                    for g, k, _, rec in iter_rows(pf, fh, d["row_groups"], ctx, path, local):
+                        yield f"{d['rel']}:{g}:{k}", rec
+        yield from self._docs(rows(), ctx, path, lambda: depth[0])
 
     def _docs(self, rows: Iterable[tuple[str, dict[str, Any]]], ctx: ShardContext,
-              path: str) -> Iterator[Document]:
+              path: str, depth: Callable[[], int | None] | None = None) -> Iterator[Document]:
         source = self.source or ctx.stage_id
         explicit = self.source is not None
         cap = ctx.doc_cap(self.max_doc_mb)
         for where, rec in rows:
             try:
                 doc = Document.from_flat(rec, id_field=self.id_field, text_field=self.text_field,
-                                         default_id=where)
+                                         default_id=where, depth_bound=depth)
             except ValueError as e:
                 ctx.quarantine({k: str(v)[:1000] for k, v in rec.items()}, str(e), file=path,
                                row=where)
@@ -258,6 +275,20 @@ class ReadHf(Source):
                 doc.id = f"{source}/{where}"
             set_source(doc, source, explicit, ctx)
             yield doc
+
+
+def _inside(fs: Any, top: str) -> Callable[[str], bool]:
+    """Whether a path lies inside the folder ``top``: after resolving symlinks for a local
+    folder (a link may point anywhere), after normalising ``..`` for a remote one."""
+    from fsspec.implementations.local import LocalFileSystem
+
+    if isinstance(fs, LocalFileSystem):
+        real_top = os.path.realpath(top)
+        return lambda p: bool(p) and os.path.commonpath(
+            [real_top, os.path.realpath(p)]) == real_top
+    norm_top = posixpath.normpath(top)
+    return lambda p: bool(p) and posixpath.commonpath(
+        [norm_top, posixpath.normpath(p)]) == norm_top
 
 
 __all__ = ["ReadHf"]

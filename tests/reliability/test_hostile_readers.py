@@ -16,6 +16,7 @@ import bz2
 import gzip
 import io
 import json
+import os
 import resource
 import subprocess
 import sys
@@ -136,4 +137,45 @@ def test_jsonl_gz_with_a_one_gib_line_is_skipped_under_a_memory_limit(tmp_path):
     assert q["reason"] == "too_large" and q["line"] == 2 and q["offset"] == len(good_a)
     assert "1073741" in q["detail"]  # the line's length was measured while skipping it
     assert "[read_jsonl] 3 -> 2 docs (0 removed, 1 quarantined)" in log
+    assert rss < 600 * MB, rss
+
+
+def test_parquet_row_groups_of_texts_of_8_mb_are_read_in_bounded_batches(tmp_path):
+    """A row group is the writer's choice: one of 64 texts of 8 MB (an 18 KB file) took
+    1.75 GB, read whole. Rows are now read in batches of about 64 MB (from the row group's
+    sizes, a dictionary page counted per row): row groups of 32 texts of 8 MB in plain pages,
+    and a dictionary of one 8 MB value referred to 32 times, are read under the 1.5 GB
+    address-space limit in 600 MB (they took 850 MB each before). The 18 KB file holds one
+    512 MB page, which pyarrow can only decode whole: a decompression bomb, quarantined with
+    its row group. Built from one 8 MB buffer referred to many times (nothing big in the
+    test process)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    big = pa.array(["a" * (8 * MB)])
+
+    def table(n: int) -> pa.Table:
+        return pa.table({"id": [f"d{i}" for i in range(n)],
+                         "text": pa.chunked_array([big] * n)})
+
+    pq.write_table(table(32), str(tmp_path / "a_paged.parquet"), row_group_size=32,
+                   compression="zstd", use_dictionary=False)
+    pq.write_table(pa.table({"id": [f"d{i}" for i in range(32)],
+                             "text": pa.DictionaryArray.from_arrays(
+                                 pa.array([0] * 32, pa.int32()), big)}),
+                   str(tmp_path / "b_dictionary.parquet"), row_group_size=32,
+                   compression="zstd")
+    pq.write_table(table(64), str(tmp_path / "c_one_page.parquet"), row_group_size=64,
+                   compression="zstd", use_dictionary=False, data_page_size=1 << 30)
+    pq.write_table(pa.table({"id": ["after"], "text": ["a small one"]}),
+                   str(tmp_path / "d_small.parquet"))
+    assert max(os.path.getsize(f) for f in tmp_path.glob("*.parquet")) < 30_000
+    rss, _ = run_limited(tmp_path, "  - read_parquet: {paths: '*.parquet'}\n")
+    d = tmp_path / "w" / "stages" / "read_parquet" / "data"
+    docs = [(r["id"], len(r["text"])) for f in sorted(d.glob("*")) for r in read_records(str(f))]
+    assert docs == [(f"d{i}", 8 * MB) for i in range(32)] * 2 + [("after", 11)]
+    [q] = side(tmp_path, "quarantine", "read_parquet")
+    assert (q["reason"], q["file"], q["row_group"]) == (
+        "Parquet page too large to decode", str(tmp_path / "c_one_page.parquet"), 0)
+    assert "decompresses to 536871175 bytes from" in q["detail"]
     assert rss < 600 * MB, rss

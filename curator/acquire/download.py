@@ -23,6 +23,7 @@ from typing import Any, Literal
 
 from curator.core.errors import InputError
 from curator.core.redact import redact
+from curator.storage import nofollow
 
 Verify = Literal["gzip", "bz2", "tar", "none"]
 CHUNK = 1 << 20
@@ -133,7 +134,7 @@ def fetch(url: str, dest: str, *, verify: Verify = "none", retries: int = 5,
         res.skipped = True
         return res
     require_protocol(url)
-    os.makedirs(os.path.dirname(dest) or ".", exist_ok=True)
+    nofollow.makedirs(os.path.dirname(dest) or ".")
     part = dest + ".part"
     for attempt in range(retries + 1):
         res.attempts += 1
@@ -249,7 +250,7 @@ def _fsspec_attempt(url: str, part: str, storage_options: dict[str, Any],
         if have:
             src.seek(have)
             res.resumed += 1
-        with open(part, "ab" if have else "wb") as f:
+        with nofollow.open_file(part, "ab" if have else "wb") as f:
             while True:
                 chunk = src.read(CHUNK)
                 if not chunk:
@@ -264,7 +265,7 @@ def _copy_local(url: str, part: str, res: FetchResult) -> None:
     src = url[len("file://"):] if url.startswith("file://") else url
     if not os.path.exists(src):
         raise DownloadError(f"{url}: file not found")
-    with open(src, "rb") as fi, open(part, "wb") as fo:
+    with open(src, "rb") as fi, nofollow.open_file(part, "wb") as fo:
         while chunk := fi.read(CHUNK):
             fo.write(chunk)
             res.bytes += len(chunk)

@@ -39,6 +39,9 @@ _FS_HINTS = {
     # a name built from a parameter or the data (an output folder, a source's name)
     errno.ENAMETOOLONG: "a file or folder name is longer than the filesystem allows (255 bytes "
                         "on most); choose a shorter one",
+    # a symlink planted where curator keeps its own file (storage/nofollow.py)
+    errno.ELOOP: "remove it and rerun: curator follows no symlink inside the work_dir or an "
+                 "output folder",
 }
 
 

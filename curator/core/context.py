@@ -25,7 +25,7 @@ from curator.core.shard_runner import run_shard_tasks
 from curator.core.stage import PhaseContext, Shard
 from curator.core.stats import HIST_BINS, ShardStats, length_bin
 from curator.core.usage import Usage, call_measured
-from curator.storage import sealed
+from curator.storage import nofollow, sealed
 
 __all__ = ["DEFAULT_MAX_DOC_BYTES", "HIST_BINS", "GlobalContext", "ShardContext", "ShardStats",
            "StageContext", "length_bin", "write_json"]
@@ -98,7 +98,7 @@ class GlobalContext(PhaseContext):
         return hmac.new(self._work_dir_key(), purpose.encode(), hashlib.sha256).hexdigest()[:16]
 
     def _measured(self, fn: Callable[[Any], Any], items: list[Any]) -> list[Any]:
-        pairs = self.executor.map(functools.partial(call_measured, fn), items)
+        pairs = self.executor.map(functools.partial(_confined, self.work_dir, fn), items)
         self.task_usage.extend(u for _, u in pairs)
         return [r for r, _ in pairs]
 
@@ -122,6 +122,13 @@ class GlobalContext(PhaseContext):
 
     def count(self, name: str, n: int = 1) -> None:
         self.counters[name] += n
+
+
+def _confined(work_dir: str, fn: Callable[[Any], Any], item: Any) -> tuple[Any, Any]:
+    """``call_measured(fn, item)`` on a worker that writes below ``work_dir`` without following
+    symlinks (:mod:`curator.storage.nofollow`)."""
+    nofollow.confine(work_dir)
+    return call_measured(fn, item)
 
 
 class _PhaseTask:

@@ -122,13 +122,18 @@ class DaskExecutor(Executor):
             self.client = _connect(address, scheduler_file, tls, log)
         else:
             n = workers or os.cpu_count() or 1
+            _check_local_dashboard(dashboard_address)
+            # Loopback is reachable by every account on the machine, and a Dask scheduler
+            # runs what any client sends: the cluster's own processes alone hold credentials
+            # (throwaway mutual TLS made in memory here, passed to the workers by their nanny
+            # processes, never written where another user can read them)
+            security = tls.security() if tls else private_security()
             self.cluster = LocalCluster(
                 n_workers=n, threads_per_worker=threads_per_worker, processes=True,
                 memory_limit=memory_limit, dashboard_address=dashboard_address,
-                host="127.0.0.1",
-                **({"protocol": "tls://", "security": tls.security()} if tls else {}),
+                host="127.0.0.1", protocol="tls://", security=security,
             )
-            self.client = Client(self.cluster, security=tls.security() if tls else None)
+            self.client = Client(self.cluster, security=security)
         # workers log a failed task with its exception; mask secrets there too (every worker,
         # also ones started or restarted later)
         self.client.register_plugin(_redacting_plugin(), name="curator-redact-logs")
@@ -414,6 +419,30 @@ class MPIExecutor(Executor):
 
     def barrier(self) -> None:
         self._arrive()
+
+
+def private_security() -> Any:
+    """Dask ``Security`` with a CA, certificate and key made in memory for one local cluster
+    (``Security.temporary``), TLS required on every connection: a client or worker without
+    them (another user of the machine) is refused."""
+    from distributed.security import Security
+
+    try:
+        return Security.temporary()  # require_encryption=True
+    except ImportError as e:  # pragma: no cover - cryptography comes with the dask extra
+        raise CuratorError("executor 'dask' needs the 'cryptography' package to secure its "
+                           "local cluster: pip install 'curator-pipeline[dask]'") from e
+
+
+def _check_local_dashboard(address: str | None) -> None:
+    """The local cluster's dashboard has no authentication: loopback or off."""
+    if address is None:
+        return
+    if not is_loopback(address):
+        raise ConfigError(
+            f"executor.dashboard_address '{address}': the local Dask cluster's dashboard has "
+            "no authentication and would be reachable beyond this machine; give "
+            "127.0.0.1:PORT (reach it through an SSH tunnel) or null")
 
 
 def _connect(address: str | None, scheduler_file: str | None, tls: TLSFiles | None,

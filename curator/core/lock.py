@@ -9,6 +9,7 @@ process with the local executor, the client with Dask, rank 0 with MPI.
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import os
 import socket
@@ -19,7 +20,9 @@ from typing import IO, Any
 
 import orjson
 
+from curator.base.redact import MASK, redact
 from curator.core.errors import CuratorError
+from curator.storage import nofollow
 
 LOCK_NAME = ".lock"
 
@@ -47,10 +50,17 @@ class WorkDirLock:
     def acquire(self) -> WorkDirLock:
         if self._fh is not None:
             return self
+        nofollow.confine(self.work_dir)
         try:
-            os.makedirs(self.work_dir, exist_ok=True)
-            fh = open(self.path, "a+b")  # noqa: SIM115 - kept open while the run lasts
+            # never through a symlink (a planted ``.lock -> ~/file`` would be truncated), and
+            # private: it names the holder's command line
+            fh = nofollow.open_file(self.path, "a+b", perm=0o600)
+            with contextlib.suppress(OSError):
+                os.fchmod(fh.fileno(), 0o600)  # one made by an older curator was 0644
         except OSError as e:
+            if e.errno == errno.ELOOP:
+                raise CuratorError(f"{self.path}: {e.strerror}; remove it (curator follows "
+                                   "no symlink inside the work_dir)") from None
             raise CuratorError(f"work_dir '{self.work_dir}' is not writable: "
                                f"{e.strerror}") from None
         try:
@@ -68,7 +78,7 @@ class WorkDirLock:
         self.run_id = uuid.uuid4().hex[:12]
         info = {"host": socket.gethostname(), "pid": os.getpid(), "run": self.run_id,
                 "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-                "argv": sys.argv[:8]}
+                "argv": public_argv(sys.argv[:8])}
         fh.seek(0)
         fh.truncate()
         fh.write(orjson.dumps(info) + b"\n")
@@ -89,6 +99,22 @@ class WorkDirLock:
 
     def __exit__(self, *exc: Any) -> None:
         self.release()
+
+
+def public_argv(argv: list[str]) -> list[str]:
+    """``argv`` without the values of ``--set KEY=VALUE`` (they may hold secrets) and with
+    URL credentials masked."""
+    out: list[str] = []
+    after_set = False
+    for a in argv:
+        opt, eq, val = a.partition("=")
+        if after_set and eq:
+            a = f"{opt}={MASK}"
+        elif eq and len(opt) > 3 and "--set".startswith(opt):  # --set=K=V, or abbreviated
+            a = f"{opt}={val.split('=', 1)[0]}={MASK}"
+        after_set = len(a) > 2 and "--set".startswith(a)  # argparse takes --s, --se
+        out.append(redact(a))
+    return out
 
 
 def describe_holder(raw: bytes) -> str:

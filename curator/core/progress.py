@@ -19,7 +19,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from curator.storage import read_position
+from curator.storage import nofollow, read_position
 
 #: How often a worker rewrites its shard's heartbeat file (seconds; ``CURATOR_HEARTBEAT_S``).
 HEARTBEAT_S = float(os.environ.get("CURATOR_HEARTBEAT_S") or 2.0)
@@ -73,7 +73,7 @@ def heartbeat(docs: Iterator[Any], path: str, every: float | None = None) -> Ite
         LIVE.pop(path, None)
         if wrote:
             with contextlib.suppress(OSError):
-                os.unlink(path)
+                nofollow.unlink(path)
 
 
 def shard_eta(beat: dict[str, Any], now: float | None = None) -> float | None:
@@ -135,14 +135,13 @@ def _write_beat(path: str, beat: dict[str, Any]) -> bool:
     """Best effort: progress must never fail a shard (a full disk fails the real writes)."""
     tmp = f"{path}.{os.getpid()}.tmp"
     try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(tmp, "w") as f:
+        with nofollow.open_file(tmp, "w") as f:
             json.dump(beat, f)
-        os.replace(tmp, path)
+        nofollow.replace(tmp, path)
         return True
     except OSError:
         with contextlib.suppress(OSError):
-            os.unlink(tmp)
+            nofollow.unlink(tmp)
         return False
 
 
@@ -305,9 +304,8 @@ class Progress:
             self._thread.join()
             self._thread = None
         if self.live_dir and self.mode != "off":  # heartbeats of killed workers, the folder
-            import shutil
-
-            shutil.rmtree(self.live_dir, ignore_errors=True)
+            with contextlib.suppress(OSError):
+                nofollow.rmtree(self.live_dir)
         if self.mode == "bar" and self.total:
             self.stream.write("\n")
             self.stream.flush()

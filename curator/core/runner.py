@@ -20,9 +20,9 @@ never on the number of workers, so a run may resume on a different cluster size.
 from __future__ import annotations
 
 import contextlib
+import errno
 import itertools
 import os
-import shutil
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -56,6 +56,7 @@ from curator.core.shard_runner import (
 from curator.core.stage import GlobalStage, Shard, ShardSpec, Source, Stage
 from curator.core.stats import ShardStats, StageStats
 from curator.core.usage import Meter, Usage, stage_usage
+from curator.storage import nofollow
 from curator.storage.atomic import remove_dead_temps, remove_temps_of_dead_runs, set_run_id
 from curator.storage.outputs import (
     adopt,
@@ -152,6 +153,7 @@ class Runner:
         self.pipe = pipeline
         self.ex = executor
         self.work_dir = pipeline.work_dir
+        nofollow.confine(self.work_dir)
         # every line passes redact(): a URL's password or a secret from the environment
         # never reaches the terminal, whoever calls the runner
         self.log = (lambda msg: log(redact(msg))) if (log and executor.is_root) else (
@@ -231,7 +233,8 @@ class Runner:
             for e in it:
                 phases = os.path.join(e.path, "_phases")
                 if os.path.isdir(phases):
-                    shutil.rmtree(phases, ignore_errors=True)
+                    with contextlib.suppress(OSError):
+                        nofollow.rmtree(phases)
                     dropped += 1
         self.log(f"work_dir was copied or moved from {origin}: its results are reused where "
                  "their files are here" + (f"; unfinished phases of {dropped} stage(s) restart"
@@ -387,7 +390,8 @@ class Runner:
                 _remove_obsolete(self.work_dir, node.id, set(p.names))
                 write_json(os.path.join(sdir, "_SUCCESS.json"), result)
                 self._log_stage(node.id, agg, result["seconds"])
-                shutil.rmtree(os.path.join(sdir, "_ids"), ignore_errors=True)
+                with contextlib.suppress(OSError):
+                    nofollow.rmtree(os.path.join(sdir, "_ids"))
         return results
 
     # -- one global stage -------------------------------------------------------------------
@@ -551,8 +555,8 @@ class Runner:
             remove_files(marker.get("files") or [], self.work_dir)
         for d in (sdir, os.path.join(self.work_dir, "rejected", node.id),
                   os.path.join(self.work_dir, "quarantine", node.id)):
-            shutil.rmtree(d, ignore_errors=True)
-        os.makedirs(sdir, exist_ok=True)
+            nofollow.rmtree(d)
+        nofollow.makedirs(sdir)
         write_json(os.path.join(sdir, "_FINGERPRINT"), {"key": key, "identity": node.identity})
 
     def _upstream_artifacts(self, node: StageNode) -> dict[str, Any]:
@@ -689,8 +693,7 @@ def _remove_obsolete(work_dir: str, stage_id: str, names: set[str]) -> None:
                   os.path.join(work_dir, "rejected", stage_id, f"{name}.jsonl.zst"),
                   os.path.join(work_dir, "quarantine", stage_id, f"{name}.jsonl.zst"),
                   os.path.join(sdir, "_done", f"{name}.json")):
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(p)
+            nofollow.unlink(p)
 
 
 def aggregate(stats: Sequence[ShardStats], inputs: list[Shard] | None,
@@ -757,12 +760,13 @@ def _check_specs(stage_id: str, specs: Any) -> None:
 
 def _check_writable(work_dir: str) -> None:
     try:
-        os.makedirs(work_dir, exist_ok=True)
         probe = os.path.join(work_dir, ".write-test")
-        with open(probe, "w") as f:
+        with nofollow.open_file(probe, "w") as f:
             f.write("ok")
-        os.unlink(probe)
+        nofollow.unlink(probe)
     except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise
         raise CuratorError(f"work_dir '{work_dir}' is not writable: {e.strerror}") from None
 
 

@@ -10,9 +10,11 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
+from curator.base.urls import public_url
 from curator.core.document import Document
 from curator.core.errors import ConfigError
 from curator.core.redact import redact_fast, redact_value
+from curator.storage import nofollow
 from curator.storage.atomic import atomic_open, open_compressed_write
 from curator.storage.limits import DEFAULT_MAX_DOC_MB, mb_to_bytes
 from curator.storage.shards import RecordWriter, dumps
@@ -59,7 +61,8 @@ class StageContext:
     @property
     def artifact_dir(self) -> str:
         d = os.path.join(self.stage_dir, "artifacts")
-        os.makedirs(d, exist_ok=True)
+        nofollow.confine(self.work_dir)
+        nofollow.makedirs(d)
         return d
 
     def shard_name(self, index: int) -> str:
@@ -82,6 +85,7 @@ class StageContext:
         """Resolve a user-given output path: relative paths live under ``work_dir`` and may not
         escape it; absolute paths and URLs are taken as given."""
         if "://" in path or os.path.isabs(path):
+            nofollow.confine(path)  # a declared output: nothing below it is followed
             return path
         full = os.path.normpath(os.path.join(self.work_dir, path))
         root = os.path.normpath(self.work_dir)
@@ -95,6 +99,7 @@ class StageContext:
                     f"stage '{self.stage_id}': output path '{path}' escapes work_dir{via}; "
                     "give an absolute path to write outside it"
                 )
+        nofollow.confine(full)
         return full
 
 
@@ -138,7 +143,8 @@ class ShardContext(StageContext):
         # where it came from and why, without a URL's password or an environment secret (the
         # record itself is input data, kept as it was)
         reason = redact_fast(reason)
-        where = {k: redact_fast(v) if isinstance(v, str) else v for k, v in where.items()}
+        where = {k: redact_fast(public_url(v) if k == "file" else v) if isinstance(v, str)
+                 else v for k, v in where.items()}
         self.quarantined[reason] += 1
         if isinstance(record, bytes):
             record = record.decode("utf-8", "replace")

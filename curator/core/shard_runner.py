@@ -40,6 +40,7 @@ from curator.core.shard_context import DEFAULT_MAX_DOC_BYTES, Mapper, ShardConte
 from curator.core.stage import Shard, ShardSpec, ShardStage, Source, Stage
 from curator.core.stats import ShardStats, length_bin
 from curator.core.usage import Meter, Usage
+from curator.storage import nofollow
 from curator.storage.atomic import atomic_open
 from curator.storage.limits import TOO_LARGE
 from curator.storage.outputs import claimed, file_ids, missing_or_foreign, rebase, trusted
@@ -188,8 +189,7 @@ def _clear(task: ShardTask) -> None:
         if not st.write:
             paths.append(data_path(task.work_dir, st.stage_id, task.name))
         for p in paths:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(p)
+            nofollow.unlink(p)
 
 
 def run_shard(task: ShardTask) -> list[ShardStats]:
@@ -198,6 +198,7 @@ def run_shard(task: ShardTask) -> list[ShardStats]:
     Four parts: *read* the shard (a source's documents under the run's size cap), *process*
     it through each step's ``process`` (counted and timed between steps), *write* what the
     last step keeps, *mark* every step done. One record per step, in step order."""
+    nofollow.confine(task.work_dir)
     cached = _resumable(task)
     if cached is not None:
         return cached
@@ -491,7 +492,7 @@ def remove_files(paths: Sequence[str], work_dir: str) -> None:
             claims = list(claimed(work_dir))
         if trusted(p, work_dir, claims):
             with contextlib.suppress(OSError):
-                os.unlink(p)
+                nofollow.unlink(p)
 
 
 def run_shard_tasks(executor: Mapper, stage: Stage, stage_id: str, fingerprint: str,

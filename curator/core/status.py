@@ -33,6 +33,7 @@ from curator.core.runner import (
     stage_dir,
     written_outputs,
 )
+from curator.storage import nofollow
 from curator.storage.outputs import missing_or_foreign
 
 
@@ -318,8 +319,6 @@ def _human(n: int) -> str:
 def prune(pipe: Pipeline, items: list[Leftover]) -> list[str]:
     """Remove the curator-made folders of ``items`` and drop their stale output claims from
     the registry (the output folders themselves are kept); returns what was removed."""
-    import shutil
-
     from curator.storage.outputs import claimed, write_registry
 
     wd = pipe.work_dir
@@ -328,7 +327,8 @@ def prune(pipe: Pipeline, items: list[Leftover]) -> list[str]:
         for rel in lo.folders:
             path = os.path.join(wd, rel)
             if os.path.isdir(path) and not os.path.islink(path):
-                shutil.rmtree(path)
+                nofollow.confine(wd)
+                nofollow.rmtree(path)
                 removed.append(rel)
     stale = {p for lo in items for p in lo.outputs}
     if stale:

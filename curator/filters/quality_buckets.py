@@ -32,6 +32,7 @@ from curator.core.context import GlobalContext, ShardContext
 from curator.core.document import Document, meta_value
 from curator.core.params import PositiveInt, StageParams
 from curator.core.stage import GlobalStage, Shard
+from curator.storage.atomic import atomic_open
 from curator.storage.shards import read_shard
 
 
@@ -93,11 +94,9 @@ def _sample_task(keys: tuple[str, ...], limit: int, seed: int, out_dir: str,
             order = np.argsort(hs[np.asarray(rows[k], dtype=np.int64)], kind="stable")[:limit]
             v = v[np.sort(order)]
         arrays[f"k{i}"] = v
-    os.makedirs(out_dir, exist_ok=True)
     out = os.path.join(out_dir, f"{name}.npz")
-    tmp = out + ".tmp.npz"
-    np.savez(tmp, **arrays)
-    os.replace(tmp, out)
+    with atomic_open(out, "wb") as f:
+        np.savez(f, **arrays)
     return _Sample(out, n, {k: int(arrays[f"k{i}"].size) for i, k in enumerate(keys)})
 
 

@@ -17,6 +17,7 @@ import fsspec
 import orjson
 from pydantic import Field
 
+from curator.base.urls import distinct, public_basename, public_url
 from curator.core.context import ShardContext, StageContext
 from curator.core.document import MAX_NESTING, Document
 from curator.core.errors import InputError
@@ -101,7 +102,7 @@ class ReadJsonl(Source):
 
     def read(self, shard: ShardSpec, ctx: ShardContext) -> Iterator[Document]:
         path = shard.data["path"]
-        base = os.path.basename(path)
+        base = public_basename(path)  # ids never hold a URL's credentials or query
         rel = shard.data.get("rel", base)
         source = self.source or ctx.stage_id
         explicit = self.source is not None
@@ -180,11 +181,21 @@ def set_source(doc: Document, source: str, explicit: bool, ctx: ShardContext) ->
 
 def relative_names(files: list[str]) -> list[str]:
     """Each file's path relative to the deepest folder shared by all of them (what rewritten
-    ids use: unique within the source, short, stable when the data moves)."""
+    ids use: unique within the source, short, stable when the data moves), made from the
+    files' public names (:func:`~curator.base.urls.public_url`: no URL credentials, no query
+    values)."""
+    return distinct(_relative_names([public_url(f) for f in files]), files)
+
+
+def _relative_names(files: list[str]) -> list[str]:
     if not files:
         return []
     if len(files) == 1:
         return [os.path.basename(files[0])]
+    if all("://" in f for f in files):  # commonpath would fold the scheme's '//'
+        common = os.path.commonprefix(files)  # noqa: RUF071 - cut back to a '/' below
+        common = common[:common.rfind("/") + 1]
+        return [f[len(common):] for f in files]
     try:
         common = os.path.commonpath(files)
     except ValueError:  # mixed protocols or absolute/relative

@@ -10,6 +10,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator
 
+from curator.base.urls import public_basename
 from curator.core.context import ShardContext, StageContext
 from curator.core.document import Document
 from curator.core.params import PositiveFloat, PositiveInt, StageParams
@@ -103,7 +104,7 @@ class ReadParquet(Source):
         from fsspec.implementations.local import LocalFileSystem
 
         path = shard.data["path"]
-        base = os.path.basename(path)
+        base = public_basename(path)  # ids never hold a URL's credentials or query
         rel = shard.data.get("rel", base)
         source = self.source or ctx.stage_id
         explicit = self.source is not None

@@ -20,7 +20,7 @@ from typing import IO, Any
 
 import fsspec
 
-from curator.storage import read_position
+from curator.storage import nofollow, read_position
 
 ZSTD_LEVEL = 3
 GZIP_LEVEL = 6  # zlib's default; level 9 costs ~3x the time for ~2% smaller files
@@ -52,24 +52,30 @@ def atomic_open(path: str, mode: str = "wb") -> Iterator[IO[Any]]:
         raise ValueError("atomic_open is for writing")
     tmp = f"{path}{_tmp_suffix()}"
     if is_local(path):
-        lp, ltmp = local_path(path), local_path(tmp)
-        os.makedirs(os.path.dirname(lp) or ".", exist_ok=True)
-        f = open(ltmp, mode)  # noqa: SIM115
-        try:
-            yield f
-            f.flush()
-            os.fsync(f.fileno())
-            f.close()
-            os.replace(ltmp, lp)
-        except BaseException as e:
-            with contextlib.suppress(OSError):  # closing flushes, which fails again on ENOSPC
+        lp = local_path(path)
+        # the temporary is new (O_EXCL) and every folder above it is reached without following
+        # a symlink below the work_dir or output folder (storage/nofollow.py)
+        with nofollow.parent(lp) as (dfd, name):
+            tname = os.path.basename(local_path(tmp))
+            nofollow.check_not_link(dfd, name, lp)
+            f = os.fdopen(nofollow.open_fd(dfd, tname, os.O_WRONLY | os.O_CREAT | os.O_EXCL,
+                                           lp), mode)
+            try:
+                yield f
+                f.flush()
+                os.fsync(f.fileno())
                 f.close()
-            with contextlib.suppress(OSError):
-                os.unlink(ltmp)
-            if isinstance(e, OSError) and e.errno is not None and e.filename is None:
-                e.filename = lp  # write()/fsync() errors name no file: say which one
-            raise
-        _remove_stale_temps(lp)
+                nofollow.check_not_link(dfd, name, lp)
+                os.replace(tname, name, src_dir_fd=dfd, dst_dir_fd=dfd)
+            except BaseException as e:
+                with contextlib.suppress(OSError):  # closing flushes, which fails again on ENOSPC
+                    f.close()
+                with contextlib.suppress(OSError):
+                    os.unlink(tname, dir_fd=dfd)
+                if isinstance(e, OSError) and e.errno is not None and e.filename is None:
+                    e.filename = lp  # write()/fsync() errors name no file: say which one
+                raise
+            _remove_stale_temps(lp, dfd)
     else:
         fs, _, (rpath,) = fsspec.get_fs_token_paths(path)
         rtmp = f"{rpath}{_tmp_suffix()}"
@@ -147,7 +153,7 @@ def pid_alive(pid: int) -> bool:
     return stat[stat.rfind(b")") + 2:stat.rfind(b")") + 3] not in (b"Z", b"X")
 
 
-def _remove_stale_temps(lp: str) -> None:
+def _remove_stale_temps(lp: str, dfd: int) -> None:
     """Drop temporaries of ``lp`` left by writers that died mid-write (SIGKILL, a node lost).
     Only temporaries of this very file written on this host by a process that no longer
     exists are touched: never a live writer's file in progress (two runs, or two attempts of
@@ -159,7 +165,7 @@ def _remove_stale_temps(lp: str) -> None:
         if len(_STALE) > 4096:
             _STALE.clear()
         stale = _STALE[d] = {}
-        with contextlib.suppress(OSError), os.scandir(d) as it:
+        with contextlib.suppress(OSError), os.scandir(dfd) as it:
             for e in it:
                 m = _TMP_NAME.fullmatch(e.name)
                 if m and m.group(3) == _HOST:
@@ -167,7 +173,7 @@ def _remove_stale_temps(lp: str) -> None:
     for t, pid in stale.pop(name, ()):
         if pid != os.getpid() and not pid_alive(pid):
             with contextlib.suppress(OSError):
-                os.unlink(os.path.join(d, t))
+                os.unlink(t, dir_fd=dfd)
 
 
 def dead_temp(name: str, run_id: str, anywhere: bool = False) -> bool:
@@ -212,14 +218,29 @@ def remove_dead_temps(folders: list[str], recursive: bool = False) -> int:
     for top in folders:
         if not is_local(top):
             continue
-        for d, _, names in (os.walk(local_path(top)) if recursive
-                            else [(local_path(top), None, _names(local_path(top)))]):
-            for n in names:
-                if dead_temp(n, _RUN):
-                    with contextlib.suppress(OSError):
-                        os.unlink(os.path.join(d, n))
-                        removed += 1
+        for dfd, n in _temp_names(top, recursive):
+            if dead_temp(n, _RUN):
+                with contextlib.suppress(OSError):
+                    os.unlink(n, dir_fd=dfd)
+                    removed += 1
     return removed
+
+
+def _temp_names(top: str, recursive: bool) -> Iterator[tuple[int, str]]:
+    """(folder descriptor, name) of the temporaries in ``top`` (and below, with
+    ``recursive``), reached without following a symlink (:mod:`curator.storage.nofollow`)."""
+    try:
+        tfd = nofollow.open_dir(local_path(top))
+    except OSError:
+        return
+    try:
+        walk = os.fwalk(".", dir_fd=tfd) if recursive else [(".", None, _names(tfd), tfd)]
+        for _, _, names, dfd in walk:
+            for n in names:
+                if _TMP_NAME.fullmatch(n):
+                    yield dfd, n
+    finally:
+        os.close(tfd)
 
 
 def remove_temps_of_dead_runs(folders: list[str], run_id: str) -> tuple[int, int]:
@@ -227,16 +248,20 @@ def remove_temps_of_dead_runs(folders: list[str], run_id: str) -> tuple[int, int
     temporary under ``folders`` that is not the run's own (no other run can be writing there),
     whichever host wrote it; returns how many and their bytes."""
     removed = size = 0
-    for d, n, nbytes in list(temps(folders)):
-        if dead_temp(n, run_id, anywhere=True):
-            with contextlib.suppress(OSError):
-                os.unlink(os.path.join(d, n))
-                removed += 1
-                size += nbytes
+    for top in folders:
+        if not is_local(top):
+            continue
+        for dfd, n in _temp_names(top, True):
+            if dead_temp(n, run_id, anywhere=True):
+                with contextlib.suppress(OSError):
+                    nbytes = os.stat(n, dir_fd=dfd, follow_symlinks=False).st_size
+                    os.unlink(n, dir_fd=dfd)
+                    removed += 1
+                    size += nbytes
     return removed, size
 
 
-def _names(d: str) -> list[str]:
+def _names(d: int) -> list[str]:
     try:
         return os.listdir(d)
     except OSError:

@@ -18,6 +18,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from curator.storage import nofollow
 from curator.storage.atomic import temp_path
 
 _OS_ERROR = re.compile(r"\(os error (\d+)\)")
@@ -43,7 +44,7 @@ def save_checked(save: Callable[[str], None], path: str, expected_size: int | No
     not check) or a failure to open raises the ``OSError`` a write in that folder gets now (disk
     full, no permission, read-only), else ``EIO``; the temporary is removed either way."""
     folder = os.path.dirname(path) or "."
-    os.makedirs(folder, exist_ok=True)
+    nofollow.makedirs(folder)  # the library opens tmp by name: no symlinked folder on the way
     tmp = temp_path(path)
     try:
         try:
@@ -55,7 +56,7 @@ def save_checked(save: Callable[[str], None], path: str, expected_size: int | No
         if expected_size is not None and size != expected_size:
             probe_write(folder, path)
             raise OSError(errno.EIO, f"only {size} of {expected_size} bytes were written", path)
-        os.replace(tmp, path)
+        nofollow.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
@@ -80,7 +81,7 @@ def probe_write(folder: str, path: str | None = None) -> None:
     writer failed to write without saying why: disk full, no permission, read-only)."""
     probe = os.path.join(folder, f".curator-probe-{os.getpid()}")
     try:
-        fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
         try:
             os.write(fd, b"\0" * 65536)
             os.fsync(fd)

@@ -17,6 +17,7 @@ from typing import Any
 import orjson
 
 from curator.base.errors import ConfigError
+from curator.storage import nofollow
 from curator.storage.atomic import atomic_open
 
 MARKER = ".curator-output.json"
@@ -231,10 +232,11 @@ def check_output_dir(path: str, owner: str, *, work_dir: str | None = None,
 
 def mark_output_dir(path: str, owner: str) -> None:
     """Put ``owner``'s marker into folder ``path`` (created if missing)."""
-    os.makedirs(path, exist_ok=True)
+    nofollow.confine(path)
+    nofollow.makedirs(path)
     marker = os.path.join(path, MARKER)
     if owner_of(path) != owner:
-        with open(marker, "wb") as f:
+        with atomic_open(marker, "wb") as f:
             f.write(orjson.dumps({"stage": owner, "note": "written by curator; a rerun of the "
                                   "same stage may replace this folder's content"}) + b"\n")
 
@@ -247,7 +249,8 @@ def claim_output_dir(path: str, owner: str, *, work_dir: str | None = None,
     full = check_output_dir(path, owner, work_dir=work_dir, replaces=replaces)
     if "://" in full:
         return full
-    os.makedirs(full, exist_ok=True)
+    nofollow.confine(full)
+    nofollow.makedirs(full)
     if not work_dir:
         mark_output_dir(full, owner)
         return full

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from curator.core.errors import InputError
+from curator.storage import nofollow
 from curator.storage.atomic import atomic_open
 
 MAGIC = b"MMIDIDX\x00\x00"
@@ -152,8 +153,7 @@ class IndexedWriter:
         self.prefix = prefix
         self.dtype = dtype
         self._tmp_bin = f"{prefix}.bin.tmp-{os.getpid()}"
-        os.makedirs(os.path.dirname(prefix) or ".", exist_ok=True)
-        self._bin = open(self._tmp_bin, "wb")  # noqa: SIM115 - closed in close()/abort()
+        self._bin = nofollow.open_file(self._tmp_bin, "wb")  # closed in close()/abort()
         self._lengths: list[np.ndarray] = []
         self._doc_seqs: list[np.ndarray] = []
         self.tokens = 0

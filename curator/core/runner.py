@@ -47,6 +47,7 @@ from curator.core.shard_runner import (
     out_shards,
     read_marker,
     remove_files,
+    remove_orphan_outputs,
     run_shard,
     shard_key,
     source_key,
@@ -177,7 +178,16 @@ class Runner:
                         self.results[group[0].id] = self._run_global(group[0])
                     else:
                         self.results.update(self._run_group(group))
+            if self.ex.is_root:
+                self._drop_orphan_outputs()
             return self._summary(time.perf_counter() - t_start)
+
+    def _drop_orphan_outputs(self) -> None:
+        gone = drop_orphan_outputs(self.pipe)
+        if gone:
+            self.log(f"removed {len(gone)} file(s) that stages no longer in the pipeline wrote "
+                     f"into its output folders: {', '.join(sorted(gone)[:3])}"
+                     + (", ..." if len(gone) > 3 else ""))
 
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:
@@ -748,6 +758,21 @@ def _check_not_own_output(stage_id: str, work_dir: str, paths: list[str]) -> Non
                     f"stage '{stage_id}': its paths match '{p}', inside {what} '{root}': this "
                     "pipeline's own output, which every rerun would read again; narrow the "
                     "pattern or move the work_dir or output elsewhere")
+
+
+def drop_orphan_outputs(pipe: Pipeline) -> list[str]:
+    """An output folder keeps the documents of the current inputs only, whatever its writer
+    is called: the files a removed or renamed stage wrote into a folder the pipeline still
+    writes are removed (:func:`~curator.core.shard_runner.remove_orphan_outputs`)."""
+    folders: dict[str, set[str]] = {}
+    for node in pipe.nodes:
+        ctx = StageContext(stage_id=node.id, work_dir=pipe.work_dir, artifacts={})
+        with contextlib.suppress(CuratorError):
+            for d in node.stage.output_dirs(ctx):
+                if "://" not in d or d.startswith("file://"):
+                    real = os.path.realpath(d.removeprefix("file://"))
+                    folders.setdefault(real, set()).add(node.id)
+    return remove_orphan_outputs(pipe.work_dir, {n.id for n in pipe.nodes}, folders)
 
 
 def _check_specs(stage_id: str, specs: Any) -> None:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
@@ -534,6 +535,71 @@ def written_outputs(done: dict[str, Any]) -> list[str]:
     paths = [s.get("path") for s in done.get("shards") or [] if isinstance(s, dict)]
     paths += done.get("written") or []
     return [p for p in paths if isinstance(p, str) and p]
+
+
+def stage_writes(work_dir: str, stage_id: str) -> dict[str, Any]:
+    """``path -> [size, mtime_ns]`` (``None`` when not recorded) of every file the markers in
+    ``stages/<stage_id>`` say the stage wrote: what curator made, and may remove again."""
+    sdir = stage_dir(work_dir, stage_id)
+    out: dict[str, Any] = {}
+    with contextlib.suppress(OSError), os.scandir(os.path.join(sdir, "_done")) as it:
+        for e in it:
+            m = read_marker(e.path, work_dir) if e.name.endswith(".json") else None
+            if not m:
+                continue
+            ids = m.get("file_ids") if isinstance(m.get("file_ids"), dict) else {}
+            for f in m.get("files") or []:
+                if isinstance(f, str):
+                    out[f] = ids.get(f)
+    done = read_marker(os.path.join(sdir, "_SUCCESS.json"), work_dir) or {}
+    ids = done.get("written_ids") if isinstance(done.get("written_ids"), dict) else {}
+    for f in written_outputs(done):
+        out.setdefault(f, ids.get(f))
+    return out
+
+
+def remove_orphan_outputs(work_dir: str, live: set[str], folders: dict[str, set[str]]
+                          ) -> list[str]:
+    """Files that a stage no longer in the pipeline (a folder under ``stages/`` whose id is
+    not in ``live``: removed or renamed) wrote into an output folder the pipeline still
+    writes (``folders``: its real path -> ids of the stages writing it), and that none of those
+    stages wrote: removed, when still the very file written (size and modification time as
+    its marker recorded them). Such a file holds documents of inputs the output no longer
+    has, whatever its writer was called. Returns the removed paths."""
+    if not folders:
+        return []
+    try:
+        with os.scandir(os.path.join(work_dir, "stages")) as it:
+            gone = sorted(e.name for e in it
+                          if e.name not in live and e.is_dir(follow_symlinks=False))
+    except OSError:
+        return []
+    current: dict[str, set[str]] = {}
+    removed: list[str] = []
+    for sid in gone:
+        for path, fid in stage_writes(work_dir, sid).items():
+            if ("://" in path and not path.startswith("file://")) or not isinstance(fid, list):
+                continue
+            path = path.removeprefix("file://")
+            real = os.path.realpath(path)
+            folder = next((f for f in folders
+                           if real.startswith(f.rstrip(os.sep) + os.sep)), None)
+            if folder is None:
+                continue
+            if folder not in current:
+                current[folder] = {os.path.realpath(p.removeprefix("file://"))
+                                   for s in folders[folder] for p in stage_writes(work_dir, s)}
+            try:
+                st = os.lstat(path)
+            except OSError:
+                continue
+            if (real in current[folder] or not stat.S_ISREG(st.st_mode)
+                    or [st.st_size, st.st_mtime_ns] != fid):
+                continue
+            with contextlib.suppress(FileNotFoundError):
+                nofollow.unlink(path)
+                removed.append(path)
+    return removed
 
 
 def _read_json(path: str) -> dict[str, Any] | None:

@@ -21,6 +21,7 @@ from curator.core.lock import LOCK_NAME
 from curator.core.pipeline import Pipeline, StageNode
 from curator.core.redact import redact_value
 from curator.core.runner import (
+    drop_orphan_outputs,
     effective_fingerprint,
     files_changed,
     input_state,
@@ -322,7 +323,8 @@ def prune(pipe: Pipeline, items: list[Leftover]) -> list[str]:
     from curator.storage.outputs import claimed, write_registry
 
     wd = pipe.work_dir
-    removed = []
+    # what the pruned stages wrote into a folder a current stage writes (a renamed writer)
+    removed = drop_orphan_outputs(pipe) if items else []
     for lo in items:
         for rel in lo.folders:
             path = os.path.join(wd, rel)
@@ -406,7 +408,7 @@ def _holder(work_dir: str) -> str:
 
     path = os.path.join(work_dir, LOCK_NAME)
     try:
-        fh = open(path, "rb")  # noqa: SIM115
+        fh = os.fdopen(os.open(path, os.O_RDONLY | os.O_NOFOLLOW), "rb")
     except OSError:
         return ""
     with fh:

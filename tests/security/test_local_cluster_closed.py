@@ -9,6 +9,7 @@ import json
 import os
 import pwd
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -148,3 +149,62 @@ def test_a_local_dashboard_beyond_loopback_is_refused(tmp_path):
     for addr in (":8787", "0.0.0.0:0", "192.0.2.1:8787"):
         with pytest.raises(ConfigError, match="dashboard has no authentication"):
             DaskExecutor(workers=1, dashboard_address=addr)
+
+
+def _recipe(step: str) -> list[str]:
+    """The command of docs/cluster.md's mutual-TLS recipe whose block follows ``step``."""
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "cluster.md").read_text()
+    block = doc[doc.index(step):].split("```", 2)[1]
+    lines = [x.split("$ ", 1)[-1] for x in block.strip().splitlines() if "C=" not in x]
+    return shlex.split(" ".join(x.rstrip("\\").strip() for x in lines))
+
+
+def test_the_documented_recipe_serves_nothing_beyond_its_host(tmp_path):
+    """docs/cluster.md's scheduler and worker commands, run as written (host 127.0.0.1, this
+    machine's certificates): every socket they listen on is on their host. Without
+    ``--dashboard-address 127.0.0.1:0`` the worker's HTTP server listened on 0.0.0.0."""
+    from helpers import BIN, run_cli
+
+    certs = tmp_path / "certs"
+    run_cli("tls-certs", str(certs), "--hosts", "127.0.0.1")
+    sched = tmp_path / "scheduler.json"
+    subst = {"$VENV/bin/dask": str(BIN / "dask"), "/shared/scheduler.json": str(sched),
+             "10.0.0.1": "127.0.0.1", "10.0.0.2": "127.0.0.1", "8786": "0",
+             "127.0.0.1:8787": "127.0.0.1:0"}  # free ports: tests run side by side
+
+    def fill(args: list[str]) -> list[str]:
+        out = []
+        for a in args:
+            a = re.sub(r"\$C/node0\d", f"{certs}/127.0.0.1", a).replace("$C", str(certs))
+            out.append(subst.get(a, a))
+        return out
+
+    scheduler = fill(_recipe("2. **Scheduler**"))
+    worker = fill(_recipe("3. **Workers**"))
+    worker[worker.index("--nworkers") + 1] = "1"
+    assert "dask" in scheduler[0] and scheduler[1] == "scheduler" and worker[1] == "worker"
+    procs: list[subprocess.Popen] = []
+    try:
+        procs.append(subprocess.Popen(scheduler, cwd=tmp_path, env=cli_env(),
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                      start_new_session=True))
+        wdir = tmp_path / "worker"
+        wdir.mkdir()
+        procs.append(subprocess.Popen([*worker, "--local-directory", str(wdir)], cwd=wdir,
+                                      env=cli_env(), stdout=subprocess.DEVNULL,
+                                      stderr=subprocess.DEVNULL, start_new_session=True))
+        from distributed import Client
+        from distributed.security import Security
+
+        sec = Security(tls_ca_file=str(certs / "ca.pem"),
+                       tls_client_cert=str(certs / "client.pem"),
+                       tls_client_key=str(certs / "client.key"), require_encryption=True)
+        with Client(scheduler_file=str(sched), timeout="60s", security=sec) as c:
+            c.wait_for_workers(1, timeout=120)
+            pids = set().union(*(_tree(p.pid) for p in procs))
+            listening = _listening(pids)
+        # scheduler: comm + HTTP; worker: nanny, worker comm, worker HTTP
+        assert len(listening) >= 5, listening
+        assert all(a.startswith("127.0.0.1:") for a in listening), listening
+    finally:
+        stop_process_groups(procs)

@@ -321,6 +321,21 @@ class Hosts:
         kw.setdefault("text", True)
         return subprocess.run([*self.prefix(host), *argv], check=check, timeout=timeout, **kw)
 
+    def ssh_stand_in(self, path: Path) -> Path:
+        """Write an executable at ``path`` that takes ssh's place for a launcher (MPI Hydra's
+        ``-launcher ssh -launcher-exec PATH``): ``PATH [-x ...] HOST COMMAND...`` runs the
+        command line on ``HOST`` (one of these hosts) as ssh would, through ``sh -c``."""
+        path.write_text(
+            "#!/bin/sh\n"
+            "# ssh's options (-x) first, then the host, then the command line\n"
+            'while [ "${1#-}" != "$1" ]; do shift; done\n'
+            'host=$1; shift\n'
+            f'exec ip netns exec "{PREFIX}{self.slot}-$host" unshare --uts -- '
+            """sh -c 'hostname "$0" && exec sh -c "$1"' "$host" "$*"\n"""
+        )
+        path.chmod(0o755)
+        return path
+
     # --- faults --------------------------------------------------------------------------
     def link_down(self, host: str) -> None:
         """Pull ``host``'s cable: its bridge port goes down, so every packet to or from it is

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import os
+import socket
 import ssl
 import threading
 import time
@@ -14,6 +15,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from curator.core.errors import ConfigError, CuratorError, StageError
+from curator.core.liveness import PeerWatch
 from curator.core.redact import redact
 from curator.core.tls import TLSFiles, dask_config_tls, is_loopback, scheduler_address, tls_files
 from curator.storage.atomic import set_run_id
@@ -259,7 +261,7 @@ class MPIExecutor(Executor):
     #: longest sleep between checks while a rank waits for the others at a collective
     wait_poll_max_s = 0.02
 
-    def __init__(self, schedule: str = "dynamic") -> None:
+    def __init__(self, schedule: str = "dynamic", peer_timeout_s: float = 120.0) -> None:
         try:
             from mpi4py import MPI
         except ImportError as e:  # pragma: no cover
@@ -273,6 +275,12 @@ class MPIExecutor(Executor):
         # the queue talks on its own communicator so it never mixes with the collectives
         self.qcomm = self.comm.Dup()
         threaded = MPI.Query_thread() >= MPI.THREAD_MULTIPLE
+        #: each rank's host name, to name the host of a lost rank
+        self.hosts: list[str] = self.comm.allgather(socket.gethostname())
+        # a rank cut off mid-run would leave the others in a collective for ever: heartbeats
+        # on a communicator of their own bound every wait to peer_timeout_s
+        self.watch = (PeerWatch(self.comm.Dup(), peer_timeout_s, self.hosts).start()
+                      if threaded and self.size > 1 else None)
         self.schedule = schedule if (schedule == "static" or threaded) else "static"
         #: item indices this rank ran in the last ``map`` (for tests and the balance report)
         self.last_taken: list[int] = []
@@ -419,6 +427,10 @@ class MPIExecutor(Executor):
 
     def barrier(self) -> None:
         self._arrive()
+
+    def close(self) -> None:
+        if self.watch is not None:
+            self.watch.stop()
 
 
 def private_security() -> Any:
@@ -603,7 +615,7 @@ def make_executor(cfg: Any, log: Callable[[str], None] | None = None) -> Executo
             no_workers_timeout_s=cfg.no_workers_timeout_s,
         )
     if cfg.type == "mpi":
-        ex = MPIExecutor(schedule=cfg.schedule)
+        ex = MPIExecutor(schedule=cfg.schedule, peer_timeout_s=cfg.peer_timeout_s)
         if ex.size == 1 and log:
             log("executor 'mpi' with one rank: start it with 'mpiexec -n N curator run ...'")
         return ex

@@ -232,3 +232,24 @@ def quickstart_outputs(wd: Path) -> dict[str, str]:
     blend = (wd / "blend.json").read_text().replace(str(wd), "<WD>")
     out["blend.json"] = hashlib.sha256(blend.encode()).hexdigest()
     return out
+
+
+@filter
+def hold(doc: Document, folder: str = "") -> bool:
+    """On the first document of this process: write ``<folder>/held-<host>-<pid>``, then wait
+    until ``<folder>/release`` exists (a test cuts a host's network while every process of a run
+    is known to be in the middle of it)."""
+    global _HELD
+    if folder and not _HELD:
+        import socket
+        import time
+
+        d = Path(folder)
+        (d / f"held-{socket.gethostname()}-{os.getpid()}").touch()
+        while not (d / "release").exists():
+            time.sleep(0.05)
+        _HELD = True
+    return True
+
+
+_HELD = False

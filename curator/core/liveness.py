@@ -1,0 +1,145 @@
+"""Liveness between MPI ranks: a rank whose node is cut off, powered down or stopped leaves the
+others waiting in a collective for ever (MPI itself notices nothing while TCP retransmits). A
+small heartbeat on a communicator of its own bounds that wait: rank 0 and every other rank
+exchange a message every ``beat_s``; a peer not heard from for ``timeout_s`` is lost, and the
+rank that notices prints one line naming the peer's host and stops every rank with
+``MPI_Abort``. The beats flow through the whole run (stages, queue, collectives), so no wait
+anywhere can outlast the deadline, and a long shard is never mistaken for a lost node."""
+
+from __future__ import annotations
+
+import faulthandler
+import os
+import sys
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+_TAG_BEAT = 81
+_TAG_BYE = 82
+
+
+class PeerWatch:
+    """Heartbeats between rank 0 and every other rank of ``comm`` (a star: rank 0 watches all,
+    the others watch rank 0, so the cost is two small messages per rank per beat).
+
+    ``hosts`` names each rank's host for the message; ``on_lost`` (for tests) replaces the
+    default end: one line on stderr, then ``MPI_Abort``."""
+
+    def __init__(
+        self,
+        comm: Any,
+        timeout_s: float,
+        hosts: list[str],
+        beat_s: float | None = None,
+        on_lost: Callable[[str], None] | None = None,
+    ) -> None:
+        self.comm = comm
+        self.rank = comm.Get_rank()
+        self.size = comm.Get_size()
+        self.timeout_s = timeout_s
+        self.beat_s = beat_s or min(2.0, max(0.2, timeout_s / 10))
+        self.hosts = hosts
+        self.on_lost = on_lost or self._abort
+        peers = range(1, self.size) if self.rank == 0 else [0]
+        now = time.monotonic()
+        self._last = {p: now for p in peers}  # peer -> when last heard from
+        self._sends: list[Any] = []
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._thread = threading.Thread(target=self._loop, name="curator-mpi-liveness", daemon=True)
+
+    def start(self) -> PeerWatch:
+        if self._last:
+            self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Tell the watched peers this rank ends normally (so they stop expecting beats), then
+        stop beating. Waits at most a few beats for those messages to leave."""
+        if not self._thread.is_alive():
+            return
+        self._stop.set()
+        self._thread.join()
+        with self._lock:
+            byes = [self.comm.isend(None, dest=p, tag=_TAG_BYE) for p in self._last]
+        deadline = time.monotonic() + 2 * self.beat_s
+        while byes and time.monotonic() < deadline:
+            byes = [r for r in byes if not r.Test()]
+            if byes:
+                time.sleep(0.005)
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.beat_s):
+            with self._lock:
+                self._beat()
+                self._drain()
+                lost = [p for p, t in self._last.items() if time.monotonic() - t > self.timeout_s]
+            if lost:
+                self.on_lost(self.message(lost))
+                return
+
+    def _beat(self) -> None:
+        # beats to a cut-off peer never complete: keep only the ones still pending
+        self._sends = [r for r in self._sends if not r.Test()]
+        for p in self._last:
+            self._sends.append(self.comm.isend(None, dest=p, tag=_TAG_BEAT))
+
+    def _drain(self) -> None:
+        MPI = sys.modules["mpi4py.MPI"]
+        status = MPI.Status()
+        while self.comm.Iprobe(source=MPI.ANY_SOURCE, tag=MPI.ANY_TAG, status=status):
+            src, tag = status.Get_source(), status.Get_tag()
+            self.comm.recv(source=src, tag=tag)
+            if tag == _TAG_BYE:
+                self._last.pop(src, None)
+            elif src in self._last:
+                self._last[src] = time.monotonic()
+
+    def message(self, lost: list[int]) -> str:
+        """The one line for peers ``lost``, naming their hosts and this rank's: when rank 0
+        hears from no other rank (of several) its own node is the one cut off."""
+
+        def who(r: int) -> str:
+            return f"rank {r} on host {self.hosts[r]}"
+
+        if self.rank == 0 and len(lost) == self.size - 1 > 1:
+            hosts = ", ".join(sorted({self.hosts[r] for r in lost}))
+            what = (
+                f"MPI {who(0)} heard from no other rank (hosts {hosts}) for "
+                f"{self.timeout_s:g} s: host {self.hosts[0]} is down or cut off"
+            )
+        elif len(lost) == 1:
+            what = (
+                f"MPI {who(lost[0])} not heard from by {who(self.rank)} for "
+                f"{self.timeout_s:g} s (node down, network cut or process stopped)"
+            )
+        else:
+            hosts = ", ".join(sorted({self.hosts[r] for r in lost}))
+            what = (
+                f"MPI ranks {', '.join(map(str, lost))} on hosts {hosts} not heard from by "
+                f"{who(self.rank)} for {self.timeout_s:g} s (nodes down, network cut or "
+                "processes stopped)"
+            )
+        return (
+            f"{what}; stopped every rank; rerun the same command to resume (deadline: "
+            "executor.peer_timeout_s)"
+        )
+
+    def _abort(self, line: str) -> None:
+        sys.stderr.write(f"curator: error: {line}\n")
+        sys.stderr.flush()
+        # MPICH prints its own "Abort(1) on node ..." line on this process's stderr: silence it
+        # after ours, so the user reads one line
+        devnull = open(os.devnull, "w")  # noqa: SIM115 - lives until the process ends
+        os.dup2(devnull.fileno(), 2)
+        # a rank cut off from mpiexec cannot deliver its abort, and MPI_Abort may then return
+        # an error or block: this process ends regardless, within seconds
+        faulthandler.dump_traceback_later(5, exit=True, file=devnull)
+        try:
+            # on COMM_WORLD, which the process manager ends at once; on another communicator
+            # MPICH first tells each member, and waits for ever for the one that is cut off
+            sys.modules["mpi4py.MPI"].COMM_WORLD.Abort(1)
+        finally:
+            os._exit(1)

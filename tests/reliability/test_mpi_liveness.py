@@ -1,0 +1,86 @@
+"""A rank that stops answering (its process stopped, as a hung node or a paused VM looks to the
+others) ends the run at ``executor.peer_timeout_s`` with one line naming its host, instead of
+leaving every other rank waiting in a collective for ever. Runs on one machine, no root."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+from helpers import cli_env
+from helpers_core import BIN, make_corpus
+
+PIPE = """\
+name: stopped
+work_dir: w
+progress: off
+stages:
+  - read_jsonl: {paths: "data/*.jsonl", shard_size_mb: 0.02}
+  - helpers_core:hold: {folder: hold}
+  - write_jsonl: {path: out}
+"""
+
+
+def test_a_stopped_rank_ends_the_run_at_the_deadline_with_one_line(tmp_path):
+    (tmp_path / "data").mkdir()
+    (tmp_path / "hold").mkdir()
+    for i in range(2):
+        make_corpus(str(tmp_path / "data" / f"p{i}.jsonl"), 40, seed=i)
+    (tmp_path / "p.yaml").write_text(PIPE)
+    proc = subprocess.Popen(
+        [
+            str(BIN / "mpiexec"),
+            "-n",
+            "2",
+            sys.executable,
+            "-m",
+            "curator",
+            "run",
+            "p.yaml",
+            "--executor",
+            "mpi",
+            "--set",
+            "executor.peer_timeout_s=5",
+        ],
+        cwd=tmp_path,
+        env=cli_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    stopped = 0
+    try:
+        deadline = time.monotonic() + 120
+        while len(held := list((tmp_path / "hold").glob("held-*"))) < 2:
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "the ranks never started their shards"
+            time.sleep(0.05)
+        # held-<host>-<pid>: stop a rank that is not rank 0's process (the one the test sees
+        # first is as good as any: rank 0 is whichever is not stopped)
+        stopped = int(held[0].name.rsplit("-", 1)[1])
+        os.kill(stopped, signal.SIGSTOP)
+        (tmp_path / "hold" / "release").touch()
+        t0 = time.monotonic()
+        _, err = proc.communicate(timeout=60)
+        took = time.monotonic() - t0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+        if stopped:
+            try:
+                os.kill(stopped, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+    assert proc.returncode != 0
+    lines = err.strip().splitlines()
+    assert [x for x in lines if "error" in x.lower() or "abort" in x.lower()] == lines[-1:], err
+    host = socket.gethostname()
+    assert lines[-1].startswith("curator: error: MPI rank "), lines[-1]
+    assert f"on host {host} not heard from by rank " in lines[-1]
+    assert "for 5 s" in lines[-1] and "executor.peer_timeout_s" in lines[-1]
+    assert took < 5 + 20, took

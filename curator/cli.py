@@ -266,12 +266,15 @@ def cmd_tls_certs(args: argparse.Namespace) -> int:
 
     from curator.core.tls import CLIENT, make_certs
 
-    hosts = [h.strip() for h in ",".join(args.hosts).split(",") if h.strip()]
-    bad = [h for h in hosts if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._:-]*", h)]
-    if not hosts or bad:
-        raise CuratorError(f"tls-certs --hosts: give host names or addresses, comma-separated"
+    entries = [h.strip() for h in ",".join(args.hosts).split(",") if h.strip()]
+    hosts = [[n.strip() for n in e.split("+") if n.strip()] for e in entries]
+    names = [n for h in hosts for n in h]
+    bad = [n for n in names if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._:-]*", n)]
+    if not hosts or bad or not all(hosts):
+        raise CuratorError(f"tls-certs --hosts: give host names or addresses, comma-separated, "
+                           f"each host's names and addresses joined by '+'"
                            f"{' (not ' + ', '.join(repr(b) for b in bad) + ')' if bad else ''}")
-    if CLIENT in hosts:
+    if CLIENT in [h[0] for h in hosts]:
         raise CuratorError(f"tls-certs --hosts: '{CLIENT}' is the name of the client "
                            "certificate; rename that host")
     if args.days < 1:
@@ -362,10 +365,13 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(func=cmd_stages)
 
     tc = sub.add_parser("tls-certs", help="make a CA and mutual-TLS certificates for the "
-                        "nodes of a Dask cluster (docs/cluster.md)")
+                        "nodes of a Dask cluster or a Redis Cluster (docs/cluster.md, "
+                        "docs/dedup.md)")
     tc.add_argument("dir", help="folder to write ca.pem/.key, <host>.pem/.key, client.pem/.key")
     tc.add_argument("--hosts", action="append", required=True,
-                    help="the cluster's host names or addresses, comma-separated")
+                    help="the cluster's hosts, comma-separated; one host's names and "
+                    "addresses joined by '+' (node1+node1.lan+10.0.0.5): its certificate "
+                    "carries them all and is named after the first")
     tc.add_argument("--days", type=int, default=365, help="validity (default 365)")
     tc.set_defaults(func=cmd_tls_certs)
 

@@ -13,6 +13,7 @@ import ipaddress
 import json
 import os
 import ssl
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -145,11 +146,13 @@ def dask_config_tls() -> bool:
 # -- curator tls-certs ---------------------------------------------------------------------------
 
 
-def make_certs(out_dir: str, hosts: list[str], days: int = 365) -> list[str]:
-    """A CA and, signed by it, a certificate and key per host (its name and, for an IP, the
-    address as subject alternative names) plus one for a client that is none of them. Keys
-    are written 0600 in a 0700 folder; an existing CA in ``out_dir`` is reused, so nodes can
-    be added later. Returns the paths written."""
+def make_certs(out_dir: str, hosts: Sequence[str | Sequence[str]], days: int = 365) -> list[str]:
+    """A CA and, signed by it, a certificate and key per host plus one for a client that is
+    none of them. A host is a name or a list of its names and addresses: its certificate
+    carries every one as a subject alternative name (a DNS name, or an IP address) and is
+    named after the first, since a Redis Cluster announces its nodes by address while users
+    name them by host. Keys are written 0600 in a 0700 folder; an existing CA in ``out_dir``
+    is reused, so nodes can be added later. Returns the paths written."""
     from cryptography import x509
     from cryptography.hazmat.primitives import hashes, serialization
     from cryptography.hazmat.primitives.asymmetric import ec
@@ -197,13 +200,15 @@ def make_certs(out_dir: str, hosts: list[str], days: int = 365) -> list[str]:
                    .sign(ca_key, hashes.SHA256()))
         save_key(ca_key_path, ca_key)
         save_cert(ca_path, ca_cert)
-    for host in [*hosts, CLIENT]:
+    for names in [*([h] if isinstance(h, str) else list(h) for h in hosts), [CLIENT]]:
+        host = names[0]
         key = ec.generate_private_key(ec.SECP256R1())
-        alt: list[Any] = [x509.DNSName(host)]
-        try:
-            alt = [x509.IPAddress(ipaddress.ip_address(host))]
-        except ValueError:
-            pass
+        alt: list[Any] = []
+        for name in dict.fromkeys(names):
+            try:
+                alt.append(x509.IPAddress(ipaddress.ip_address(name)))
+            except ValueError:
+                alt.append(x509.DNSName(name))
         cert = (x509.CertificateBuilder()
                 .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, host)]))
                 .issuer_name(ca_cert.subject).public_key(key.public_key())

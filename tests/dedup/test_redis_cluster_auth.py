@@ -312,3 +312,43 @@ def test_unreachable_node_lines_name_the_cause_and_blame_tls_only_for_tls(tmp_pa
         got = line(plain, True)
         assert got.startswith(f"redis node 127.0.0.1:{plain}: TLS handshake failed: the node "
                               "answers in plain text on that port"), got
+
+
+def test_tls_certs_carry_every_name_and_the_announced_address(tmp_path, monkeypatch):
+    """A Redis Cluster announces its nodes by IP address: the client, given the nodes by host
+    name, then connects to the addresses and checks them against the certificates. Certificates
+    from ``curator tls-certs --hosts localhost+127.0.0.1`` carry both; one made for the name
+    alone fails with a line naming the announced address and the certificate problem."""
+    from cryptography import x509
+    from helpers_dedup import TlsFiles
+
+    run_cli("tls-certs", str(tmp_path / "both"), "--hosts", "localhost+127.0.0.1,other+10.9.8.7")
+    cert = x509.load_pem_x509_certificate((tmp_path / "both" / "localhost.pem").read_bytes())
+    san = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    assert [str(n.value) for n in san] == ["localhost", "127.0.0.1"]
+    assert (tmp_path / "both" / "other.pem").exists()
+    run_cli("tls-certs", str(tmp_path / "name"), "--hosts", "localhost")
+    monkeypatch.setenv(ENV, SECRET)
+    for folder, works in (("both", True), ("name", False)):
+        d = tmp_path / folder
+        tls = TlsFiles(d / "ca.pem", d / "localhost.pem", d / "localhost.key")
+        cluster = RedisCluster(tmp_path / f"rc-{folder}", password=SECRET, tls=tls)
+        try:
+            nodes = [f"localhost:{p}" for p in cluster.ports]
+            store = RedisBucketStore(nodes, "curator:sans:", auth=RedisAuth(
+                password_env=ENV, tls=True, tls_ca_file=str(tls.ca)))
+            try:
+                if works:
+                    d64 = np.arange(1, 301, dtype=np.uint64)
+                    assert np.array_equal(store.claim(d64, d64), d64)
+                    assert store.cleanup() == 300 + len(store.witness)
+                else:
+                    with pytest.raises(StageError) as e:
+                        store.check()
+                    line = str(e.value)
+                    assert "TLS handshake failed: certificate not trusted" in line, line
+                    assert "127.0.0.1" in line and "IP address mismatch" in line, line
+            finally:
+                store.close()
+        finally:
+            cluster.close()

@@ -74,6 +74,12 @@ class Executor:
         """Name the run in every process that writes its files (temporaries carry it)."""
         set_run_id(run_id)
 
+    def each_process(self, fn: Callable[..., Any], *args: Any) -> list[tuple[str, Any]]:
+        """``fn(*args)`` in this process (first) and in every other process that runs tasks
+        (each Dask worker, each MPI rank), as (who, result) pairs; ``who`` names the process
+        and its host for a message. Every MPI rank must call it (a collective)."""
+        return [(f"host {_hostname()} (this process)", fn(*args))]
+
     def close(self) -> None:
         pass
 
@@ -193,6 +199,16 @@ class DaskExecutor(Executor):
         set_run_id(run_id)
         # every worker, also ones that join or are restarted later
         self.client.register_plugin(_run_id_plugin(run_id), name="curator-run-id")
+
+    def each_process(self, fn: Callable[..., Any], *args: Any) -> list[tuple[str, Any]]:
+        out = [(f"host {_hostname()} (this process, the Dask client)", fn(*args))]
+        workers = self.client.scheduler_info(n_workers=-1).get("workers", {})
+        if workers:
+            got = self.client.run(fn, *args, workers=list(workers))
+            for addr in sorted(got):
+                host = workers.get(addr, {}).get("host", addr)
+                out.append((f"host {host} (Dask worker {addr})", got[addr]))
+        return out
 
     def on_every_host(self, fn: Callable[..., Any], *args: Any) -> None:
         fn(*args)
@@ -425,6 +441,11 @@ class MPIExecutor(Executor):
         self._arrive()  # the other ranks wait (asleep) while rank 0 decides
         return self.comm.bcast(value, root=0)
 
+    def each_process(self, fn: Callable[..., Any], *args: Any) -> list[tuple[str, Any]]:
+        mine = (f"host {_hostname()} (MPI rank {self.rank})", fn(*args))
+        self._arrive()
+        return list(self.comm.allgather(mine))  # rank 0, the driver, first on every rank
+
     def barrier(self) -> None:
         self._arrive()
 
@@ -535,6 +556,12 @@ def _redacting_plugin() -> Any:
             redact_log_handlers()
 
     return RedactLogs()
+
+
+def _hostname() -> str:
+    import socket
+
+    return socket.gethostname()
 
 
 def _run_id_plugin(run_id: str) -> Any:

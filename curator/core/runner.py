@@ -36,6 +36,7 @@ from curator.core.executors import Executor
 from curator.core.identity import describe_input_change, digest, explain, identities
 from curator.core.lock import WorkDirLock
 from curator.core.pipeline import Pipeline, StageNode
+from curator.core.preflight import preflight
 from curator.core.progress import Progress
 from curator.core.redact import redact, redact_value
 from curator.core.report import RunReport, StageReport, skipped_note, write_report
@@ -170,6 +171,7 @@ class Runner:
         """Run every stage that is not already done; return the run summary (report data)."""
         with self._locked():
             t_start = time.perf_counter()
+            preflight(self.pipe, self.ex)
             self._check_outputs()
             for group in self.pipe.fused_groups():
                 self._at = group[0].id

@@ -75,6 +75,20 @@ def _snake(name: str) -> str:
 
 
 @dataclass(frozen=True)
+class HostNeeds:
+    """What every process that runs a stage's tasks must have, checked on the driver and on
+    each worker (Dask) or rank (MPI) before any stage of the run starts, so that a run does
+    not stop hours later, after the upstream stages, on something that was known at once.
+
+    ``env``: (variable, YAML key naming it) pairs that must be set in each process.
+    ``loopback``: (address, YAML key) pairs of servers given by a loopback address, which
+    only work when every process shares the driver's loopback interface (one host)."""
+
+    env: tuple[tuple[str, str], ...] = ()
+    loopback: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
 class ShardSpec:
     """What a :class:`Source` will read as one shard: a unique name plus source-specific data
     (a path, a URL, a byte range...). ``data`` must be JSON-able."""
@@ -177,6 +191,11 @@ class Stage:
         """Derive state from the validated parameters (compile a pattern, resolve a preset);
         runs once when the stage is built. Raise :class:`ConfigError` for a combination of
         values the model cannot express."""
+
+    def host_needs(self) -> HostNeeds | None:
+        """What each process running this stage's tasks needs (:class:`HostNeeds`); None:
+        nothing to check."""
+        return None
 
     # -- construction -----------------------------------------------------------------------
     @classmethod

@@ -36,7 +36,7 @@ from curator.core.context import GlobalContext
 from curator.core.document import meta_value
 from curator.core.errors import ConfigError
 from curator.core.params import NonNegInt, PositiveInt, Ratio, StageParams
-from curator.core.stage import GlobalStage, OutputDir, Shard
+from curator.core.stage import GlobalStage, HostNeeds, OutputDir, Shard
 from curator.dedup.common import (
     Remover,
     gather_partition,
@@ -279,6 +279,17 @@ class FuzzyDedup(GlobalStage):
             r.username, r.password_env, tls.enabled,
             *(os.path.abspath(f) if f else None for f in (tls.ca_file, tls.cert_file,
                                                           tls.key_file)))
+
+    def host_needs(self) -> HostNeeds | None:
+        """The password variable and a reachable Redis on every process that claims buckets."""
+        if self.backend != "redis":
+            return None
+        from curator.core.tls import is_loopback
+
+        r = self.redis
+        return HostNeeds(
+            env=((r.password_env, "redis.password_env"),) if r.password_env else (),
+            loopback=tuple((n, "redis.nodes") for n in r.nodes if is_loopback(n)))
 
     # -- driver ----------------------------------------------------------------------------
     def run(self, shards: list[Shard], ctx: GlobalContext) -> list[Shard]:

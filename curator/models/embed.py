@@ -23,6 +23,8 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from curator.models.weights import weights_problem
+
 #: Backends this module serves itself; the others go to ``curator.models.fast_encoder``.
 BACKENDS = ("torch", "static")
 FAST_BACKENDS = ("onnx", "onnx-int8", "fast", "fast-bf16")
@@ -66,7 +68,7 @@ def check_model_folder(path: str) -> str | None:
             "tokenizer.json", "vocab.txt", "tokenizer_config.json", "spiece.model",
             "sentencepiece.bpe.model", "vocab.json"}:
         return f"'{path}' has no tokenizer (tokenizer.json, vocab.txt, ...)"
-    return None
+    return weights_problem(path)
 
 
 def folder_key(path: str) -> str:
@@ -111,12 +113,14 @@ class TorchEncoder:
             # the cores are the model's, so there the tokenizer stays on one (_quiet).
             os.environ.setdefault("TOKENIZERS_PARALLELISM", "true")
         with _quiet():
+            from safetensors import SafetensorError
             from sentence_transformers import SentenceTransformer
 
             try:
-                self.model = SentenceTransformer(model, device=device,
-                                                 local_files_only=local)
-            except (OSError, ValueError, KeyError, TypeError, RuntimeError) as e:
+                self.model = SentenceTransformer(model, device=device, local_files_only=local,
+                                                 model_kwargs={"use_safetensors": True})
+            except (OSError, ValueError, KeyError, TypeError, RuntimeError,
+                    SafetensorError) as e:
                 raise NotAModel(f"'{model}' could not be loaded as a sentence-embedding model "
                                 f"({type(e).__name__}: {str(e).splitlines()[0][:200]})") from None
         if max_seq_length is not None:
@@ -151,6 +155,9 @@ class StaticEncoder:
                  max_seq_length: int | None = None) -> None:
         from model2vec import StaticModel
 
+        why = weights_problem(folder)
+        if why:
+            raise NotAModel(why)
         self.model = StaticModel.from_pretrained(folder)
         self.dim = int(self.model.dim)
         self.batch_size = max(batch_size, 256)

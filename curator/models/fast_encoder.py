@@ -77,7 +77,13 @@ def load_sentence_model(folder: Path, max_seq_length: int | None = None) -> tupl
     the folder."""
     from sentence_transformers import SentenceTransformer
 
-    st = SentenceTransformer(str(folder), device="cpu")
+    from curator.models.weights import weights_problem
+
+    why = weights_problem(str(folder))
+    if why:
+        raise ValueError(why)
+    st = SentenceTransformer(str(folder), device="cpu",
+                             model_kwargs={"use_safetensors": True})  # never a pickle
     if max_seq_length is not None:
         st.max_seq_length = int(max_seq_length)
     return st, read_spec(st, folder)

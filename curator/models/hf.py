@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from curator.base.errors import ConfigError
+from curator.models.weights import weights_problem
 
 Device = Literal["auto", "cpu", "cuda"]
 DType = Literal["auto", "float32", "bfloat16", "float16"]
@@ -70,6 +71,9 @@ def check_folder(model: str, key: str, head: bool = True) -> dict[str, Any]:
         raise ConfigError(f"{key}: '{model}' has no tokenizer (none of "
                           f"{', '.join(TOKENIZER_FILES)}); save it with "
                           "tokenizer.save_pretrained() into the same folder")
+    why = weights_problem(model)
+    if why:
+        raise ConfigError(f"{key}: {why}")
     archs = cfg.get("architectures") or []
     if head and not any(str(a).endswith("ForSequenceClassification") for a in archs):
         raise ConfigError(f"{key}: '{model}' is not a sequence-classification model "
@@ -282,6 +286,7 @@ def _logits_of(net: Any, types: bool) -> Any:
 
 def _load(model: str, local: bool, key: str, dev: str, torch_dtype: Any) -> LoadedModel:
     import transformers
+    from safetensors import SafetensorError
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
     where = f"'{model}'"
@@ -292,8 +297,9 @@ def _load(model: str, local: bool, key: str, dev: str, torch_dtype: Any) -> Load
     try:
         tok = AutoTokenizer.from_pretrained(model, local_files_only=local)
         net, info = AutoModelForSequenceClassification.from_pretrained(
-            model, local_files_only=local, output_loading_info=True, dtype=torch_dtype)
-    except (OSError, ValueError, KeyError) as e:
+            model, local_files_only=local, output_loading_info=True, dtype=torch_dtype,
+            use_safetensors=True)  # never a pickle: unpickling runs code
+    except (OSError, ValueError, KeyError, SafetensorError) as e:
         hint = "" if local else " (a hub id: is it spelled right, and is the hub reachable?)"
         raise ConfigError(f"{key}: cannot load {where}{hint}: "
                           f"{str(e).splitlines()[0][:300]}") from None

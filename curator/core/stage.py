@@ -171,9 +171,12 @@ class Stage:
 
     def __init__(self, **params: Any) -> None:
         """Validate ``params`` against :attr:`Params` and set each field as an attribute, then
-        :meth:`setup`. (A stage with an ``__init__`` of its own does its own setting up.)"""
+        :meth:`setup`; a stage without ``Params`` (and so without parameters) is set up too.
+        (A stage with an ``__init__`` of its own does its own setting up.)"""
         model = type(self).Params
         if model is None:
+            if type(self).__init__ is Stage.__init__:
+                self.setup()
             return
         if _VALIDATED in params:
             validated = params.pop(_VALIDATED)

@@ -4,6 +4,7 @@ on all three: the work is keyed on shards, never on how many workers there are."
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import socket
@@ -29,6 +30,8 @@ class Executor:
     kind = "base"
     rank = 0
     size = 1
+    #: the run whose tasks this executor runs ("" outside a run): :meth:`set_run_id`
+    run_id = ""
 
     @property
     def is_root(self) -> bool:
@@ -51,6 +54,8 @@ class Executor:
 
         from distributed import span
 
+        if self.run_id:
+            fn = functools.partial(_in_run, self.run_id, fn)
         if not label:
             return self.client.map(fn, items, pure=False)
         prefix = f"curator:{label}"
@@ -73,6 +78,7 @@ class Executor:
     def set_run_id(self, run_id: str) -> None:
         """Name the run in every process that writes its files (temporaries carry it)."""
         set_run_id(run_id)
+        self.run_id = run_id
 
     def each_process(self, fn: Callable[..., Any], *args: Any) -> list[tuple[str, Any]]:
         """``fn(*args)`` in this process (first) and in every other process that runs tasks
@@ -196,9 +202,10 @@ class DaskExecutor(Executor):
         return results
 
     def set_run_id(self, run_id: str) -> None:
+        # each task names its run where it runs (:func:`_in_run`): workers may serve other
+        # clients' runs too, so the id travels with the task, not as the worker's state
         set_run_id(run_id)
-        # every worker, also ones that join or are restarted later
-        self.client.register_plugin(_run_id_plugin(run_id), name="curator-run-id")
+        self.run_id = run_id
 
     def each_process(self, fn: Callable[..., Any], *args: Any) -> list[tuple[str, Any]]:
         out = [(f"host {_hostname()} (this process, the Dask client)", fn(*args))]
@@ -564,19 +571,10 @@ def _hostname() -> str:
     return socket.gethostname()
 
 
-def _run_id_plugin(run_id: str) -> Any:
-    from distributed.diagnostics.plugin import WorkerPlugin
-
-    class RunId(WorkerPlugin):
-        idempotent = False  # a new run replaces the id
-
-        def __init__(self, run_id: str) -> None:
-            self.run_id = run_id
-
-        def setup(self, worker: Any) -> None:
-            set_run_id(self.run_id)
-
-    return RunId(run_id)
+def _in_run(run_id: str, fn: Callable[[Any], Any], item: Any) -> Any:
+    """``fn(item)`` in a worker, its files named after run ``run_id`` (temporaries carry it)."""
+    set_run_id(run_id)
+    return fn(item)
 
 
 def _progress_plugin() -> Any:

@@ -513,11 +513,12 @@ class Runner:
         self.ex.on_every_host(remove_dead_temps, folders, True)
 
     def _remove_temps_of_dead_runs(self, run_id: str) -> None:
-        """Temporaries in the work_dir's stage folders that are not this run's were left by
-        runs that died (on any host: the lock rules out a live one); they go now."""
+        """Temporaries in the work_dir's stage folders and its claimed output folders that are
+        not this run's were left by runs that died (on any host: the lock rules out a live
+        one); they go now."""
         wd = self.work_dir
-        n, size = remove_temps_of_dead_runs(
-            [os.path.join(wd, kind) for kind in ("stages", "rejected", "quarantine")], run_id)
+        folders = [os.path.join(wd, kind) for kind in ("stages", "rejected", "quarantine")]
+        n, size = remove_temps_of_dead_runs(folders + sorted(claimed(wd)), run_id)
         if n:
             self.log(f"removed {n} temporary file(s) ({size / 1e6:.1f} MB) left in the work_dir "
                      "by a run that died")

@@ -209,17 +209,19 @@ def temps(folders: list[str]) -> Iterator[tuple[str, str, int]]:
 
 
 def remove_dead_temps(folders: list[str], recursive: bool = False) -> int:
-    """Remove the temporaries in ``folders`` (and below, with ``recursive``) whose writer is
-    gone (:func:`dead_temp`, for this process's run); the number removed. The runner calls
-    this when a stage has finished, on every host that ran it: a Dask worker killed mid-write
-    leaves its temporary, and the worker that redoes the task may have listed the folder (see
-    :func:`_remove_stale_temps`) before that temporary appeared."""
+    """Remove the temporaries in ``folders`` (and below, with ``recursive``) written on this
+    host by processes that no longer exist; the number removed. The runner calls this when a
+    stage has finished, on every host that ran it: a Dask worker killed mid-write leaves its
+    temporary, and the worker that redoes the task may have listed the folder (see
+    :func:`_remove_stale_temps`) before that temporary appeared. Other runs' temporaries are
+    left to :func:`remove_temps_of_dead_runs`: a run may share its Dask workers with another
+    one that is alive."""
     removed = 0
     for top in folders:
         if not is_local(top):
             continue
         for dfd, n in _temp_names(top, recursive):
-            if dead_temp(n, _RUN):
+            if dead_temp(n, ""):
                 with contextlib.suppress(OSError):
                     os.unlink(n, dir_fd=dfd)
                     removed += 1

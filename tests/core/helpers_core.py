@@ -8,6 +8,7 @@ import json
 import os
 import random
 import signal
+import socket
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -82,6 +83,23 @@ def crash_on_id(doc: Document, id: str = "", marker: str = "") -> bool:
     if marker and doc.id == id and not os.path.exists(marker):
         with open(marker, "w") as f:
             f.write("crashed")
+        os.kill(os.getpid(), signal.SIGKILL)
+    return True
+
+
+_SEEN = 0
+
+
+@filter
+def crash_on_host(doc: Document, host: str = "", after: int = 5, marker: str = "") -> bool:
+    """Kill the whole process (SIGKILL) at the ``after``-th document it sees, if it runs on
+    the host named ``host`` and ``marker`` does not exist yet (created first)."""
+    global _SEEN
+    _SEEN += 1
+    if marker and after <= _SEEN and socket.gethostname() == host and \
+            not os.path.exists(marker):
+        with open(marker, "w") as f:
+            f.write(host)
         os.kill(os.getpid(), signal.SIGKILL)
     return True
 

@@ -290,7 +290,7 @@ def test_unreachable_node_lines_name_the_cause_and_blame_tls_only_for_tls(tmp_pa
 
     def line(port: int, use_tls: bool) -> str:
         auth = RedisAuth(tls=use_tls, tls_ca_file=str(tls.ca) if use_tls else None)
-        store = RedisBucketStore([f"127.0.0.1:{port}"], "curator:x:", timeout_s=1, auth=auth)
+        store = RedisBucketStore([f"127.0.0.1:{port}"], "curator:x:", timeout_s=0.5, auth=auth)
         with pytest.raises(StageError) as e:
             store.check()
         return str(e.value)
@@ -300,7 +300,7 @@ def test_unreachable_node_lines_name_the_cause_and_blame_tls_only_for_tls(tmp_pa
     try:
         got = line(port, True)
         assert got.startswith(f"redis node 127.0.0.1:{port} is down or unreachable: "
-                              "timed out after 1 s"), got
+                              "timed out after 0.5 s"), got
         assert "TLS" not in got, got
     finally:
         silent.close()

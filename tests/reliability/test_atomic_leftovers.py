@@ -140,3 +140,74 @@ def test_temporaries_of_a_run_killed_on_another_host_are_counted_and_removed(tmp
     assert again.returncode == 0, again.stderr
     assert [p for p in (tmp_path / "w").rglob("*") if ".tmp-" in p.name] == []
     assert f"removed {len(left)} temporary file(s)" in again.stderr + again.stdout
+
+
+def test_a_killed_dask_workers_temporaries_on_another_host_go_with_the_next_run(tmp_path):
+    """Two ``dask worker --no-nanny`` processes, one under another host name; that one dies
+    (SIGKILL) mid-shard and the other redoes its work, so the run succeeds, but the dead
+    worker's temporaries stay: no process on its host is left to say that their writer died.
+    They carry the run's id (a Dask task takes it to its worker): ``curator status`` counts
+    them, and the next run removes them."""
+    import contextlib
+    import time
+
+    from helpers import cli_env
+    from helpers_core import BIN, make_corpus
+
+    make_corpus(str(tmp_path / "a.jsonl"), 400, seed=9)
+    marker = tmp_path / "crashed"
+    (tmp_path / "p.yaml").write_text(
+        "name: temps\nwork_dir: w\nreport: false\nprogress: 'off'\nstages:\n"
+        "  - read_jsonl: {paths: a.jsonl, shard_size_mb: 0.05}\n"
+        "  - helpers_core:min_words: {n: 12}\n"
+        f"  - helpers_core:crash_on_host: {{host: h45-far, after: 40, marker: '{marker}'}}\n"
+        "  - write_jsonl: {path: out, compression: none}\n")
+    sched_file = tmp_path / "scheduler.json"
+    env = cli_env()
+    far = _other_host("h45-far")
+
+    def start(cmd: list[str], name: str) -> subprocess.Popen:
+        (tmp_path / name).mkdir()
+        return subprocess.Popen(cmd, cwd=tmp_path / name, env=env, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL, start_new_session=True)
+
+    worker = [str(BIN / "dask"), "worker", "--scheduler-file", str(sched_file), "--no-nanny",
+              "--nthreads", "1", "--host", "127.0.0.1", "--no-dashboard"]
+    procs = [start([str(BIN / "dask"), "scheduler", "--scheduler-file", str(sched_file),
+                    "--host", "127.0.0.1", "--port", "0", "--dashboard-address",
+                    "127.0.0.1:0"], "s")]
+    try:
+        procs.append(start([*far, *worker], "far"))
+        procs.append(start(worker, "near"))
+        from distributed import Client
+
+        deadline = time.monotonic() + 60
+        while not sched_file.exists():
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        with Client(scheduler_file=str(sched_file), timeout="60s") as c:
+            c.wait_for_workers(2, timeout=120)
+        cmd = [sys.executable, "-m", "curator", "run", "p.yaml", "--executor", "dask",
+               "--set", f"executor.scheduler_file={sched_file}"]
+        first = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True,
+                               timeout=300)
+        assert first.returncode == 0, first.stderr[-3000:]
+        assert marker.read_text() == "h45-far"
+        left = [p for p in (tmp_path / "w").rglob("*") if ".tmp-" in p.name]
+        assert left, "the far worker died before it wrote a temporary"
+        assert all(".tmp-r" in p.name for p in left), left  # named after their run
+        status = subprocess.run([sys.executable, "-m", "curator", "status", "p.yaml"],
+                                cwd=tmp_path, env=env, capture_output=True, text=True,
+                                timeout=120)
+        assert f"temporary files of runs that died: {len(left)} (" in status.stdout, \
+            status.stdout
+        again = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True,
+                               timeout=300)
+        assert again.returncode == 0, again.stderr[-3000:]
+    finally:
+        for p in procs:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+    assert [p for p in (tmp_path / "w").rglob("*") if ".tmp-" in p.name] == []
+    assert f"removed {len(left)} temporary file(s)" in again.stderr + again.stdout

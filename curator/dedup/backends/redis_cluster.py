@@ -44,6 +44,7 @@ import numpy as np
 from curator.core.errors import ConfigError, CuratorError, StageError
 from curator.dedup.backends.redis_errors import (
     ADDR,
+    NETWORK_ERRORS,
     address_in,
     answers_plain,
     answers_tls,
@@ -248,7 +249,7 @@ class RedisBucketStore:
             return fn()
         except StageError:
             raise
-        except (RedisError, RedisClusterException, OSError) as e:
+        except (RedisError, RedisClusterException, *NETWORK_ERRORS) as e:
             raise StageError(self._diagnose(e, where)) from None
 
     @property
@@ -268,7 +269,7 @@ class RedisBucketStore:
                 "cluster is down" in text:
             dead = self._find_dead_node()
             if dead:
-                cause = transport_cause(dead[1], 2) or one_line(dead[1])
+                cause = transport_cause(dead[1], min(2.0, self.timeout_s)) or one_line(dead[1])
                 return (f"redis node {dead[0]} is down or unreachable: {cause} ({who} says "
                         "the cluster is down); nothing was marked done: rerun when it is back")
             return (f"{who}: the cluster is down ({one_line(err)}); nothing was marked done: "

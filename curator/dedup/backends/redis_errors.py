@@ -22,6 +22,8 @@ ADDR = re.compile(r"(?<![\w.-])(\d{1,3}(?:\.\d{1,3}){3}|[A-Za-z0-9.-]+):(\d{2,5}
 
 #: OpenSSL errors that only mean "the transport went away": the peer died or closed
 _SSL_GONE = (ssl.SSLEOFError, ssl.SSLZeroReturnError, ssl.SSLSyscallError)
+#: ``OSError``s of the network (not of a file: a missing CA file is not a node's fault)
+NETWORK_ERRORS = (ConnectionError, TimeoutError, socket.timeout, socket.gaierror, ssl.SSLError)
 
 
 def chain(err: BaseException) -> list[BaseException]:

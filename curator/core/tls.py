@@ -19,6 +19,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from curator.core.errors import ConfigError
+from curator.storage import nofollow
 
 #: what ``curator tls-certs`` writes for a client that is not one of the nodes
 CLIENT = "client"
@@ -164,16 +165,15 @@ def make_certs(out_dir: str, hosts: Sequence[str | Sequence[str]], days: int = 3
     written: list[str] = []
 
     def save_key(path: str, key: Any) -> None:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "wb") as f:
+        with nofollow.open_file(path, "wb", perm=0o600) as f:  # a symlink there: refused
+            os.fchmod(f.fileno(), 0o600)
             f.write(key.private_bytes(serialization.Encoding.PEM,
                                       serialization.PrivateFormat.PKCS8,
                                       serialization.NoEncryption()))
-        os.chmod(path, 0o600)
         written.append(path)
 
     def save_cert(path: str, cert: Any) -> None:
-        with open(path, "wb") as f:
+        with nofollow.open_file(path, "wb") as f:
             f.write(cert.public_bytes(serialization.Encoding.PEM))
         written.append(path)
 

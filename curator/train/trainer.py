@@ -29,6 +29,7 @@ import torch
 import torch.distributed as dist
 
 from curator.core.errors import ConfigError, InputError
+from curator.storage import nofollow
 from curator.storage.atomic import atomic_open
 from curator.train.blend import load_blend, plan_splits
 from curator.train.config import RESUME_KEYS, TrainConfig
@@ -321,7 +322,7 @@ def _train(cfg: TrainConfig, blend: Any, bookends: list[Any], layout: ParallelLa
                                           dp_rank, dp_size, device)
         history.append(rec)
         if rank == 0:
-            with open(metrics_path, "a") as f:
+            with nofollow.open_file(metrics_path, "a") as f:
                 f.write(json.dumps(rec) + "\n")
         if log and ((it + 1) % cfg.log_interval == 0 or it == start):
             extra = f" valid {rec['valid_loss']:.4f}" if "valid_loss" in rec else ""

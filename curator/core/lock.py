@@ -13,6 +13,7 @@ import errno
 import fcntl
 import os
 import socket
+import stat
 import sys
 import time
 import uuid
@@ -55,6 +56,11 @@ class WorkDirLock:
             # never through a symlink (a planted ``.lock -> ~/file`` would be truncated), and
             # private: it names the holder's command line
             fh = nofollow.open_file(self.path, "a+b", perm=0o600)
+            st = os.fstat(fh.fileno())
+            if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:  # truncating would reach
+                fh.close()                                        # another name's file
+                raise CuratorError(f"{self.path}: not a plain file of its own ({st.st_nlink} "
+                                   "hard links); remove it")
             with contextlib.suppress(OSError):
                 os.fchmod(fh.fileno(), 0o600)  # one made by an older curator was 0644
         except OSError as e:

@@ -789,7 +789,12 @@ def _check_specs(stage_id: str, specs: Any) -> None:
 def _check_writable(work_dir: str) -> None:
     try:
         probe = os.path.join(work_dir, ".write-test")
-        with nofollow.open_file(probe, "w") as f:
+        try:
+            f = nofollow.open_file(probe, "w", exclusive=True)
+        except FileExistsError:  # a killed run's, or a hard link: removed, never written to
+            nofollow.unlink(probe)
+            f = nofollow.open_file(probe, "w", exclusive=True)
+        with f:
             f.write("ok")
         nofollow.unlink(probe)
     except OSError as e:

@@ -74,6 +74,22 @@ def test_a_symlink_at_a_file_curator_writes_is_one_line_and_the_target_untouched
     assert (wd / name).is_symlink()
 
 
+def test_a_hard_link_at_lock_or_write_test_never_reaches_the_other_file(tmp_path):
+    """A hard link has no symlink to refuse: the lock (kept open, truncated) refuses a file
+    with other names, the write probe removes one and writes a new file."""
+    wd = _setup(tmp_path)
+    victim, _ = _victims(tmp_path)
+    os.link(victim, wd / ".lock")
+    proc = run_cli("run", "p.yaml", cwd=tmp_path, check=False)
+    err = [x for x in proc.stderr.splitlines() if x.startswith("curator: error:")]
+    assert proc.returncode == 1 and len(err) == 1 and "hard links" in err[0], proc.stderr
+    assert victim.read_text() == "precious\n"
+    (wd / ".lock").unlink()
+    os.link(victim, wd / ".write-test")
+    run_cli("run", "p.yaml", cwd=tmp_path)
+    assert victim.read_text() == "precious\n"
+
+
 @pytest.mark.parametrize("where", ["rejected", "stages", "quarantine"])
 def test_a_symlinked_folder_in_the_work_dir_is_one_line_and_the_target_untouched(tmp_path,
                                                                                    where):

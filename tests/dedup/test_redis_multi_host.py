@@ -156,3 +156,28 @@ def test_loopback_redis_nodes_with_a_worker_on_another_host_is_one_line(tmp_path
     stages = tmp_path / "w" / "stages"
     assert not stages.exists() or not any(
         p.name in ("_SUCCESS.json", "_done") for p in stages.rglob("*")), os.listdir(stages)
+
+
+def test_loopback_redis_nodes_with_mpi_ranks_on_two_hosts_is_one_line(tmp_path):
+    """The same with MPI: ``mpiexec`` with a hostfile of two hosts (``ip netns exec`` standing
+    in for ssh); every rank stops with the line, before any stage runs."""
+    make_corpus(tmp_path / "c", n_base=30, seed=33, shards=2)
+    y = tmp_path / "p.yaml"
+    y.write_text(_header(tmp_path / "w", f"{tmp_path}/c/part*.jsonl", "{type: mpi}")
+                 + "  - fuzzy_dedup: {backend: redis, redis: {nodes: ['localhost:7001']}}\n")
+    (tmp_path / "hosts").write_text("n0:1\nn1:1\n")
+    with nn.Hosts(["n0", "n1"]) as net:
+        ssh = net.ssh_stand_in(tmp_path / "ssh")
+        env = cli_env() | {"UCX_TLS": "tcp,self", "UCX_NET_DEVICES": "eth0"}
+        p = net.run("n0", [str(BIN / "mpiexec"), "-launcher", "ssh", "-launcher-exec",
+                           str(ssh), "-f", str(tmp_path / "hosts"), "-n", "2",
+                           str(BIN / "python"), "-m", "curator", "run", str(y)],
+                    check=False, env=env, cwd=tmp_path, timeout=300)
+    assert p.returncode != 0
+    errs = {x for x in p.stderr.splitlines() if x.startswith("curator: error:")}
+    assert len(errs) == 1 and "Traceback" not in p.stderr, p.stderr  # each rank, one line
+    assert ("fuzzy_dedup.redis.nodes: localhost:7001 is a loopback address, but tasks run on "
+            "other hosts (host n1 (MPI rank 1))") in errs.pop(), p.stderr
+    stages = tmp_path / "w" / "stages"
+    assert not stages.exists() or not any(
+        p.name in ("_SUCCESS.json", "_done") for p in stages.rglob("*"))

@@ -29,8 +29,7 @@ def process_facts(env_names: list[str]) -> dict[str, Any]:
         netns = str(os.stat("/proc/self/ns/net").st_ino)
     except OSError:
         netns = ""
-    return {"missing": [n for n in env_names if n not in os.environ],
-            "loopback": f"{boot}/{netns}"}
+    return {"missing": [n for n in env_names if n not in os.environ], "loopback": f"{boot}/{netns}"}
 
 
 def preflight(pipe: Pipeline, ex: Executor) -> None:
@@ -48,7 +47,8 @@ def preflight(pipe: Pipeline, ex: Executor) -> None:
                     raise ConfigError(
                         f"{sid}.{key}: environment variable '{var}' is not set on {who}; it "
                         "must be set wherever the stage's tasks run (for Dask workers: in "
-                        "the environment they are started in); nothing ran")
+                        "the environment they are started in); nothing ran"
+                    )
     driver = facts[0][1]["loopback"]
     elsewhere = [who for who, f in facts[1:] if f["loopback"] != driver]
     for sid, h in needs:
@@ -58,4 +58,5 @@ def preflight(pipe: Pipeline, ex: Executor) -> None:
             raise ConfigError(
                 f"{sid}.{key}: {addr} is a loopback address, but tasks run on other hosts "
                 f"({'; '.join(elsewhere[:2])}{more}): each would reach its own local server, "
-                "not one shared store; give an address every host reaches; nothing ran")
+                "not one shared store; give an address every host reaches; nothing ran"
+            )

@@ -31,14 +31,18 @@ def _pipeline(tmp: Path) -> Path:
         "  - read_jsonl: {paths: a.jsonl}\n"
         "  - helpers_core:min_words: {n: 5}\n"
         "  - fuzzy_dedup: {backend: redis, redis: {nodes: ['127.0.0.1:1'], "
-        f"password_env: {ENV}}}}}\n")
+        f"password_env: {ENV}}}}}\n"
+    )
     return y
 
 
 def _nothing_ran(tmp: Path) -> None:
     stages = tmp / "w" / "stages"
-    done = [p for p in stages.rglob("*") if p.name in ("_SUCCESS.json", "_done")] \
-        if stages.exists() else []
+    done = (
+        [p for p in stages.rglob("*") if p.name in ("_SUCCESS.json", "_done")]
+        if stages.exists()
+        else []
+    )
     assert done == [], done
 
 
@@ -52,19 +56,33 @@ def test_missing_password_variable_on_the_driver_stops_before_any_stage(tmp_path
     y = _pipeline(tmp_path)
     env = cli_env()
     env.pop(ENV, None)
-    p = subprocess.run([sys.executable, "-m", "curator", "run", str(y)], cwd=tmp_path, env=env,
-                       capture_output=True, text=True, timeout=120)
+    p = subprocess.run(
+        [sys.executable, "-m", "curator", "run", str(y)],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert p.returncode != 0
     line = _error_line(p.stderr)
-    assert (f"fuzzy_dedup.redis.password_env: environment variable '{ENV}' is not set on host "
-            f"{socket.gethostname()} (this process") in line, line
+    assert (
+        f"fuzzy_dedup.redis.password_env: environment variable '{ENV}' is not set on host "
+        f"{socket.gethostname()} (this process"
+    ) in line, line
     _nothing_ran(tmp_path)
 
 
 def _start(cmd: list[str], cwd: Path, env: dict[str, str]) -> subprocess.Popen:
     cwd.mkdir()
-    return subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, start_new_session=True)
+    return subprocess.Popen(
+        cmd,
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
 
 
 def test_missing_password_variable_on_a_dask_worker_names_it(tmp_path):
@@ -75,25 +93,72 @@ def test_missing_password_variable_on_a_dask_worker_names_it(tmp_path):
     env[ENV] = "the-password"
     without = dict(env)
     del without[ENV]
-    procs = [_start([str(BIN / "dask"), "scheduler", "--scheduler-file", str(sched_file),
-                     "--host", "127.0.0.1", "--port", "0", "--dashboard-address", ":0"],
-                    tmp_path / "s", env)]
+    procs = [
+        _start(
+            [
+                str(BIN / "dask"),
+                "scheduler",
+                "--scheduler-file",
+                str(sched_file),
+                "--host",
+                "127.0.0.1",
+                "--port",
+                "0",
+                "--dashboard-address",
+                ":0",
+            ],
+            tmp_path / "s",
+            env,
+        )
+    ]
     try:
         for i, wenv in enumerate((env, without)):
-            procs.append(_start([str(BIN / "dask"), "worker", "--scheduler-file",
-                                 str(sched_file), "--nthreads", "1", "--host", "127.0.0.1",
-                                 "--name", f"w{i}", "--no-dashboard"], tmp_path / f"wk{i}",
-                                wenv))
+            procs.append(
+                _start(
+                    [
+                        str(BIN / "dask"),
+                        "worker",
+                        "--scheduler-file",
+                        str(sched_file),
+                        "--nthreads",
+                        "1",
+                        "--host",
+                        "127.0.0.1",
+                        "--name",
+                        f"w{i}",
+                        "--no-dashboard",
+                    ],
+                    tmp_path / f"wk{i}",
+                    wenv,
+                )
+            )
         from distributed import Client
 
         with Client(scheduler_file=str(sched_file), timeout="60s") as c:
             c.wait_for_workers(2, timeout=120)
-            bare = [a for a, w in c.scheduler_info(n_workers=-1)["workers"].items()
-                    if w.get("name") == "w1"]
+            bare = [
+                a
+                for a, w in c.scheduler_info(n_workers=-1)["workers"].items()
+                if w.get("name") == "w1"
+            ]
         p = subprocess.run(
-            [sys.executable, "-m", "curator", "run", str(y), "--executor", "dask",
-             "--set", f"executor.scheduler_file={sched_file}"],
-            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+            [
+                sys.executable,
+                "-m",
+                "curator",
+                "run",
+                str(y),
+                "--executor",
+                "dask",
+                "--set",
+                f"executor.scheduler_file={sched_file}",
+            ],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
     finally:
         for proc in procs:
             with contextlib.suppress(ProcessLookupError):
@@ -101,7 +166,9 @@ def test_missing_password_variable_on_a_dask_worker_names_it(tmp_path):
             proc.wait()
     assert p.returncode != 0
     line = _error_line(p.stderr)
-    assert (f"fuzzy_dedup.redis.password_env: environment variable '{ENV}' is not set on host "
-            f"127.0.0.1 (Dask worker {bare[0]})") in line, line
+    assert (
+        f"fuzzy_dedup.redis.password_env: environment variable '{ENV}' is not set on host "
+        f"127.0.0.1 (Dask worker {bare[0]})"
+    ) in line, line
     assert "the-password" not in p.stdout + p.stderr
     _nothing_ran(tmp_path)

@@ -53,20 +53,27 @@ def test_killed_tls_master_is_named_with_the_real_cause(tmp_path: Path, tls_clus
     hd.make_corpus(tmp_path / "c", n_base=90, seed=21, shards=6)
     nodes = ", ".join(f"'{n}'" for n in cluster.nodes)
     y = hd.write_pipeline(
-        tmp_path / "r.yaml", tmp_path / "w", f"{tmp_path}/c/part*.jsonl",
+        tmp_path / "r.yaml",
+        tmp_path / "w",
+        f"{tmp_path}/c/part*.jsonl",
         f"  - fuzzy_dedup: {FUZZY}, backend: redis, redis: {{nodes: [{nodes}], "
-        f"password_env: {ENV}, tls: {{enabled: true, ca_file: '{cluster.tls.ca}'}}}}}}\n")
+        f"password_env: {ENV}, tls: {{enabled: true, ca_file: '{cluster.tls.ca}'}}}}}}\n",
+    )
     env = dict(os.environ, PYTHONPATH=str(hd.REPO), **{ENV: SECRET})
     in_flight = when == "claim in flight"
-    run = hd.start_frozen_run(tmp_path, ["run", str(y)], env,
-                              after="_claim_batch" if in_flight else "claim")
+    run = hd.start_frozen_run(
+        tmp_path, ["run", str(y)], env, after="_claim_batch" if in_flight else "claim"
+    )
     master = cluster.procs.pop(down)
     try:
         if in_flight:
             master.send_signal(signal.SIGSTOP)
             os.killpg(run.pid, signal.SIGCONT)
-            hd.wait_until(lambda: _unread_bytes(down) > 0, timeout=60,
-                          what="a claim waiting in the stopped master's socket")
+            hd.wait_until(
+                lambda: _unread_bytes(down) > 0,
+                timeout=60,
+                what="a claim waiting in the stopped master's socket",
+            )
             master.kill()
         else:
             master.kill()

@@ -46,12 +46,10 @@ from curator.dedup.backends.redis_errors import (
     ADDR,
     NETWORK_ERRORS,
     address_in,
-    answers_plain,
-    answers_tls,
     auth_problem,
     one_line,
-    tls_failure,
     transport_cause,
+    unreachable_line,
 )
 
 T = TypeVar("T")
@@ -311,36 +309,8 @@ class RedisBucketStore:
             found = self._find_dead_node()
             if found is not None:
                 bad, cause = found
-        return self._unreachable(bad, cause)
-
-    def _unreachable(self, node: str | None, err: BaseException) -> str:
-        """The line for a node that could not be used: a TLS failure only when OpenSSL reported
-        one or the port answers in plain text, else the transport's cause (refused, reset,
-        timed out...)."""
-        who = f"redis node {node}" if node else self._cluster_name
-        fix = ("check redis.tls.enabled and redis.tls.ca_file / cert_file / key_file; nothing "
-               "was marked done")
-        tls = tls_failure(err)
-        if tls is not None:
-            return f"{who}: TLS handshake failed: {tls}; {fix}"
-        cause = transport_cause(err, self.timeout_s)
-        host, _, port = (node or "").rpartition(":")
-        if cause and port.isdigit():
-            # a TLS client meets a plain port as a timeout, a plain client a TLS port as a
-            # reset: ask the port itself which protocol it speaks
-            if self.auth.tls and cause.startswith("timed out") and \
-                    answers_plain(host, int(port), min(2.0, self.timeout_s)):
-                return (f"{who}: TLS handshake failed: the node answers in plain text on that "
-                        f"port (no TLS there); {fix}")
-            if not self.auth.tls and cause.startswith("connection reset") and \
-                    answers_tls(host, int(port), min(2.0, self.timeout_s)):
-                return (f"{who}: the node speaks TLS only on that port and "
-                        "redis.tls.enabled is off; set it (and redis.tls.ca_file); nothing was "
-                        "marked done")
-        if cause is None:
-            cause = f"{type(err).__name__}: {one_line(err)}"
-        return (f"{who} is down or unreachable: {cause}; nothing was marked done: rerun when "
-                "it is back")
+        return unreachable_line(f"redis node {bad}" if bad else cluster, bad, cause,
+                                self.auth.tls, self.timeout_s)
 
     def _find_dead_node(self) -> tuple[str, BaseException] | None:
         """The first node (given, or known to a given one) that does not answer, with the

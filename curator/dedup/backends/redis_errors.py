@@ -178,8 +178,48 @@ def answers_tls(host: str, port: int, timeout_s: float = 2.0) -> bool:
     ctx.check_hostname = False
     ctx.verify_mode = ssl.CERT_NONE
     try:
-        with socket.create_connection((host, port), timeout=timeout_s) as s, \
-                ctx.wrap_socket(s, server_hostname=host):
+        with (
+            socket.create_connection((host, port), timeout=timeout_s) as s,
+            ctx.wrap_socket(s, server_hostname=host),
+        ):
             return True
     except (OSError, ValueError):
         return False
+
+
+def unreachable_line(
+    who: str, node: str | None, err: BaseException, tls_on: bool, timeout_s: float
+) -> str:
+    """The line for a node that could not be used (``who`` names it): a TLS failure only when
+    OpenSSL reported one or the port answers in plain text, else the transport's cause
+    (refused, reset, timed out...)."""
+    fix = (
+        "check redis.tls.enabled and redis.tls.ca_file / cert_file / key_file; nothing was "
+        "marked done"
+    )
+    tls = tls_failure(err)
+    if tls is not None:
+        return f"{who}: TLS handshake failed: {tls}; {fix}"
+    cause = transport_cause(err, timeout_s)
+    host, _, port = (node or "").rpartition(":")
+    if cause and port.isdigit():
+        # a TLS client meets a plain port as a timeout, a plain client a TLS port as a reset:
+        # ask the port itself which protocol it speaks
+        wait = min(2.0, timeout_s)
+        if tls_on and cause.startswith("timed out") and answers_plain(host, int(port), wait):
+            return (
+                f"{who}: TLS handshake failed: the node answers in plain text on that port "
+                f"(no TLS there); {fix}"
+            )
+        if (
+            not tls_on
+            and cause.startswith("connection reset")
+            and answers_tls(host, int(port), wait)
+        ):
+            return (
+                f"{who}: the node speaks TLS only on that port and redis.tls.enabled is "
+                "off; set it (and redis.tls.ca_file); nothing was marked done"
+            )
+    if cause is None:
+        cause = f"{type(err).__name__}: {one_line(err)}"
+    return f"{who} is down or unreachable: {cause}; nothing was marked done: rerun when it is back"

@@ -16,7 +16,14 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from curator.core.errors import ConfigError, CuratorError, StageError
-from curator.core.liveness import PeerWatch
+from curator.core.liveness import (
+    PeerWatch,
+    connection_lost_errors,
+    dashboard_where,
+    dask_tcp_deadline,
+    is_cancel,
+    scheduler_lost_line,
+)
 from curator.core.redact import redact
 from curator.core.tls import TLSFiles, dask_config_tls, is_loopback, scheduler_address, tls_files
 from curator.storage.atomic import set_run_id
@@ -123,7 +130,7 @@ class DaskExecutor(Executor):
                  scheduler_file: str | None = None, threads_per_worker: int = 1,
                  memory_limit: str = "auto", dashboard_address: str | None = "127.0.0.1:0",
                  log: Callable[[str], None] | None = None, tls: TLSFiles | None = None,
-                 no_workers_timeout_s: float = 60.0) -> None:
+                 no_workers_timeout_s: float = 60.0, peer_timeout_s: float = 120.0) -> None:
         try:
             from distributed import Client, LocalCluster
         except ImportError as e:  # pragma: no cover - depends on install
@@ -132,6 +139,10 @@ class DaskExecutor(Executor):
             ) from e
         self.cluster = None
         self.no_workers_timeout_s = no_workers_timeout_s
+        self.peer_timeout_s = peer_timeout_s
+        # a scheduler that stops answering (node down, network cut) ends this client's
+        # connection after peer_timeout_s instead of TCP's ~15 minutes; set before connecting
+        self._tcp_deadline = dask_tcp_deadline(peer_timeout_s)
         if address or scheduler_file:
             self.client = _connect(address, scheduler_file, tls, log)
         else:
@@ -159,13 +170,15 @@ class DaskExecutor(Executor):
         # dashboard_address: null turns the LocalCluster's dashboard off, but the scheduler
         # still serves HTTP (health, metrics) and client.dashboard_link still names it.
         off = self.cluster is not None and dashboard_address is None
-        self.dashboard_link: str | None = None if off else self.client.dashboard_link
+        link, where = (None, "") if off else dashboard_where(self.client,
+                                                             self.client.dashboard_link)
+        self.dashboard_link: str | None = link
         if log:
             # the Workers page shows each worker's shard in flight (core/progress.py)
             workers_page = (f" (shards in flight: {self.dashboard_link.rsplit('/', 1)[0]}"
                             "/workers)" if self.dashboard_link else "")
             log(f"dask scheduler {self.client.scheduler.address}; "
-                f"dashboard {self.dashboard_link or 'off'}{workers_page}")
+                f"dashboard {self.dashboard_link or 'off'}{workers_page}{where}")
 
     #: seconds between checks for live workers while waiting for results
     poll_s = 1.0
@@ -182,6 +195,7 @@ class DaskExecutor(Executor):
         results: list[Any] = [None] * len(futures)
         pending = set(futures)
         alone_since: float | None = None  # when the scheduler was first seen without workers
+        self._answered = time.monotonic()  # when the scheduler last answered
         try:
             while pending:
                 try:
@@ -196,10 +210,24 @@ class DaskExecutor(Executor):
                     results[index[fut.key]] = r
                     if progress:
                         progress(r)
+        except connection_lost_errors() as e:
+            if self.client.status == "running":
+                if not is_cancel(e):
+                    raise  # a task's own error
+                raise StageError(
+                    f"dask: the scheduler {self.client.scheduler.address} cancelled this run's "
+                    "tasks (restarted, or cancelled by another client); finished shards are "
+                    "kept, rerun the same command") from None
+            raise StageError(self._lost_line()) from None
         except BaseException:
-            self.client.cancel(futures)
+            if self.client.status == "running":
+                self.client.cancel(futures)
             raise
         return results
+
+    def _lost_line(self) -> str:
+        address = getattr(self.client.scheduler, "address", None) or "?"
+        return scheduler_lost_line(address, self.peer_timeout_s)
 
     def set_run_id(self, run_id: str) -> None:
         # each task names its run where it runs (:func:`_in_run`): workers may serve other
@@ -235,10 +263,20 @@ class DaskExecutor(Executor):
         """While results are awaited: fail when no worker has been alive for
         ``no_workers_timeout_s`` (a scheduler whose workers were all killed waits for ever)."""
         address = getattr(self.client.scheduler, "address", "?")
-        if self.client.status not in ("running", "connecting"):
-            raise StageError(f"dask: lost the connection to the scheduler {address} "
-                             f"(client {self.client.status})")
-        info = self.client.scheduler_info(n_workers=0)
+        if self.client.status != "running":
+            # a client that lost its scheduler has already cancelled every task it submitted:
+            # reconnecting cannot bring this run back
+            raise StageError(self._lost_line())
+        try:
+            # bounded: a request to an unreachable node would wait for Dask's connect timeout
+            info = self.client.sync(self.client.scheduler.identity, n_workers=0,
+                                    callback_timeout=min(5.0, self.peer_timeout_s))
+            self._answered = time.monotonic()
+        except (TimeoutError, OSError):
+            if (self.client.status != "running"
+                    or time.monotonic() - self._answered >= self.peer_timeout_s):
+                raise StageError(self._lost_line()) from None
+            return alone_since
         if info.get("n_workers", 1):
             return None
         now = time.monotonic()
@@ -252,9 +290,22 @@ class DaskExecutor(Executor):
         return alone_since
 
     def close(self) -> None:
-        self.client.close()
+        lost = self.client.status != "running"
+        if lost:
+            # closing a client that lost its scheduler cancels its reconnection, which Dask
+            # logs as an error with a traceback: the run's one line has said it all
+            logging.disable(logging.CRITICAL)
+        try:
+            # a scheduler that is gone must not hold the exit for Dask's default minute
+            self.client.close(timeout=min(5.0, self.peer_timeout_s))
+        except Exception:  # noqa: S110 - closing a client whose scheduler is gone
+            pass
+        finally:
+            if lost:
+                logging.disable(logging.NOTSET)
         if self.cluster is not None:
             self.cluster.close()
+        self._tcp_deadline.__exit__(None, None, None)
 
 
 class MPIExecutor(Executor):
@@ -637,7 +688,7 @@ def make_executor(cfg: Any, log: Callable[[str], None] | None = None) -> Executo
             threads_per_worker=cfg.threads_per_worker, memory_limit=cfg.memory_limit,
             dashboard_address=cfg.dashboard_address, log=log,
             tls=tls_files(cfg.tls.model_dump() if cfg.tls else None),
-            no_workers_timeout_s=cfg.no_workers_timeout_s,
+            no_workers_timeout_s=cfg.no_workers_timeout_s, peer_timeout_s=cfg.peer_timeout_s,
         )
     if cfg.type == "mpi":
         ex = MPIExecutor(schedule=cfg.schedule, peer_timeout_s=cfg.peer_timeout_s)

@@ -8,6 +8,7 @@ anywhere can outlast the deadline, and a long shard is never mistaken for a lost
 
 from __future__ import annotations
 
+import atexit
 import faulthandler
 import os
 import sys
@@ -53,6 +54,9 @@ class PeerWatch:
     def start(self) -> PeerWatch:
         if self._last:
             self._thread.start()
+            # a program that never closes its executor still says goodbye before mpi4py's
+            # own exit hook finalizes MPI (hooks run last registered first)
+            atexit.register(self.stop)
         return self
 
     def stop(self) -> None:
@@ -143,3 +147,84 @@ class PeerWatch:
             sys.modules["mpi4py.MPI"].COMM_WORLD.Abort(1)
         finally:
             os._exit(1)
+
+
+# --- Dask: the same deadline for the client's connection to its scheduler -------------------
+
+#: Dask's TCP deadline needs at least this many seconds (ten keep-alive probes and one idle)
+DASK_MIN_TCP_S = 11
+
+
+def dask_tcp_deadline(timeout_s: float) -> Any:
+    """Set Dask's ``distributed.comm.timeouts.tcp`` (kernel keep-alive and ``TCP_USER_TIMEOUT``
+    on every connection this process makes) to ``timeout_s``; returns the setting, whose
+    ``__exit__`` restores the previous value. Without it a silent peer holds a connection
+    until Dask's 30 s, or TCP's ~15 minutes for data in flight."""
+    import dask.config
+
+    seconds = max(DASK_MIN_TCP_S, int(timeout_s))
+    return dask.config.set({"distributed.comm.timeouts.tcp": f"{seconds}s"})
+
+
+def connection_lost_errors() -> tuple[type[BaseException], ...]:
+    """What waiting on a Dask future raises when the scheduler connection is gone: a closed
+    comm, or the futures the client cancelled when it lost its scheduler."""
+    import asyncio
+    import concurrent.futures
+
+    from distributed.comm.core import CommClosedError
+
+    return (CommClosedError, asyncio.CancelledError, concurrent.futures.CancelledError)
+
+
+def is_cancel(err: BaseException) -> bool:
+    import asyncio
+    import concurrent.futures
+
+    return isinstance(err, asyncio.CancelledError | concurrent.futures.CancelledError)
+
+
+def scheduler_lost_line(address: str, timeout_s: float) -> str:
+    """The one line for a run whose client lost its Dask scheduler."""
+    return (
+        f"dask: lost the connection to the scheduler {address}: it ended, or its node was "
+        f"down or cut off for executor.peer_timeout_s ({timeout_s:g} s); the scheduler "
+        "forgets the tasks of a client it lost, so this run stops here: finished shards are "
+        "kept, rerun the same command once the scheduler answers"
+    )
+
+
+def dashboard_where(client: Any, link: str | None) -> tuple[str | None, str]:
+    """The dashboard URL as it answers, and where to open it. Dask builds its link from the
+    scheduler's address and the dashboard's port, so a dashboard bound to loopback on another
+    node was printed at the node's address, where nothing answers. This asks the scheduler
+    where its HTTP server listens; a loopback one is named with the node that serves it and
+    the SSH tunnel that reaches it."""
+    if not link:
+        return link, ""
+    try:
+        bound = client.run_on_scheduler(_http_address)
+    except Exception:  # a scheduler that refuses to run our function: keep Dask's link
+        return link, ""
+    if not bound or bound[0] in ("", "0.0.0.0", "::"):  # noqa: S104 - reading, not binding
+        return link, ""
+    from urllib.parse import urlsplit, urlunsplit
+
+    host, port = bound
+    parts = urlsplit(link)
+    shown = f"[{host}]" if ":" in host else host
+    url = urlunsplit((parts.scheme, f"{shown}:{port}", parts.path, parts.query, ""))
+    node = client.scheduler.address.split("://", 1)[-1].rsplit(":", 1)[0].strip("[]")
+    local = ("127.0.0.1", "::1", "localhost")
+    if host in local and node not in local:
+        return url, (
+            f" on the scheduler's node {node} only (from elsewhere: "
+            f"ssh -N -L {port}:127.0.0.1:{port} {node})"
+        )
+    return url, ""
+
+
+def _http_address(dask_scheduler: Any = None) -> tuple[str, int] | None:
+    server = getattr(dask_scheduler, "http_server", None)
+    address, port = getattr(server, "address", None), getattr(server, "port", None)
+    return (str(address), int(port)) if address is not None and port else None

@@ -254,11 +254,10 @@ def quickstart_outputs(wd: Path) -> dict[str, str]:
 
 @filter
 def hold(doc: Document, folder: str = "") -> bool:
-    """On the first document of this process: write ``<folder>/held-<host>-<pid>``, then wait
-    until ``<folder>/release`` exists (a test cuts a host's network while every process of a run
-    is known to be in the middle of it)."""
-    global _HELD
-    if folder and not _HELD:
+    """On the first document this process sees for ``folder``: write
+    ``<folder>/held-<host>-<pid>``, then wait until ``<folder>/release`` exists (a test cuts a
+    host's network while every process of a run is known to be in the middle of it)."""
+    if folder and folder not in _HELD:
         import socket
         import time
 
@@ -266,8 +265,8 @@ def hold(doc: Document, folder: str = "") -> bool:
         (d / f"held-{socket.gethostname()}-{os.getpid()}").touch()
         while not (d / "release").exists():
             time.sleep(0.05)
-        _HELD = True
+        _HELD.add(folder)
     return True
 
 
-_HELD = False
+_HELD: set[str] = set()

@@ -34,6 +34,8 @@ DEADLINE_S = 20
 #: the deadline where the outage outlasts it (the test waits only this long)
 LOST_S = 8
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(autouse=True)
 def _need_netns() -> None:

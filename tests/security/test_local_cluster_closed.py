@@ -155,7 +155,8 @@ def _recipe(step: str) -> list[str]:
     """The command of docs/cluster.md's mutual-TLS recipe whose block follows ``step``."""
     doc = (Path(__file__).resolve().parents[2] / "docs" / "cluster.md").read_text()
     block = doc[doc.index(step):].split("```", 2)[1]
-    lines = [x.split("$ ", 1)[-1] for x in block.strip().splitlines() if "C=" not in x]
+    lines = [x.split("$ ", 1)[-1] for x in block.strip().splitlines()
+             if not re.match(r"(\S+\$ )?(C=|export )", x.strip())]
     return shlex.split(" ".join(x.rstrip("\\").strip() for x in lines))
 
 
@@ -170,7 +171,8 @@ def test_the_documented_recipe_serves_nothing_beyond_its_host(tmp_path):
     sched = tmp_path / "scheduler.json"
     subst = {"$VENV/bin/dask": str(BIN / "dask"), "/shared/scheduler.json": str(sched),
              "10.0.0.1": "127.0.0.1", "10.0.0.2": "127.0.0.1", "8786": "0",
-             "127.0.0.1:8787": "127.0.0.1:0"}  # free ports: tests run side by side
+             "127.0.0.1:8787": "127.0.0.1:0", "9000:9015": "0",
+             "9100:9115": "0"}  # free ports: tests run side by side
 
     def fill(args: list[str]) -> list[str]:
         out = []

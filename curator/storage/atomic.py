@@ -127,8 +127,10 @@ def temp_path(path: str) -> str:
     return f"{path}{_tmp_suffix()}"
 
 
-#: groups: final name, run id (absent outside a run and in earlier versions), host tag, PID
-_TMP_NAME = re.compile(r"(.+)\.tmp-(?:r([0-9a-f]{12})-)?([0-9a-f]{8})-(\d+)-[0-9a-f]{8}")
+#: What :func:`atomic_open` appends to a file's name for its temporary (a regex); groups: run
+#: id (absent outside a run and in earlier versions), host tag, PID.
+TMP_SUFFIX = r"\.tmp-(?:r([0-9a-f]{12})-)?([0-9a-f]{8})-(\d+)-[0-9a-f]{8}"
+_TMP_NAME = re.compile(r"(.+)" + TMP_SUFFIX)
 # Per process: folder -> final file name -> temporaries of it found when the folder was first
 # written to. One listing per folder, not one per file (folders may hold 100k shards).
 _STALE: dict[str, dict[str, list[tuple[str, int]]]] = {}

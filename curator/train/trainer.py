@@ -30,7 +30,7 @@ import torch.distributed as dist
 
 from curator.core.errors import ConfigError, InputError
 from curator.storage import nofollow
-from curator.storage.atomic import atomic_open
+from curator.storage.atomic import TMP_SUFFIX, atomic_open
 from curator.train.blend import load_blend, plan_splits
 from curator.train.config import RESUME_KEYS, TrainConfig
 from curator.train.gpt import batches, build_datasets, build_model, model_config
@@ -132,10 +132,10 @@ def _write_tracker(save: str, iteration: int) -> None:
         f.write(str(iteration))
 
 
-#: Temporaries of checkpoint files: ``<file>.tmp-xxxxxxxx`` (atomic_open) and ``<file>.tmp<pid>``
-#: (earlier versions).
+#: Temporaries of checkpoint files: atomic_open's (``<file>.tmp-<host>-<pid>-xxxxxxxx``), and
+#: ``<file>.tmp-xxxxxxxx`` and ``<file>.tmp<pid>`` of earlier versions.
 _CKPT_TMP = re.compile(r"(model_optim_rng\.pt|" + re.escape(TRACKER) + r"|model_config\.json|"
-                       r"train_summary\.json)\.tmp(-[0-9a-f]{8}|\d+)")
+                       r"train_summary\.json)(?:" + TMP_SUFFIX + r"|\.tmp(-[0-9a-f]{8}|\d+))")
 
 
 def remove_stale_temporaries(save: str) -> list[str]:

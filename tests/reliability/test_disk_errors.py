@@ -212,7 +212,11 @@ def test_train_removes_checkpoint_temporaries_of_a_killed_run(tmp_path, small_bl
     # what a SIGKILLed earlier run leaves: temporaries of this and earlier versions' writers
     stale = [save / "iter_0000004" / "mp_rank_00" / "model_optim_rng.pt.tmp4242",
              save / "iter_0000004" / "mp_rank_00" / "model_optim_rng.pt.tmp-0123abcd",
-             save / "latest_checkpointed_iteration.txt.tmp-89abcdef"]
+             save / "latest_checkpointed_iteration.txt.tmp-89abcdef",
+             # atomic_open's own names (host, PID; the run's id inside a pipeline run)
+             save / "iter_0000004" / "mp_rank_00"
+             / "model_optim_rng.pt.tmp-c967c6da-26677-427ab525",
+             save / "train_summary.json.tmp-r0123456789ab-c967c6da-1-0123abcd"]
     for p in stale:
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_bytes(b"half a checkpoint")

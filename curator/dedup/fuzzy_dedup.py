@@ -53,6 +53,7 @@ from curator.dedup.common import (
 from curator.dedup.lsh import resolve_bands
 from curator.dedup.minhash import MinHasher, band_digests, shingle_hashes
 from curator.dedup.normalize import resolve, word_splitter
+from curator.storage.atomic import atomic_open
 from curator.storage.shards import read_shard
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -671,8 +672,9 @@ def _save_index_task(cfg: FuzzyConfig, dest: str, shards: list[tuple[str, str]])
         z = load_npz(sig_path, "fuzzy_dedup save_index")
         extra = {"valid": z["valid"]} if "valid" in z else {}
         save_npz(os.path.join(dest, "sig", f"{name}.npz"), digests=z["digests"], **extra)
-        shutil.copyfile(_ids_path(sig_path),
-                        os.path.join(dest, "sig", f"{name}.ids.json"))
+        with open(_ids_path(sig_path), "rb") as src, atomic_open(
+                os.path.join(dest, "sig", f"{name}.ids.json"), "wb") as out:
+            shutil.copyfileobj(src, out)
         docs += int(z["digests"].shape[0])
     save_json(os.path.join(dest, "index.json"), {
         **cfg.hashing.index_meta(), "shards": [n for n, _ in shards], "docs": docs})

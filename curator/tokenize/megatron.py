@@ -186,13 +186,12 @@ class IndexedWriter:
         seqs = np.concatenate(self._doc_seqs) if self._doc_seqs else np.zeros(0, np.int64)
         doc_indices = np.zeros(len(seqs) + 1, dtype=np.int64)
         np.cumsum(seqs, out=doc_indices[1:])
-        os.replace(self._tmp_bin, self.prefix + ".bin")
+        nofollow.replace(self._tmp_bin, self.prefix + ".bin")
         write_index(self.prefix + ".idx", self.dtype, lengths, doc_indices)
 
     def abort(self) -> None:
         self._bin.close()
-        if os.path.exists(self._tmp_bin):
-            os.unlink(self._tmp_bin)
+        nofollow.unlink(self._tmp_bin)
 
 
 # -- merging -----------------------------------------------------------------------------------

@@ -19,6 +19,7 @@ import json
 import os
 import re
 import shutil
+import uuid
 from collections.abc import Iterator
 from typing import Annotated, Any, Literal
 
@@ -250,7 +251,8 @@ def train_sentencepiece(stage: TrainTokenizer, texts: Iterator[str], out_dir: st
     os.makedirs(out_dir, exist_ok=True)
     prefix = os.path.join(out_dir, "tokenizer")
     _remove_dead_sp_temporaries(out_dir)
-    tmp = f"{prefix}.tmp-{os.getpid()}"
+    # SentencePiece opens its files by name, following symlinks: a name nobody can guess
+    tmp = f"{prefix}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}"
     try:
         spm.SentencePieceTrainer.train(
             sentence_iterator=_chunks(texts, stage.max_sentence_length), model_prefix=tmp,
@@ -308,7 +310,7 @@ def train_sentencepiece(stage: TrainTokenizer, texts: Iterator[str], out_dir: st
 def _remove_dead_sp_temporaries(out_dir: str) -> None:
     """Drop ``tokenizer.tmp-<pid>.model/.vocab`` of SentencePiece runs whose process is gone."""
     for name in os.listdir(out_dir):
-        m = re.fullmatch(r"tokenizer\.tmp-(\d+)\.(model|vocab)", name)
+        m = re.fullmatch(r"tokenizer\.tmp-(\d+)(?:-[0-9a-f]{8})?\.(model|vocab)", name)
         if m and not _alive(int(m.group(1))):
             with contextlib.suppress(OSError):
                 os.unlink(os.path.join(out_dir, name))

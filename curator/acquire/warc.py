@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from curator.acquire.base import DownloadSource
+from curator.base.urls import public_url
 from curator.core.context import ShardContext
 from curator.core.document import Document
 from curator.core.errors import ConfigError
@@ -726,7 +727,8 @@ class WarcExtracting(DownloadSource):
     def extract(self, rec: WarcRecord, ctx: ShardContext) -> Document | None:
         rid = rec.record_id.strip("<>")
         # ClueWeb's TREC id is what its relevance judgments name; ARC records have no id
-        doc_id = rec.trec_id or rid.removeprefix("urn:uuid:") or f"{rec.file}:{rec.offset}"
+        doc_id = (rec.trec_id or rid.removeprefix("urn:uuid:")
+                  or f"{public_url(rec.file)}:{rec.offset}")  # no URL credentials in ids
         meta = {"url": rec.url, "warc_record_id": rec.record_id, "date": rec.date,
                 "content_type": rec.content_type}
         if rec.trec_id:

@@ -26,6 +26,7 @@ from curator.filters.synthetic import documents
 # (``train`` and ``export_triton`` read a blend and a checkpoint, not document shards.)
 GLOBAL: dict[str, dict[str, Any]] = {
     "exact_dedup": {},
+    "bloom_dedup": {"level": "paragraph"},
     "fuzzy_dedup": {},
     "line_dedup": {},
     "sentence_span_dedup": {},

@@ -112,19 +112,24 @@ def test_false_positives_on_real_text_match_the_prediction(tmp_path, wiki):
     docs = [{"id": f"w{i}", "text": t} for i, t in enumerate(paras)]
     for j in range(1500):
         src = rng.choice(paras)
-        docs.insert(rng.randrange(len(docs) + 1),
-                    {"id": f"copy{j}", "text": "  " + src.upper().replace(" ", "  ")})
+        docs.insert(
+            rng.randrange(len(docs) + 1),
+            {"id": f"copy{j}", "text": "  " + src.upper().replace(" ", "  ")},
+        )
     n = len(docs)
     memory_mb = n * 6 / 8 / (1 << 20)  # 6 bits per item: ~5 % at the end of the pass
     inputs = write_shards(tmp_path / "in", docs, 4)
-    y = write_pipeline(tmp_path / "p.yaml", tmp_path / "w", inputs,
-                       f"  - bloom_dedup: {{memory_mb: {memory_mb!r}, partitions: 2}}\n")
+    y = write_pipeline(
+        tmp_path / "p.yaml",
+        tmp_path / "w",
+        inputs,
+        f"  - bloom_dedup: {{memory_mb: {memory_mb!r}, partitions: 2}}\n",
+    )
     stage = run_local(y)["bloom_dedup"]
     ordered = [d for k in range(4) for d in docs[k::4]]  # the stage's input order
     seen: set[str] = set()
     repeats = set()
-    for d, key in zip(ordered, normalize_batch([d["text"] for d in ordered], "basic"),
-                      strict=True):
+    for d, key in zip(ordered, normalize_batch([d["text"] for d in ordered], "basic"), strict=True):
         if key in seen:
             repeats.add(d["id"])
         seen.add(key)
@@ -142,26 +147,32 @@ def test_false_positives_on_real_text_match_the_prediction(tmp_path, wiki):
     assert abs(false - expected) < 4 * math.sqrt(expected) + 2, (false, expected)
     assert stage["counters"]["documents_repeated"] == len(got)
     assert sorted(output_ids(tmp_path / "w", "bloom_dedup")) == sorted(
-        d["id"] for d in docs if d["id"] not in got)
+        d["id"] for d in docs if d["id"] not in got
+    )
 
 
 # -- paragraph level --------------------------------------------------------------------------
 
 
 def test_paragraph_level_on_the_fixture(tmp_path):
-    y = write_pipeline(tmp_path / "p.yaml", tmp_path / "w", f"{FIXTURE}/*.jsonl",
-                       "  - bloom_dedup: {level: paragraph}\n")
+    y = write_pipeline(
+        tmp_path / "p.yaml",
+        tmp_path / "w",
+        f"{FIXTURE}/*.jsonl",
+        "  - bloom_dedup: {level: paragraph}\n",
+    )
     stage = run_local(y)["bloom_dedup"]
     assert outputs(tmp_path / "w", "bloom_dedup") == {
         "p1": "Home | About | Contact\nWelcome to the first article.\nIt has two lines.\n\n"
-              "Copyright 2024 Example Inc.",
+        "Copyright 2024 Example Inc.",
         "p2": "A second article about birds.\n",
-        "p4": "A new page.\n  \nShare this page"}
+        "p4": "A new page.\n  \nShare this page",
+    }
     assert rejected(tmp_path / "w", "bloom_dedup") == {
-        "p3": {"stage": "bloom_dedup", "reason": "all_paragraphs_duplicate"}}
+        "p3": {"stage": "bloom_dedup", "reason": "all_paragraphs_duplicate"}
+    }
     c = stage["counters"]
-    assert (c["paragraphs_hashed"], c["paragraphs_repeated"], c["paragraphs_removed"]) == (
-        13, 6, 6)
+    assert (c["paragraphs_hashed"], c["paragraphs_repeated"], c["paragraphs_removed"]) == (13, 6, 6)
     assert (c["documents_changed"], c["documents_emptied"]) == (2, 1)
 
 
@@ -171,9 +182,12 @@ def test_paragraph_level_on_real_pages_equals_a_seen_set(tmp_path, wiki):
     _, pages = wiki
     docs = [{"id": f"p{i}", "text": t} for i, t in enumerate(pages)]
     inputs = write_shards(tmp_path / "in", docs, 3)
-    y = write_pipeline(tmp_path / "p.yaml", tmp_path / "w", inputs,
-                       "  - bloom_dedup: {level: paragraph, memory_mb: 4, partitions: 3, "
-                       "min_chars: 3}\n")
+    y = write_pipeline(
+        tmp_path / "p.yaml",
+        tmp_path / "w",
+        inputs,
+        "  - bloom_dedup: {level: paragraph, memory_mb: 4, partitions: 3, min_chars: 3}\n",
+    )
     stage = run_local(y)["bloom_dedup"]
     assert stage["artifacts"]["bloom"]["expected_false_removals"] < 1e-6
     seen: set[str] = set()
@@ -202,16 +216,23 @@ def test_truncated_flag_file_is_one_clear_error(tmp_path):
 
     from curator.core.errors import StageError
 
-    y = write_pipeline(tmp_path / "p.yaml", tmp_path / "w", f"{FIXTURE}/*.jsonl",
-                       "  - bloom_dedup: {level: paragraph}\n")
+    y = write_pipeline(
+        tmp_path / "p.yaml",
+        tmp_path / "w",
+        f"{FIXTURE}/*.jsonl",
+        "  - bloom_dedup: {level: paragraph}\n",
+    )
     run_local(y)
     sdir = tmp_path / "w" / "stages" / "bloom_dedup"
     for gone in ("_SUCCESS.json", "_phases/removals", "removals"):
         shutil.rmtree(sdir / gone) if (sdir / gone).is_dir() else (sdir / gone).unlink()
     flags = sdir / "flags" / "p00000.u8"
     flags.write_bytes(flags.read_bytes()[:3])
-    with pytest.raises(StageError, match=r"p00000.u8' is shorter than expected; delete the "
-                                         r"stage folder and rerun"):
+    with pytest.raises(
+        StageError,
+        match=r"p00000.u8' is shorter than expected; delete the "
+        r"stage folder and rerun",
+    ):
         run_local(y)
 
 
@@ -227,18 +248,21 @@ def test_local_dask_mpi_identical(tmp_path, wiki):
     docs += [{"id": f"q{i}", "text": rng.choice(paras)} for i in range(1200)]
     rng.shuffle(docs)
     inputs = write_shards(tmp_path / "in", docs, 5)
-    stages = ("  - bloom_dedup: {level: paragraph, memory_mb: 0.004, partitions: 3}\n"
-              "  - id: docs\n    bloom_dedup: {memory_mb: 0.0005, partitions: 2}\n")
+    stages = (
+        "  - bloom_dedup: {level: paragraph, memory_mb: 0.004, partitions: 3}\n"
+        "  - id: docs\n    bloom_dedup: {memory_mb: 0.0005, partitions: 2}\n"
+    )
     results = {}
-    for name, executor, ranks in (("local", "{type: local}", 0),
-                                  ("dask", "{type: dask, workers: 2}", 0),
-                                  ("mpi", "{type: mpi}", 2)):
+    for name, executor, ranks in (
+        ("local", "{type: local}", 0),
+        ("dask", "{type: dask, workers: 2}", 0),
+        ("mpi", "{type: mpi}", 2),
+    ):
         wd = tmp_path / f"w{name}"
         y = write_pipeline(tmp_path / f"{name}.yaml", wd, inputs, stages, executor)
         r = run_cli("run", str(y), mpi=ranks, check=False)
         assert r.returncode == 0, f"{name}: {r.stderr[-2000:]}"
-        results[name] = (rejected(wd, "bloom_dedup"), rejected(wd, "docs"),
-                         outputs(wd, "docs"))
+        results[name] = (rejected(wd, "bloom_dedup"), rejected(wd, "docs"), outputs(wd, "docs"))
     para_rej, doc_rej, _ = results["local"]
     assert len(para_rej) > 10 and len(doc_rej) > 10
     assert results["dask"] == results["local"]

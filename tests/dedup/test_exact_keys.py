@@ -34,18 +34,21 @@ def file_order(docs: list[dict], shards: int) -> list[dict]:
     return [d for k in range(shards) for d in docs[k::shards]]
 
 
-@pytest.mark.parametrize("raw,key", [
-    ("HTTPS://Example.COM/a?utm_source=x&id=3&fbclid=1#top", "http://example.com/a?id=3"),
-    ("http://example.com:80", "http://example.com/"),
-    ("https://example.com:443/", "http://example.com/"),
-    ("http://example.com:443/", "http://example.com:443/"),
-    ("http://user:secret@Example.com./p%2fq", "http://example.com/p%2Fq"),
-    ("http://example.com/?UTM_Medium=m&GCLID=2&a=1&b", "http://example.com/?a=1&b"),
-    ("http://example.com/Path?b=2&a=1", "http://example.com/Path?b=2&a=1"),
-    ("http://[::1]:8080/x", "http://[::1]:8080/x"),
-    ("  example.com/x  ", "example.com/x"),
-    ("http://example.com:99999/", "http://example.com:99999/"),
-])
+@pytest.mark.parametrize(
+    "raw,key",
+    [
+        ("HTTPS://Example.COM/a?utm_source=x&id=3&fbclid=1#top", "http://example.com/a?id=3"),
+        ("http://example.com:80", "http://example.com/"),
+        ("https://example.com:443/", "http://example.com/"),
+        ("http://example.com:443/", "http://example.com:443/"),
+        ("http://user:secret@Example.com./p%2fq", "http://example.com/p%2Fq"),
+        ("http://example.com/?UTM_Medium=m&GCLID=2&a=1&b", "http://example.com/?a=1&b"),
+        ("http://example.com/Path?b=2&a=1", "http://example.com/Path?b=2&a=1"),
+        ("http://[::1]:8080/x", "http://[::1]:8080/x"),
+        ("  example.com/x  ", "example.com/x"),
+        ("http://example.com:99999/", "http://example.com:99999/"),
+    ],
+)
 def test_url_key_rule(raw, key):
     assert url_key(raw) == key
 
@@ -55,11 +58,21 @@ def _url_corpus(rng: random.Random) -> list[dict]:
     docs = []
     for i in range(120):
         base = f"example{i % 40}.org/page/{i}"
-        spellings = [f"http://{base}", f"HTTPS://{base.upper().split('/')[0]}/page/{i}",
-                     f"https://{base}?utm_campaign=c{i}#s", f"http://{base}:80"]
+        spellings = [
+            f"http://{base}",
+            f"HTTPS://{base.upper().split('/')[0]}/page/{i}",
+            f"https://{base}?utm_campaign=c{i}#s",
+            f"http://{base}:80",
+        ]
         for j in range(rng.randrange(1, 4)):
-            docs.append({"id": f"u{i}-{j}", "text": "x" * rng.randrange(1, 60),
-                         "url": rng.choice(spellings), "rank": rng.choice([1, 2, 2, None])})
+            docs.append(
+                {
+                    "id": f"u{i}-{j}",
+                    "text": "x" * rng.randrange(1, 60),
+                    "url": rng.choice(spellings),
+                    "rank": rng.choice([1, 2, 2, None]),
+                }
+            )
     docs += [{"id": f"nourl{i}", "text": "same text"} for i in range(5)]
     rng.shuffle(docs)
     return docs
@@ -84,16 +97,23 @@ def _rank(d: dict) -> float:
     return float(v) if isinstance(v, int) else float("-inf")
 
 
-@pytest.mark.parametrize("keep,priority", [
-    ("first", lambda d: 0.0),
-    ("longest", lambda d: float(len(d["text"]))),
-    ("meta.rank", _rank),
-])
+@pytest.mark.parametrize(
+    "keep,priority",
+    [
+        ("first", lambda d: 0.0),
+        ("longest", lambda d: float(len(d["text"]))),
+        ("meta.rank", _rank),
+    ],
+)
 def test_url_key_and_keep_rules(tmp_path, keep, priority):
     docs = _url_corpus(random.Random(5))
     inputs = write_shards(tmp_path / "in", docs, 3)
-    y = write_pipeline(tmp_path / "p.yaml", tmp_path / "w", inputs,
-                       f"  - exact_dedup: {{key: url, keep: '{keep}', partitions: 2}}\n")
+    y = write_pipeline(
+        tmp_path / "p.yaml",
+        tmp_path / "w",
+        inputs,
+        f"  - exact_dedup: {{key: url, keep: '{keep}', partitions: 2}}\n",
+    )
     res = run_local(y)
     ordered = file_order(docs, 3)
     want = _brute(ordered, lambda d: url_key(d["url"]) if "url" in d else None, priority)
@@ -104,28 +124,43 @@ def test_url_key_and_keep_rules(tmp_path, keep, priority):
     counters = stage["counters"]
     assert counters["documents_without_key"] == 5
     assert sorted(output_ids(tmp_path / "w", "exact_dedup")) == sorted(
-        d["id"] for d in docs if d["id"] not in want)
+        d["id"] for d in docs if d["id"] not in want
+    )
 
 
 def test_meta_key_compares_json_values(tmp_path):
-    docs = [{"id": "a", "text": "1", "g": 1}, {"id": "b", "text": "2", "g": "1"},
-            {"id": "c", "text": "3", "g": {"x": 1, "y": 2}}, {"id": "d", "text": "4", "g": 1},
-            {"id": "e", "text": "5", "g": {"y": 2, "x": 1}}, {"id": "f", "text": "6"},
-            {"id": "g", "text": "7", "g": "1"}]
+    docs = [
+        {"id": "a", "text": "1", "g": 1},
+        {"id": "b", "text": "2", "g": "1"},
+        {"id": "c", "text": "3", "g": {"x": 1, "y": 2}},
+        {"id": "d", "text": "4", "g": 1},
+        {"id": "e", "text": "5", "g": {"y": 2, "x": 1}},
+        {"id": "f", "text": "6"},
+        {"id": "g", "text": "7", "g": "1"},
+    ]
     inputs = write_shards(tmp_path / "in", docs, 1)
-    y = write_pipeline(tmp_path / "p.yaml", tmp_path / "w", inputs,
-                       "  - exact_dedup: {key: meta.g, keep: longest}\n")
+    y = write_pipeline(
+        tmp_path / "p.yaml",
+        tmp_path / "w",
+        inputs,
+        "  - exact_dedup: {key: meta.g, keep: longest}\n",
+    )
     run_local(y)
     got = {k: v["duplicate_of"] for k, v in rejected(tmp_path / "w", "exact_dedup").items()}
     assert got == {"d": "a", "e": "c", "g": "b"}  # 1 and "1" differ; key order does not matter
 
 
 def test_keep_longest_on_text_key_ties_go_first(tmp_path):
-    docs = [{"id": "a", "text": "Hello  world"}, {"id": "b", "text": "hello world"},
-            {"id": "c", "text": "HELLO   WORLD"}, {"id": "d", "text": "hello world "}]
+    docs = [
+        {"id": "a", "text": "Hello  world"},
+        {"id": "b", "text": "hello world"},
+        {"id": "c", "text": "HELLO   WORLD"},
+        {"id": "d", "text": "hello world "},
+    ]
     inputs = write_shards(tmp_path / "in", docs, 2)  # file order: a, c, b, d
-    y = write_pipeline(tmp_path / "p.yaml", tmp_path / "w", inputs,
-                       "  - exact_dedup: {keep: longest}\n")
+    y = write_pipeline(
+        tmp_path / "p.yaml", tmp_path / "w", inputs, "  - exact_dedup: {keep: longest}\n"
+    )
     run_local(y)
     got = {k: v["duplicate_of"] for k, v in rejected(tmp_path / "w", "exact_dedup").items()}
     assert got == {"a": "c", "b": "c", "d": "c"}
@@ -134,8 +169,7 @@ def test_keep_longest_on_text_key_ties_go_first(tmp_path):
 @pytest.mark.parametrize("stage,key", [("{key: body}", "key"), ("{keep: 'meta.'}", "keep")])
 def test_bad_key_or_keep_is_one_line_naming_the_key(tmp_path, stage, key):
     inputs = write_shards(tmp_path / "in", [{"id": "a", "text": "x"}], 1)
-    y = write_pipeline(tmp_path / "p.yaml", tmp_path / "w", inputs,
-                       f"  - exact_dedup: {stage}\n")
+    y = write_pipeline(tmp_path / "p.yaml", tmp_path / "w", inputs, f"  - exact_dedup: {stage}\n")
     r = run_cli("validate", str(y), check=False)
     assert r.returncode != 0 and "Traceback" not in r.stderr
     assert f"exact_dedup.{key}" in r.stderr or f"'{key}'" in r.stderr, r.stderr

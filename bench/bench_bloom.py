@@ -234,9 +234,12 @@ def run_dolma(folder: Path, memory_mb: float, n: int, dolma: str) -> dict:
         "processes": 1,
     }
     (folder / "dolma.json").write_text(json.dumps(cfg))
-    wall, cpu, rss = measured([dolma, "-c", str(folder / "dolma.json"), "dedupe"])
+    # dolma downloads NLTK's punkt on import unless it is found; dedupe never uses it
+    (folder / "nltk_data" / "tokenizers" / "punkt").mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ, NLTK_DATA=str(folder / "nltk_data"))
+    wall, cpu, rss = measured([dolma, "-c", str(folder / "dolma.json"), "dedupe"], env)
     removed = set()
-    for f in (folder / "dolma" / "attributes" / "bff_dup").glob("*.jsonl.gz"):
+    for f in (folder / "dolma" / "attributes").rglob("*.jsonl.gz"):  # attributes/<name>/
         with gzip.open(f, "rt") as fh:
             for line in fh:
                 rec = json.loads(line)
@@ -260,15 +263,21 @@ def summary(name: str, r: dict, n: int, planted: set[str], repeats: set[str]) ->
     return row
 
 
-def true_repeats(folder: Path, order: list[str]) -> set[str]:
-    """Ids whose basic-normalised text occurred earlier in input order (planted or natural)."""
+def true_repeats(folder: Path, exact: bool = False) -> set[str]:
+    """Ids whose text occurred earlier in input order (planted or natural): after curator's
+    ``basic`` normalisation, or (``exact``, dolma's files) as written."""
     seen: set[str] = set()
     out: set[str] = set()
-    for f in sorted((folder / "jsonl").glob("*.jsonl")):
-        with open(f) as fh:
+    files = (
+        sorted((folder / "dolma" / "documents").glob("*.jsonl.gz"))
+        if exact
+        else sorted((folder / "jsonl").glob("*.jsonl"))
+    )
+    for f in files:
+        with gzip.open(f, "rt") if exact else open(f) as fh:
             for line in fh:
                 d = json.loads(line)
-                key = " ".join(d["text"].lower().split())
+                key = d["text"] if exact else " ".join(d["text"].lower().split())
                 if key in seen:
                     out.add(d["id"])
                 seen.add(key)
@@ -291,7 +300,7 @@ def main() -> None:
         for n in sorted({max(1000, a.docs // 10), a.docs}):  # the memory bound: two sizes
             sub = folder / f"n{n}"
             order, planted = make_corpus(sub, n, a.repeat, a.shards)
-            repeats = true_repeats(sub, order)
+            repeats = true_repeats(sub)
             print(
                 f"# {n} documents, {len(planted)} planted repeats, {len(repeats)} repeats",
                 flush=True,
@@ -318,7 +327,11 @@ def main() -> None:
                     {
                         "docs": n,
                         **summary(
-                            "dolma", run_dolma(sub, a.memory_mb, n, a.dolma), n, planted, repeats
+                            "dolma",
+                            run_dolma(sub, a.memory_mb, n, a.dolma),
+                            n,
+                            planted,
+                            true_repeats(sub, exact=True),
                         ),
                     }
                 )

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from curator import __version__
-from curator.core.errors import CuratorError, fs_error_line
+from curator.core.errors import ConfigError, CuratorError, fs_error_line
 from curator.core.redact import redact
 
 _default_showwarning = warnings.showwarning
@@ -162,6 +162,13 @@ def cmd_validate(args: argparse.Namespace) -> int:
     from curator.core import pipeline as pl
 
     pipe = pl.load(args.file, list(args.set or []))
+    problems, remote = source_problems(pipe)
+    if problems:
+        raise ConfigError(f"{args.file}: {len(problems)} input problem"
+                          f"{'s' if len(problems) > 1 else ''} (nothing ran):\n  "
+                          + "\n  ".join(problems[:MAX_PROBLEMS])
+                          + (f"\n  ... {len(problems) - MAX_PROBLEMS} more"
+                             if len(problems) > MAX_PROBLEMS else ""))
     print(f"{args.file}: valid pipeline '{pipe.config.name}' with {len(pipe.nodes)} stages")
     for n in pipe.nodes:
         arrow = f" <- {', '.join(n.inputs)}" if n.inputs else ""
@@ -172,7 +179,58 @@ def cmd_validate(args: argparse.Namespace) -> int:
                   + " -> ".join(n.id for n in group))
     if pipe.imported_modules():
         print(_imports_line(pipe))
+    for line in remote:
+        print(line)
     return 0
+
+
+#: How many problems one command prints (each a line); the rest are counted.
+MAX_PROBLEMS = 20
+
+
+def source_problems(pipe: Any) -> tuple[list[str], list[str]]:
+    """What listing each source would fail on, found before anything runs: the same
+    ``shards`` call a run makes first (a glob matching nothing, a folder with no dataset in
+    it, a mirror folder that is not there), in a throwaway work_dir so that validating writes
+    nothing. A source that reads over a network is not listed (validating never waits on a
+    server, but its URLs' protocols must have a driver here; one fed by upstream stages has no
+    listing of its own. Returns (problems, one line per source not listed)."""
+    import tempfile
+
+    import fsspec
+
+    from curator.core.shard_context import StageContext
+    from curator.core.stage import Source
+
+    out: list[str] = []
+    remote: list[str] = []
+    with tempfile.TemporaryDirectory(prefix="curator-validate-") as tmp:
+        for n in pipe.nodes:
+            if not isinstance(n.stage, Source) or n.inputs:
+                continue
+            urls = n.stage.remote_inputs()
+            if urls:
+                remote.append(f"  {n.id}: not listed, reads {redact(urls[0])}"
+                              f"{f' (and {len(urls) - 1} more)' if len(urls) > 1 else ''} "
+                              "over the network")
+                for u in urls:
+                    proto = u.split("://", 1)[0]
+                    if proto in ("http", "https"):
+                        continue
+                    try:
+                        fsspec.get_filesystem_class(proto)
+                    except (ImportError, ValueError) as e:
+                        out.append(f"{n.id}: {redact(u)}: cannot read '{proto}://' URLs "
+                                   f"here: {e}")
+                continue
+            try:
+                n.stage.shards(StageContext(stage_id=n.id, work_dir=tmp, artifacts={},
+                                            max_doc_bytes=pipe.max_doc_bytes))
+            except CuratorError as e:
+                out.append(str(e) if str(e).startswith(n.id) else f"{n.id}: {e}")
+            except OSError as e:
+                out.append(f"{n.id}: {fs_error_line(e) or e}")
+    return out, remote
 
 
 def _imports_line(pipe: object) -> str:

@@ -10,6 +10,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
 #: Record keys that are not metadata when reading user files.
 ID_KEY = "id"
 TEXT_KEY = "text"
@@ -64,6 +66,7 @@ class Document:
         cls, rec: dict[str, Any], *, id_field: str = ID_KEY, text_field: str = TEXT_KEY,
         default_id: str | None = None,
         depth_bound: int | Callable[[], int | None] | None = None,
+        metadata_field: str | None = None,
     ) -> Document:
         """Build from a user record; raises ``ValueError`` with a reason if it is not usable.
 
@@ -76,7 +79,12 @@ class Document:
         Only fields holding lists or objects are walked; ``depth_bound``, a depth the caller
         knows the record cannot exceed (the brackets of its JSON line, its Arrow schema's
         depth) or a function computing it, skips the walk when it is within the limit (a flat
-        list of 768 floats costs 50 us to walk, its line's brackets 5 us to count)."""
+        list of 768 floats costs 50 us to walk, its line's brackets 5 us to count).
+
+        ``metadata_field``: a field holding an object (or its JSON text) whose fields become
+        metadata beside the record's other fields, which win on a clash: datatrove writes
+        ``{"text", "id", "metadata": {"source", "url", ...}}``, and kept as one opaque field its
+        ``source`` was never seen."""
         if not isinstance(rec, dict):
             raise ValueError(f"record is a {type(rec).__name__}, not an object")
         text = rec.get(text_field)
@@ -95,9 +103,22 @@ class Document:
                 raise ValueError(f"field '{id_field}' is a {kind.__name__}, not a string "
                                  "or a number")
         meta = {k: v for k, v in rec.items() if k not in (id_field, text_field)}
+        lifted = False
+        if metadata_field is not None and metadata_field in meta:
+            inner = meta[metadata_field]
+            if isinstance(inner, str) and inner.startswith("{"):
+                try:
+                    inner = orjson.loads(inner)
+                    lifted = True  # from text: no caller's bound covers what it holds
+                except orjson.JSONDecodeError:
+                    pass
+            if isinstance(inner, dict):
+                del meta[metadata_field]
+                meta = {**{k: v for k, v in inner.items() if k not in (id_field, text_field)},
+                        **meta}
         nested = [v for v in meta.values() if isinstance(v, _CONTAINERS)]
         if nested:
-            bound = depth_bound() if callable(depth_bound) else depth_bound
+            bound = None if lifted else (depth_bound() if callable(depth_bound) else depth_bound)
             if (bound is None or bound > MAX_NESTING) and too_deep(nested):
                 raise ValueError(f"nested deeper than {MAX_NESTING} levels")
         return cls(raw_id, text, meta)

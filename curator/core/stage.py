@@ -297,6 +297,13 @@ class Source(Stage):
     def read(self, shard: ShardSpec, ctx: ShardContext) -> Iterator[Document]:
         raise NotImplementedError
 
+    def remote_inputs(self) -> list[str]:
+        """Locations this source reads over a network (every URL among its parameters but
+        ``file://``). ``curator validate`` lists a source (``shards``) only when it has none:
+        validating checks local globs and folders and never waits on a server."""
+        params = getattr(self, "params", None) or {}
+        return [s for s in _strings(params) if "://" in s and not s.startswith("file://")]
+
     def input_paths(self, shard: ShardSpec) -> list[str]:
         """Files ``shard`` reads. Their identity (local: size, mtime_ns, inode; remote: ETag,
         Last-Modified, size) goes into the shard's key, so a changed file reruns exactly the

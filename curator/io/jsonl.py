@@ -72,6 +72,10 @@ class ReadJsonl(Source):
         """`rewrite`: every id becomes `<source>/<file>:<byte offset>` (`<file>` relative to the
         folder shared by all matched files), unique by construction; the record's id is kept in
         `meta.original_id`."""
+        metadata_field: str | None = "metadata"
+        """A field holding an object (datatrove's layout: `{"text", "id", "metadata": {...}}`) whose
+        fields become the document's metadata, beside the record's other fields (which win on a
+        clash); `null` keeps it as one field."""
         max_doc_mb: PositiveFloat | None = None
         """This reader's own cap on one line; `null`: the pipeline's `max_doc_mb` (default 32)."""
 
@@ -126,7 +130,8 @@ class ReadJsonl(Source):
             try:
                 doc = Document.from_flat(rec, id_field=self.id_field, text_field=self.text_field,
                                          default_id=f"{base}:{offset}",
-                                         depth_bound=partial(_brackets, line))
+                                         depth_bound=partial(_brackets, line),
+                                         metadata_field=self.metadata_field)
             except ValueError as e:
                 ctx.quarantine(line, str(e), file=path, line=lineno, offset=offset)
                 continue

@@ -72,6 +72,10 @@ class ReadParquet(Source):
         ids: Literal["keep", "rewrite"] = "keep"
         """`rewrite`: ids become `<source>/<file>:<row group>:<row>` (record's id in
         `meta.original_id`)."""
+        metadata_field: str | None = "metadata"
+        """A field holding an object (datatrove's layout: `{"text", "id", "metadata": {...}}`) whose
+        fields become the document's metadata, beside the record's other fields (which win on a
+        clash); `null` keeps it as one field."""
         max_doc_mb: PositiveFloat | None = None
         """This reader's cap on one text (MiB); null: the pipeline's ``max_doc_mb``."""
 
@@ -121,7 +125,8 @@ class ReadParquet(Source):
                 try:
                     doc = Document.from_flat(rec, id_field=self.id_field,
                                              text_field=self.text_field,
-                                             default_id=f"{base}:{g}:{row}", depth_bound=depth)
+                                             default_id=f"{base}:{g}:{row}", depth_bound=depth,
+                                             metadata_field=self.metadata_field)
                 except ValueError as e:
                     ctx.quarantine({k: str(v)[:1000] for k, v in rec.items()}, str(e),
                                    file=path, row_group=g, row=row)

@@ -82,6 +82,10 @@ class ReadHf(Source):
         """Passed to fsspec (credentials, endpoints of ``hf://`` or remote folders)."""
         ids: Literal["keep", "rewrite"] = "keep"
         """``rewrite``: ids become ``<source>/<file>:<row>`` (old id in meta)."""
+        metadata_field: str | None = "metadata"
+        """A field holding an object (datatrove's layout: `{"text", "id", "metadata": {...}}`) whose
+        fields become the document's metadata, beside the record's other fields (which win on a
+        clash); `null` keeps it as one field."""
         max_doc_mb: PositiveFloat | None = None
         """This reader's cap on one text (MiB); null: the pipeline's ``max_doc_mb``."""
 
@@ -96,7 +100,33 @@ class ReadHf(Source):
         rev = f"@{self.revision}" if self.revision else ""
         return f"hf://datasets/{p}{rev}"
 
+    def _local_typo(self) -> str | None:
+        """The one-line error for a path that names a local folder that is not there: an
+        ``owner/name`` whose ``owner`` is a local folder (``corpora/hf_pydoc`` beside
+        ``corpora/hf_pydocs``) is meant as a folder, and a hub lookup of it failed with a
+        network error that said nothing about the typo."""
+        p = self.path
+        if "://" in p or os.path.exists(p) or not _HUB_ID.match(p):
+            return None
+        parent, name = p.split("/", 1)
+        if not os.path.isdir(parent):
+            return None
+        import difflib
+
+        near = difflib.get_close_matches(name, sorted(os.listdir(parent)), n=1, cutoff=0.6)
+        hint = f" (did you mean '{parent}/{near[0]}'?)" if near else ""
+        return (f"local folder '{p}' does not exist{hint}; '{parent}' is a local folder, so "
+                "this is not read as a hub id (write hf://datasets/" + p + " for the hub)")
+
+    def remote_inputs(self) -> list[str]:
+        url = self._url() if self._local_typo() is None else self.path
+        return [url] if "://" in url or self.streaming else []
+
     def shards(self, ctx: StageContext) -> list[ShardSpec]:
+        where = f"{ctx.stage_id}.path"
+        typo = self._local_typo()
+        if typo is not None:
+            raise InputError(f"{where}: {typo}")
         if self.streaming:
             return self._stream_specs(ctx)
         import fsspec
@@ -104,7 +134,6 @@ class ReadHf(Source):
         url = self._url()
         fs, root = fsspec.core.url_to_fs(url, **self.storage_options)
         top = root
-        where = f"{ctx.stage_id}.path"
         try:
             is_dir = fs.isdir(root)
         except Exception as e:  # a remote filesystem's own errors (no network, no access)
@@ -260,7 +289,8 @@ class ReadHf(Source):
         for where, rec in rows:
             try:
                 doc = Document.from_flat(rec, id_field=self.id_field, text_field=self.text_field,
-                                         default_id=where, depth_bound=depth)
+                                         default_id=where, depth_bound=depth,
+                                         metadata_field=self.metadata_field)
             except ValueError as e:
                 ctx.quarantine({k: str(v)[:1000] for k, v in rec.items()}, str(e), file=path,
                                row=where)

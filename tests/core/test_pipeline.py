@@ -191,6 +191,7 @@ def test_invalid_yaml_syntax_names_line():
 def test_validate_cli_exit_codes(tmp_path):
     good = tmp_path / "good.yaml"
     good.write_text(GOOD.format(wd=tmp_path / "w", data="x.jsonl"))
+    (tmp_path / "x.jsonl").write_text('{"id": "1", "text": "x"}\n')  # validate lists inputs
     out = run_cli("validate", str(good), cwd=tmp_path)
     assert "valid pipeline 't' with 3 stages" in out.stdout
     bad = tmp_path / "bad.yaml"

@@ -184,6 +184,7 @@ def test_current_directory_cannot_shadow_installed_modules(tmp_path):
     (tmp_path / "yaml.py").write_text("raise SystemExit('shadowed yaml imported')\n")
     (tmp_path / "p.yaml").write_text(
         "name: s\nwork_dir: w\nstages:\n  - read_jsonl: {paths: a.jsonl}\n")
+    (tmp_path / "a.jsonl").write_text('{"id": "1", "text": "x"}\n')  # validate lists inputs
     r = subprocess.run([str(CURATOR_BIN), "validate", "p.yaml"], cwd=tmp_path,
                        env=_console_env(), capture_output=True, text=True, timeout=120)
     assert r.returncode == 0 and "shadowed" not in r.stderr, r.stderr[-2000:]

@@ -313,6 +313,10 @@ def test_every_stage_entry_in_the_docs_and_pipelines_is_valid() -> None:
     assert seen > 50 and not bad, bad
     for p in sorted((REPO / "pipelines").glob("*.yaml")):
         r = run_cli("validate", str(p), check=False)
+        if p.name == "train-example.yaml" and not (REPO / "work/train-demo").exists():
+            # its input is made by `python -m curator.train.demo` first (its header says so)
+            assert "'work/train-demo/docs.jsonl' matches no file" in r.stderr, r.stderr
+            continue
         assert r.returncode == 0, (p.name, r.stderr)
 
 

@@ -164,7 +164,8 @@ class Pipeline:
 
         ``A -> B`` fuse when B is a shard stage whose only input is A, A is a source or shard
         stage whose only consumer is B, A has no ``checkpoint: true``, and B is not a
-        passthrough stage (a writer's output *is* its input's files). So a stage's output is
+        passthrough stage (a writer's output *is* its input's files) or one that surveys its
+        input first (``surveys_input``). So a stage's output is
         written (materialised) only where a global stage, a branch point (several consumers,
         or a stage with several inputs), a passthrough stage or the user needs it, and at the
         end of every chain."""
@@ -177,6 +178,7 @@ class Pipeline:
         for n in self.nodes:
             up = self.node(n.inputs[0]) if len(n.inputs) == 1 else None
             if (up is not None and n.stage.kind == "shard" and not n.stage.passthrough
+                    and not getattr(n.stage, "surveys_input", False)
                     and up.stage.kind in ("source", "shard") and consumers[up.id] == [n.id]
                     and not up.checkpoint):
                 g = group_of[up.id]

@@ -53,9 +53,10 @@ from curator.core.shard_runner import (
     shard_key,
     source_key,
     stage_dir,
+    survey_shard,
     written_outputs,
 )
-from curator.core.stage import GlobalStage, Shard, ShardSpec, Source, Stage
+from curator.core.stage import GlobalStage, Shard, ShardSpec, ShardStage, Source, Stage
 from curator.core.stats import ShardStats, StageStats
 from curator.core.usage import Meter, Usage, stage_usage
 from curator.storage import nofollow
@@ -139,6 +140,7 @@ class _Plan:
     names: list[str] = field(default_factory=list)
     keys: list[str] = field(default_factory=list)  # this stage's key per shard
     done: dict[str, Any] | None = None
+    prepared: Any = None  # ShardStage.prepare's value (surveys_input)
 
 
 class Runner:
@@ -297,8 +299,14 @@ class Runner:
                     Shard(name, "", 0, 0, key)
                     for name, key in zip(plans[-1].names, plans[-1].keys, strict=True)]
                 p.names = [s.name for s in p.inputs]
-                p.keys = [shard_key(eff, s.name, s.key or s.path) for s in p.inputs]
-                p.state = input_state(eff, p.inputs)
+                keyed = eff
+                if not k and getattr(node.stage, "surveys_input", False):
+                    # what the whole input holds decides every shard's output: a change
+                    # redoes each shard (its key), not the stage from scratch
+                    p.prepared = self._prepare(node, p.inputs)
+                    keyed = digest({"fp": eff, "prepared": p.prepared})
+                p.keys = [shard_key(keyed, s.name, s.key or s.path) for s in p.inputs]
+                p.state = input_state(keyed, p.inputs)
             p.done = read_marker(os.path.join(stage_dir(self.work_dir, node.id), "_SUCCESS.json"),
                                  self.work_dir)
             plans.append(p)
@@ -340,6 +348,34 @@ class Runner:
         self.ex.barrier()
         return results
 
+    def _prepare(self, node: StageNode, inputs: list[Shard]) -> Any:
+        """``stage.prepare`` over every input shard's survey, on every process. Surveys are
+        cached in ``stages/<id>/_surveys.json`` by input shard key: a rerun surveys only the
+        shards that changed (none when nothing did)."""
+        stage = node.stage
+        assert isinstance(stage, ShardStage)  # noqa: S101 - invariant (surveys_input)
+        cache_path = os.path.join(stage_dir(self.work_dir, node.id), "_surveys.json")
+        keys = [s.key or s.path for s in inputs]
+        cached: dict[str, Any] = {}
+        if self.ex.is_root:
+            with contextlib.suppress(OSError, orjson.JSONDecodeError, AttributeError):
+                with open(cache_path, "rb") as f:
+                    got = orjson.loads(f.read())
+                if isinstance(got, dict) and got.get("fingerprint") == node.fingerprint:
+                    cached = got.get("surveys") or {}
+        todo = self.ex.broadcast([i for i, k in enumerate(keys) if k not in cached]
+                                 if self.ex.is_root else None)
+        got = self.ex.map(survey_shard, [(stage, inputs[i].path) for i in todo])
+        prepared = None
+        if self.ex.is_root:
+            cached.update({keys[i]: g for i, g in zip(todo, got, strict=True)})
+            surveys = [cached[k] for k in keys]
+            prepared = stage.prepare(surveys, [s.name for s in inputs],
+                                     [s.path for s in inputs])
+            write_json(cache_path, {"fingerprint": node.fingerprint,
+                                    "surveys": dict(zip(keys, surveys, strict=True))})
+        return self.ex.broadcast(prepared)
+
     def _all_reusable(self, plans: list[_Plan]) -> bool:
         """Every stage of the group is done for the same state, and what it made is still
         there: the group's output (a stage that ran fused has no files) and every file the
@@ -363,7 +399,7 @@ class Runner:
         tasks = []
         for i, name in enumerate(head.names):
             steps = [Step(p.node.stage, p.node.id, p.eff, p.keys[i], artifacts,
-                          write=k == last) for k, p in enumerate(plans)]
+                          write=k == last, prepared=p.prepared) for k, p in enumerate(plans)]
             if source:
                 tasks.append(ShardTask(steps, self.work_dir, name, head.specs[i], None, save,
                                        self.pipe.max_doc_bytes, read=head.reads[i]))

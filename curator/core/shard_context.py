@@ -119,6 +119,8 @@ class ShardContext(StageContext):
         #: the source a document without ``meta.source`` is counted under when rejected: a
         #: source stage's own name (it may reject before it sets the field), else "-"
         self.default_source = "-"
+        #: what the stage's ``prepare`` made of its whole input (``ShardStage.surveys_input``)
+        self.prepared: Any = None
         #: the rejected / quarantine writers, opened on first use, closed by :meth:`close`
         self._files = contextlib.ExitStack()
         self._writers: dict[str, RecordWriter] = {}

@@ -69,6 +69,8 @@ class Step:
     write: bool = True
     #: Override of ``stage.process`` (a global stage's final phase).
     process: Processor | None = None
+    #: ``stage.prepare``'s value, for ``ctx.prepared`` (``ShardStage.surveys_input``)
+    prepared: Any = None
 
 
 @dataclass
@@ -233,6 +235,8 @@ class _Pass:
         self.ctxs = [ShardContext(shard=task.name, stage_id=st.stage_id, work_dir=task.work_dir,
                                   artifacts=st.artifacts, save_rejected=task.save_rejected,
                                   max_doc_bytes=task.max_doc_bytes) for st in steps]
+        for st, c in zip(steps, self.ctxs, strict=True):
+            c.prepared = st.prepared
         self.stats = [ShardStats(task.name) for _ in steps]
         #: seconds spent inside next() of step k's output (k and everything above it)
         self.pulled = [0.0] * len(steps)
@@ -467,6 +471,12 @@ def _processor(st: Step) -> Processor:
     if isinstance(st.stage, ShardStage):
         return st.stage.process
     raise StageError(f"stage '{st.stage_id}' is not a shard stage")
+
+
+def survey_shard(item: tuple[Any, str]) -> Any:
+    """A stage's survey of one input shard (``ShardStage.survey``), on a worker."""
+    stage, path = item
+    return stage.survey(read_shard(path) if path else iter(()))
 
 
 def shard_key(fingerprint: str, name: str, upstream: str) -> str:

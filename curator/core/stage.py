@@ -320,6 +320,19 @@ class ShardStage(Stage):
     """
 
     kind = "shard"
+    #: Look at the whole input before any shard runs (:meth:`survey`, :meth:`prepare`): such
+    #: a stage always heads its fused group, so its input shards are on disk.
+    surveys_input: ClassVar[bool] = False
+
+    def survey(self, docs: Iterator[Document]) -> Any:
+        """What one input shard holds that :meth:`prepare` needs (JSON-able; runs on a
+        worker, cached by the shard's key, so a rerun surveys only shards that changed)."""
+        return None
+
+    def prepare(self, surveys: list[Any], names: list[str], paths: list[str]) -> Any:
+        """One JSON-able value from every input shard's survey (in shard order), given to
+        every shard as ``ctx.prepared`` and part of every shard's key."""
+        return None
 
     def process(self, docs: Iterator[Document], ctx: ShardContext) -> Iterator[Document]:
         raise NotImplementedError

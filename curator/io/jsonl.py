@@ -23,6 +23,7 @@ from curator.core.document import MAX_NESTING, Document
 from curator.core.errors import InputError
 from curator.core.params import PositiveFloat, StageParams
 from curator.core.stage import DocumentPaths, OutputDir, ShardSpec, ShardStage, Source
+from curator.io import schema
 from curator.storage import read_position
 from curator.storage.atomic import compression_of, open_compressed_read, open_compressed_write
 from curator.storage.encoding import is_utf8, sniff, utf8_stream
@@ -282,10 +283,15 @@ def _too_large(ctx: ShardContext, path: str, lineno: int | None, offset: int, n:
 
 
 class WriteJsonl(ShardStage):
-    """Write documents as JSONL files, one per shard, atomically; documents pass through."""
+    """Write documents as JSONL files, one per shard, atomically; documents pass through.
+
+    Every file has the same columns with one type each, whatever source its documents came
+    from (:mod:`curator.io.schema`): ``datasets.load_dataset("json", data_files="out/*")``
+    reads a multi-source output in one call."""
 
     name = "write_jsonl"
     passthrough = True
+    surveys_input = True
 
     class Params(StageParams):
         path: OutputDir
@@ -298,12 +304,49 @@ class WriteJsonl(ShardStage):
     def output_dirs(self, ctx: StageContext) -> list[str]:
         return [ctx.output_path(self.path)]
 
+    def record(self, doc: Document) -> dict[str, Any]:
+        return doc.to_flat() if self.flat else doc.to_record()
+
+    def survey(self, docs: Iterator[Document]) -> Any:
+        return schema.survey(self.record(d) for d in docs)
+
+    def prepare(self, surveys: list[Any], names: list[str], paths: list[str]) -> Any:
+        return schema.plan(surveys, names, paths, exemplars=True)
+
     def process(self, docs: Iterator[Document], ctx: ShardContext) -> Iterator[Document]:
         ext = {"none": "", "gzip": ".gz", "zstd": ".zst"}[self.compression]
         out = os.path.join(ctx.output_path(self.path), f"{ctx.shard}.jsonl{ext}")
+        plan = ctx.prepared or {}
+        conform = schema.Conformer(plan["columns"]) if plan.get("columns") else None
+        skip = set(plan.get("skip", {}).get(ctx.shard, ()))
         with open_compressed_write(out) as fh:
-            for doc in docs:
-                rec = doc.to_flat() if self.flat else doc.to_record()
-                fh.write(orjson.dumps(rec) + b"\n")
+            if plan.get("first") == ctx.shard:  # documents that type a column for readers
+                for doc in taken_documents(plan.get("take") or []):
+                    rec = self.record(doc)
+                    fh.write(orjson.dumps(conform(rec) if conform else rec) + b"\n")
+            for row, doc in enumerate(docs):
+                if row not in skip:  # else written at the top of the first file
+                    rec = self.record(doc)
+                    fh.write(orjson.dumps(conform(rec) if conform else rec) + b"\n")
                 yield doc
         ctx.wrote(out)
+
+
+def taken_documents(take: list[list[Any]]) -> Iterator[Document]:
+    """The documents ``[shard, input path, row]`` names, in that order (each input read
+    once, up to its last row taken)."""
+    from curator.storage.shards import read_shard
+
+    by_path: dict[str, set[int]] = {}
+    for _, path, row in take:
+        by_path.setdefault(path, set()).add(row)
+    found: dict[tuple[str, int], Document] = {}
+    for path, rows in by_path.items():
+        last = max(rows)
+        for row, doc in enumerate(read_shard(path)):
+            if row in rows:
+                found[(path, row)] = doc
+            if row >= last:
+                break
+    for _, path, row in take:
+        yield found[(path, row)]

@@ -15,6 +15,7 @@ from curator.core.context import ShardContext, StageContext
 from curator.core.document import Document
 from curator.core.params import PositiveFloat, PositiveInt, StageParams
 from curator.core.stage import DocumentPaths, OutputDir, ShardSpec, ShardStage, Source
+from curator.io import schema
 from curator.io.jsonl import relative_names, set_source
 from curator.io.parquet_rows import iter_rows, row_groups, schema_depth, unreadable
 from curator.storage.atomic import atomic_open
@@ -144,10 +145,14 @@ class ReadParquet(Source):
 
 
 class WriteParquet(ShardStage):
-    """Write documents as Parquet files (id, text, one column per metadata key), one per shard."""
+    """Write documents as Parquet files (id, text, one column per metadata key), one per shard.
+
+    Every file has the same Arrow schema, whatever source its documents came from
+    (:mod:`curator.io.schema`)."""
 
     name = "write_parquet"
     passthrough = True
+    surveys_input = True
 
     class Params(StageParams):
         path: OutputDir
@@ -163,6 +168,12 @@ class WriteParquet(ShardStage):
     def output_dirs(self, ctx: StageContext) -> list[str]:
         return [ctx.output_path(self.path)]
 
+    def survey(self, docs: Iterator[Document]) -> Any:
+        return schema.survey(d.to_flat() for d in docs)
+
+    def prepare(self, surveys: list[Any], names: list[str], paths: list[str]) -> Any:
+        return schema.plan(surveys, names, paths, exemplars=False)
+
     def process(self, docs: Iterator[Document], ctx: ShardContext) -> Iterator[Document]:
         import pyarrow as pa
         import pyarrow.parquet as pq
@@ -171,8 +182,14 @@ class WriteParquet(ShardStage):
         for doc in docs:
             rows.append(doc.to_flat())
             yield doc
-        table = _table(rows) if rows else pa.table(
-            {"id": pa.array([], pa.string()), "text": pa.array([], pa.string())})
+        columns = (ctx.prepared or {}).get("columns")
+        if columns:
+            conform = schema.Conformer(columns)
+            table = pa.Table.from_pylist([conform(r) for r in rows],
+                                         schema=conform.arrow_schema())
+        else:
+            table = _table(rows) if rows else pa.table(
+                {"id": pa.array([], pa.string()), "text": pa.array([], pa.string())})
         out = os.path.join(ctx.output_path(self.path), f"{ctx.shard}.parquet")
         with atomic_open(out, "wb") as fh:
             pq.write_table(table, fh, compression=self.compression,

@@ -263,14 +263,23 @@ def add_import_paths(pipeline_file: str | None = None) -> list[str]:
 
 
 def cmd_stages(args: argparse.Namespace) -> int:
+    import inspect
+
     from curator.core.registry import builtin_stages, resolve
+    from curator.core.stage import first_sentence
 
     if args.name:
         import orjson
 
         from curator.core.catalog import markdown_table, stage_info, text_page
 
-        cls = resolve(args.name)  # a YAML name or a dotted path; ConfigError names close ones
+        try:  # a YAML name or a dotted path; ConfigError names close ones
+            cls = resolve(args.name)
+        except ConfigError as e:
+            if "cannot import" not in str(e):
+                raise
+            raise ConfigError(f"{e} (a module beside a pipeline: add --pipeline FILE, or run "
+                              "from its folder, or put the folder on PYTHONPATH)") from None
         info = stage_info(args.name, cls, builtin_stages().get(args.name, ""))
         if args.json:
             sys.stdout.write(orjson.dumps(info.to_json(), option=orjson.OPT_INDENT_2).decode()
@@ -284,7 +293,7 @@ def cmd_stages(args: argparse.Namespace) -> int:
     for name, target in builtin_stages().items():
         try:
             cls = resolve(name)
-            doc = (cls.__doc__ or "").strip().split("\n")[0]
+            doc = first_sentence(inspect.getdoc(cls) or "")
             kind = cls.kind
         except CuratorError as e:
             doc, kind = f"(unavailable: {e})", "?"
@@ -418,6 +427,8 @@ def build_parser() -> argparse.ArgumentParser:
                        "parameter with its type, default and help, and a YAML example")
     s.add_argument("name", nargs="?", help="a stage's YAML name (or a dotted path to a custom "
                    "stage)")
+    s.add_argument("--pipeline", dest="file", metavar="FILE",
+                   help="import custom stages as this pipeline does (modules beside it)")
     s.add_argument("--json", action="store_true", help="machine-readable output")
     s.add_argument("--markdown", action="store_true", help="the parameter table as in docs/")
     s.set_defaults(func=cmd_stages)

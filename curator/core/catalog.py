@@ -13,7 +13,7 @@ from typing import Any
 import yaml
 
 from curator.core.params import field_rows
-from curator.core.stage import Stage
+from curator.core.stage import Stage, first_paragraph
 
 
 @dataclass(frozen=True)
@@ -34,7 +34,8 @@ class StageInfo:
 
 def stage_info(name: str, cls: type[Stage], target: str = "") -> StageInfo:
     doc = inspect.getdoc(cls) or ""
-    summary, _, rest = doc.partition("\n")
+    summary = first_paragraph(doc)
+    rest = doc.strip().partition("\n\n")[2]
     rows = field_rows(cls.params_model())
     return StageInfo(name=name, kind=cls.kind, target=target or f"{cls.__module__}:"
                      f"{cls.__qualname__}", summary=summary.strip(), description=rest.strip(),

@@ -281,11 +281,14 @@ def loads(text: str, source: str = "<pipeline>", overrides: list[str] | None = N
     lines: dict[tuple[Any, ...], int] = {}
     if node is not None:
         _collect_lines(node, (), lines)
+    set_by: dict[tuple[Any, ...], str] = {}
     for ov in overrides or []:
-        _apply_override(data, ov, source)
+        set_by[_apply_override(data, ov, source)] = ov
 
     def where(loc: tuple[Any, ...]) -> str:
         for i in range(len(loc), -1, -1):
+            if loc[:i] in set_by:  # a key an override set: the override is what to fix
+                return f"--set {set_by[loc[:i]]}"
             if loc[:i] in lines:
                 return f"{source}:{lines[loc[:i]]}"
         return source
@@ -313,6 +316,12 @@ def _build_nodes(cfg: PipelineConfig, where: Any) -> list[StageNode]:
             raise ConfigError(f"{where(loc)}: stages[{i}]: each stage is a mapping "
                               "'<stage_name>: {params}'")
         kinds = [k for k in entry if k not in RESERVED]
+        if len(kinds) > 1:  # `input:` for `inputs:` read as a second stage name
+            for k in kinds:
+                close = difflib.get_close_matches(str(k), sorted(RESERVED), n=1, cutoff=0.7)
+                if close:
+                    raise ConfigError(f"{where(loc + (k,))}: stages[{i}].{k}: unknown key "
+                                      f"(did you mean '{close[0]}'?)")
         if len(kinds) != 1:
             got = ", ".join(map(str, kinds)) or "nothing"
             raise ConfigError(f"{where(loc)}: stages[{i}]: expected exactly one stage name "
@@ -504,34 +513,47 @@ def _union_errors(errors: list[Any]) -> list[Any]:
     return [merged]
 
 
+#: Errors of one pipeline file printed, one line each; the rest are counted.
+MAX_ERRORS = 10
+
+
 def _format_error(e: ValidationError, prefix: tuple[Any, ...], where: Any,
                   label: str | None = None, model: type[BaseModel] | None = None) -> str:
-    # A typo shows up twice (unknown key + missing key); the unknown key is the useful one.
+    """Every error of ``e``, one line each naming file:line and key (at most
+    :data:`MAX_ERRORS`, then how many more): "(and 1 more)" used to hide the second. A typo
+    shows up twice (unknown key + the missing key it was meant as); the unknown key, with
+    its did-you-mean, says both."""
     order = {"extra_forbidden": 0, "missing": 2}
-    errors = _union_errors(e.errors())
-    err = sorted(errors, key=lambda x: order.get(x["type"], 1))[0]
-    loc = tuple(err["loc"])
-    full = prefix + loc
-    path = (label + "." if label else "") + ".".join(
-        f"[{x}]" if isinstance(x, int) else str(x) for x in loc
-    )
-    path = path.replace(".[", "[").rstrip(".")  # a rule over several keys has no key
-    msg = err["msg"]
-    if err["type"] == "extra_forbidden":
-        msg = "unknown key"
-        parent_fields = _fields_for(e, loc, model)
-        if parent_fields:
-            close = difflib.get_close_matches(str(loc[-1]), parent_fields, n=1)
-            if close:
-                msg += f" (did you mean '{close[0]}'?)"
-    elif err["type"] == "missing":
-        msg = "required key is missing"
-    else:
-        got = err.get("input")
-        if got is not None and not isinstance(got, dict | list):
-            msg += f" (got {got!r})"
-    more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-    return f"{where(full)}: {path}: {msg}{more}"
+    errors = sorted(_union_errors(e.errors()), key=lambda x: order.get(x["type"], 1))
+    lines: list[str] = []
+    meant: set[tuple[Any, ...]] = set()
+    for err in errors:
+        loc = tuple(err["loc"])
+        if err["type"] == "missing" and loc in meant:
+            continue
+        path = (label + "." if label else "") + ".".join(
+            f"[{x}]" if isinstance(x, int) else str(x) for x in loc
+        )
+        path = path.replace(".[", "[").rstrip(".")  # a rule over several keys has no key
+        msg = err["msg"]
+        if err["type"] == "extra_forbidden":
+            msg = "unknown key"
+            parent_fields = _fields_for(e, loc, model)
+            if parent_fields:
+                close = difflib.get_close_matches(str(loc[-1]), parent_fields, n=1)
+                if close:
+                    msg += f" (did you mean '{close[0]}'?)"
+                    meant.add((*loc[:-1], close[0]))
+        elif err["type"] == "missing":
+            msg = "required key is missing"
+        else:
+            got = err.get("input")
+            if got is not None and not isinstance(got, dict | list):
+                msg += f" (got {got!r})"
+        lines.append(f"{where(prefix + loc)}: {path}: {msg}")
+    if len(lines) > MAX_ERRORS:
+        lines = [*lines[:MAX_ERRORS], f"... and {len(lines) - MAX_ERRORS} more errors"]
+    return "\n".join(lines)
 
 
 def _fields_for(e: ValidationError, loc: tuple[Any, ...],
@@ -624,8 +646,9 @@ def _collect_lines(node: yaml.Node, path: tuple[Any, ...], out: dict[tuple[Any, 
             _collect_lines(v, path + (i,), out, seen)
 
 
-def _apply_override(data: dict[str, Any], ov: str, source: str) -> None:
+def _apply_override(data: dict[str, Any], ov: str, source: str) -> tuple[Any, ...]:
     """``a.b=c``: set a key; ``stages.<id or index>.<param>=v`` reaches a stage's parameter.
+    Returns the location it set (errors there name the override, not a line of the file).
     The value is parsed as YAML (``10`` is an int, ``[a, b]`` a list). Every mapping on the
     way is copied before it is changed: a YAML alias (``- word_count_filter: *common``) is the
     same object as its anchor, and setting one stage's parameter must not set another's."""
@@ -649,7 +672,7 @@ def _apply_override(data: dict[str, Any], ov: str, source: str) -> None:
         if len(rest) == 1 and rest[0] in RESERVED and (
                 rest[0] != "checkpoint" or isinstance(value, bool)):
             entry[rest[0]] = value
-            return
+            return ("stages", i, rest[0])
         kind = next(k for k in entry if k not in RESERVED)
         if rest[0] == kind:
             rest = rest[1:]
@@ -657,6 +680,9 @@ def _apply_override(data: dict[str, Any], ov: str, source: str) -> None:
             raise ConfigError(f"--set {ov}: name a stage parameter, e.g. stages.<id>.<param>=v")
         entry[kind] = dict(entry[kind]) if isinstance(entry.get(kind), dict) else {}
         cur, parts = entry[kind], rest
+        at: tuple[Any, ...] = ("stages", i, kind, *rest)
+    else:
+        at = tuple(parts)
     for part in parts[:-1]:
         if not isinstance(cur, dict):
             raise ConfigError(f"--set {ov}: '{part}' is not inside a mapping")
@@ -671,6 +697,7 @@ def _apply_override(data: dict[str, Any], ov: str, source: str) -> None:
     if not isinstance(cur, dict):
         raise ConfigError(f"--set {ov}: cannot set a key inside a non-mapping")
     cur[parts[-1]] = value
+    return at
 
 
 def _stage_entry(stages: list[Any], part: str, ov: str) -> int:

@@ -29,6 +29,7 @@ Writing a filter takes a few lines (see :func:`filter`)::
 from __future__ import annotations
 
 import inspect
+import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -62,6 +63,22 @@ def _one_line(stage: str, e: ValidationError) -> str:
     msg = "unknown key" if err["type"] == "extra_forbidden" else err["msg"]
     more = f" (and {len(e.errors()) - 1} more)" if len(e.errors()) > 1 else ""
     return f"{stage}{key}: {msg}{more}"
+
+
+_SENTENCE_END = re.compile(r"(?<!\be\.g)(?<!\bi\.e)(?<!\betc)(?<!\bvs)[.!?](?=\s+[A-Z`(]|$)")
+
+
+def first_paragraph(doc: str) -> str:
+    """A docstring's first paragraph on one line (docstrings wrap mid-sentence)."""
+    return " ".join(doc.strip().split("\n\n")[0].split())
+
+
+def first_sentence(doc: str) -> str:
+    """The first whole sentence of a docstring's first paragraph: a summary that is not cut
+    where the source line wrapped ("...a folder (or hf://) in the hub's")."""
+    para = first_paragraph(doc)
+    m = _SENTENCE_END.search(para)
+    return para[:m.end()] if m else para
 
 
 def _snake(name: str) -> str:
@@ -281,8 +298,8 @@ class Stage:
         return []
 
     def describe(self) -> str:
-        """First line of the class docstring, for ``curator stages``."""
-        return (inspect.getdoc(type(self)) or "").split("\n")[0]
+        """The first sentence of the class docstring, for ``curator stages``."""
+        return first_sentence(inspect.getdoc(type(self)) or "")
 
 
 class Source(Stage):

@@ -68,8 +68,7 @@ class _Survey:
         for k, v in rec.items():
             self._node(self.columns.setdefault(k, {"kinds": []}), v, k, row, pos, size)
 
-    def _node(self, node: dict[str, Any], v: Any, path: str, row: int, pos: int,
-              size: int) -> None:
+    def _node(self, node: dict[str, Any], v: Any, path: str, row: int, pos: int, size: int) -> None:
         kind = _kind(v)
         if kind is None:
             return
@@ -83,8 +82,9 @@ class _Survey:
         if kind == "dict":
             fields = node.setdefault("fields", {})
             for k, x in v.items():
-                self._node(fields.setdefault(k, {"kinds": []}), x, f"{path}{_SEP}{k}", row,
-                           pos, size)
+                self._node(
+                    fields.setdefault(k, {"kinds": []}), x, f"{path}{_SEP}{k}", row, pos, size
+                )
         elif kind == "list":
             item = node.setdefault("items", {"kinds": []})
             for x in v:
@@ -144,8 +144,13 @@ def _needed(t: Any, path: str) -> Iterable[str]:
         yield from _needed(t["list"], f"{path}{_SEP}[]")
 
 
-def plan(surveys: Sequence[dict[str, Any] | None], names: Sequence[str], paths: Sequence[str],
-         *, exemplars: bool) -> dict[str, Any]:
+def plan(
+    surveys: Sequence[dict[str, Any] | None],
+    names: Sequence[str],
+    paths: Sequence[str],
+    *,
+    exemplars: bool,
+) -> dict[str, Any]:
     """The schema every shard writes (``columns``: name -> type) and, with ``exemplars``
     (JSONL), the documents written at the top of the first non-empty file (``first``) instead
     of in their own: ``take`` lists ``[shard, input path, row]``, ``skip`` maps a shard to the
@@ -169,7 +174,8 @@ def plan(surveys: Sequence[dict[str, Any] | None], names: Sequence[str], paths: 
     for col, t in columns.items():
         for path in _needed(t, col):
             if head.get("first", {}).get(path, COVERED_BYTES) < COVERED_BYTES or any(
-                    (i, r) in chosen and _has(i, r, path, surveys) for i, r in chosen):
+                (i, r) in chosen and _has(i, r, path, surveys) for i, r in chosen
+            ):
                 continue
             best: tuple[int, int, int] | None = None  # size, shard, row
             for i in order:
@@ -230,5 +236,11 @@ def _arrow(t: Any) -> Any:
         if "struct" in t:
             return pa.struct([pa.field(k, _arrow(s)) for k, s in t["struct"].items()])
         return pa.list_(_arrow(t["list"]))
-    return {"null": pa.null(), "bool": pa.bool_(), "int": pa.int64(), "float": pa.float64(),
-            "str": pa.string(), "json": pa.string()}[t]
+    return {
+        "null": pa.null(),
+        "bool": pa.bool_(),
+        "int": pa.int64(),
+        "float": pa.float64(),
+        "str": pa.string(),
+        "json": pa.string(),
+    }[t]

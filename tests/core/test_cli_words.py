@@ -12,8 +12,10 @@ from helpers import run_cli
 def _pipeline(tmp: Path, stages: str) -> Path:
     (tmp / "a.jsonl").write_text('{"id": "1", "text": "one two three"}\n')
     p = tmp / "p.yaml"
-    p.write_text(f"name: w\nwork_dir: {tmp / 'w'}\nstages:\n"
-                 f"  - {{id: src, read_jsonl: {{paths: '{tmp}/a.jsonl'}}}}\n{stages}")
+    p.write_text(
+        f"name: w\nwork_dir: {tmp / 'w'}\nstages:\n"
+        f"  - {{id: src, read_jsonl: {{paths: '{tmp}/a.jsonl'}}}}\n{stages}"
+    )
     return p
 
 
@@ -23,8 +25,9 @@ def test_every_error_of_a_stage_is_printed_one_line_each(tmp_path):
     assert r.returncode == 2
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 2, r.stderr
-    assert lines[0].endswith("word_count_filter.min_wordz: unknown key (did you mean "
-                             "'min_words'?)"), r.stderr
+    assert lines[0].endswith(
+        "word_count_filter.min_wordz: unknown key (did you mean 'min_words'?)"
+    ), r.stderr
     assert "word_count_filter.max_words: " in lines[1] and "'many'" in lines[1]
     assert "more)" not in r.stderr
 
@@ -33,9 +36,11 @@ def test_an_overrides_typo_is_reported_at_the_override(tmp_path):
     p = _pipeline(tmp_path, "  - {id: wc, word_count_filter: {min_words: 1}}\n")
     r = run_cli("validate", str(p), "--set", "stages.wc.min_wordz=5", check=False)
     assert r.returncode == 2
-    assert r.stderr.startswith("curator: error: --set stages.wc.min_wordz=5: "
-                               "stages[1].word_count_filter.min_wordz: unknown key (did you "
-                               "mean 'min_words'?)"), r.stderr
+    assert r.stderr.startswith(
+        "curator: error: --set stages.wc.min_wordz=5: "
+        "stages[1].word_count_filter.min_wordz: unknown key (did you "
+        "mean 'min_words'?)"
+    ), r.stderr
     assert "p.yaml:" not in r.stderr
 
 
@@ -51,14 +56,16 @@ def test_custom_stage_is_described_from_another_folder(tmp_path):
     proj.mkdir()
     (proj / "myfilters_h47.py").write_text(
         "import curator\n\n@curator.filter\ndef letter_ratio(doc, min_ratio: float = 0.5)"
-        " -> bool:\n    \"\"\"Keep letters.\"\"\"\n    return True\n")
+        ' -> bool:\n    """Keep letters."""\n    return True\n'
+    )
     (proj / "p.yaml").write_text("name: x\nwork_dir: w\nstages: []\n")
     other = tmp_path / "elsewhere"
     other.mkdir()
     r = run_cli("stages", "myfilters_h47:letter_ratio", cwd=other, check=False)
     assert r.returncode != 0 and "--pipeline" in r.stderr, r.stderr
-    r = run_cli("stages", "myfilters_h47:letter_ratio", "--pipeline",
-                str(proj / "p.yaml"), cwd=other)
+    r = run_cli(
+        "stages", "myfilters_h47:letter_ratio", "--pipeline", str(proj / "p.yaml"), cwd=other
+    )
     assert "min_ratio" in r.stdout
 
 

@@ -216,31 +216,52 @@ def _fmt(n: Any) -> str:
 
 
 def funnel_svg(stages: list[StageReport]) -> str:
-    """Horizontal bars: documents out of each stage, with documents in as a faint bar."""
+    """Horizontal bars: documents out of each stage; in grey what it removed or set aside;
+    hatched what it did not pass on without removing it (a stage that hands only some of its
+    input to the next, as ``quality_model`` passes on the crawl it scores and not the
+    Wikipedia it trained on): such documents were never counted as removed, and the bar used
+    to show them as if they were."""
     w, row, left = 720, 26, 190
     h = row * len(stages) + 30
     top = max([s.stats.docs_in for s in stages] + [s.stats.docs_out for s in stages] + [1])
-    scale = (w - left - 90) / top
+    scale = (w - left - 200) / top
     parts = [f'<svg class="plot plot-funnel" xmlns="http://www.w3.org/2000/svg" width="{w}" '
-             f'height="{h}" viewBox="0 0 {w} {h}" role="img" aria-label="document funnel">']
+             f'height="{h}" viewBox="0 0 {w} {h}" role="img" aria-label="document funnel">',
+             '<defs><pattern id="passed-on" width="6" height="6" patternUnits="userSpaceOnUse" '
+             'patternTransform="rotate(45)"><rect width="6" height="6" fill="#eef3fb"/>'
+             '<line x1="0" y1="0" x2="0" y2="6" stroke="#9db7dd" stroke-width="2"/></pattern>'
+             "</defs>"]
     for i, s in enumerate(stages):
         y = 10 + i * row
         docs_in, docs_out = s.stats.docs_in, s.stats.docs_out
+        removed = min(s.stats.removed + s.stats.set_aside, max(docs_in - docs_out, 0))
+        held = max(docs_in - docs_out - removed, 0)  # neither passed on nor removed
         parts.append(f'<text x="{left - 8}" y="{y + 15}" text-anchor="end" font-size="12">'
                      f'{_e(s.id)}</text>')
-        parts.append(f'<rect x="{left}" y="{y + 3}" width="{docs_in * scale:.1f}" '
-                     f'height="{row - 8}" fill="#d9d9d9"><title>in: {docs_in}</title></rect>')
+        x = left + docs_out * scale
+        if removed:
+            parts.append(f'<rect class="removed" x="{x:.1f}" y="{y + 3}" '
+                         f'width="{removed * scale:.1f}" height="{row - 8}" fill="#d9d9d9">'
+                         f"<title>removed or set aside: {removed:,}</title></rect>")
+        if held:
+            parts.append(f'<rect class="not-passed-on" x="{x + removed * scale:.1f}" '
+                         f'y="{y + 3}" width="{held * scale:.1f}" height="{row - 8}" '
+                         f'fill="url(#passed-on)"><title>not passed on (not removed): '
+                         f"{held:,}</title></rect>")
         parts.append(f'<rect class="bar" x="{left}" y="{y + 3}" '
                      f'width="{max(docs_out * scale, 1):.1f}" height="{row - 8}" '
                      f'fill="{PALETTE[0]}"><title>out: {docs_out}</title></rect>')
+        note = f" ({held:,} not passed on, not removed)" if held else ""
         parts.append(f'<text x="{left + max(docs_in, docs_out) * scale + 6:.1f}" '
-                     f'y="{y + 15}" font-size="11">{docs_out:,}</text>')
+                     f'y="{y + 15}" font-size="11">{docs_out:,}{note}</text>')
     parts.append("</svg>")
     return "".join(parts)
 
 
 #: Characters of a series name in a plot's legend (11 px text in a 170 px column).
 LEGEND_CHARS = 22
+#: Width of one character of a 10 px axis label, an upper bound for digits and '-'.
+LABEL_PX = 6.2
 
 
 def histogram_svg(series: list[tuple[str, list[int]]], labels: list[str], title: str,
@@ -261,10 +282,22 @@ def histogram_svg(series: list[tuple[str, list[int]]], labels: list[str], title:
              f'<line x1="{pad_l}" y1="{pad_t}" x2="{pad_l}" y2="{h - pad_b}" stroke="#888"/>',
              f'<text x="{pad_l - 6}" y="{pad_t + 4}" font-size="10" text-anchor="end">'
              f'{top:,}</text>']
-    step = max(1, n // 10)
+    # every shown label fits its slot: wide labels ("1024-2047") are shown every few bins,
+    # and the last one ends at the axis instead of running off the plot
+    widest = max((len(x) for x in labels), default=1) * LABEL_PX + 8
+    slot = (w - pad_l - 20) / max(n - 1, 1)
+    step = max(1, -(-int(widest) // max(int(slot), 1)))
+    placed: list[tuple[float, float, str]] = []  # left, right, svg text
     for i in range(0, len(labels), step):
-        parts.append(f'<text x="{xs[i]:.1f}" y="{h - pad_b + 14}" font-size="10" '
-                     f'text-anchor="middle">{_e(labels[i])}</text>')
+        half = len(labels[i]) * LABEL_PX / 2
+        end = xs[i] + half > w - 2
+        left, right = (xs[i] - 2 * half, xs[i]) if end else (xs[i] - half, xs[i] + half)
+        if placed and left < placed[-1][1] + 6:  # the last label, moved left, keeps its place
+            placed.pop()
+        placed.append((left, right, f'<text class="xlabel" x="{xs[i]:.1f}" y="{h - pad_b + 14}" '
+                       f'font-size="10" text-anchor="{"end" if end else "middle"}">'
+                       f"{_e(labels[i])}</text>"))
+    parts += [t for _, _, t in placed]
     for k, (name, counts) in enumerate(series):
         color = PALETTE[k % len(PALETTE)]
         pts = " ".join(f"{xs[i]:.1f},{y(c):.1f}" for i, c in enumerate(counts[:n]))
@@ -530,6 +563,17 @@ def _first_lines(text: str, lines: int = 4, width: int = 200) -> str:
     return "\n".join(body[:lines] + (["…"] if len(body) > lines else []))
 
 
+def _all_runs(report: RunReport) -> str:
+    """`` (this run; 95.0s over all 3 runs of this work_dir, 1 interrupted)``: a resumed run's
+    own wall time says little about what the results cost."""
+    t = report.extra.get("all_runs")
+    if not isinstance(t, dict) or not isinstance(t.get("runs"), int) or t["runs"] < 2:
+        return ""
+    cut = [f"{t[k]} {k}" for k in ("interrupted", "failed") if t.get(k)]
+    return (f" (this run); <b>{float(t.get('seconds') or 0):.1f}s over all {t['runs']} runs"
+            f"</b> of this work_dir{', ' + ', '.join(cut) if cut else ''}")
+
+
 def render_html(report: RunReport) -> str:
     stages = report.stages
     overview = _table(
@@ -616,7 +660,7 @@ td:first-child, td:nth-child(2) {{ text-align: left; white-space: normal; }}
 </style></head><body>
 <h1>curator run report: {_e(report.name)}</h1>
 <p>executor <b>{_e(report.executor)}</b> with {_e(report.workers)} worker(s);
-wall time {report.seconds:.2f}s; work_dir <code>{_e(report.work_dir)}</code></p>
+wall time {report.seconds:.2f}s{_all_runs(report)}; work_dir <code>{_e(report.work_dir)}</code></p>
 <h2>Document funnel</h2>
 {funnel_svg(stages)}
 <h2>Stages</h2>

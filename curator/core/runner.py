@@ -168,22 +168,29 @@ class Runner:
         self._at = ""
         #: ``identity: content``: input files are known by a hash of their bytes too
         self.content = pipeline.config.identity == "content"
+        #: surveys made while planning a group, written after its stage folders are set up
+        self._surveys: dict[str, Any] = {}
 
     def run(self) -> dict[str, Any]:
         """Run every stage that is not already done; return the run summary (report data)."""
         with self._locked():
             t_start = time.perf_counter()
-            preflight(self.pipe, self.ex)
-            self._check_outputs()
-            for group in self.pipe.fused_groups():
-                self._at = group[0].id
-                with self._disk_errors():
-                    if isinstance(group[0].stage, GlobalStage):
-                        self.results[group[0].id] = self._run_global(group[0])
-                    else:
-                        self.results.update(self._run_group(group))
-            if self.ex.is_root:
-                self._drop_orphan_outputs()
+            try:
+                preflight(self.pipe, self.ex)
+                self._check_outputs()
+                for group in self.pipe.fused_groups():
+                    self._at = group[0].id
+                    with self._disk_errors():
+                        if isinstance(group[0].stage, GlobalStage):
+                            self.results[group[0].id] = self._run_global(group[0])
+                        else:
+                            self.results.update(self._run_group(group))
+                if self.ex.is_root:
+                    self._drop_orphan_outputs()
+            except BaseException as e:
+                self._count_run(time.perf_counter() - t_start,
+                                "interrupted" if isinstance(e, KeyboardInterrupt) else "failed")
+                raise
             return self._summary(time.perf_counter() - t_start)
 
     def _drop_orphan_outputs(self) -> None:
@@ -192,6 +199,25 @@ class Runner:
             self.log(f"removed {len(gone)} file(s) that stages no longer in the pipeline wrote "
                      f"into its output folders: {', '.join(sorted(gone)[:3])}"
                      + (", ..." if len(gone) > 3 else ""))
+
+    def _count_run(self, seconds: float, ended: str) -> dict[str, Any]:
+        """Add this run to the work_dir's tally (``_runs.json``: runs, their wall seconds, how
+        many were interrupted or failed) and return it: the report's header shows the time
+        every run of this work_dir took, not only the last resumed one's."""
+        path = os.path.join(self.work_dir, RUNS_FILE)
+        tally: dict[str, Any] = {"runs": 0, "seconds": 0.0, "interrupted": 0, "failed": 0}
+        with contextlib.suppress(OSError, orjson.JSONDecodeError, AttributeError, TypeError):
+            with open(path, "rb") as f:
+                got = orjson.loads(f.read())
+            tally.update({k: got[k] for k in tally if isinstance(got.get(k), int | float)})
+        tally["runs"] += 1
+        tally["seconds"] = round(tally["seconds"] + seconds, 3)
+        if ended in ("interrupted", "failed"):
+            tally[ended] += 1
+        if self.ex.is_root:
+            with contextlib.suppress(OSError):
+                write_json(path, tally)
+        return tally
 
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:
@@ -260,7 +286,8 @@ class Runner:
         report = RunReport(
             name=cfg.name, work_dir=self.work_dir, executor=self.ex.kind, workers=self.ex.size,
             seconds=round(seconds, 3),
-            stages=[StageReport.from_result(n.id, self.results[n.id]) for n in self.pipe.nodes])
+            stages=[StageReport.from_result(n.id, self.results[n.id]) for n in self.pipe.nodes],
+            extra={"all_runs": self._count_run(seconds, "done")})
         if self.ex.is_root and cfg.report:
             write_report(report, self.work_dir)
         self.ex.barrier()
@@ -304,7 +331,7 @@ class Runner:
                     # what the whole input holds decides every shard's output: a change
                     # redoes each shard (its key), not the stage from scratch
                     p.prepared = self._prepare(node, p.inputs)
-                    keyed = digest({"fp": eff, "prepared": p.prepared})
+                    keyed = surveyed_fingerprint(eff, p.prepared)
                 p.keys = [shard_key(keyed, s.name, s.key or s.path) for s in p.inputs]
                 p.state = input_state(keyed, p.inputs)
             p.done = read_marker(os.path.join(stage_dir(self.work_dir, node.id), "_SUCCESS.json"),
@@ -318,6 +345,10 @@ class Runner:
         as if it had run alone."""
         plans = self._plan(group)
         if self._all_reusable(plans):
+            if self.ex.is_root:
+                for path, surveys in self._surveys.items():
+                    write_json(path, surveys)
+            self._surveys.clear()
             for p in plans:
                 self.log(f"[{p.node.id}] done earlier, skipped")
                 assert p.done is not None  # noqa: S101 - invariant (reusable plans have one)
@@ -327,7 +358,10 @@ class Runner:
             for p in plans:
                 self._at = p.node.id
                 self._reset_if_stale(p.node, p.eff, p.after, p.files, p.done)
+            for path, surveys in self._surveys.items():
+                write_json(path, surveys)
             self._at = group[0].id
+        self._surveys.clear()
         self.ex.barrier()
         artifacts = self._upstream_artifacts(group[0])
         for p in plans:
@@ -354,15 +388,9 @@ class Runner:
         shards that changed (none when nothing did)."""
         stage = node.stage
         assert isinstance(stage, ShardStage)  # noqa: S101 - invariant (surveys_input)
-        cache_path = os.path.join(stage_dir(self.work_dir, node.id), "_surveys.json")
+        cache_path = os.path.join(stage_dir(self.work_dir, node.id), SURVEYS_FILE)
         keys = [s.key or s.path for s in inputs]
-        cached: dict[str, Any] = {}
-        if self.ex.is_root:
-            with contextlib.suppress(OSError, orjson.JSONDecodeError, AttributeError):
-                with open(cache_path, "rb") as f:
-                    got = orjson.loads(f.read())
-                if isinstance(got, dict) and got.get("fingerprint") == node.fingerprint:
-                    cached = got.get("surveys") or {}
+        cached = read_surveys(self.work_dir, node) if self.ex.is_root else {}
         todo = self.ex.broadcast([i for i, k in enumerate(keys) if k not in cached]
                                  if self.ex.is_root else None)
         got = self.ex.map(survey_shard, [(stage, inputs[i].path) for i in todo])
@@ -372,8 +400,9 @@ class Runner:
             surveys = [cached[k] for k in keys]
             prepared = stage.prepare(surveys, [s.name for s in inputs],
                                      [s.path for s in inputs])
-            write_json(cache_path, {"fingerprint": node.fingerprint,
-                                    "surveys": dict(zip(keys, surveys, strict=True))})
+            # written once the stage folder is set up (a fresh start clears it)
+            self._surveys[cache_path] = {"fingerprint": node.fingerprint,
+                                         "surveys": dict(zip(keys, surveys, strict=True))}
         return self.ex.broadcast(prepared)
 
     def _all_reusable(self, plans: list[_Plan]) -> bool:
@@ -617,6 +646,30 @@ class Runner:
 
 
 # -- keys shared by the runner and `curator status` ----------------------------------------------
+
+
+#: The work_dir's tally of runs (:meth:`Runner._count_run`).
+RUNS_FILE = "_runs.json"
+#: A surveying stage's surveys by input shard key (:meth:`Runner._prepare`).
+SURVEYS_FILE = "_surveys.json"
+
+
+def read_surveys(work_dir: str, node: StageNode) -> dict[str, Any]:
+    """The surveys a stage made earlier, by input shard key (empty when its settings changed
+    or there are none)."""
+    path = os.path.join(stage_dir(work_dir, node.id), SURVEYS_FILE)
+    with contextlib.suppress(OSError, orjson.JSONDecodeError, AttributeError):
+        with open(path, "rb") as f:
+            got = orjson.loads(f.read())
+        if isinstance(got, dict) and got.get("fingerprint") == node.fingerprint and \
+                isinstance(got.get("surveys"), dict):
+            return got["surveys"]
+    return {}
+
+
+def surveyed_fingerprint(eff: str, prepared: Any) -> str:
+    """The fingerprint shard keys are made from for a stage that surveys its input."""
+    return digest({"fp": eff, "prepared": prepared})
 
 
 def global_ancestors(pipe: Pipeline, stage_id: str, results: dict[str, dict[str, Any]]

@@ -30,8 +30,10 @@ from curator.core.runner import (
     param_files,
     read_marker,
     read_stage_key,
+    read_surveys,
     shard_key,
     stage_dir,
+    surveyed_fingerprint,
     written_outputs,
 )
 from curator.storage import nofollow
@@ -126,9 +128,16 @@ def _node_status(pipe: Pipeline, node: StageNode, wd: str,
     else:
         inputs = merge_inputs([(i, known[i]["shards"])  # type: ignore[index]
                                for i in node.inputs])
-        state = input_state(eff, inputs)
+        keyed = eff
+        if getattr(node.stage, "surveys_input", False):  # a writer: as the runner keys it
+            cached = read_surveys(wd, node)
+            if all((s.key or s.path) in cached for s in inputs):
+                keyed = surveyed_fingerprint(eff, node.stage.prepare(  # type: ignore[attr-defined]
+                    [cached[s.key or s.path] for s in inputs], [s.name for s in inputs],
+                    [s.path for s in inputs]))
+        state = input_state(keyed, inputs)
         names = [s.name for s in inputs]
-        details = [(s.name, shard_key(eff, s.name, s.key or s.path), None) for s in inputs]
+        details = [(s.name, shard_key(keyed, s.name, s.key or s.path), None) for s in inputs]
     gone = missing_or_foreign(written_outputs(done), wd, done.get("written_ids")) if done else []
     if done and done.get("state") == state and not gone:
         return (StageStatus(node.id, "done", len(done["shards"]), 0),

@@ -457,6 +457,7 @@ class MegatronShards(GlobalStage):
                 "rows": rows}],
             "report_histograms": [{
                 "title": "document length in tokens" + (f" ({g})" if g else ""),
+                "series": g or "all sources",
                 "labels": bin_labels(last), "counts": [int(c) for c in h[:last]]}
                 for g, h in [("", hist_all)] + (sorted(hists.items()) if len(hists) > 1 else [])],
         })

@@ -142,6 +142,8 @@ def test_custom_filter_by_dotted_path_in_ten_lines(tmp_path):
     (elsewhere / "p.yaml").write_text((tmp_path / "p.yaml").read_text())
     res = run_cli("validate", "p.yaml", cwd=elsewhere, check=False)
     assert res.returncode == 2 and "cannot import 'my_pkg.filters:too_many_emojis'" in res.stderr
+    # (its input path is relative to the current folder, which validate checks too)
+    (elsewhere / "in.jsonl").write_text((tmp_path / "in.jsonl").read_text())
     res = run_cli("validate", str(tmp_path / "p.yaml"), cwd=elsewhere)
     assert "imports: my_pkg.filters (custom stage: too_many_emojis)" in res.stdout
 

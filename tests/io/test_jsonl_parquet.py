@@ -292,7 +292,9 @@ def test_flat_output_keeps_a_records_own_id_and_text_columns(tmp_path):
              "source": "s"},
             {"id": "d2", "text": "more", "meta_meta_text": "b column", "meta_text": "taken",
              "source": "s"}]
-    assert read_out(tmp_path / "w" / "out") == want
+    got = read_out(tmp_path / "w" / "out")
+    assert [{k: v for k, v in r.items() if v is not None} for r in got] == want
+    assert len({tuple(r) for r in got}) == 1  # every record has every column (docs/io.md)
     rows = pq.read_table(tmp_path / "w" / "pq" / "read_jsonl-00000.parquet").to_pylist()
     assert [{k: v for k, v in r.items() if v is not None} for r in rows] == want
 

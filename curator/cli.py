@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from curator import __version__
-from curator.core.errors import ConfigError, CuratorError, fs_error_line
+from curator.core.errors import ConfigError, CuratorError, fs_error_line, install_hint
 from curator.core.redact import redact
 
 _default_showwarning = warnings.showwarning
@@ -519,6 +519,14 @@ def _main(argv: Sequence[str] | None = None) -> int:
         sys.stderr.write(f"curator: error: {redact(str(e))}\n")
         sys.stderr.flush()
         return e.exit_code
+    except ModuleNotFoundError as e:  # a light install without the stage's extra
+        hint = install_hint(e)
+        if not hint or os.environ.get("CURATOR_DEBUG"):
+            raise
+        sys.stderr.write(f"curator: error: curator {args.command}: the module '{e.name}' is not "
+                         f"installed{hint}\n")
+        sys.stderr.flush()
+        return 1
     except BrokenPipeError:  # `curator stages | head`: the reader left; so do we, quietly
         with contextlib.suppress(OSError):
             devnull = os.open(os.devnull, os.O_WRONLY)

@@ -56,3 +56,33 @@ def fs_error_line(err: BaseException) -> str | None:
         where = f"{where} -> {err.filename2}"
     reason = err.strerror or os.strerror(err.errno)
     return f"{where}: {reason} [{code}]; {_FS_HINTS[err.errno]}"
+
+
+def install_hint(err: BaseException) -> str:
+    """For a module that is not installed, the extra that brings it, read from curator's own
+    package metadata (so it follows pyproject.toml): `` (pip install
+    'curator-pipeline[filters]')``; empty when there is no such extra or no metadata."""
+    if not isinstance(err, ModuleNotFoundError) or not err.name:
+        return ""
+    import re
+    from importlib import metadata
+
+    module = err.name.split(".")[0].lower()
+    try:
+        reqs = metadata.requires("curator-pipeline") or []
+    except metadata.PackageNotFoundError:
+        return ""
+    extras: list[str] = []
+    for req in reqs:
+        m = re.match(r"\s*([A-Za-z0-9._-]+)(?:\[([^\]]*)\])?[^;]*;\s*extra\s*==\s*['\"](\w+)", req)
+        if not m or m.group(3) in ("all", "test", "bench"):
+            continue
+        names = [m.group(1), *(m.group(2) or "").split(",")]
+        names = [n.strip().lower().replace("-", "_").replace(".", "_") for n in names if n]
+        if any(n == module or n.startswith(module + "_") or n == f"python_{module}"
+               for n in names) and m.group(3) not in extras:
+            extras.append(m.group(3))
+    if not extras:
+        return ""
+    alt = f" (or [{'], ['.join(extras[1:])}])" if len(extras) > 1 else ""
+    return f" (pip install 'curator-pipeline[{extras[0]}]'{alt})"

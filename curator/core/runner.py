@@ -823,6 +823,9 @@ def aggregate(stats: Sequence[ShardStats], inputs: list[Shard] | None,
 def _stage_line(sid: str, agg: StageStats, secs: float) -> str:
     q = agg.set_aside
     extra = f", {q} quarantined" if q else ""
+    held = agg.docs_in - agg.docs_out - agg.removed - q
+    if held > 0:  # handed to no one and not removed (train_quality_classifier's positives)
+        extra += f", {held} not passed on"
     if agg.shards_resumed:
         extra += f", {agg.shards_resumed} shards reused"
     note = skipped_note(agg)

@@ -33,7 +33,7 @@ import orjson
 import xxhash
 
 from curator.core.document import Document
-from curator.core.errors import CuratorError, StageError, fs_error_line
+from curator.core.errors import CuratorError, StageError, fs_error_line, install_hint
 from curator.core.identity import digest
 from curator.core.progress import heartbeat, heartbeat_path
 from curator.core.redact import redact, redact_value
@@ -404,7 +404,7 @@ class _Pass:
             if os.environ.get("CURATOR_DEBUG"):
                 raise
             # redacted here, on the worker: the message also lands in the worker's own log
-            why = redact(fs_error_line(e) or f"{type(e).__name__}: {e}")
+            why = redact(fs_error_line(e) or f"{type(e).__name__}: {e}") + install_hint(e)
             sid = self.task.steps[self.culprit or 0].stage_id
             raise StageError(f"stage '{sid}' failed on shard '{self.task.name}': {why}") from e
 

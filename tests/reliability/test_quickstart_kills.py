@@ -200,3 +200,19 @@ def test_quickstart_on_dask_survives_its_workers_being_killed(baseline, tmp_path
     ids = _curated_ids(wd)
     assert len(ids) == len(set(ids)) and sorted(ids) == sorted(_curated_ids(baseline))
     assert _stage_counts(wd) == _stage_counts(baseline)
+
+
+@pytest.mark.slow
+def test_readme_quick_start_counts_are_what_a_run_prints(baseline):
+    """The log the README shows for the quick start: every line's counts are the run's."""
+    import re
+
+    readme = (ROOT / "README.md").read_text()
+    block = readme.split("The log of a fresh run looks like this", 1)[1].split("```")[1]
+    shown = re.findall(r"^\[(\w+)\] (\d+) -> (\d+) docs \((\d+) removed(.*?)\) in", block, re.M)
+    assert len(shown) >= 8, block
+    log = (baseline.parent / "log.txt").read_text()
+    for sid, n_in, n_out, removed, rest in shown:
+        line = re.search(rf"\[{sid}\] (\d+) -> (\d+) docs \((\d+) removed(.*?)\) in", log)
+        assert line, (sid, log[-2000:])
+        assert line.groups() == (n_in, n_out, removed, rest), (sid, line.group(0))

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Literal
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from curator.core.document import Document
 from curator.core.errors import ConfigError
@@ -19,6 +19,17 @@ from curator.filters.rules import HeuristicRule
 #: (key in reasons, e.g. ``word_count`` in ``gopher_quality:word_count``; the rule; its
 #: published parameters)
 RuleSpec = tuple[str, type[HeuristicRule], dict[str, Any]]
+
+
+class LanguageRules(BaseModel):
+    """A preset's changes for one language (``languages: {zh: {disable: [...]}}``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    disable: list[str] = []
+    """Rules skipped for this language, besides the preset's ``disable``."""
+    overrides: dict[str, dict[str, Any]] = {}
+    """Rule parameters for this language, over the preset's ``overrides``."""
 
 
 _LAST: tuple[str | None, DocFeatures | None] = (None, None)
@@ -52,34 +63,60 @@ class HeuristicPreset(Filter):
         """Rules to skip, by key (``word_count``...)."""
         overrides: dict[str, dict[str, Any]] = {}
         """Per-rule parameters by key, e.g. ``{word_count: {min_words: 100}}``."""
+        languages: dict[str, LanguageRules] | Literal["recommended"] | None = None
+        """Rules by the document's language (``meta.language``, set by ``language_id``): a
+        language's ``disable`` and ``overrides`` apply on top of the preset's for its
+        documents. ``recommended``: curator's measured table (docs/filters.md, "Languages"):
+        each language's own stop words, no word-length rule for Chinese and Japanese (a word
+        is one character there), character n-gram limits."""
+        language_field: str = "language"
+        """The metadata field holding the document's language."""
         annotate: bool = False
         """Also write every rule's value to ``meta.signals`` (still filtering)."""
         mode: Literal["filter", "annotate"] = "filter"
         """``annotate``: write signals and failed rules to meta and remove nothing."""
 
     def setup(self) -> None:
+        self.rules = self._rules(self.disable, self.overrides, self.name)
+        table = self.languages
+        if table == "recommended":
+            from curator.filters.language_recipes import recommended
+
+            table = recommended(self.name, self.overrides)
+        #: language -> its rules (only languages that change something)
+        self.by_language: dict[str, list[tuple[str, HeuristicRule]]] = {}
+        for lang, spec in (table or {}).items():
+            rules = spec if isinstance(spec, LanguageRules) else LanguageRules(**spec)
+            over = {k: {**self.overrides.get(k, {}), **v} for k, v in rules.overrides.items()}
+            self.by_language[lang] = self._rules(
+                [*self.disable, *rules.disable], {**self.overrides, **over},
+                f"{self.name}.languages.{lang}")
+
+    def _rules(self, disable: list[str], overrides: dict[str, dict[str, Any]],
+               where: str) -> list[tuple[str, HeuristicRule]]:
         keys = [k for k, _, _ in self.spec]
-        for k in [*self.disable, *self.overrides]:
+        for k in [*disable, *overrides]:
             if k not in keys:
-                raise ConfigError(f"{self.name}: unknown rule '{k}' (rules: {', '.join(keys)})")
+                raise ConfigError(f"{where}: unknown rule '{k}' (rules: {', '.join(keys)})")
         # mode annotate (RedPajama-V2 style): every rule's value goes to meta["signals"], the
         # rules a document fails to meta["failed_rules"], and nothing is removed; a later
         # `select` stage filters on them
         self.annotate = self.annotate or self.mode == "annotate"
-        self.rules: list[tuple[str, HeuristicRule]] = []
+        rules: list[tuple[str, HeuristicRule]] = []
         for key, rule, params in self.spec:
-            if key in self.disable:
+            if key in disable:
                 continue
-            kw = {**params, **self.overrides.get(key, {})}
+            kw = {**params, **overrides.get(key, {})}
             try:
                 rule.params_model()(**kw)  # its errors named as this preset's overrides
             except ValidationError as e:
                 err = e.errors()[0]
-                where = ".".join(map(str, err["loc"]))
+                at = ".".join(map(str, err["loc"]))
                 msg = "unknown key" if err["type"] == "extra_forbidden" else err["msg"]
-                raise ConfigError(f"{self.name}.overrides.{key}"
-                                  f"{'.' + where if where else ''}: {msg}") from None
-            self.rules.append((f"{self.name}:{key}", rule(**kw)))
+                raise ConfigError(f"{where}.overrides.{key}"
+                                  f"{'.' + at if at else ''}: {msg}") from None
+            rules.append((f"{self.name}:{key}", rule(**kw)))
+        return rules
 
     def check(self, doc: Document) -> str | None:
         if not doc.text.strip():
@@ -89,15 +126,18 @@ class HeuristicPreset(Filter):
                 return None
             return f"{self.name}:empty"
         f = features_of(doc.text)
+        rules = self.rules
+        if self.by_language:
+            rules = self.by_language.get(doc.meta.get(self.language_field), rules)
         if not self.annotate:
-            for reason, rule in self.rules:
+            for reason, rule in rules:
                 if not rule.passes(f):
                     return reason
             return None
         signals = doc.meta.setdefault("signals", {})
         first = None
         failed: list[str] = []
-        for reason, rule in self.rules:
+        for reason, rule in rules:
             v = rule.value(f)
             signals[reason] = round(float(v), 4)
             if not rule.ok(v):

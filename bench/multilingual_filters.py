@@ -40,7 +40,7 @@ def parallel_texts(min_chars: int) -> list[dict[str, str]]:
             try:
                 with open(mo, "rb") as f:
                     cat = gettext.GNUTranslations(f)._catalog  # type: ignore[attr-defined]
-            except Exception:  # noqa: S112 - a catalog Python cannot read is skipped
+            except Exception:  # a catalog Python cannot read is skipped
                 continue
             for k, v in cat.items():
                 if isinstance(k, str) and isinstance(v, str) and v and v != k and \

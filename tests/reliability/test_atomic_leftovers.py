@@ -211,3 +211,23 @@ def test_a_killed_dask_workers_temporaries_on_another_host_go_with_the_next_run(
             p.wait()
     assert [p for p in (tmp_path / "w").rglob("*") if ".tmp-" in p.name] == []
     assert f"removed {len(left)} temporary file(s)" in again.stderr + again.stdout
+
+
+def test_status_does_not_count_the_live_runs_own_temporaries(tmp_path):
+    """While a run holds the work_dir, its own temporaries (its id is in the lock file) are
+    work in progress, not leftovers; another run's are."""
+    from curator.core.lock import WorkDirLock
+    from curator.core.status import dead_temps
+
+    wd = tmp_path / "w"
+    (wd / "stages" / "s" / "data").mkdir(parents=True)
+    (wd / "rejected" / "s").mkdir(parents=True)
+    with WorkDirLock(str(wd)) as lock:
+        live = wd / "stages" / "s" / "data" / f"a.jsonl.zst.tmp-r{lock.run_id}-0123abcd-1-89abcdef"
+        dead = wd / "rejected" / "s" / "a.jsonl.zst.tmp-r0123456789ab-0123abcd-2-89abcdef"
+        old = wd / "stages" / "s" / "b.pkl.tmp-0123abcd-3-89abcdef"  # before run ids
+        live.write_bytes(b"12345")
+        dead.write_bytes(b"123")
+        old.write_bytes(b"1")
+        assert dead_temps(str(wd)) == (2, 4, ["rejected/s", "stages/s"])
+    assert dead_temps(str(wd)) == (3, 9, ["rejected/s", "stages/s", "stages/s/data"])

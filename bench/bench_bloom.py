@@ -39,6 +39,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import xxhash
+
 REPO = Path(__file__).resolve().parents[1]
 WIKI = (
     REPO
@@ -266,7 +268,7 @@ def summary(name: str, r: dict, n: int, planted: set[str], repeats: set[str]) ->
 def true_repeats(folder: Path, exact: bool = False) -> set[str]:
     """Ids whose text occurred earlier in input order (planted or natural): after curator's
     ``basic`` normalisation, or (``exact``, dolma's files) as written."""
-    seen: set[str] = set()
+    seen: set[int] = set()  # 128-bit hashes: a million texts would take gigabytes
     out: set[str] = set()
     files = (
         sorted((folder / "dolma" / "documents").glob("*.jsonl.gz"))
@@ -277,7 +279,8 @@ def true_repeats(folder: Path, exact: bool = False) -> set[str]:
         with gzip.open(f, "rt") if exact else open(f) as fh:
             for line in fh:
                 d = json.loads(line)
-                key = d["text"] if exact else " ".join(d["text"].lower().split())
+                text = d["text"] if exact else " ".join(d["text"].lower().split())
+                key = xxhash.xxh3_128_intdigest(text.encode("utf-8", "surrogatepass"))
                 if key in seen:
                     out.add(d["id"])
                 seen.add(key)

@@ -14,6 +14,7 @@ from typing import Any
 
 from curator.core.document import Document
 from curator.core.errors import StageError, fs_error_line
+from curator.core.progress import item_beats
 from curator.core.shard_context import (
     DEFAULT_MAX_DOC_BYTES,
     Mapper,
@@ -67,23 +68,38 @@ class GlobalContext(PhaseContext):
         With ``phase`` each result is also saved under the stage folder, keyed by ``keys``
         (default: the item index), so a rerun after a crash skips finished items. Keep results
         small: write bulky data to files inside ``fn`` and return their paths.
+
+        Progress: the phase has its own line, ``[<stage>:<phase>] done/total tasks, docs,
+        docs/s, ETA`` (bar, log lines, Dask task keys ``curator:<stage>:<phase>``); ``fn``
+        counts the documents it handles with :func:`curator.core.progress.step`.
         """
+        items = list(items)
         if phase is None:
-            return self._measured(fn, list(items))
+            return self._measured(fn, items, self._phase_progress(None))
         keys = [str(k) for k in (keys if keys is not None else range(len(items)))]
         if len(set(keys)) != len(keys):
             raise ValueError(f"phase '{phase}': keys must be unique")
         pdir = os.path.join(self.stage_dir, "_phases", phase)
+        beats = os.path.join(self.stage_dir, "_progress", phase)
         key = self._work_dir_key()
         tasks = [_PhaseTask(fn, item, os.path.join(pdir, f"{k}.pkl"), self.fingerprint,
-                            key, f"{self.stage_id}/{phase}/{k}")
+                            key, f"{self.stage_id}/{phase}/{k}",
+                            os.path.join(beats, k.replace(os.sep, "_") + ".json"))
                  for item, k in zip(items, keys, strict=True)]
         out = []
-        for result, note in self._measured(_run_phase_task, tasks):
+        for result, note, _docs in self._measured(_run_phase_task, tasks,
+                                                   self._phase_progress(phase)):
             if note:
                 self.log(f"[{self.stage_id}] {note}")
             out.append(result)
         return out
+
+    def _phase_progress(self, phase: str | None) -> Any:
+        """The progress line of one ``map``: ``[<stage>:<phase>]`` (or ``[<stage>]``)."""
+        if self.progress is None or not hasattr(self.progress, "phase"):
+            return None
+        label = f"{self.stage_id}:{phase}" if phase else self.stage_id
+        return self.progress.phase(label, docs_of=_phase_docs if phase else _no_docs)
 
     def _work_dir_key(self) -> bytes:
         if self._key is None:  # made (or replaced) by the root alone, then shared
@@ -97,8 +113,16 @@ class GlobalContext(PhaseContext):
         on every rank (MPI: the key is broadcast)."""
         return hmac.new(self._work_dir_key(), purpose.encode(), hashlib.sha256).hexdigest()[:16]
 
-    def _measured(self, fn: Callable[[Any], Any], items: list[Any]) -> list[Any]:
-        pairs = self.executor.map(functools.partial(_confined, self.work_dir, fn), items)
+    def _measured(self, fn: Callable[[Any], Any], items: list[Any],
+                  progress: Any = None) -> list[Any]:
+        if progress is not None:
+            progress.start(len(items))
+        try:
+            pairs = self.executor.map(functools.partial(_confined, self.work_dir, fn), items,
+                                      progress=progress)
+        finally:
+            if progress is not None:
+                progress.finish()
         self.task_usage.extend(u for _, u in pairs)
         return [r for r, _ in pairs]
 
@@ -109,6 +133,8 @@ class GlobalContext(PhaseContext):
     ) -> list[Shard]:
         """Final phase: run ``process`` over each input shard and write the stage's output
         shards the standard way (atomic, resumable, rejected docs and stats recorded)."""
+        if self.progress is not None:
+            self.progress.start(len(shards))
         out, stats = run_shard_tasks(
             self.executor, self.stage, self.stage_id, self.fingerprint, self.work_dir,
             list(shards), artifacts=self.upstream_artifacts, save_rejected=self.save_rejected,
@@ -131,17 +157,28 @@ def _confined(work_dir: str, fn: Callable[[Any], Any], item: Any) -> tuple[Any, 
     return call_measured(fn, item)
 
 
+def _phase_docs(pair: Any) -> int:
+    """Documents a finished phase task counted (``((result, note, docs), usage)``)."""
+    return int(pair[0][2])
+
+
+def _no_docs(_pair: Any) -> int:
+    return 0
+
+
 class _PhaseTask:
     def __init__(self, fn: Callable[[Any], Any], item: Any, path: str, fp: str, key: bytes,
-                 label: str) -> None:
+                 label: str, beat: str) -> None:
         self.fn, self.item, self.path, self.fp = fn, item, path, fp
-        self.key, self.label = key, label
+        self.key, self.label, self.beat = key, label, beat
+        #: the Dask task key's name: the item's key within the phase
+        self.name = os.path.basename(path)[: -len(".pkl")]
 
 
-def _run_phase_task(task: _PhaseTask) -> tuple[Any, str | None]:
-    """(result, a line to log or None). A saved result is used only if its HMAC verifies under
-    the work_dir's key (it was written by a run of ours, for this place): unpickling an
-    unverified file could run code planted in a shared work_dir."""
+def _run_phase_task(task: _PhaseTask) -> tuple[Any, str | None, int]:
+    """(result, a line to log or None, documents counted). A saved result is used only if its
+    HMAC verifies under the work_dir's key (it was written by a run of ours, for this place):
+    unpickling an unverified file could run code planted in a shared work_dir."""
     note = None
     if os.path.exists(task.path):
         try:
@@ -150,9 +187,10 @@ def _run_phase_task(task: _PhaseTask) -> tuple[Any, str | None]:
             note = f"{task.path}: not used ({e}); recomputing"
         else:
             if fp == task.fp:
-                return result, None
+                return result, None, 0
     try:
-        result = task.fn(task.item)
+        with item_beats(task.beat) as meter:
+            result = task.fn(task.item)
         sealed.dump(task.path, (task.fp, result), task.key, task.label)
     except OSError as e:  # disk full, no permission, read-only: one line naming stage and phase
         line = fs_error_line(e)
@@ -161,4 +199,4 @@ def _run_phase_task(task: _PhaseTask) -> tuple[Any, str | None]:
         pdir = os.path.dirname(task.path)  # <work_dir>/stages/<id>/_phases/<phase>
         stage = os.path.basename(os.path.dirname(os.path.dirname(pdir)))
         raise StageError(f"stage '{stage}', phase '{os.path.basename(pdir)}': {line}") from None
-    return result, note
+    return result, note, meter.docs

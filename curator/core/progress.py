@@ -6,6 +6,12 @@ far, when it started), at most every :data:`HEARTBEAT_S` seconds; the driver rea
 every few seconds and shows the shards in flight with their documents, bytes and rate. Files
 work the same for every executor (local, Dask workers, MPI ranks share the work_dir) and cost
 one small write every couple of seconds per shard.
+
+A global stage's phases (``ctx.map(fn, items, phase=...)``) get a line of their own,
+``[<stage>:<phase>] 3/7 tasks, ...``; a mapped function reports the documents it has handled
+with :func:`step` (and their number up front with :func:`expect`), which writes the same
+heartbeat files under ``stages/<id>/_progress/<phase>/``, so a single long task (a shard
+through a sentence encoder) shows its documents, rate and ETA while it runs.
 """
 
 from __future__ import annotations
@@ -16,7 +22,7 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from curator.storage import nofollow, read_position
@@ -29,6 +35,9 @@ BAR_S = 1.0
 LINE_S = 10.0
 #: A heartbeat older than this is a shard that stopped (a killed worker): not shown.
 STALE_S = 60.0
+#: A global stage's phase shorter than this (or than the line interval) prints no line in log
+#: mode (its bar still shows).
+PHASE_QUIET_S = 2.0
 
 
 def heartbeat_path(work_dir: str, stage_id: str, shard: str) -> str:
@@ -89,9 +98,98 @@ def shard_eta(beat: dict[str, Any], now: float | None = None) -> float | None:
 
 
 def _shard_label(path: str) -> str:
-    """``stage/shard`` from ``<work_dir>/stages/<stage>/_progress/<shard>.json``."""
-    stage = os.path.basename(os.path.dirname(os.path.dirname(path)))
-    return f"{stage}/{os.path.basename(path)[: -len('.json')]}"
+    """``stage/shard`` from ``<work_dir>/stages/<stage>/_progress/<shard>.json``, and
+    ``stage:phase/item`` from ``.../_progress/<phase>/<item>.json`` (a global stage's phase)."""
+    name = os.path.basename(path)[: -len(".json")]
+    folder = os.path.dirname(path)
+    if os.path.basename(folder) == "_progress":
+        return f"{os.path.basename(os.path.dirname(folder))}/{name}"
+    stage = os.path.basename(os.path.dirname(os.path.dirname(folder)))
+    return f"{stage}:{os.path.basename(folder)}/{name}"
+
+
+# -- progress inside a task of a global stage's phase --------------------------------------------
+
+_item = threading.local()
+
+
+class _ItemMeter:
+    """What one phase task has done, written as a heartbeat every ``every`` seconds by a
+    small thread while it runs: the documents it counted with :func:`step`, else those it
+    read through :func:`curator.storage.shards.read_shard` (so a task that only reads
+    shards needs no call), and its share done (:func:`expect`, else the share of the file
+    read)."""
+
+    def __init__(self, path: str, every: float) -> None:
+        self.path, self.every = path, every
+        self.docs = 0
+        self.total: int | None = None
+        self.started = time.time()
+        self.wrote = False
+        self.pos: read_position.ReadPosition | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._tick, name="curator-item-beat",
+                                        daemon=True)
+
+    def counted(self) -> int:
+        if self.docs or self.total is not None or self.pos is None:
+            return self.docs
+        return self.pos.docs
+
+    def beat(self, now: float) -> None:
+        beat: dict[str, Any] = {"docs": self.counted(), "bytes": 0, "started": self.started,
+                                "at": now}
+        frac = (min(self.docs / self.total, 1.0) if self.total
+                else self.pos.fraction() if self.pos is not None else None)
+        if frac is not None:
+            beat["fraction"] = round(frac, 4)
+        LIVE[self.path] = beat
+        self.wrote = _write_beat(self.path, beat) or self.wrote
+
+    def _tick(self) -> None:
+        while not self._stop.wait(self.every):
+            self.beat(time.time())
+
+
+def step(n: int = 1) -> None:
+    """Count ``n`` documents (or other units) handled by the phase task running in this
+    thread (the driver's line and the Dask dashboard show them while the task runs). A
+    no-op outside a phase task, so a mapped function can call it wherever it runs."""
+    m: _ItemMeter | None = getattr(_item, "meter", None)
+    if m is not None:
+        m.docs += n
+
+
+def expect(total: int) -> None:
+    """How many units the running phase task will :func:`step` through (its share done and
+    ETA follow); without it, the share of the shard file being read is shown."""
+    m: _ItemMeter | None = getattr(_item, "meter", None)
+    if m is not None:
+        m.total = max(int(total), 0)
+
+
+@contextlib.contextmanager
+def item_beats(path: str, every: float | None = None) -> Iterator[_ItemMeter]:
+    """Meter the phase task run inside it (in this thread); its heartbeat file is removed
+    when the task ends."""
+    m = _ItemMeter(path, max(HEARTBEAT_S if every is None else every, 0.01))
+    prev = getattr(_item, "meter", None)
+    _item.meter = m
+    m.pos, hidden = read_position.watch()
+    m._thread.start()
+    try:
+        yield m
+    finally:
+        m._stop.set()
+        m._thread.join()
+        read_position.unwatch(m.pos, hidden)
+        _item.meter = prev
+        if not m.docs:
+            m.docs = m.counted()
+        LIVE.pop(path, None)
+        if m.wrote:
+            with contextlib.suppress(OSError):
+                os.unlink(path)
 
 
 def live_summary() -> dict[str, Any]:
@@ -174,8 +272,17 @@ class Progress:
     """Counts finished shards and documents; called with each shard's stats as it finishes."""
 
     def __init__(self, stage_id: str, *, enabled: bool = True, mode: str = "auto",
-                 stream: Any = None, live_dir: str | None = None) -> None:
+                 stream: Any = None, live_dir: str | None = None, unit: str = "shards",
+                 docs_of: Callable[[Any], int] | None = None, min_s: float = 0.0) -> None:
+        #: the name shown (and the Dask task keys': ``curator:<stage_id>``)
         self.stage_id = stage_id
+        self.unit = unit
+        #: documents a finished item handled, from its result (default: a shard's stats)
+        self.docs_of = docs_of or _docs_in
+        #: log mode: no line before this many seconds, none at all for a shorter run (a phase
+        #: that takes a moment is not worth a line)
+        self.min_s = min_s
+        self._lines = 0
         #: the folder of the heartbeat files of this stage's shards (``None``: no live view)
         self.live_dir = live_dir
         self.stream = stream or sys.stderr
@@ -199,7 +306,9 @@ class Progress:
         self.total, self.done, self.docs = total, 0, 0
         self._beats = {}
         self.t0 = time.perf_counter()
-        if self.live_dir and self.mode != "off" and total:
+        if self.min_s:
+            self._last_log = self.t0  # the first line after line_s, not at the first item
+        if self.mode != "off" and total and (self.live_dir or self.min_s):
             self._stop.clear()
             self._thread = threading.Thread(target=self._watch, name="curator-progress",
                                             daemon=True)
@@ -209,18 +318,16 @@ class Progress:
         with self._lock:
             self.done += 1
             self._beats = {}  # the finished shard may be among them: read afresh next time
-            if isinstance(stats, list) and stats:  # a fused group: what its first stage read
-                stats = stats[0]
-            if isinstance(stats, dict):
-                self.docs += int(stats.get("docs_in", 0) or 0)
-            elif isinstance(getattr(stats, "docs_in", None), int):  # a ShardStats
-                self.docs += stats.docs_in
+            self.docs += self.docs_of(stats)
             if self.mode == "off":
                 return
             now = time.perf_counter()
             if self.mode == "bar":
                 self._draw(now)
-            elif now - self._last_log >= 5 or self.done == self.total:
+            elif self.done == self.total:
+                if self._lines or now - self.t0 >= self.min_s:
+                    self._line(now)
+            elif now - self._last_log >= 5:
                 self._line(now)
 
     def _inflight(self) -> tuple[int, int, float, str]:
@@ -244,8 +351,8 @@ class Progress:
         docs, size, rate, name = self._inflight()
         if not name:
             return ""
-        return (f"; in flight: {docs:,} docs, {_mb(size)}, {rate:,.0f} docs/s"
-                + (f" ({name})" if name else ""))
+        return (f"; in flight: {docs:,} docs, " + (f"{_mb(size)}, " if size else "")
+                + f"{rate:,.0f} docs/s" + (f" ({name})" if name else ""))
 
     def _draw(self, now: float) -> None:
         rate = self.docs / max(now - self.t0, 1e-9)
@@ -254,21 +361,24 @@ class Progress:
         live = self._live_text()
         self.stream.write(
             f"\r[{self.stage_id}] |{'#' * filled}{'.' * (width - filled)}| "
-            f"{self.done}/{self.total} shards  {rate:,.0f} docs/s  ETA {self.eta(now)}"
+            f"{self.done}/{self.total} {self.unit}  {rate:,.0f} docs/s  ETA {self.eta(now)}"
             f"{live}\033[K")
         self.stream.flush()
 
     def _line(self, now: float, live: str = "") -> None:
         self._last_log = now
+        self._lines += 1
         rate = self.docs / max(now - self.t0, 1e-9)
-        self.stream.write(f"[{self.stage_id}] {self.done}/{self.total} shards, "
+        self.stream.write(f"[{self.stage_id}] {self.done}/{self.total} {self.unit}, "
                           f"{self.docs} docs, {rate:,.0f} docs/s, ETA {self.eta(now)}{live}\n")
         self.stream.flush()
 
     def _watch(self) -> None:
-        """Between shard completions: redraw the bar every second, or print a line every
-        ``line_s`` seconds, with what the shards in flight have read so far."""
-        every = BAR_S if self.mode == "bar" else self.line_s
+        """Between item completions: redraw the bar every second, or print a line every
+        ``line_s`` seconds, with what the items in flight have done so far. A shard stage's
+        line comes only with news (a shard moved on); a phase's every ``line_s`` seconds,
+        so a long task with nothing to count still shows it is alive."""
+        every = BAR_S if self.mode == "bar" else min(self.line_s, BAR_S)
         while not self._stop.wait(every):
             with self._lock:
                 now = time.perf_counter()
@@ -276,9 +386,9 @@ class Progress:
                     return
                 if self.mode == "bar":
                     self._draw(now)
-                elif now - self._last_log >= self.line_s:
+                elif now - self._last_log >= self.line_s and now - self.t0 >= self.min_s:
                     live = self._live_text()
-                    if live and live != self._last_live:  # only news: a shard moved on
+                    if self.min_s or (live and live != self._last_live):
                         self._last_live = live
                         self._line(now, live)
 
@@ -309,6 +419,28 @@ class Progress:
         if self.mode == "bar" and self.total:
             self.stream.write("\n")
             self.stream.flush()
+
+    def phase(self, label: str, unit: str = "tasks",
+              docs_of: Callable[[Any], int] | None = None) -> Progress:
+        """A line of its own for one phase of this (global) stage, shown as
+        ``[<label>]``, in the same mode, with its heartbeats under ``_progress/<phase>``."""
+        phase = label.rpartition(":")[2]
+        live = os.path.join(self.live_dir, phase) if self.live_dir and phase != label else None
+        p = Progress(label, enabled=self.mode != "off", mode=self.mode, stream=self.stream,
+                     live_dir=live, unit=unit, docs_of=docs_of,
+                     min_s=min(PHASE_QUIET_S, self.line_s))
+        p.line_s = self.line_s
+        return p
+
+
+def _docs_in(stats: Any) -> int:
+    """Documents a finished shard read: its stats (a fused group: its first stage's)."""
+    if isinstance(stats, list) and stats:
+        stats = stats[0]
+    if isinstance(stats, dict):
+        return int(stats.get("docs_in", 0) or 0)
+    n = getattr(stats, "docs_in", None)
+    return n if isinstance(n, int) else 0
 
 
 def format_seconds(secs: float) -> str:

@@ -502,7 +502,6 @@ class Runner:
         )
         t0 = time.perf_counter()
         driver = Meter()
-        progress.start(len(inputs))
         out = stage.run(inputs, gctx)
         self._remove_dead_temps([node], artifacts)
         if not isinstance(out, list):

@@ -47,6 +47,7 @@ from typing import Annotated, Any, Literal
 import numpy as np
 from pydantic import Field, model_validator
 
+from curator.core import progress
 from curator.core.context import GlobalContext, ShardContext
 from curator.core.document import Document
 from curator.core.errors import ConfigError, StageError
@@ -463,6 +464,7 @@ def _embed_task(stage_dir: str, cache: str, spec: EncoderSpec,
         have = ~np.isnan(old[:, 0].astype(np.float32))
     todo = rows[~have[rows]] if rows.size else rows
     embedded = 0
+    progress.expect(int(todo.size))  # the progress line counts documents through the model
     if todo.size:
         enc = spec.load()
         vec = old if old is not None and have.any() and old.shape[1] == enc.dim else \
@@ -474,6 +476,7 @@ def _embed_task(stage_dir: str, cache: str, spec: EncoderSpec,
                 raise StageError(f"semantic_dedup: the model gave {out.shape} vectors with "
                                  f"non-finite values for shard '{name}'")
             vec[part] = _normalise(out).astype(np.float16)
+            progress.step(int(part.size))
         embedded = int(todo.size)
         _save_npy(vec_path, vec)
     elif old is None:
@@ -682,6 +685,7 @@ def _cluster_task(cl: Clustering, shards: list[ShardVectors],
     kept: list[np.ndarray] = []
     cos: list[np.ndarray] = []
     split = 0
+    progress.expect(sum(int(bd[b] - bd[a]) for bd in bounds))
     for c in range(a, b):
         members = []
         for sv, rm, bd in zip(shards, rows_maps, bounds):
@@ -692,6 +696,7 @@ def _cluster_task(cl: Clustering, shards: list[ShardVectors],
         if not members:
             continue
         refs = np.concatenate(members)  # shard order, then row: input order
+        progress.step(int(refs.shape[0]))
         for leaf in _split(refs, g, cl, 0):
             if leaf.shape[0] < refs.shape[0]:
                 split += 1

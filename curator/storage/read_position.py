@@ -21,12 +21,14 @@ _local = threading.local()
 class ReadPosition:
     """The raw handle a shard's source reads and the byte range ``[start, end)`` it covers."""
 
-    __slots__ = ("end", "fh", "start")
+    __slots__ = ("docs", "end", "fh", "start")
 
     def __init__(self) -> None:
         self.fh: Any = None
         self.start = 0
         self.end = 0
+        #: documents read so far through :func:`count_doc` (a global stage's phase task)
+        self.docs = 0
 
     def fraction(self) -> float | None:
         """Bytes of the range read so far over its length (0..1); ``None`` when unknown (no
@@ -64,6 +66,13 @@ def track(fh: Any, end: int | None = None, start: int = 0) -> None:
     if end is None:
         end = size_of(fh)
     pos.fh, pos.start, pos.end = fh, start, end or 0
+
+
+def count_doc() -> None:
+    """One more document read by this thread's watched reader (nothing when not watched)."""
+    pos = getattr(_local, "pos", None)
+    if pos is not None:
+        pos.docs += 1
 
 
 def size_of(fh: Any) -> int:

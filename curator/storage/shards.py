@@ -13,6 +13,7 @@ from typing import IO, Any
 import orjson
 
 from curator.base.document import Document
+from curator.storage import read_position
 from curator.storage.atomic import open_compressed_read, open_compressed_write
 
 SHARD_SUFFIX = ".jsonl.zst"
@@ -54,6 +55,9 @@ def read_records(path: str, track: bool = False) -> Iterator[dict[str, Any]]:
 
 
 def read_shard(path: str) -> Iterator[Document]:
-    """Documents of an internal shard file, in order (its read position shows in progress)."""
+    """Documents of an internal shard file, in order (its read position and the documents
+    read show in progress)."""
+    count = read_position.count_doc
     for rec in read_records(path, track=True):
+        count()
         yield Document.from_record(rec)

@@ -114,3 +114,67 @@ def test_stage_eta_counts_the_share_read_of_shards_in_flight(tmp_path):
     p({"docs_in": 400})  # a shard ends: the estimate is from finished shards until reread
     assert p.eta() in ("10s", "11s")
     p.finish()
+
+
+# -- global stages: a line per phase -----------------------------------------------------------
+
+
+def test_a_global_stage_shows_its_phases_in_log_mode(tmp_path):
+    """exact_dedup on one 100,000-document shard: its hash phase has lines of its own, named
+    by stage and phase, counting the documents of the task in flight before the task ends
+    (a global stage used to print nothing between its start and its summary line)."""
+    import json
+    import subprocess
+    import sys
+
+    from helpers import cli_env
+
+    with open(tmp_path / "big.jsonl", "w") as f:
+        for i in range(100_000):
+            f.write(json.dumps({"id": str(i), "text": f"document {i % 75_000} and words"}) + "\n")
+    (tmp_path / "p.yaml").write_text("name: p\nwork_dir: work\nstages:\n"
+                                     "  - {id: big, read_jsonl: {paths: big.jsonl}}\n"
+                                     "  - {id: dedup, exact_dedup: {}}\n")
+    env = {**cli_env(), "CURATOR_PROGRESS_S": "0.05", "CURATOR_HEARTBEAT_S": "0.02"}
+    r = subprocess.run([sys.executable, "-m", "curator", "run", "p.yaml"],
+                       cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    lines = [ln for ln in r.stderr.splitlines() if ln.startswith("[dedup:hash]")]
+    pat = (r"\[dedup:hash\] 0/1 tasks, 0 docs, 0 docs/s, ETA (\S+); in flight: ([\d,]+) docs, "
+           r"([\d,]+) docs/s \(big-00000( \d+%, ETA \w+)?\)")
+    live = [m for m in map(re.fullmatch, [pat] * len(lines), lines) if m]
+    assert live, r.stderr
+    seen = [int(m.group(2).replace(",", "")) for m in live]
+    assert seen == sorted(seen) and 0 < seen[0] < 100_000, seen
+    assert all(int(m.group(3).replace(",", "")) > 0 for m in live)
+    assert re.fullmatch(r"\[dedup:hash\] 1/1 tasks, 100000 docs, [\d,]+ docs/s, ETA 0s",
+                        lines[-1]), lines[-1]
+    assert "25000 removed" in r.stderr
+    assert not (tmp_path / "work" / "stages" / "dedup" / "_progress").exists()
+
+
+def test_a_phase_line_every_interval_even_without_news():
+    """A phase task that counts nothing (one k-means fit) still gets a line every interval
+    in log mode, so a long one is seen to be alive; a phase shorter than the interval gets
+    none."""
+    out = io.StringIO()
+    stage = Progress("sd", stream=out, mode="log")
+    stage.line_s = 0.05
+    p = stage.phase("sd:kmeans")
+    p.start(1)
+    deadline = time.monotonic() + 60
+    while out.getvalue().count("\n") < 3:
+        assert time.monotonic() < deadline, out.getvalue()
+        time.sleep(0.01)
+    p((None, None))
+    p.finish()
+    lines = out.getvalue().splitlines()
+    assert all(ln.startswith("[sd:kmeans] 0/1 tasks, 0 docs, 0 docs/s, ETA ?")
+               for ln in lines[:-1]), lines
+    assert lines[-1].startswith("[sd:kmeans] 1/1 tasks, 0 docs")
+    quiet = io.StringIO()
+    q = Progress("sd", stream=quiet, mode="log").phase("sd:assign")
+    q.start(1)
+    q((None, None))
+    q.finish()
+    assert quiet.getvalue() == ""

@@ -284,3 +284,81 @@ def test_dask_dashboard_shows_the_shard_in_flight(tmp_path):
                   "the finished shard stayed on the dashboard")
         assert m == {"curator_shard": "", "curator_docs": 0, "curator_mb": 0.0,
                      "curator_docs_per_s": 0}
+
+
+HOLD_PHASE = '''
+import functools, os, time
+from curator import GlobalStage
+from curator.core import progress
+
+def _count(release, name):
+    """1,000 documents counted, held after the 500th until ``release`` exists."""
+    progress.expect(1000)
+    for i in range(1000):
+        progress.step()
+        if i == 499:
+            deadline = time.monotonic() + 300
+            while not os.path.exists(release) and time.monotonic() < deadline:
+                time.sleep(0.05)
+    return name
+
+class HoldPhase(GlobalStage):
+    """A global stage whose one phase is held half-way."""
+    name = "hold_phase"
+
+    def __init__(self, release: str = ""):
+        self.release = release
+
+    def run(self, shards, ctx):
+        ctx.map(functools.partial(_count, self.release), [s.name for s in shards],
+                phase="count", keys=[s.name for s in shards])
+        return ctx.passthrough(shards)
+'''
+
+
+@pytest.mark.slow
+def test_dask_dashboard_names_a_global_stage_and_its_phases(tmp_path):
+    """A global stage's phase task held half-way: the worker's curator_* columns show it by
+    stage and phase with its documents and share done; every task of the run (exact_dedup's
+    phases, its final pass, the held stage's phase) has a key and a span named by stage and
+    phase, where they used to be 'call_measured' with no stage."""
+    with open(tmp_path / "in.jsonl", "w") as f:
+        for i in range(300):
+            f.write(json.dumps({"id": str(i), "text": f"doc {i % 200}"}) + "\n")
+    (tmp_path / "holdphase.py").write_text(HOLD_PHASE)
+    release = tmp_path / "release"
+    (tmp_path / "p.yaml").write_text(
+        "name: p\nwork_dir: work\nstages:\n"
+        "  - {id: src, read_jsonl: {paths: in.jsonl}}\n"
+        "  - {id: dedup, exact_dedup: {}}\n"
+        f"  - {{id: hold, 'holdphase:HoldPhase': {{release: '{release}'}}}}\n")
+    env = {**cli_env(), "CURATOR_HEARTBEAT_S": "0"}
+    env["PYTHONPATH"] = f"{tmp_path}{os.pathsep}{env.get('PYTHONPATH', '')}"
+    (tmp_path / "worker").mkdir()
+    with _cluster(tmp_path, env) as (sched_file, port):
+        run = subprocess.Popen(
+            [sys.executable, "-m", "curator", "run", "p.yaml", "--executor", "dask", "--set",
+             f"executor.scheduler_file={sched_file}"],
+            cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            m = _poll(lambda: _curator_metrics(port),
+                      lambda m: m and m.get("curator_docs", 0) >= 500,
+                      "the worker's metrics never showed the held phase")
+            assert m["curator_docs"] == 500, m
+            assert m["curator_shard"].startswith("hold:count/src-00000 50% ETA "), m
+            assert m["curator_docs_per_s"] > 0 and m["curator_mb"] == 0.0
+        finally:
+            release.write_text("")
+            _, err = run.communicate(timeout=300)
+        assert run.returncode == 0, err
+        from distributed import Client
+
+        with Client(scheduler_file=str(sched_file), timeout="30s") as c:
+            prefixes = c.run_on_scheduler(
+                lambda dask_scheduler: sorted(map(str, dask_scheduler.task_prefixes)))
+            spans = c.run_on_scheduler(
+                lambda dask_scheduler: sorted(
+                    "/".join(s.name) for s in dask_scheduler.extensions["spans"].spans.values()))
+        want = ["curator:dedup", "curator:dedup:groups", "curator:dedup:hash",
+                "curator:dedup:removals", "curator:hold:count", "curator:src"]
+        assert prefixes == spans == want, (prefixes, spans)

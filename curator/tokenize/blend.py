@@ -10,24 +10,85 @@ and the train/valid/test ``split`` string, written to ``blend.json`` with a per-
 
 A source with several prefixes spreads its weight over them in proportion to their tokens,
 so the trainer samples every document of a source with the same probability.
+
+Megatron splits *each prefix* by the ``split`` string (its sequences ``[round(b*n),
+round(e*n))`` per split) and its dataset builder loops forever when a split it is asked for
+holds no token of some prefix (``949,50,1`` gives a 120-document source no test sequence).
+So the split written is one that leaves no requested split of any prefix empty: the default
+is ``949,50,1`` where that holds and the nearest larger valid/test shares where it does not;
+a ``split`` given that does not hold is refused, naming the source.
 """
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 from typing import Annotated, Any
 
+import numpy as np
 from pydantic import Field, model_validator
 
 from curator.core.context import GlobalContext, write_json
 from curator.core.errors import ConfigError
 from curator.core.params import PositiveInt, StageParams
 from curator.core.stage import GlobalStage, OutputFile, Shard
-from curator.tokenize.megatron import read_index
+from curator.tokenize.megatron import Index, read_index
 from curator.tokenize.megatron_shards import BUCKET_SEP
 
 _SPLIT = re.compile(r"^\s*\d+(\.\d+)?\s*(,\s*\d+(\.\d+)?\s*){0,2}$")
+#: The split written when none is given, where it leaves no split of any prefix empty.
+DEFAULT_SPLIT = "949,50,1"
+#: Valid/test shares (per mille) tried, in order, when the default leaves a split empty.
+_FALLBACK_TEST = (2, 3, 5, 10, 20, 30, 50, 100, 150, 200, 250, 333)
+#: Epochs above which a source gets a warning: repeated tokens are worth about as much as new
+#: ones up to ~4 epochs and quickly less after (Muennighoff et al. 2023, "Scaling
+#: Data-Constrained Language Models").
+EPOCHS_WARN = 4.0
+SPLIT_NAMES = ("train", "valid", "test")
+
+
+def split_matrix(split: str) -> list[tuple[float, float] | None]:
+    """Megatron's split bookends for ``split`` (``parse_and_normalize_split`` then
+    ``convert_split_vector_to_split_matrix`` of megatron-core, the same float arithmetic, so
+    writing a blend needs no megatron-core); ``None``: a split with no share."""
+    vec = [float(x) for x in re.findall(r"[.0-9]+", split)]
+    vec += [0.0] * (3 - len(vec))
+    w = np.array(vec[:3], dtype=np.float64)
+    shares = (w / np.sum(w)).tolist()
+    ends = [0.0]
+    for x in shares:
+        ends.append(ends[-1] + x)
+    return [(a, b) if b > a else None for a, b in itertools.pairwise(ends)]
+
+
+def empty_splits(indexes: dict[str, Index], split: str) -> list[tuple[str, str, int]]:
+    """``(prefix, split name, sequences)`` for every split with a share that holds no token
+    of that prefix, as megatron-core's ``BlendedMegatronDatasetBuilder`` cuts it (GPT
+    datasets are split by sequence: ``int(round(bookend * float(n)))``)."""
+    matrix = split_matrix(split)
+    out = []
+    for prefix, idx in indexes.items():
+        n = len(idx.lengths)
+        cum = np.concatenate(([0], np.cumsum(idx.lengths, dtype=np.int64)))
+        for name, be in zip(SPLIT_NAMES, matrix, strict=True):
+            if be is None:
+                continue
+            beg, end = round(be[0] * float(n)), round(be[1] * float(n))
+            if end <= beg or cum[end] - cum[beg] <= 0:
+                out.append((prefix, name, n))
+    return out
+
+
+def choose_split(indexes: dict[str, Index]) -> str | None:
+    """:data:`DEFAULT_SPLIT` if it leaves no split of any prefix empty, else the first of
+    larger valid/test shares that does (``None``: a prefix is too small for any)."""
+    for t in (1, *_FALLBACK_TEST):
+        v = max(50, t)
+        split = DEFAULT_SPLIT if t == 1 else f"{1000 - v - t},{v},{t}"
+        if not empty_splits(indexes, split):
+            return split
+    return None
 
 
 def split_group(group: str) -> tuple[str, str | None]:
@@ -116,8 +177,11 @@ class Blend(GlobalStage):
         total_tokens: PositiveInt | None = None
         """Training budget in tokens, for the epochs column (default: the corpus size, or what
         `epochs` implies)."""
-        split: Annotated[str, Field(pattern=_SPLIT.pattern)] = "949,50,1"
-        """Train/valid/test split string."""
+        split: Annotated[str, Field(pattern=_SPLIT.pattern)] | None = None
+        """Train/valid/test split string, as Megatron's `--split`; unset: `949,50,1` where it
+        gives every source at least one sequence in each split, else the smallest larger
+        valid/test shares that do (logged). A split that leaves a source without a sequence in
+        a split with a share is refused (megatron-core's dataset builder loops forever on it)."""
         output: OutputFile = "blend.json"
         """Where to write the blend (relative: under the stage folder's parent)."""
         seq_length_hint: PositiveInt | None = None
@@ -135,7 +199,7 @@ class Blend(GlobalStage):
             return self
 
     def setup(self) -> None:
-        self.split = self.split.replace(" ", "")
+        self.split = self.split.replace(" ", "") if self.split else None
         self.bucket_weights = {str(k): float(v)  # type: ignore[assignment]
                                for k, v in (self.bucket_weights or {}).items()}
 
@@ -151,14 +215,23 @@ class Blend(GlobalStage):
                                           self.total_tokens, self.bucket_weights)
         for r in rows:
             r["documents"] = docs[r["source"]]
-        out = {"data_prefix": data_prefix, "split": self.split,
+        split = self._split(data_prefix, rows, ctx)
+        for r in rows:
+            if r["epochs"] is not None and r["epochs"] > EPOCHS_WARN and r["weight"] > 0:
+                ctx.log(f"[{ctx.stage_id}] warning: source '{r['source']}' is given "
+                        f"{r['epochs']:.1f} epochs (its {r['tokens']:,} tokens repeated to make "
+                        f"{r['weight']:.1%} of the training tokens); beyond about 4 epochs "
+                        "repeated tokens add little (Muennighoff et al. 2023): lower its "
+                        "weight, or set its epochs")
+                ctx.count("sources_over_4_epochs")
+        out = {"data_prefix": data_prefix, "split": split,
                "tokenizer": ctx.artifact("tokenizer", None), "sources": rows,
                "seq_length_hint": self.seq_length_hint}
         path = ctx.output_path(self.output)
         if ctx.is_root:
             write_json(path, out)
         ctx.artifacts.update({
-            "blend": os.path.abspath(path), "data_prefix": data_prefix, "split": self.split,
+            "blend": os.path.abspath(path), "data_prefix": data_prefix, "split": split,
             "report_tables": [{
                 "title": "blend",
                 "columns": ["source", "documents", "tokens", "weight", "epochs", "prefixes"],
@@ -166,3 +239,34 @@ class Blend(GlobalStage):
                           len(r["prefixes"])] for r in rows]}],
         })
         return ctx.passthrough(shards)
+
+    def _split(self, data_prefix: list[Any], rows: list[dict[str, Any]],
+               ctx: GlobalContext) -> str:
+        """The split to write: never one that leaves a split of a blended prefix empty."""
+        source = {p: r["source"] for r in rows for p in r["prefixes"]}
+        indexes = {p: read_index(p + ".idx") for p in data_prefix[1::2]}
+        if self.split is not None:
+            bad = empty_splits(indexes, self.split)
+            if bad:
+                prefix, name, n = bad[0]
+                raise ConfigError(
+                    f"blend.split '{self.split}' leaves the {name} split of source "
+                    f"'{source.get(prefix, prefix)}' empty ({n} sequences in {prefix}), and "
+                    "megatron-core's dataset builder then loops forever; leave split unset "
+                    f"(curator picks one that fits: {choose_split(indexes) or 'none does'}), "
+                    "give it more valid/test share, or '1,0,0' for no valid/test split")
+            return self.split
+        split = choose_split(indexes)
+        if split is None:
+            small = min(indexes, key=lambda p: len(indexes[p].lengths))
+            raise ConfigError(
+                f"blend: source '{source.get(small, small)}' has {len(indexes[small].lengths)} "
+                f"sequences in {small}: too few to give train, valid and test one each; give "
+                "it more data, weight 0, or set blend.split: '1,0,0' (no valid/test split)")
+        if split != DEFAULT_SPLIT:
+            prefix, name, n = empty_splits(indexes, DEFAULT_SPLIT)[0]
+            ctx.log(f"[{ctx.stage_id}] split {split}: {DEFAULT_SPLIT} would leave the {name} "
+                    f"split of source '{source.get(prefix, prefix)}' empty ({n} sequences), "
+                    "on which megatron-core's dataset builder loops forever; pass this split "
+                    "to Megatron (--split, as blend.json says)")
+        return split

@@ -98,7 +98,9 @@ def test_bpe_pipeline_end_to_end(tmp_path, corpus):
     # blend.json: weights 3:1, epochs against the corpus size, tokenizer carried along
     with open(stage_artifacts(summary, "blend")["blend"]) as f:
         blend = json.load(f)
-    assert blend["split"] == "949,50,1" and blend["tokenizer"] == tok
+    # 949,50,1 leaves the 160-document web source without a test sequence (Megatron would
+    # loop forever): the smallest larger test share that fills it
+    assert blend["split"] == "945,50,5" and blend["tokenizer"] == tok
     tokens = mega["token_counts"]
     assert blend["data_prefix"] == [0.75, mega["prefixes"]["web"][0],
                                     0.25, mega["prefixes"]["wiki"][0]]

@@ -108,18 +108,26 @@ class Server:
         self.proc.wait(timeout=60)
 
 
+@pytest.fixture(scope="module")
+def server(repository: str, triton_venv: str, tmp_path_factory: pytest.TempPathFactory):
+    """``curator serve`` of the example repository, ready, for the tests of this module."""
+    srv = Server(repository, triton_venv, str(tmp_path_factory.mktemp("runtime")))
+    try:
+        srv.wait_ready()
+        yield srv
+    finally:
+        srv.stop()
+
+
 @pytest.mark.slow
-def test_triton_server_generates_like_the_model(repository: str, reference, triton_venv: str,
-                                                tmp_path) -> None:
+def test_triton_server_generates_like_the_model(server: Server, reference) -> None:
     import tritonclient.http as http
 
     from curator.deploy.export import torch_greedy
 
     model, mc, tok = reference
-    server = Server(repository, triton_venv, str(tmp_path / "runtime"))
+    client = http.InferenceServerClient(f"127.0.0.1:{server.http}", concurrency=4)
     try:
-        server.wait_ready()
-        client = http.InferenceServerClient(f"127.0.0.1:{server.http}", concurrency=4)
         assert client.is_server_ready(), "".join(server.log[-30:])
         for m in ("preprocessing", "gpt", "postprocessing", "curator_gpt"):
             assert client.is_model_ready(m), m
@@ -144,9 +152,37 @@ def test_triton_server_generates_like_the_model(repository: str, reference, trit
             assert res.as_numpy("OUTPUT_IDS").reshape(-1).tolist() == expect
             assert res.as_numpy("TEXT_OUTPUT").reshape(-1)[0].decode() == tok.decode(expect)
         assert len(tok.encode(long_prompt).ids) > mc["seq_length"]
-        client.close()  # an open keep-alive connection holds Triton's shutdown for 30 s
     finally:
-        server.stop()
+        client.close()  # an open keep-alive connection holds Triton's shutdown for 30 s
+
+
+@pytest.mark.slow
+def test_one_request_with_a_batch_of_prompts(server: Server, reference) -> None:
+    """TEXT ``[3, 1]``: three prompts of different lengths in one request (the model declares
+    max_batch_size 4) give three rows, each what the model generates for its prompt alone;
+    rows shorter than the longest are padded with -1 in OUTPUT_IDS. It used to answer HTTP
+    400 "INPUT_IDS batch size does not match" (only the first text was tokenized)."""
+    import tritonclient.http as http
+
+    from curator.deploy.export import torch_greedy
+
+    model, mc, tok = reference
+    prompts = [("the red cat sat on", 7), ("the old", 3), ("a dog ran far and the", 5)]
+    client = http.InferenceServerClient(f"127.0.0.1:{server.http}")
+    try:
+        t = http.InferInput("TEXT", [3, 1], "BYTES")
+        t.set_data_from_numpy(np.array([[p.encode()] for p, _ in prompts], dtype=np.object_))
+        k = http.InferInput("MAX_NEW_TOKENS", [3, 1], "INT32")
+        k.set_data_from_numpy(np.array([[n] for _, n in prompts], dtype=np.int32))
+        res = client.infer("curator_gpt", [t, k])
+        ids, texts = res.as_numpy("OUTPUT_IDS"), res.as_numpy("TEXT_OUTPUT")
+        assert ids.shape == (3, 7) and texts.shape == (3, 1)
+        for row, text, (prompt, n) in zip(ids, texts[:, 0], prompts):
+            expect = torch_greedy(model, tok.encode(prompt).ids, n, mc["seq_length"])
+            assert row.tolist() == expect + [-1] * (7 - n)
+            assert text.decode() == tok.decode(expect)
+    finally:
+        client.close()
 
 
 def test_export_command(checkpoint: str, repository: str, tmp_path, capsys) -> None:

@@ -1,6 +1,9 @@
 """Triton python backend: greedy generation with the exported GPT (ONNX, onnxruntime).
 
 INPUT_IDS (int64) + MAX_NEW_TOKENS (int32) -> OUTPUT_IDS (int64, the new tokens only).
+A request may carry a batch (INPUT_IDS ``[B, L]``, MAX_NEW_TOKENS ``[B, 1]``): each row is
+one prompt, right-padded with -1 (the preprocessing model's padding), generated one after
+the other; OUTPUT_IDS ``[B, N]`` rows are right-padded with -1 to the longest.
 The ONNX graph takes a fixed [1, seq_length] window; causal attention makes right padding
 invisible to the last real position, whose logits pick the next token.
 """
@@ -59,15 +62,23 @@ class TritonPythonModel:
     def execute(self, requests):
         out = []
         for req in requests:
-            ids = pb_utils.get_input_tensor_by_name(req, "INPUT_IDS").as_numpy().reshape(-1)
+            batch = pb_utils.get_input_tensor_by_name(req, "INPUT_IDS").as_numpy()
+            batch = batch.reshape(batch.shape[0], -1) if batch.ndim > 1 else batch.reshape(1, -1)
             n_t = pb_utils.get_input_tensor_by_name(req, "MAX_NEW_TOKENS")
-            n = (int(n_t.as_numpy().reshape(-1)[0]) if n_t is not None
-                 else self.gen["max_new_tokens"])
-            if len(ids) == 0:
-                ids = np.array([self.gen["eod_id"]], dtype=np.int64)
-            new = greedy(self.run, ids.tolist(), n, self.gen["seq_length"],
-                         self.gen["eod_id"] if self.gen.get("stop_at_eod") else None)
-            arr = np.asarray(new, dtype=np.int64).reshape(1, -1)
+            ns = (n_t.as_numpy().reshape(-1).tolist() if n_t is not None
+                  else [self.gen["max_new_tokens"]])
+            rows = []
+            for i, ids in enumerate(batch):
+                ids = ids[ids >= 0]  # the batch's right padding
+                if len(ids) == 0:
+                    ids = np.array([self.gen["eod_id"]], dtype=np.int64)
+                n = int(ns[i] if i < len(ns) else ns[0])
+                rows.append(greedy(self.run, ids.tolist(), n, self.gen["seq_length"],
+                                   self.gen["eod_id"] if self.gen.get("stop_at_eod") else None))
+            arr = np.full((len(rows), max((len(r) for r in rows), default=0)), -1,
+                          dtype=np.int64)
+            for i, r in enumerate(rows):
+                arr[i, :len(r)] = r
             out.append(pb_utils.InferenceResponse(
                 output_tensors=[pb_utils.Tensor("OUTPUT_IDS", arr)]))
         return out

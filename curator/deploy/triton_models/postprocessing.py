@@ -1,4 +1,5 @@
-"""Triton python backend: OUTPUT_IDS (int64) -> TEXT_OUTPUT (bytes) with the tokenizer."""
+"""Triton python backend: OUTPUT_IDS (int64) -> TEXT_OUTPUT (bytes) with the tokenizer; a
+batch ``[B, N]`` gives ``[B, 1]`` texts, each row's -1 padding left out."""
 
 import json
 import os
@@ -33,9 +34,11 @@ class TritonPythonModel:
     def execute(self, requests):
         out = []
         for req in requests:
-            ids = pb_utils.get_input_tensor_by_name(req, "OUTPUT_IDS").as_numpy().reshape(-1)
-            text = self.decode([int(i) for i in ids])
-            arr = np.array([text.encode("utf-8")], dtype=np.object_).reshape(1, 1)
+            batch = pb_utils.get_input_tensor_by_name(req, "OUTPUT_IDS").as_numpy()
+            batch = batch.reshape(batch.shape[0], -1) if batch.ndim > 1 else batch.reshape(1, -1)
+            texts = [self.decode([int(i) for i in row if i >= 0]).encode("utf-8")
+                     for row in batch]
+            arr = np.array(texts, dtype=np.object_).reshape(-1, 1)
             out.append(pb_utils.InferenceResponse(
                 output_tensors=[pb_utils.Tensor("TEXT_OUTPUT", arr)]))
         return out

@@ -1,4 +1,8 @@
-"""Triton python backend: TEXT (bytes) -> INPUT_IDS (int64) with the pipeline's tokenizer."""
+"""Triton python backend: TEXT (bytes) -> INPUT_IDS (int64) with the pipeline's tokenizer.
+
+A request may carry a batch of prompts (TEXT ``[B, 1]``): each row is tokenized, and the rows
+of INPUT_IDS ``[B, L]`` are padded on the right with :data:`PAD` (-1, never a token id) to
+the longest."""
 
 import json
 import os
@@ -12,6 +16,17 @@ for _p in reversed(os.environ.get("CURATOR_TRITON_SITE", "").split(os.pathsep)):
 
 import numpy as np  # noqa: E402
 import triton_python_backend_utils as pb_utils  # noqa: E402
+
+#: right padding of the rows of a batch (the gpt and postprocessing models drop it)
+PAD = -1
+
+
+def pad_rows(rows):
+    """``[B, max len]`` int64, each row padded on the right with :data:`PAD`."""
+    out = np.full((len(rows), max((len(r) for r in rows), default=0)), PAD, dtype=np.int64)
+    for i, r in enumerate(rows):
+        out[i, :len(r)] = r
+    return out
 
 
 def load_tokenizer(folder: str, spec: dict):
@@ -35,9 +50,10 @@ class TritonPythonModel:
     def execute(self, requests):
         out = []
         for req in requests:
-            texts = pb_utils.get_input_tensor_by_name(req, "TEXT").as_numpy().reshape(-1)
-            text = texts[0].decode("utf-8") if isinstance(texts[0], bytes) else str(texts[0])
-            ids = np.asarray(self.encode(text), dtype=np.int64)
+            texts = pb_utils.get_input_tensor_by_name(req, "TEXT").as_numpy()
+            texts = texts.reshape(texts.shape[0], -1)[:, 0]  # one prompt per row of the batch
+            ids = [self.encode(t.decode("utf-8") if isinstance(t, bytes) else str(t))
+                   for t in texts]
             out.append(pb_utils.InferenceResponse(
-                output_tensors=[pb_utils.Tensor("INPUT_IDS", ids.reshape(1, -1))]))
+                output_tensors=[pb_utils.Tensor("INPUT_IDS", pad_rows(ids))]))
         return out

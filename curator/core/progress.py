@@ -417,7 +417,9 @@ class Progress:
             with contextlib.suppress(OSError):
                 nofollow.rmtree(self.live_dir)
         if self.mode == "bar" and self.total:
-            self.stream.write("\n")
+            # a phase over in a moment leaves no line behind: its bar is wiped
+            short = self.min_s and time.perf_counter() - self.t0 < self.min_s
+            self.stream.write("\r\033[K" if short else "\n")
             self.stream.flush()
 
     def phase(self, label: str, unit: str = "tasks",

@@ -178,3 +178,26 @@ def test_a_phase_line_every_interval_even_without_news():
     q((None, None))
     q.finish()
     assert quiet.getvalue() == ""
+
+
+def test_a_phase_bar_on_a_terminal():
+    """On a terminal a phase draws its bar (tasks, rate, ETA) as items finish; a phase over
+    in a moment wipes it, a longer one leaves its last state on its own line."""
+    out = io.StringIO()
+    stage = Progress("sd", stream=out, mode="bar")
+    p = stage.phase("sd:embed", docs_of=lambda r: r)
+    p.start(2)
+    p(100)
+    assert out.getvalue().startswith("\r[sd:embed] |############............| 1/2 tasks  ")
+    p(50)
+    p.finish()
+    assert "] |########################| 2/2 tasks  " in out.getvalue()
+    assert "ETA 0s" in out.getvalue().rsplit("\r[sd:embed]", 1)[1]
+    assert out.getvalue().endswith("\r\033[K")  # under 2 s: wiped
+    slow = io.StringIO()
+    q = Progress("sd", stream=slow, mode="bar").phase("sd:embed")
+    q.start(1)
+    q.t0 -= 5
+    q(None)
+    q.finish()
+    assert slow.getvalue().endswith("\033[K\n") and "1/1 tasks" in slow.getvalue()

@@ -84,3 +84,33 @@ def test_a_stopped_rank_ends_the_run_at_the_deadline_with_one_line(tmp_path):
     assert f"on host {host} not heard from by rank " in lines[-1]
     assert "for 5 s" in lines[-1] and "executor.peer_timeout_s" in lines[-1]
     assert took < 5 + 20, took
+
+
+class _Comm:
+    def __init__(self, rank: int, size: int) -> None:
+        self.rank, self.size = rank, size
+
+    def Get_rank(self) -> int:
+        return self.rank
+
+    def Get_size(self) -> int:
+        return self.size
+
+
+def test_the_line_names_the_host_that_was_cut_off():
+    """With several ranks, rank 0 hearing from none of them names its own host; one silent
+    rank is named with the rank that noticed."""
+    from curator.core.liveness import PeerWatch
+
+    hosts = ["node01", "node02", "node02", "node03"]
+    alone = PeerWatch(_Comm(0, 4), 120, hosts).message([1, 2, 3])
+    assert alone.startswith(
+        "MPI rank 0 on host node01 heard from no other rank (hosts node02, "
+        "node03) for 120 s: host node01 is down or cut off; stopped every"
+    )
+    one = PeerWatch(_Comm(0, 4), 30, hosts).message([3])
+    assert one.startswith(
+        "MPI rank 3 on host node03 not heard from by rank 0 on host node01 for 30 s"
+    )
+    two = PeerWatch(_Comm(0, 4), 30, hosts).message([1, 2])
+    assert two.startswith("MPI ranks 1, 2 on hosts node02 not heard from by rank 0")

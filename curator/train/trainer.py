@@ -235,7 +235,8 @@ def _train(cfg: TrainConfig, blend: Any, bookends: list[Any], layout: ParallelLa
     from megatron.core import parallel_state as ps
 
     save = os.path.abspath(cfg.save)
-    os.makedirs(save, exist_ok=True)
+    nofollow.confine(save)  # checkpoints and metrics: no symlink below it is followed
+    nofollow.makedirs(save)
     if rank == 0:
         remove_stale_temporaries(save)
     gb = cfg.global_batch_size

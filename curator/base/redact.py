@@ -4,16 +4,21 @@ Credentials reach curator inside URLs (``https://user:pass@host``, ``redis://:pw
 pre-signed ``?X-Amz-Signature=`` queries) and in environment variables named like secrets
 (``AWS_SECRET_ACCESS_KEY``, ``HF_TOKEN``, ``CURATOR_REDIS_PASSWORD``). Logs, one-line errors,
 ``report.html/json``, ``curator status`` and the markers under ``stages/`` pass what they show
-through :func:`redact`; the fingerprints and markers a run keeps use :func:`redact_value`, which
-masks URL credentials and secret-named parameters only (it must give the same answer in every
-environment). No curator imports: any layer may use it.
+through :func:`redact`; the markers a run keeps use :func:`redact_value`, which masks URL
+credentials and secret-named parameters only (it must give the same answer in every
+environment), and fingerprints replace each such secret by a keyed digest
+(:func:`keyed_digest`), so two secrets never share a fingerprint. No curator imports: any
+layer may use it.
 """
 
 from __future__ import annotations
 
 import functools
+import hashlib
+import hmac
 import os
 import re
+from collections.abc import Callable
 from typing import Any
 
 MASK = "***"
@@ -42,14 +47,22 @@ _QUERY = re.compile(r"(?P<head>[?&;](?P<name>[A-Za-z0-9_.-]+)=)(?P<value>[^&;#\s
 MIN_SECRET_LEN = 6
 
 
-def _userinfo(m: re.Match[str]) -> str:
+#: What a secret becomes: :data:`MASK` for what is shown, a keyed digest in fingerprints.
+Masker = Callable[[str], str]
+
+
+def _masked(_secret: str) -> str:
+    return MASK
+
+
+def _userinfo(m: re.Match[str], mask: Masker = _masked) -> str:
     if m["pw"] is not None:  # user:password@ -> user:***@ (the user helps to debug)
-        return f"{m['scheme']}{m['user']}:{MASK}@"
-    return f"{m['scheme']}{MASK}@" if m["user"] else m[0]  # token@ -> ***@
+        return f"{m['scheme']}{m['user']}:{mask(m['pw'][1:])}@"
+    return f"{m['scheme']}{mask(m['user'])}@" if m["user"] else m[0]  # token@ -> ***@
 
 
-def _query(m: re.Match[str]) -> str:
-    return f"{m['head']}{MASK}" if SECRET_QUERY.match(m["name"]) else m[0]
+def _query(m: re.Match[str], mask: Masker = _masked) -> str:
+    return f"{m['head']}{mask(m['value'])}" if SECRET_QUERY.match(m["name"]) else m[0]
 
 
 @functools.lru_cache(maxsize=1024)
@@ -79,13 +92,28 @@ def redact_fast(text: str) -> str:
     return text
 
 
-def redact_url(text: str) -> str:
-    """``text`` with the credentials of every URL in it masked (the same everywhere)."""
+def redact_url(text: str, mask: Masker | None = None) -> str:
+    """``text`` with the credentials of every URL in it masked (the same everywhere), or
+    replaced by ``mask(secret)`` (a keyed digest, see :func:`keyed_digest`)."""
     if "://" in text:
-        text = _USERINFO.sub(_userinfo, text)
+        text = _USERINFO.sub(_userinfo if mask is None else functools.partial(
+            _userinfo, mask=mask), text)
     if "=" in text:
-        text = _QUERY.sub(_query, text)
+        text = _QUERY.sub(_query if mask is None else functools.partial(_query, mask=mask),
+                          text)
     return text
+
+
+def keyed_digest(key: bytes) -> Masker:
+    """A :data:`Masker` for fingerprints: ``hmac:<16 hex>``, an HMAC-SHA256 of the secret under
+    ``key`` (the work_dir's own, see :mod:`curator.core.identity`). Unreadable without the key,
+    yet two different secrets never share a value, so changing one reruns what used it."""
+
+    def mask(secret: str) -> str:
+        return "hmac:" + hmac.new(key, secret.encode("utf-8", "surrogatepass"),
+                                  hashlib.sha256).hexdigest()[:16]
+
+    return mask
 
 
 def redact(text: str) -> str:
@@ -98,27 +126,34 @@ def redact(text: str) -> str:
     return text
 
 
-def redact_value(obj: Any, *, env: bool = False, _options: bool = False,
-                 _all: bool = False) -> Any:
+def redact_value(obj: Any, *, env: bool = False, mask: Masker | None = None,
+                 _options: bool = False, _all: bool = False) -> Any:
     """``obj`` (parameters, a report) with every string passed through :func:`redact_url`
     (:func:`redact` with ``env``; dict keys, which may be URLs, always through
     :func:`redact_url`) and the values of secret-named keys masked (under ``storage_options``,
     of any key naming a key, token, secret, password or auth header): strings and numbers
     (YAML reads ``password: 12345678`` as an int), and everything inside a mapping or list
-    held by such a key (``token: {refresh: ...}``)."""
+    held by such a key (``token: {refresh: ...}``). ``mask``: what each secret becomes
+    instead of :data:`MASK` (fingerprints: :func:`keyed_digest`), except under
+    ``storage_options``: credentials that only reach files, not what a stage computes."""
     if _all and isinstance(obj, str | int | float) and not isinstance(obj, bool) and obj != "":
-        return MASK
+        return MASK if mask is None else mask(f"{type(obj).__name__}:{obj}")
     if isinstance(obj, str):
-        return redact(obj) if env else redact_url(obj)
+        return redact(obj) if env else redact_url(obj, mask)
     if isinstance(obj, dict):
         out = {}
         for k, v in obj.items():
             name = k if isinstance(k, str) else ""
             secret = _all or bool(SECRET_PARAM.match(name)
                                   or (_options and SECRET_OPTION.search(name)))
-            out[redact_url(k) if isinstance(k, str) else k] = redact_value(
-                v, env=env, _options=_options or name == "storage_options", _all=secret)
+            options = name == "storage_options"
+            # credentials that only reach the files (whose own identity is keyed apart):
+            # masked even in fingerprints, so rotating them reruns nothing
+            out[redact_url(k, mask) if isinstance(k, str) else k] = redact_value(
+                v, env=env, mask=None if options else mask, _options=_options or options,
+                _all=secret)
         return out
     if isinstance(obj, list | tuple):
-        return type(obj)(redact_value(v, env=env, _options=_options, _all=_all) for v in obj)
+        return type(obj)(redact_value(v, env=env, mask=mask, _options=_options, _all=_all)
+                         for v in obj)
     return obj

@@ -10,18 +10,24 @@ Which curator modules are followed, and why:
 
 * followed: the stage families (``curator.filters``, ``curator.dedup``, ...), ``curator.text``,
   ``curator.models``, ``curator.base.document`` (``meta_value``: how stored signals are read;
-  ``curator.core.document`` is its old name) and ``curator.storage.encoding`` (how input bytes
-  are decoded): code that decides what a stage outputs;
+  ``curator.core.document`` is its old name), ``curator.storage.encoding`` (how input bytes
+  are decoded) and ``curator.storage.limits`` (what a reader keeps of an oversized record):
+  code that decides what a stage outputs;
 * not followed: the rest of ``curator.core`` (runner, pipeline, executors, report, the stage
   base classes), the rest of ``curator.storage`` (atomic writes, shard files, caps),
   ``curator.base.errors`` / ``redact``, the CLI. They run stages but do not decide their
   output, and a change there must not rerun every stage of every pipeline. A change in them
   that does alter outputs bumps :data:`curator.core.identity.KEY_FORMAT`.
 
+A custom stage's own modules are followed the same way: the user's modules (outside the Python
+installation, :func:`is_user_module`) that its module imports, transitively.
+
 A stage lists what the import graph cannot show (a module it imports by a computed name, a data
 file it reads) in ``code_deps``: module names, or files given relative to the folder holding
-the ``curator`` package (``curator/filters/models/lid.176.ftz``); they are hashed (and their
-imports followed) like the rest.
+its top-level package (``curator/filters/models/lid.176.ftz`` for curator's; for a user's
+``mods/stages.py``, ``mydata/x.txt`` is ``mods/mydata/x.txt``), then to its module's own
+folder; they are hashed (and their imports followed) like the rest. Files it opens and modules
+it imports while running are also recorded then (:mod:`curator.core.tracing`).
 
 Digests are of *content*, keyed by the module's path inside its package
 (``curator/filters/rules.py``): the same code installed elsewhere, copied, or with other mtimes
@@ -37,7 +43,9 @@ import hashlib
 import importlib.util
 import os
 import re
-from collections.abc import Iterable
+import sys
+import sysconfig
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 #: The ``curator`` package folder (this file is ``curator/core/codehash.py``).
@@ -47,7 +55,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 NOT_FOLLOWED = ("curator.core", "curator.storage", "curator.base.errors", "curator.base.redact",
                 "curator.cli", "curator.api", "curator.__main__")
 #: Exceptions inside :data:`NOT_FOLLOWED`: they decide what a stage outputs.
-FOLLOWED_ANYWAY = ("curator.storage.encoding",)
+FOLLOWED_ANYWAY = ("curator.storage.encoding", "curator.storage.limits")
 #: Old module names that re-export another module: the one they stand for is followed.
 ALIASES = {"curator.core.document": "curator.base.document"}
 
@@ -76,16 +84,19 @@ def followed(name: str) -> bool:
     return not any(name == m or name.startswith(m + ".") for m in NOT_FOLLOWED)
 
 
-def code_digests(roots: Iterable[str], deps: Iterable[str] = ()) -> dict[str, str]:
+def code_digests(roots: Iterable[str], deps: Iterable[str] = (),
+                 bases: Sequence[str] = ()) -> dict[str, str]:
     """``{"curator/filters/rules.py": digest, ...}`` for the modules ``roots`` (module names),
-    the declared ``deps`` (module names or package-relative files) and every followed curator
-    module they import, transitively. A module or file that cannot be found is recorded as
-    ``missing`` (so it appearing later counts as a change)."""
+    the declared ``deps`` (module names, or files relative to the first of ``bases`` that holds
+    them; default: the folder holding the ``curator`` package) and every module they import,
+    transitively: followed curator modules from anywhere, and the user's own modules
+    (:func:`is_user_module`) from the user's modules. A module or file that cannot be found is
+    recorded as ``missing`` (so it appearing later counts as a change)."""
     out: dict[str, str] = {}
     todo = [ALIASES.get(r, r) for r in roots]
     for dep in deps:
         if "/" in dep or os.sep in dep:
-            out[dep.replace(os.sep, "/")] = _file_digest(dep)
+            out[dep.replace(os.sep, "/")] = _file_digest(dep, bases)
         else:
             todo.append(dep)
     seen: set[str] = set()
@@ -99,17 +110,76 @@ def code_digests(roots: Iterable[str], deps: Iterable[str] = ()) -> dict[str, st
             out[_key_of(name, None)] = "missing"
             continue
         out[mod.key] = mod.digest
-        todo += [ALIASES.get(i, i) for i in mod.imports if followed(i)]
+        todo += [ALIASES.get(i, i) for i in mod.imports
+                 if followed(i) or (not _is_curator(name) and is_user_module(i))]
     return dict(sorted(out.items()))
 
 
+def _is_curator(name: str) -> bool:
+    return name == "curator" or name.startswith("curator.")
+
+
+#: Folders of the Python installation: the standard library and installed packages.
+_LIBRARY_DIRS: tuple[str, ...] | None = None
+_USER: dict[str, bool] = {}
+
+
+def _library_dirs() -> tuple[str, ...]:
+    global _LIBRARY_DIRS
+    if _LIBRARY_DIRS is None:
+        paths = sysconfig.get_paths()
+        dirs = {paths[k] for k in ("stdlib", "platstdlib", "purelib", "platlib") if k in paths}
+        dirs |= {p for p in sys.path if os.path.basename(p) in ("site-packages",
+                                                                 "dist-packages")}
+        _LIBRARY_DIRS = tuple(sorted(os.path.realpath(d).rstrip(os.sep) + os.sep
+                                     for d in dirs if d))
+    return _LIBRARY_DIRS
+
+
+def library_file(path: str) -> bool:
+    """Whether ``path`` belongs to the Python installation (standard library, installed
+    packages), not to curator's checkout or the user's code."""
+    real = os.path.realpath(path)
+    if real.startswith(ROOT.rstrip(os.sep) + os.sep):
+        return False
+    return real.startswith(_library_dirs())
+
+
+def is_user_module(name: str) -> bool:
+    """Whether module ``name`` is the user's own code: ``__main__`` (``python -c``, a
+    notebook), or a module whose file lies outside the Python installation (a folder on
+    ``PYTHONPATH``, an editable install). Neither curator nor an installed library is."""
+    if not name or _is_curator(name):
+        return False
+    hit = _USER.get(name)
+    if hit is not None:
+        return hit
+    if name == "__main__":
+        _USER[name] = True
+        return True
+    top = name.partition(".")[0]
+    mod = sys.modules.get(top)
+    origin = getattr(mod, "__file__", None) if mod is not None else None
+    if origin is None and mod is None:
+        try:
+            spec = importlib.util.find_spec(top)  # a top-level name: nothing is imported
+        except (ImportError, ValueError):
+            spec = None
+        origin = getattr(spec, "origin", None)
+    user = bool(origin) and os.path.isabs(str(origin)) and not library_file(str(origin))
+    _USER[name] = user
+    return user
+
+
 def source_imports(text: str, name: str, is_pkg: bool = False) -> list[str]:
-    """Followed curator modules imported by source ``text`` of module ``name``."""
+    """Followed curator modules and the user's own modules imported by source ``text`` of
+    (user) module ``name``."""
     try:
         tree = ast.parse(text)
     except SyntaxError:
         return []
-    return [m for m in _scan(tree, name, is_pkg)[0] if followed(m)]
+    return [m for m in _scan(tree, name, is_pkg, user=True)[0]
+            if followed(m) or is_user_module(m)]
 
 
 # -- one module --------------------------------------------------------------------------------
@@ -139,7 +209,7 @@ def _module(name: str) -> _Module | None:
     except (UnicodeDecodeError, SyntaxError, ValueError):
         mod = _Module(_key_of(name, path), _hash(raw), (), stamp)
     else:
-        imports, doc_lines = _scan(tree, name, is_pkg)
+        imports, doc_lines = _scan(tree, name, is_pkg, user=not _is_curator(name))
         mod = _Module(_key_of(name, path), _hash(_normalized(text, doc_lines).encode()),
                       tuple(imports), stamp)
     _CACHE[name] = mod
@@ -170,9 +240,11 @@ def _key_of(name: str, path: str | None) -> str:
     return name.replace(".", "/") + tail
 
 
-def _file_digest(rel: str) -> str:
-    """A declared data file, relative to the folder holding the ``curator`` package."""
-    path = os.path.join(os.path.dirname(ROOT), rel)
+def _file_digest(rel: str, bases: Sequence[str] = ()) -> str:
+    """A declared data file, relative to the first of ``bases`` that holds it (default: the
+    folder holding the ``curator`` package)."""
+    candidates = [os.path.join(b, rel) for b in (*bases, os.path.dirname(ROOT))]
+    path = next((p for p in candidates if os.path.exists(p)), candidates[0])
     h = hashlib.sha256()
     try:
         with open(path, "rb") as f:
@@ -187,11 +259,13 @@ def _hash(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()[:16]
 
 
-def _scan(tree: ast.Module, name: str, is_pkg: bool) -> tuple[list[str], list[int]]:
-    """Curator modules imported anywhere in ``tree`` (inside functions too; not under ``if
-    TYPE_CHECKING:``), and the lines of statements that are only a string literal
-    (docstrings). ``from a import b`` counts as ``a.b`` when that is a module, else as ``a``.
-    Only statements are visited: an import is one, and skipping expressions keeps it cheap."""
+def _scan(tree: ast.Module, name: str, is_pkg: bool, user: bool = False
+          ) -> tuple[list[str], list[int]]:
+    """Curator modules (``user``: and the user's own modules) imported anywhere in ``tree``
+    (inside functions too; not under ``if TYPE_CHECKING:``), and the lines of statements that
+    are only a string literal (docstrings). ``from a import b`` counts as ``a.b`` when that is
+    a module, else as ``a``. Only statements are visited: an import is one, and skipping
+    expressions keeps it cheap."""
     package = name if is_pkg else name.rpartition(".")[0]
     out: list[str] = []
     doc_lines: list[int] = []
@@ -205,7 +279,9 @@ def _scan(tree: ast.Module, name: str, is_pkg: bool) -> tuple[list[str], list[in
                 base = _absolute(node.module, node.level, package)
                 for a in node.names if base else ():
                     sub = f"{base}.{a.name}"
-                    out.append(sub if a.name != "*" and _path_of_curator(sub) else base)
+                    mine = user and is_user_module(base)
+                    out.append(sub if a.name != "*" and (
+                        _path_of_curator(sub) or (mine and _path_of(sub))) else base)
             elif (isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
                   and isinstance(node.value.value, str)
                   and _alone(node, body[k - 1] if k else None,
@@ -221,7 +297,7 @@ def _scan(tree: ast.Module, name: str, is_pkg: bool) -> tuple[list[str], list[in
                         bodies += [h.body for h in sub]
                     elif isinstance(sub[0], ast.stmt):
                         bodies.append(sub)
-    mods = [m for m in dict.fromkeys(out) if m == "curator" or m.startswith("curator.")]
+    mods = [m for m in dict.fromkeys(out) if _is_curator(m) or (user and is_user_module(m))]
     return mods, doc_lines
 
 

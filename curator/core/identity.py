@@ -22,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import inspect
 import os
+import stat
 import sys
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
@@ -30,9 +31,36 @@ from typing import Any
 import orjson
 
 from curator.core.codehash import code_digests, followed, source_imports
+from curator.core.codeobj import values_digest
+from curator.core.errors import CuratorError
+from curator.storage import sealed
 
 #: Bump when the way keys are computed changes (every earlier result then reruns once).
-KEY_FORMAT = 3
+KEY_FORMAT = 4
+
+
+def fingerprint_key(work_dir: str, create: bool = False) -> bytes | None:
+    """The work_dir's own random key (:func:`curator.storage.sealed.work_dir_key`, mode 0600,
+    also what seals phase results), which keys the digests of secret parameters
+    (:func:`~curator.core.redact.keyed_digest`); ``None`` when the work_dir has none yet
+    (``create``: make it). Read without following a symlink; one that is not the user's
+    private file counts as none."""
+    if create:
+        try:
+            return sealed.work_dir_key(work_dir)
+        except OSError as e:
+            raise CuratorError(f"work_dir '{work_dir}': cannot make its key file: "
+                               f"{e.strerror or e}") from None
+    try:
+        fd = os.open(os.path.join(work_dir, sealed.KEY_NAME), os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(f.fileno())
+        key = f.read(65)
+    ok = (st.st_uid == os.geteuid() and stat.S_ISREG(st.st_mode) and not st.st_mode & 0o077
+          and len(key) == 32)
+    return key if ok else None
 
 
 def digest(obj: Any) -> str:
@@ -44,7 +72,8 @@ def digest(obj: Any) -> str:
 # -- identity of the code ---------------------------------------------------------------------
 
 
-def code_identity(cls: type, builtin: bool) -> dict[str, Any]:
+def code_identity(cls: type, builtin: bool, extra_modules: Iterable[str] = ()
+                  ) -> dict[str, Any]:
     """What a stage's results depend on in code.
 
     ``modules``: a digest of each curator module of stage logic that the stage's class (and its
@@ -54,41 +83,76 @@ def code_identity(cls: type, builtin: bool) -> dict[str, Any]:
     ``version``: the class attribute, a manual salt on top. A built-in stage (``builtin``:
     registered under its YAML name, see :func:`curator.core.registry.is_builtin`) has nothing
     more. A custom stage (dotted path, ``@filter``...) also has ``source``: a hash of the source
-    of every module outside curator that defines a class in its MRO (or its function), so
-    editing the function, the class or a helper beside it reruns the stage; the curator modules
-    those import are in ``modules``."""
+    of every module outside curator that defines a class in its MRO (or its function), and of
+    ``extra_modules`` (the module its YAML entry names, which may only call a factory); the
+    user's own modules those import, directly or not, are in ``modules`` with the curator ones.
+    And ``code``: a digest of each of its own functions' code objects and of the values they
+    use (closure cells, defaults, globals: :mod:`curator.core.codeobj`), so a factory's
+    argument, a notebook's global or a function without any source file counts too."""
     version = int(getattr(cls, "version", 1))
     deps = tuple(getattr(cls, "code_deps", ()) or ())
     mro = [c.__module__ for c in cls.__mro__ if followed(c.__module__)]
+    own = [c for c in cls.__mro__ if not c.__module__.startswith("curator.")
+           and c.__module__ not in ("builtins", "curator")]
+    bases = _dep_bases(own[0].__module__ if own else cls.__module__)
     if builtin:
-        return {"version": version, "modules": code_digests(mro, deps)}
+        return {"version": version, "modules": code_digests(mro, deps, bases)}
     sources: dict[str, str] = {}
     uses: list[str] = []
-    objs: list[Any] = [c for c in cls.__mro__ if not c.__module__.startswith("curator.")
-                       and c.__module__ not in ("builtins", "curator")]
+    objs: list[Any] = list(own)
     fn = cls.__dict__.get("function")
     if fn is not None:
         objs.append(getattr(fn, "__func__", fn))
-    for obj in objs:
-        mod = sys.modules.get(obj.__module__)
-        key = obj.__module__
+    names = [(o.__module__, o) for o in objs] + [(m, None) for m in extra_modules]
+    for modname, obj in names:
+        mod = sys.modules.get(modname)
+        key = modname
         try:
             text = inspect.getsource(mod) if mod is not None else inspect.getsource(obj)
         except (OSError, TypeError):
+            if obj is None:
+                continue
             try:
                 text = inspect.getsource(obj)
-                key = f"{obj.__module__}:{obj.__qualname__}"
-            except (OSError, TypeError):  # defined interactively: only its name is known
-                text = f"<no source: {obj.__module__}:{obj.__qualname__}>"
+                key = f"{modname}:{obj.__qualname__}"
+            except (OSError, TypeError):  # no source: known by its code objects ("code")
+                continue
+        if not text or key in sources:
+            continue
         sources[key] = hashlib.sha256(text.encode()).hexdigest()[:16]
-        uses += source_imports(text, obj.__module__,
+        uses += source_imports(text, modname,
                                os.path.basename(getattr(mod, "__file__", "") or "")
                                == "__init__.py")
-    out: dict[str, Any] = {"version": version, "source": sources}
-    modules = code_digests(mro + uses, deps)
+    code: dict[str, str] = {}
+    for c in own:
+        attrs = {k: v for k, v in c.__dict__.items()
+                 if not (k.startswith("__") and k.endswith("__")) and k != "_params_model"}
+        code[f"{c.__module__}:{c.__qualname__}"] = values_digest(attrs)
+    out: dict[str, Any] = {"version": version, "source": sources, "code": code}
+    modules = code_digests(mro + uses, deps, bases)
+    for m in sources:  # a defining module is named once, by its source
+        for k in (m.replace(".", "/") + ".py", m.replace(".", "/") + "/__init__.py"):
+            modules.pop(k, None)
     if modules:
         out["modules"] = modules
     return out
+
+
+def _dep_bases(modname: str) -> list[str]:
+    """Where a stage's ``code_deps`` files are looked for: the folder holding the top-level
+    package of the module defining it, then that module's own folder (a user's stage keeps
+    its data beside its code, as curator's do beside the ``curator`` package)."""
+    if modname == "curator" or modname.startswith("curator."):
+        return []
+    mod = sys.modules.get(modname)
+    path = getattr(mod, "__file__", None)
+    if not path:
+        return []
+    here = os.path.dirname(os.path.abspath(path))
+    top = here
+    for _ in range(modname.count(".") + (os.path.basename(path) == "__init__.py")):
+        top = os.path.dirname(top)
+    return list(dict.fromkeys([top, here]))
 
 
 # -- identity of what was read ----------------------------------------------------------------
@@ -207,14 +271,16 @@ def explain(old: dict[str, Any] | None, new: dict[str, Any]) -> list[str]:
     oc, nc = old.get("code") or {}, new.get("code") or {}
     if oc.get("version") != nc.get("version"):
         out.append(f"code version {oc.get('version')} -> {nc.get('version')}")
-    mods = _changed_keys(oc.get("source"), nc.get("source")) + _changed_keys(
-        oc.get("modules"), nc.get("modules"))
+    sources = _changed_keys(oc.get("source"), nc.get("source"))
+    mods = sources + _changed_keys(oc.get("modules"), nc.get("modules"))
+    edited = {m.partition(":")[0] for m in sources}
+    # a function's code or the values it uses, when no source said so already
+    mods += [m for m in _changed_keys(oc.get("code"), nc.get("code"))
+             if m.partition(":")[0] not in edited]
     if mods:
         out.append(f"code of {', '.join(mods)} changed")
-    op, np_ = old.get("params") or {}, new.get("params") or {}
-    for k in sorted(set(op) | set(np_)):
-        if op.get(k) != np_.get(k):
-            out.append(f"parameter '{k}' changed ({_short(op.get(k))} -> {_short(np_.get(k))})")
+    for k, was, now in _changed_params(old.get("params") or {}, new.get("params") or {}):
+        out.append(f"parameter '{k}' changed ({_short(was)} -> {_short(now)})")
     if old.get("max_doc_mb") != new.get("max_doc_mb"):  # absent: the default
         out.append(f"max_doc_mb changed ({old.get('max_doc_mb', 'default')} -> "
                    f"{new.get('max_doc_mb', 'default')})")
@@ -224,6 +290,26 @@ def explain(old: dict[str, Any] | None, new: dict[str, Any]) -> list[str]:
                    f"{', '.join(sorted(ni)) or '-'})")
     else:
         out += [f"upstream stage '{i}' changed" for i in sorted(ni) if oi[i] != ni[i]]
+    return out
+
+
+_ABSENT = object()
+
+
+def _changed_params(old: dict[str, Any], new: dict[str, Any], prefix: str = ""
+                    ) -> list[tuple[str, Any, Any]]:
+    """``(dotted key, old value, new value)`` of each parameter that changed, naming the key
+    inside a nested group (``redis.url``), not the whole group."""
+    out: list[tuple[str, Any, Any]] = []
+    for k in sorted(set(old) | set(new), key=str):
+        was, now = old.get(k, _ABSENT), new.get(k, _ABSENT)
+        if was == now:
+            continue
+        if isinstance(was, dict) and isinstance(now, dict):
+            out += _changed_params(was, now, f"{prefix}{k}.")
+        else:
+            out.append((f"{prefix}{k}", None if was is _ABSENT else was,
+                        None if now is _ABSENT else now))
     return out
 
 

@@ -27,8 +27,8 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from curator.core.errors import ConfigError
-from curator.core.identity import KEY_FORMAT, code_identity, digest
-from curator.core.redact import redact_value
+from curator.core.identity import KEY_FORMAT, code_identity, digest, fingerprint_key
+from curator.core.redact import keyed_digest, redact_value
 from curator.core.registry import is_builtin, resolve
 from curator.core.stage import Stage
 from curator.storage.limits import DEFAULT_MAX_DOC_MB
@@ -128,6 +128,8 @@ class StageNode:
     identity: dict[str, Any] = field(default_factory=dict)
     #: ``checkpoint: true``: always write this stage's output shards (never fuse it away).
     checkpoint: bool = False
+    #: The stage's name as the YAML gave it (``read_jsonl``, ``stages:long_docs``).
+    target: str = ""
 
 
 @dataclass
@@ -136,6 +138,19 @@ class Pipeline:
     nodes: list[StageNode]
     source_file: str | None = None
     raw: dict[str, Any] = field(default_factory=dict)
+    #: A secret parameter was keyed with :attr:`temp_key`: the work_dir has no key yet.
+    needs_key: bool = False
+    #: Keys secrets until the work_dir's key exists (a first run creates it, then
+    #: :meth:`seal` fingerprints again; ``curator status`` writes nothing).
+    temp_key: bytes = field(default_factory=lambda: os.urandom(32), repr=False)
+
+    def seal(self) -> None:
+        """Before running: create the work_dir's fingerprint key when a secret parameter needs
+        it (every rank may call this: the first creates it, the others read it) and fingerprint
+        again with it."""
+        if self.needs_key:
+            fingerprint_key(self.work_dir, create=True)
+            _fingerprint(self)
 
     @property
     def work_dir(self) -> str:
@@ -377,7 +392,8 @@ def _build_nodes(cfg: PipelineConfig, where: Any) -> list[StageNode]:
             raise ConfigError(f"{where(loc + ('checkpoint',))}: stages[{i}].checkpoint: "
                               f"true or false, got {checkpoint!r}")
         ids.add(sid)
-        nodes.append(StageNode(sid, stage, inputs, line=None, checkpoint=checkpoint))
+        nodes.append(StageNode(sid, stage, inputs, line=None, checkpoint=checkpoint,
+                               target=kind))
     return nodes
 
 
@@ -466,22 +482,36 @@ def _same_output(value: str, resolved: str, work_dir: str) -> bool:
 
 def _fingerprint(pipe: Pipeline) -> None:
     """A stage's fingerprint covers its YAML name, its code (a digest of its module and of the
-    curator modules it imports, plus ``version``; the source of a custom one), its parameters
-    and its inputs' fingerprints: change any of them and this stage and everything downstream
-    reruns. Neither the package version nor where it is installed is part of it (see
-    :mod:`curator.core.identity`, :mod:`curator.core.codehash`). A
-    non-default run-wide ``max_doc_mb`` is part of every source's fingerprint (it decides what
-    the source keeps)."""
+    curator modules it imports, plus ``version``; the source and code objects of a custom one),
+    its parameters and its inputs' fingerprints: change any of them and this stage and
+    everything downstream reruns. Neither the package version nor where it is installed is part
+    of it (see :mod:`curator.core.identity`, :mod:`curator.core.codehash`). The run-wide
+    ``max_doc_mb`` in effect is part of every source's fingerprint (it decides what the source
+    keeps, default or not). A secret in a parameter (a URL's password or token, a
+    secret-named key) is stored as a digest keyed by the work_dir's key
+    (:func:`curator.core.identity.fingerprint_key`): unreadable, and never the same for two
+    secrets."""
+    key = fingerprint_key(pipe.work_dir)
+    used: list[bool] = []
+    keyed = keyed_digest(key or pipe.temp_key)
+
+    def mask(secret: str) -> str:
+        used.append(True)
+        return keyed(secret)
+
     fps: dict[str, str] = {}
     for n in pipe.nodes:
         cls = type(n.stage)
-        # a URL's password is no part of what a result depends on (and must not be stored)
-        n.identity = {"stage": n.stage.name, "code": code_identity(cls, is_builtin(cls)),
-                      "params": redact_value(n.stage.params),
+        builtin = is_builtin(cls)
+        extra = [] if builtin or not (":" in n.target or "." in n.target) else [
+            n.target.split(":", 1)[0] if ":" in n.target else n.target.rpartition(".")[0]]
+        n.identity = {"stage": n.stage.name, "code": code_identity(cls, builtin, extra),
+                      "params": redact_value(n.stage.params, mask=mask),
                       "inputs": {i: fps[i] for i in n.inputs}, "format": KEY_FORMAT}
-        if n.stage.kind == "source" and pipe.config.max_doc_mb != DEFAULT_MAX_DOC_MB:
+        if n.stage.kind == "source":
             n.identity["max_doc_mb"] = pipe.config.max_doc_mb
         n.fingerprint = fps[n.id] = digest(n.identity)
+    pipe.needs_key = bool(used) and key is None
 
 
 def _unique(base: str, ids: set[str]) -> str:

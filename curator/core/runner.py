@@ -30,6 +30,7 @@ from typing import Any
 
 import orjson
 
+from curator.base.files import files_under
 from curator.core.context import GlobalContext, StageContext, write_json
 from curator.core.errors import CuratorError, InputError, StageError, fs_error_line
 from curator.core.executors import Executor
@@ -233,11 +234,14 @@ class Runner:
                     own_lock = WorkDirLock(self.work_dir).acquire()
                 run_id = (own_lock or self.lock).run_id  # type: ignore[union-attr]
                 self._adopt_work_dir()
+                self.pipe.seal()
             except CuratorError as e:
                 error = (type(e), str(e))
         error, run_id = self.ex.broadcast((error, run_id))
         if error:
             raise error[0](error[1])
+        if not self.ex.is_root:
+            self.pipe.seal()  # the root made the key: read it
         try:
             self.ex.set_run_id(run_id)
             if self.ex.is_root:
@@ -702,20 +706,11 @@ def param_files(stage: Stage, content: bool = False) -> dict[str, Any]:
         if local and any(c in p for c in "*?["):
             paths.extend(sorted(glob.glob(p)) or [p])
         elif local and os.path.isdir(p.removeprefix("file://")):  # a folder: its files
-            paths.extend(_files_under(p.removeprefix("file://")) or [p])
+            paths.extend(files_under(p.removeprefix("file://")) or [p])
         else:
             paths.append(p)
     return identities(paths, getattr(stage, "storage_options", None),
                       content=content) if paths else {}
-
-
-def _files_under(folder: str) -> list[str]:
-    """Every file under ``folder``, sorted (what a folder parameter's identity is made of)."""
-    out = []
-    for dirpath, dirnames, filenames in os.walk(folder):
-        dirnames.sort()
-        out += [os.path.join(dirpath, f) for f in sorted(filenames)]
-    return out
 
 
 def files_changed(done: dict[str, Any] | None, files: dict[str, Any]) -> list[str]:

@@ -23,6 +23,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from curator.base.files import files_under
 from curator.models.weights import weights_problem
 
 #: Backends this module serves itself; the others go to ``curator.models.fast_encoder``.
@@ -83,16 +84,13 @@ def folder_key(path: str) -> str:
     if not os.path.isdir(path):
         h.update(f"hub:{path}".encode())
         return h.hexdigest()[:16]
-    for dirpath, dirnames, filenames in os.walk(path):
-        dirnames.sort()
-        for f in sorted(filenames):
-            full = os.path.join(dirpath, f)
-            x = xxhash.xxh3_128()
-            with open(full, "rb") as fh:
-                while block := fh.read(1 << 20):
-                    x.update(block)
-            h.update(f"{os.path.relpath(full, path)}\0{os.path.getsize(full)}\0"
-                     f"{x.hexdigest()}\n".encode())
+    for full in files_under(path):  # through symlinked subfolders (1_Pooling -> cache)
+        x = xxhash.xxh3_128()
+        with open(full, "rb") as fh:
+            while block := fh.read(1 << 20):
+                x.update(block)
+        h.update(f"{os.path.relpath(full, path)}\0{os.path.getsize(full)}\0"
+                 f"{x.hexdigest()}\n".encode())
     return h.hexdigest()[:16]
 
 

@@ -27,6 +27,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from curator.base.files import files_under
+
 ONNX_BACKENDS = ("onnx", "onnx-int8")
 #: Bump when the export recipe changes (cached exports are then redone).
 EXPORT_RECIPE = 4  # 4: int8 weights in 7 bits (reduce_range)
@@ -48,8 +50,8 @@ def folder_digest(folder: str | os.PathLike[str]) -> str:
     files nor ONNX files that may have been written into it)."""
     folder = Path(folder)
     h = hashlib.sha256()
-    for p in sorted(folder.rglob("*")):
-        if p.is_file() and not p.name.startswith(".") and p.suffix != ".onnx":
+    for p in map(Path, files_under(folder)):  # through symlinked subfolders
+        if not p.name.startswith(".") and p.suffix != ".onnx":
             h.update(str(p.relative_to(folder)).encode())
             with p.open("rb") as f:
                 for chunk in iter(lambda f=f: f.read(1 << 20), b""):

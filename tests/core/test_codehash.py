@@ -306,7 +306,8 @@ def test_code_deps_module_of_a_custom_stage_is_hashed_and_an_edit_is_seen_in_pro
             return None
 
     before = code_identity(ByName, builtin=False)["modules"]
-    assert list(before) == ["rules_by_name.py"]
+    # with the user's modules this test module imports (helpers.py...), followed too
+    assert "rules_by_name.py" in before
     (tmp_path / "rules_by_name.py").write_text("# why\nLIMIT = 5\n")  # a comment only
     assert code_identity(ByName, builtin=False)["modules"] == before
     (tmp_path / "rules_by_name.py").write_text("LIMIT = 50\n")

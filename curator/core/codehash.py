@@ -255,6 +255,22 @@ def _file_digest(rel: str, bases: Sequence[str] = ()) -> str:
     return h.hexdigest()[:16]
 
 
+def source_digest(path: str) -> str | None:
+    """The digest of a Python file as a module's is taken (its code without comments or
+    docstrings; its bytes when it does not parse), ``None`` when it cannot be read."""
+    try:
+        with open(path, "rb") as f:
+            raw = f.read()
+    except OSError:
+        return None
+    try:
+        text = raw.decode("utf-8")
+        tree = ast.parse(text)
+    except (UnicodeDecodeError, SyntaxError, ValueError):
+        return _hash(raw)
+    return _hash(_normalized(text, _scan(tree, "", False)[1]).encode())
+
+
 def _hash(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()[:16]
 

@@ -12,6 +12,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+from curator.core import tracing
 from curator.core.document import Document
 from curator.core.errors import StageError, fs_error_line
 from curator.core.progress import item_beats
@@ -52,6 +53,8 @@ class GlobalContext(PhaseContext):
         self.shard_stats: list[ShardStats] = []
         #: CPU and memory of the items :meth:`map` ran (report).
         self.task_usage: list[Usage] = []
+        #: What the items :meth:`map` ran read, ``{path: identity}`` (:mod:`.tracing`).
+        self.used: dict[str, Any] = {}
 
     @property
     def is_root(self) -> bool:
@@ -123,8 +126,10 @@ class GlobalContext(PhaseContext):
         finally:
             if progress is not None:
                 progress.finish()
-        self.task_usage.extend(u for _, u in pairs)
-        return [r for r, _ in pairs]
+        self.task_usage.extend(u for _, u, _ in pairs)
+        for _, _, used in pairs:
+            self.used.update(used)
+        return [r for r, _, _ in pairs]
 
     def write_shards(
         self,
@@ -150,15 +155,19 @@ class GlobalContext(PhaseContext):
         self.counters[name] += n
 
 
-def _confined(work_dir: str, fn: Callable[[Any], Any], item: Any) -> tuple[Any, Any]:
+def _confined(work_dir: str, fn: Callable[[Any], Any], item: Any
+              ) -> tuple[Any, Any, dict[str, Any]]:
     """``call_measured(fn, item)`` on a worker that writes below ``work_dir`` without following
-    symlinks (:mod:`curator.storage.nofollow`)."""
+    symlinks (:mod:`curator.storage.nofollow`), and what it read outside the work_dir
+    (:mod:`curator.core.tracing`; nothing for a phase result saved by an earlier run)."""
     nofollow.confine(work_dir)
-    return call_measured(fn, item)
+    with tracing.recording() as rec:
+        result, usage = call_measured(fn, item)
+    return result, usage, rec.used(1, [work_dir])[0]
 
 
 def _phase_docs(pair: Any) -> int:
-    """Documents a finished phase task counted (``((result, note, docs), usage)``)."""
+    """Documents a finished phase task counted (``((result, note, docs), usage, used)``)."""
     return int(pair[0][2])
 
 

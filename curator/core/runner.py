@@ -24,13 +24,14 @@ import errno
 import itertools
 import os
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
 
 from curator.base.files import files_under
+from curator.core import tracing
 from curator.core.context import GlobalContext, StageContext, write_json
 from curator.core.errors import CuratorError, InputError, StageError, fs_error_line
 from curator.core.executors import Executor
@@ -142,6 +143,7 @@ class _Plan:
     keys: list[str] = field(default_factory=list)  # this stage's key per shard
     done: dict[str, Any] | None = None
     prepared: Any = None  # ShardStage.prepare's value (surveys_input)
+    used: tracing.UsedState = field(default_factory=tracing.UsedState)
 
 
 class Runner:
@@ -307,8 +309,9 @@ class Runner:
         for k, node in enumerate(group):
             files = self.ex.broadcast(param_files(node.stage, self.content) if self.ex.is_root
                                       else None)
-            eff = effective_fingerprint(node.fingerprint, after, files)
-            p = _Plan(node, after, files, eff, "")
+            used = used_state(self.ex, self.work_dir, node.id)
+            eff = effective_fingerprint(node.fingerprint, after, files, used.epoch)
+            p = _Plan(node, after, files, eff, "", used=used)
             if isinstance(node.stage, Source):
                 listing: Any = None
                 if self.ex.is_root:
@@ -361,7 +364,7 @@ class Runner:
         if self.ex.is_root:
             for p in plans:
                 self._at = p.node.id
-                self._reset_if_stale(p.node, p.eff, p.after, p.files, p.done)
+                self._reset_if_stale(p.node, p.eff, p.after, p.files, p.done, p.used)
             for path, surveys in self._surveys.items():
                 write_json(path, surveys)
             self._at = group[0].id
@@ -469,6 +472,7 @@ class Runner:
             if self.ex.is_root:
                 sdir = stage_dir(self.work_dir, node.id)
                 _remove_obsolete(self.work_dir, node.id, set(p.names))
+                record_used(sdir, stats[k])
                 write_json(os.path.join(sdir, "_SUCCESS.json"), result)
                 self._log_stage(node.id, agg, result["seconds"])
                 with contextlib.suppress(OSError):
@@ -483,7 +487,8 @@ class Runner:
         artifacts = self._upstream_artifacts(node)
         after = global_ancestors(self.pipe, node.id, self.results)
         files = self.ex.broadcast(param_files(stage, self.content) if self.ex.is_root else None)
-        eff = effective_fingerprint(node.fingerprint, after, files)
+        used = used_state(self.ex, self.work_dir, node.id)
+        eff = effective_fingerprint(node.fingerprint, after, files, used.epoch)
         inputs = input_shards(self.pipe, node, self.results)
         state = input_state(eff, inputs)
         done = read_marker(os.path.join(sdir, "_SUCCESS.json"), self.work_dir)
@@ -493,7 +498,7 @@ class Runner:
             done["skipped"] = True
             return done
         if self.ex.is_root:
-            self._reset_if_stale(node, state, after, files, done)
+            self._reset_if_stale(node, state, after, files, done, used)
         self.ex.barrier()
 
         self._claim_outputs(node, artifacts)
@@ -506,7 +511,9 @@ class Runner:
         )
         t0 = time.perf_counter()
         driver = Meter()
-        out = stage.run(inputs, gctx)
+        with tracing.recording() as rec:  # what the driver's part of the stage reads
+            out = stage.run(inputs, gctx)
+        gctx.used.update(rec.used(1, [self.work_dir])[0])
         self._remove_dead_temps([node], artifacts)
         if not isinstance(out, list):
             raise StageError(f"stage '{node.id}': run() must return the output shards "
@@ -522,6 +529,7 @@ class Runner:
         result = self._result(node, state, after, files, out, gctx.artifacts, agg, inputs,
                               time.perf_counter() - t0, gctx.shard_stats)
         if self.ex.is_root:
+            record_used(sdir, gctx.shard_stats, gctx.used)
             write_json(os.path.join(sdir, "_SUCCESS.json"), result)
             self._log_stage(node.id, agg, result["seconds"])
         self.ex.barrier()
@@ -620,15 +628,19 @@ class Runner:
             raise error[0](error[1])
 
     def _reset_if_stale(self, node: StageNode, key: str, after: dict[str, str],
-                        files: dict[str, Any], done: dict[str, Any] | None) -> None:
+                        files: dict[str, Any], done: dict[str, Any] | None,
+                        used: tracing.UsedState | None = None) -> None:
         """Start the stage afresh when its configuration changed (a global stage: also when
-        any input changed); per-shard changes are handled by the shard markers."""
+        any input changed; any stage: when something its code read changed); per-shard
+        changes are handled by the shard markers."""
+        used = used or tracing.UsedState()
         sdir = stage_dir(self.work_dir, node.id)
         old_key, old_identity = read_stage_key(sdir)
         if old_key == key:
             return
         if old_key is not None:
             why = explain(old_identity, node.identity) or files_changed(done, files) or (
+                used.reasons()) or (
                 ["its input shards changed"] if isinstance(node.stage, GlobalStage) else
                 [f"global stage(s) above it changed: {', '.join(after)}"])
             self.log(f"[{node.id}] rerunning: {'; '.join(why)}")
@@ -638,7 +650,8 @@ class Runner:
                   os.path.join(self.work_dir, "quarantine", node.id)):
             nofollow.rmtree(d)
         nofollow.makedirs(sdir)
-        write_json(os.path.join(sdir, "_FINGERPRINT"), {"key": key, "identity": node.identity})
+        write_json(os.path.join(sdir, "_FINGERPRINT"), {
+            "key": key, "identity": node.identity, "epoch": used.epoch, "used": used.now})
 
     def _upstream_artifacts(self, node: StageNode) -> dict[str, Any]:
         arts: dict[str, Any] = {}
@@ -684,12 +697,40 @@ def global_ancestors(pipe: Pipeline, stage_id: str, results: dict[str, dict[str,
 
 
 def effective_fingerprint(fingerprint: str, after: dict[str, str],
-                          files: dict[str, Any] | None = None) -> str:
+                          files: dict[str, Any] | None = None, epoch: str = "") -> str:
     """The stage fingerprint plus what its results also depend on: the state of global stages
-    above it and the identity of the files its parameters name (``Stage.input_files``)."""
-    if not after and not files:
+    above it, the identity of the files its parameters name (``Stage.input_files``) and the
+    epoch of what its code read while it ran (:class:`~curator.core.tracing.UsedState`)."""
+    if not after and not files and not epoch:
         return fingerprint
-    return digest({"fp": fingerprint, "after": after, **({"files": files} if files else {})})
+    return digest({"fp": fingerprint, "after": after, **({"files": files} if files else {}),
+                   **({"epoch": epoch} if epoch else {})})
+
+
+def used_state(ex: Executor, work_dir: str, stage_id: str) -> tracing.UsedState:
+    """What the stage read in earlier runs and whether it changed (checked on the root)."""
+    return ex.broadcast(tracing.used_state(os.path.join(stage_dir(work_dir, stage_id),
+                                                        "_FINGERPRINT")) if ex.is_root else None)
+
+
+def record_used(sdir: str, stats: Iterable[ShardStats], extra: dict[str, Any] | None = None
+                ) -> None:
+    """Keep in the stage's ``_FINGERPRINT`` what its shards (this run's and the reused ones)
+    and phases read: the next run checks it."""
+    path = os.path.join(sdir, "_FINGERPRINT")
+    try:
+        with open(path, "rb") as f:
+            obj = orjson.loads(f.read(64 << 20))
+    except (OSError, orjson.JSONDecodeError):
+        return
+    if not isinstance(obj, dict):
+        return
+    used: dict[str, Any] = dict(extra or {})
+    for st in stats:
+        used.update(st.used)
+    if obj.get("used") != used:
+        obj["used"] = used
+        write_json(path, obj)
 
 
 def param_files(stage: Stage, content: bool = False) -> dict[str, Any]:

@@ -32,6 +32,7 @@ from typing import Any
 import orjson
 import xxhash
 
+from curator.core import tracing
 from curator.core.document import Document
 from curator.core.errors import CuratorError, StageError, fs_error_line, install_hint
 from curator.core.identity import digest
@@ -207,7 +208,7 @@ def run_shard(task: ShardTask) -> list[ShardStats]:
         return cached
     _clear(task)
     run = _Pass(task)
-    with run.naming_the_failed_step():
+    with tracing.recording() as rec, run.naming_the_failed_step():
         docs = run.read()
         for k, step in enumerate(task.steps):
             if k or task.spec is None:  # a source's documents come from read()
@@ -218,6 +219,11 @@ def run_shard(task: ShardTask) -> list[ShardStats]:
                 write(doc)
         run.publish()
     stats = run.finish()
+    # what each step's code opened and imported, beyond what its key holds already: the
+    # work_dir (its own and upstream shards) and a source shard's own input files
+    used = rec.used(len(task.steps), [task.work_dir], (task.read or {}) if task.spec else ())
+    for st, u in zip(stats, used, strict=True):
+        st.used = u
     _mark(task, run.ctxs, stats)
     return stats
 
@@ -430,6 +436,9 @@ class _Pass:
                       used.peak_rss_mb, used.proc).as_stats()
             s.cpu_s, s.peak_rss_mb, s.proc = u["cpu_s"], u["peak_rss_mb"], u["proc"]
         return self.stats
+
+
+tracing.step_frames(_Pass.counted.__code__, "k")
 
 
 def _drop(doc: Document) -> None:

@@ -67,6 +67,9 @@ class ShardStats:
     cpu_s: float | None = None
     peak_rss_mb: float | None = None
     proc: str = ""
+    #: what the stage's code read while it ran, ``{path: identity}``
+    #: (:mod:`curator.core.tracing`)
+    used: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         """The marker's ``"stats"``, key for key as curator has always written it."""
@@ -81,6 +84,8 @@ class ShardStats:
                    resumed=self.resumed, key=self.key, files=self.files)
         if self.cpu_s is not None:
             out.update(cpu_s=self.cpu_s, peak_rss_mb=self.peak_rss_mb, proc=self.proc)
+        if self.used:
+            out["used"] = self.used
         return out
 
     @classmethod
@@ -104,7 +109,8 @@ class ShardStats:
             rejected_by_source=_dict(d.get("rejected_by_source")),
             seconds=d.get("seconds", 0.0), resumed=bool(d.get("resumed")),
             key=d.get("key") or "", files=[f for f in d.get("files") or [] if isinstance(f, str)],
-            cpu_s=d.get("cpu_s"), peak_rss_mb=d.get("peak_rss_mb"), proc=d.get("proc") or "")
+            cpu_s=d.get("cpu_s"), peak_rss_mb=d.get("peak_rss_mb"), proc=d.get("proc") or "",
+            used=_dict(d.get("used")))
 
 
 @dataclass

@@ -15,6 +15,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
+from curator.core import tracing
 from curator.core.errors import CuratorError
 from curator.core.identity import describe_input_change, digest, explain
 from curator.core.lock import LOCK_NAME
@@ -112,10 +113,11 @@ def _node_status(pipe: Pipeline, node: StageNode, wd: str,
              if known[a]["kind"] == "global"}  # type: ignore[index]
     content = pipe.config.identity == "content"
     files = param_files(node.stage, content)
-    eff = effective_fingerprint(node.fingerprint, after, files)
+    used = tracing.used_state(os.path.join(sdir, "_FINGERPRINT"))
+    eff = effective_fingerprint(node.fingerprint, after, files, used.epoch)
     config = [] if not started else explain(old_identity, node.identity) if (
         old_identity or old_key) else []
-    config = config or files_changed(done, files)
+    config = config or files_changed(done, files) or used.reasons()
     kind = node.stage.kind
     if kind == "source":
         specs, keys, reads = list_source(node.stage, node.id, eff, wd,

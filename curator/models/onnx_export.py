@@ -50,7 +50,7 @@ def folder_digest(folder: str | os.PathLike[str]) -> str:
     files nor ONNX files that may have been written into it)."""
     folder = Path(folder)
     h = hashlib.sha256()
-    for p in map(Path, files_under(folder)):  # through symlinked subfolders
+    for p in sorted(map(Path, files_under(folder))):  # through symlinked subfolders
         if not p.name.startswith(".") and p.suffix != ".onnx":
             h.update(str(p.relative_to(folder)).encode())
             with p.open("rb") as f:

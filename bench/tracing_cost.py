@@ -1,0 +1,157 @@
+"""CPU cost of recording what stages read (core/tracing.py: an audit hook per process, each
+task's opens and imports turned into identities at its end): the same pipeline run with the
+recording on and off, each run in a fresh process, CPU seconds of the run itself (process time
+around ``curator.run``), best of N, alternating the two so the machine's load hits both.
+
+Two pipelines: the quick start (``pipelines/quickstart.yaml`` on ``data/sample``) and an exact
+dedup of ``--docs`` generated documents (read_jsonl -> exact_dedup -> write_jsonl). Writes
+``bench/results/tracing_cost.json``. Needs a quiet machine for figures under a few percent:
+
+    .venv/bin/python bench/tracing_cost.py --docs 1000000 --repeat 5
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def child(pipeline: str, work_dir: str, on: bool) -> None:
+    """One run in this process; prints its CPU seconds and what the stages recorded."""
+    import curator
+    from curator.core import tracing
+
+    if not on:  # the recording replaced by nothing: no hook installed, nothing identified
+
+        class Nothing:
+            def used(self, steps, *_a, **_k):
+                return [{} for _ in range(steps)]
+
+        @contextlib.contextmanager
+        def recording():
+            yield Nothing()
+
+        tracing.recording = recording
+    t = time.process_time()
+    curator.run(pipeline, overrides={"work_dir": work_dir, "progress": "off"})
+    cpu = time.process_time() - t
+    used = 0
+    for fp in Path(work_dir, "stages").glob("*/_FINGERPRINT"):
+        used += len(json.loads(fp.read_text()).get("used") or {})
+    print(json.dumps({"cpu_s": cpu, "recorded_inputs": used}))
+
+
+def run_once(pipeline: str, on: bool, tmp: Path) -> dict:
+    wd = tmp / f"w-{'on' if on else 'off'}"
+    shutil.rmtree(wd, ignore_errors=True)
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    p = subprocess.run(
+        [
+            sys.executable,
+            __file__,
+            "--child",
+            "on" if on else "off",
+            "--pipeline",
+            pipeline,
+            "--work-dir",
+            str(wd),
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def measure(name: str, pipeline: str, repeat: int, tmp: Path) -> dict:
+    runs: dict[bool, list[dict]] = {True: [], False: []}
+    for _ in range(repeat):
+        for on in (False, True):
+            runs[on].append(run_once(pipeline, on, tmp))
+    off = min(r["cpu_s"] for r in runs[False])
+    on = min(r["cpu_s"] for r in runs[True])
+    out = {
+        "pipeline": name,
+        "cpu_s_off": round(off, 3),
+        "cpu_s_on": round(on, 3),
+        "overhead_pct": round(100 * (on - off) / off, 2),
+        "recorded_inputs": runs[True][0]["recorded_inputs"],
+        "repeat": repeat,
+    }
+    print(json.dumps(out))
+    return out
+
+
+def dedup_pipeline(tmp: Path, docs: int) -> str:
+    data = tmp / "data"
+    data.mkdir(exist_ok=True)
+    rnd = random.Random(0)
+    words = [f"w{i}" for i in range(5000)]
+    files = 8
+    for k in range(files):
+        with open(data / f"part{k}.jsonl", "w") as f:
+            for i in range(k, docs, files):
+                n = i % (docs // 3 or 1)  # a third of the texts come back: duplicates
+                rnd.seed(n)
+                text = " ".join(rnd.choice(words) for _ in range(40))
+                f.write(json.dumps({"id": f"d{i}", "text": text}) + "\n")
+    p = tmp / "dedup.yaml"
+    p.write_text(
+        f"name: dedup\nwork_dir: {tmp / 'unused'}\nstages:\n"
+        f"  - read_jsonl: {{paths: '{data}/*.jsonl'}}\n"
+        "  - exact_dedup: {}\n  - write_jsonl: {path: out}\n"
+    )
+    return str(p)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--docs", type=int, default=1_000_000)
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--child")
+    ap.add_argument("--pipeline")
+    ap.add_argument("--work-dir")
+    ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "tracing_cost.json"))
+    a = ap.parse_args()
+    if a.child:
+        child(a.pipeline, a.work_dir, a.child == "on")
+        return
+    tmp = Path(tempfile.mkdtemp(prefix="tracing-cost-"))
+    try:
+        results = [
+            measure("quickstart", str(ROOT / "pipelines" / "quickstart.yaml"), a.repeat, tmp),
+            measure(
+                f"exact_dedup of {a.docs:,} documents", dedup_pipeline(tmp, a.docs), a.repeat, tmp
+            ),
+        ]
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    os.makedirs(os.path.dirname(a.out), exist_ok=True)
+    with open(a.out, "w") as f:
+        json.dump(
+            {
+                "command": " ".join(["bench/tracing_cost.py", *sys.argv[1:]]),
+                "cpus": os.cpu_count(),
+                "results": results,
+            },
+            f,
+            indent=1,
+        )
+        f.write("\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,331 @@
+"""What a stage actually read while it ran: every file it opened and every module it imported.
+
+A stage's key holds what curator can know before running it (its parameters, its code as the
+import graph shows it, the files its parameters name). What the code then does is known only
+while it runs: a custom stage opens ``mydata/list.txt``, a model loader follows a symlink into
+a cache, a library imports a module by a computed name. Like ninja's depfiles, the run records
+those reads and the next run checks them:
+
+* a process-wide audit hook (:func:`sys.addaudithook`, installed once per process, in every
+  worker of every executor since it is installed where a task runs) sees each ``open`` and
+  ``import`` event; while a task is being recorded (:func:`recording`) the ones of that task's
+  thread (or of any thread, when it is the only task of the process) are kept, attributed to
+  the step whose code was running (:func:`step_frames`);
+* at the task's end, :meth:`Recorder.used` turns them into ``{path: identity}``: size,
+  ``mtime_ns``, ``ctime_ns``, inode and a digest of the content (a module: of its code without
+  comments, :mod:`curator.core.codehash`). Left out: files the key already covers (the work_dir,
+  a source shard's own input files), writes, folders, files that do not exist, the Python
+  installation (standard library and installed packages, see
+  :func:`curator.core.codehash.library_file`), ``/proc``, ``/sys``, ``/dev``, and modules
+  curator does not follow (its run machinery, libraries); a module opened in its compiled
+  form (``__pycache__/*.pyc``) counts as its source file;
+* :func:`changed` tells which recorded inputs differ now: the same stat is taken as the same
+  content (``ctime`` cannot be set back), another stat is settled by the digest (a ``touch``
+  changes nothing).
+
+What an audit hook cannot see: reads by native code that does not go through Python's ``open``
+(a C++ library loading a model by path, ``dlopen``), reads by a subprocess, the network. A stage
+declares those: a parameter typed ``FilePath``/``DirPath`` or :meth:`Stage.input_files` for a
+file, ``code_deps`` for a module or data file, ``version`` for the rest.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import threading
+import types
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from curator.core.codehash import ROOT, followed, is_user_module, library_file
+
+#: Paths never recorded (kernel and device files).
+SYSTEM_DIRS = ("/proc/", "/sys/", "/dev/")
+
+_lock = threading.Lock()
+_installed = False
+_local = threading.local()
+#: Recorders of this process now recording (a task's threads without their own find the only
+#: one when there is exactly one).
+_active: list[Recorder] = []
+#: Code objects whose frames mark a step: the name of their local holding the step index.
+_STEP_CODES: dict[types.CodeType, str] = {}
+#: Digests by (path, size, mtime_ns, ctime_ns, inode): each file is read once per process.
+_DIGESTS: dict[tuple[str, int, int, int, int], str] = {}
+
+
+def step_frames(code: types.CodeType, local: str) -> None:
+    """Frames running ``code`` belong to the step index held in their local ``local``: an
+    event under such a frame (the innermost) is that step's (a fused chain of stages pulls
+    documents through one generator per step)."""
+    _STEP_CODES[code] = local
+
+
+class Recorder:
+    """The opens and imports of one task, by step (``-1``: outside any step's frames)."""
+
+    def __init__(self) -> None:
+        self.opened: dict[int, set[str]] = {}
+        self.imported: dict[int, set[str]] = {}
+        self.cwd = os.getcwd()
+
+    def add(self, kind: str, what: str) -> None:
+        step = _current_step()
+        into = self.opened if kind == "open" else self.imported
+        into.setdefault(step, set()).add(what)
+
+    def used(
+        self, steps: int, skip_dirs: Iterable[str] = (), skip_files: Iterable[str] = ()
+    ) -> list[dict[str, dict[str, Any]]]:
+        """``{path: identity}`` per step (``steps`` of them); what no step's frames were
+        running when it happened counts for every step."""
+        skip_d = tuple(_dir_prefix(d) for d in skip_dirs if d)
+        skip_f = {os.path.realpath(os.path.join(self.cwd, f)) for f in skip_files if "://" not in f}
+        per: list[dict[str, dict[str, Any]]] = [{} for _ in range(steps)]
+        for step in set(self.opened) | set(self.imported):
+            found: dict[str, dict[str, Any]] = {}
+            for p in self.opened.get(step, ()):
+                path = _wanted_file(p, self.cwd, skip_d, skip_f)
+                if path is not None:
+                    ident = identity(path)
+                    if ident is not None:
+                        found[path] = ident
+            for name in self.imported.get(step, ()):
+                path = _module_file(name)
+                if path is not None and not path.startswith(skip_d):
+                    ident = identity(path)
+                    if ident is not None:
+                        found[path] = ident
+            for k in range(steps) if step < 0 or step >= steps else (step,):
+                per[k].update(found)
+        return per
+
+
+@contextlib.contextmanager
+def recording() -> Iterator[Recorder]:
+    """Record the opens and imports of the enclosed code (this thread's, and any thread's
+    while this is the only recording in the process)."""
+    install()
+    rec = Recorder()
+    outer = getattr(_local, "rec", None)
+    _local.rec = rec
+    with _lock:
+        _active.append(rec)
+    try:
+        yield rec
+    finally:
+        _local.rec = outer
+        with _lock:
+            _active.remove(rec)
+
+
+def install() -> None:
+    """The process's audit hook (once; a hook cannot be removed, so it does nothing while no
+    task records)."""
+    global _installed
+    with _lock:
+        if not _installed:
+            sys.addaudithook(_hook)
+            _installed = True
+
+
+def _hook(event: str, args: tuple[Any, ...]) -> None:
+    if event == "open":
+        rec = getattr(_local, "rec", None) or (_active[0] if len(_active) == 1 else None)
+        if rec is None:
+            return
+        path, _mode, flags = args
+        if isinstance(path, int) or (flags or 0) & os.O_ACCMODE != os.O_RDONLY:
+            return
+        rec.add("open", os.fsdecode(path))
+    elif event == "import":
+        rec = getattr(_local, "rec", None) or (_active[0] if len(_active) == 1 else None)
+        if rec is not None:
+            rec.add("import", args[0])
+
+
+def _current_step() -> int:
+    """The step whose frame is innermost on this thread's stack, else -1."""
+    if not _STEP_CODES:
+        return -1
+    f: types.FrameType | None = sys._getframe(2)
+    while f is not None:
+        local = _STEP_CODES.get(f.f_code)
+        if local is not None:
+            k = f.f_locals.get(local)
+            return k if isinstance(k, int) else -1
+        f = f.f_back
+    return -1
+
+
+def _dir_prefix(d: str) -> str:
+    return os.path.realpath(d).rstrip(os.sep) + os.sep
+
+
+def _wanted_file(p: str, cwd: str, skip_d: tuple[str, ...], skip_f: set[str]) -> str | None:
+    """The absolute path of an opened file worth recording, else ``None``."""
+    path = os.path.normpath(os.path.join(cwd, p))
+    if path.startswith(SYSTEM_DIRS):
+        return None
+    if path.endswith(".pyc"):  # a module loaded from its compiled form: its source counts
+        folder, name = os.path.split(path)
+        if os.path.basename(folder) != "__pycache__":
+            return None
+        path = os.path.join(os.path.dirname(folder), name.split(".")[0] + ".py")
+    if path.endswith(".py") and not _followed_file(path):
+        return None
+    real = os.path.realpath(path)
+    if real in skip_f or real.startswith(skip_d) or path.startswith(skip_d):
+        return None
+    if library_file(real) or not os.path.isfile(real):
+        return None
+    return path
+
+
+def _followed_file(path: str) -> bool:
+    """Whether a module file is code curator follows: its stage logic, or the user's (a file
+    outside the Python installation)."""
+    root = ROOT.rstrip(os.sep) + os.sep
+    if path.startswith(root):
+        rel = os.path.relpath(path, os.path.dirname(ROOT))[:-3].replace(os.sep, ".")
+        return followed(rel.removesuffix(".__init__"))
+    return not library_file(path)
+
+
+def _module_file(name: str) -> str | None:
+    """The source file of module ``name`` when curator follows it (stage logic, the user's
+    own code), else ``None``."""
+    if not (followed(name) or is_user_module(name)):
+        return None
+    path = getattr(sys.modules.get(name), "__file__", None)
+    return os.path.abspath(path) if path and path.endswith(".py") else None
+
+
+def identity(path: str) -> dict[str, Any] | None:
+    """Stat and content digest of a file (``None`` when it cannot be read)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    d = _digest(path, st)
+    if d is None:
+        return None
+    return {
+        "size": st.st_size,
+        "mtime_ns": st.st_mtime_ns,
+        "ctime_ns": st.st_ctime_ns,
+        "inode": st.st_ino,
+        "digest": d,
+    }
+
+
+def _digest(path: str, st: os.stat_result) -> str | None:
+    key = (path, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+    hit = _DIGESTS.get(key)
+    if hit is not None:
+        return hit
+    if path.endswith(".py"):
+        from curator.core.codehash import source_digest
+
+        d = source_digest(path)
+    else:
+        from curator.core.identity import content_hash
+
+        d = content_hash(path)
+        d = None if d == "unreadable" else d[:16]
+    if d is not None:
+        _DIGESTS[key] = d
+    return d
+
+
+def changed(used: dict[str, Any] | None) -> dict[str, str]:
+    """``{path: how}`` for each recorded input that is no longer what it was (``how``:
+    ``content``, or ``gone``). A file with the same stat is the same file; one with another
+    stat is compared by digest."""
+    out: dict[str, str] = {}
+    for path, was in (used or {}).items():
+        if not isinstance(was, dict):
+            continue
+        try:
+            st = os.stat(path)
+        except OSError:
+            out[path] = "gone"
+            continue
+        if (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino) == (
+            was.get("size"),
+            was.get("mtime_ns"),
+            was.get("ctime_ns"),
+            was.get("inode"),
+        ):
+            continue
+        if _digest(path, st) != was.get("digest"):
+            out[path] = "content"
+    return out
+
+
+def current(used: dict[str, Any], paths: Iterable[str]) -> dict[str, Any]:
+    """``used`` with the identity of ``paths`` taken again now (``None``: gone)."""
+    return {**used, **{p: identity(p) for p in paths}}
+
+
+def describe(changes: dict[str, str], limit: int = 3) -> str:
+    """``mydata/list.txt (content), ...``: recorded inputs that changed, curator's own files
+    named inside the package."""
+    names = []
+    for p, how in sorted(changes.items())[:limit]:
+        shown = os.path.relpath(p, os.path.dirname(ROOT)) if p.startswith(ROOT + os.sep) else p
+        names.append(f"{shown} ({how})")
+    more = len(changes) - limit
+    return ", ".join(names) + (f" (+{more} more)" if more > 0 else "")
+
+
+class UsedState:
+    """What a stage's earlier runs read (``used``, kept in its ``_FINGERPRINT``), which of it
+    changed since (``changes``), and the stage's *epoch*: a salt of its key that stays the same
+    while nothing it read changes and moves when something does, so the stage, and everything
+    computed from it, reruns (``now``: ``used`` with the changed inputs taken again)."""
+
+    def __init__(
+        self,
+        epoch: str = "",
+        used: dict[str, Any] | None = None,
+        changes: dict[str, str] | None = None,
+    ) -> None:
+        self.used = used or {}
+        self.changes = changes or {}
+        self.was = epoch
+        if self.changes:
+            from curator.core.identity import digest
+
+            self.now = current(self.used, self.changes)
+            self.epoch = digest(
+                {
+                    "was": epoch,
+                    "now": {p: (self.now.get(p) or {}).get("digest") for p in sorted(self.changes)},
+                }
+            )
+        else:
+            self.now = self.used
+            self.epoch = epoch
+
+    def reasons(self) -> list[str]:
+        """``it read lists/x.txt (content), which changed`` when something did."""
+        return [f"what it read changed: {describe(self.changes)}"] if self.changes else []
+
+
+def used_state(fingerprint_file: str) -> UsedState:
+    """The :class:`UsedState` of a stage from its ``_FINGERPRINT`` (none yet: empty)."""
+    import orjson
+
+    try:
+        with open(fingerprint_file, "rb") as f:
+            obj = orjson.loads(f.read(64 << 20))
+    except (OSError, orjson.JSONDecodeError):
+        return UsedState()
+    if not isinstance(obj, dict):
+        return UsedState()
+    used = obj.get("used") if isinstance(obj.get("used"), dict) else {}
+    epoch = obj.get("epoch") if isinstance(obj.get("epoch"), str) else ""
+    return UsedState(epoch, used, changed(used))

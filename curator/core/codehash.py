@@ -119,45 +119,57 @@ def _is_curator(name: str) -> bool:
     return name == "curator" or name.startswith("curator.")
 
 
-#: Folders of the Python installation: the standard library and installed packages.
+#: Folders of the Python installation (as named and as resolved): standard library, packages.
 _LIBRARY_DIRS: tuple[str, ...] | None = None
+_LIBRARY: dict[str, bool] = {}
 _USER: dict[str, bool] = {}
 
 
-def _library_dirs() -> tuple[str, ...]:
+def library_dirs() -> tuple[str, ...]:
+    """The folders of the Python installation (standard library, packages), as named and as
+    resolved, each ending in a separator."""
     global _LIBRARY_DIRS
     if _LIBRARY_DIRS is None:
         paths = sysconfig.get_paths()
         dirs = {paths[k] for k in ("stdlib", "platstdlib", "purelib", "platlib") if k in paths}
         dirs |= {p for p in sys.path if os.path.basename(p) in ("site-packages",
                                                                  "dist-packages")}
-        _LIBRARY_DIRS = tuple(sorted(os.path.realpath(d).rstrip(os.sep) + os.sep
-                                     for d in dirs if d))
+        forms = {f(d) for d in dirs if d for f in (os.path.normpath, os.path.realpath)}
+        _LIBRARY_DIRS = tuple(sorted(d.rstrip(os.sep) + os.sep for d in forms))
     return _LIBRARY_DIRS
 
 
 def library_file(path: str) -> bool:
-    """Whether ``path`` belongs to the Python installation (standard library, installed
-    packages), not to curator's checkout or the user's code."""
-    real = os.path.realpath(path)
-    if real.startswith(ROOT.rstrip(os.sep) + os.sep):
-        return False
-    return real.startswith(_library_dirs())
+    """Whether ``path`` (absolute) belongs to the Python installation (standard library,
+    installed packages), not to curator's checkout or the user's code. Cached per path."""
+    hit = _LIBRARY.get(path)
+    if hit is None:
+        root = ROOT.rstrip(os.sep) + os.sep
+        if path.startswith(root):
+            hit = False
+        elif path.startswith(library_dirs()):
+            hit = True
+        else:
+            real = os.path.realpath(path)
+            hit = not real.startswith(root) and real.startswith(library_dirs())
+        _LIBRARY[path] = hit
+    return hit
 
 
 def is_user_module(name: str) -> bool:
     """Whether module ``name`` is the user's own code: ``__main__`` (``python -c``, a
-    notebook), or a module whose file lies outside the Python installation (a folder on
-    ``PYTHONPATH``, an editable install). Neither curator nor an installed library is."""
+    notebook), or a module of a top-level package whose file lies outside the Python
+    installation (a folder on ``PYTHONPATH``, an editable install). Neither curator nor an
+    installed library is. Cached per top-level name."""
     if not name or _is_curator(name):
         return False
-    hit = _USER.get(name)
+    top = name.partition(".")[0]
+    hit = _USER.get(top)
     if hit is not None:
         return hit
-    if name == "__main__":
-        _USER[name] = True
+    if top == "__main__":
+        _USER[top] = True
         return True
-    top = name.partition(".")[0]
     mod = sys.modules.get(top)
     origin = getattr(mod, "__file__", None) if mod is not None else None
     if origin is None and mod is None:
@@ -167,7 +179,8 @@ def is_user_module(name: str) -> bool:
             spec = None
         origin = getattr(spec, "origin", None)
     user = bool(origin) and os.path.isabs(str(origin)) and not library_file(str(origin))
-    _USER[name] = user
+    if mod is not None or origin:  # a name not found yet may be made later (a test's module)
+        _USER[top] = user
     return user
 
 
@@ -257,7 +270,14 @@ def _file_digest(rel: str, bases: Sequence[str] = ()) -> str:
 
 def source_digest(path: str) -> str | None:
     """The digest of a Python file as a module's is taken (its code without comments or
-    docstrings; its bytes when it does not parse), ``None`` when it cannot be read."""
+    docstrings; its bytes when it does not parse), ``None`` when it cannot be read. Curator's
+    own modules come from the cache the fingerprints filled."""
+    root = ROOT.rstrip(os.sep) + os.sep
+    if path.startswith(root):
+        rel = os.path.relpath(path, os.path.dirname(ROOT))[:-3].replace(os.sep, ".")
+        mod = _module(rel.removesuffix(".__init__"))
+        if mod is not None and _path_of(rel.removesuffix(".__init__")) == path:
+            return mod.digest
     try:
         with open(path, "rb") as f:
             raw = f.read()

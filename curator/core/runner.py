@@ -798,7 +798,7 @@ def read_stage_key(sdir: str) -> tuple[str | None, dict[str, Any] | None]:
     """(key, identity) the stage folder was started with (``_FINGERPRINT``)."""
     try:
         with open(os.path.join(sdir, "_FINGERPRINT"), "rb") as f:
-            raw = f.read(1 << 20)  # a key and an identity: a few KB (never trust a file's size)
+            raw = f.read(64 << 20)  # a key, an identity, what it read (never trust its size)
     except OSError:
         return None, None
     try:

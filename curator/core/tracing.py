@@ -14,8 +14,8 @@ those reads and the next run checks them:
 * at the task's end, :meth:`Recorder.used` turns them into ``{path: identity}``: size,
   ``mtime_ns``, ``ctime_ns``, inode and a digest of the content (a module: of its code without
   comments, :mod:`curator.core.codehash`). Left out: files the key already covers (the work_dir,
-  a source shard's own input files), writes, folders, files that do not exist, the Python
-  installation (standard library and installed packages, see
+  a source shard's own input files), files the task wrote (its output), folders, files that
+  do not exist, the Python installation (standard library and installed packages, see
   :func:`curator.core.codehash.library_file`), ``/proc``, ``/sys``, ``/dev``, and modules
   curator does not follow (its run machinery, libraries); a module opened in its compiled
   form (``__pycache__/*.pyc``) counts as its source file;
@@ -33,16 +33,21 @@ from __future__ import annotations
 
 import contextlib
 import os
+import socket
 import sys
 import threading
 import types
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from curator.core.codehash import ROOT, followed, is_user_module, library_file
+from curator.core.codehash import ROOT, followed, is_user_module, library_dirs, library_file
 
-#: Paths never recorded (kernel and device files).
-SYSTEM_DIRS = ("/proc/", "/sys/", "/dev/")
+#: Paths never recorded: kernel and device files, and the host's own configuration (which
+#: differs between the hosts of a cluster and says nothing about a stage's data).
+SYSTEM_DIRS = ("/proc/", "/sys/", "/dev/", "/etc/")
+#: This host's name, kept with each identity: a file only another host could see (its local
+#: disk) is not taken for gone.
+HOST = socket.gethostname()
 
 _lock = threading.Lock()
 _installed = False
@@ -52,6 +57,8 @@ _local = threading.local()
 _active: list[Recorder] = []
 #: Code objects whose frames mark a step: the name of their local holding the step index.
 _STEP_CODES: dict[types.CodeType, str] = {}
+#: Folders of the Python installation, as the hook compares an opened path with them.
+_LIBRARY_PREFIXES: tuple[str, ...] = ()
 #: Digests by (path, size, mtime_ns, ctime_ns, inode): each file is read once per process.
 _DIGESTS: dict[tuple[str, int, int, int, int], str] = {}
 
@@ -69,6 +76,7 @@ class Recorder:
     def __init__(self) -> None:
         self.opened: dict[int, set[str]] = {}
         self.imported: dict[int, set[str]] = {}
+        self.written: set[str] = set()
         self.cwd = os.getcwd()
 
     def add(self, kind: str, what: str) -> None:
@@ -82,7 +90,11 @@ class Recorder:
         """``{path: identity}`` per step (``steps`` of them); what no step's frames were
         running when it happened counts for every step."""
         skip_d = tuple(_dir_prefix(d) for d in skip_dirs if d)
-        skip_f = {os.path.realpath(os.path.join(self.cwd, f)) for f in skip_files if "://" not in f}
+        skip_f = {
+            os.path.realpath(os.path.join(self.cwd, f))
+            for f in (*skip_files, *self.written)
+            if "://" not in f
+        }
         per: list[dict[str, dict[str, Any]]] = [{} for _ in range(steps)]
         for step in set(self.opened) | set(self.imported):
             found: dict[str, dict[str, Any]] = {}
@@ -124,9 +136,10 @@ def recording() -> Iterator[Recorder]:
 def install() -> None:
     """The process's audit hook (once; a hook cannot be removed, so it does nothing while no
     task records)."""
-    global _installed
+    global _installed, _LIBRARY_PREFIXES
     with _lock:
         if not _installed:
+            _LIBRARY_PREFIXES = library_dirs()
             sys.addaudithook(_hook)
             _installed = True
 
@@ -137,12 +150,16 @@ def _hook(event: str, args: tuple[Any, ...]) -> None:
         if rec is None:
             return
         path, _mode, flags = args
-        if isinstance(path, int) or (flags or 0) & os.O_ACCMODE != os.O_RDONLY:
+        if isinstance(path, int):
             return
-        rec.add("open", os.fsdecode(path))
+        path = os.fsdecode(path)
+        if (flags or 0) & os.O_ACCMODE != os.O_RDONLY:  # what it writes is its output
+            rec.written.add(path)
+        elif not path.startswith(_LIBRARY_PREFIXES):  # the many opens of library imports
+            rec.add("open", path)
     elif event == "import":
         rec = getattr(_local, "rec", None) or (_active[0] if len(_active) == 1 else None)
-        if rec is not None:
+        if rec is not None and (followed(args[0]) or is_user_module(args[0])):
             rec.add("import", args[0])
 
 
@@ -174,14 +191,12 @@ def _wanted_file(p: str, cwd: str, skip_d: tuple[str, ...], skip_f: set[str]) ->
         if os.path.basename(folder) != "__pycache__":
             return None
         path = os.path.join(os.path.dirname(folder), name.split(".")[0] + ".py")
-    if path.endswith(".py") and not _followed_file(path):
+    if library_file(path) or (path.endswith(".py") and not _followed_file(path)):
         return None
     real = os.path.realpath(path)
     if real in skip_f or real.startswith(skip_d) or path.startswith(skip_d):
         return None
-    if library_file(real) or not os.path.isfile(real):
-        return None
-    return path
+    return path if os.path.isfile(real) else None
 
 
 def _followed_file(path: str) -> bool:
@@ -218,6 +233,7 @@ def identity(path: str) -> dict[str, Any] | None:
         "ctime_ns": st.st_ctime_ns,
         "inode": st.st_ino,
         "digest": d,
+        "host": HOST,
     }
 
 
@@ -251,7 +267,8 @@ def changed(used: dict[str, Any] | None) -> dict[str, str]:
         try:
             st = os.stat(path)
         except OSError:
-            out[path] = "gone"
+            if was.get("host", HOST) == HOST:  # else another host's local file: not ours to see
+                out[path] = "gone"
             continue
         if (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino) == (
             was.get("size"),

@@ -22,6 +22,7 @@ from curator.core.liveness import (
     dashboard_where,
     dask_tcp_deadline,
     is_cancel,
+    scheduler_cancelled_line,
     scheduler_lost_line,
 )
 from curator.core.redact import redact
@@ -143,22 +144,26 @@ class DaskExecutor(Executor):
         # a scheduler that stops answering (node down, network cut) ends this client's
         # connection after peer_timeout_s instead of TCP's ~15 minutes; set before connecting
         self._tcp_deadline = dask_tcp_deadline(peer_timeout_s)
-        if address or scheduler_file:
-            self.client = _connect(address, scheduler_file, tls, log)
-        else:
-            n = workers or os.cpu_count() or 1
-            _check_local_dashboard(dashboard_address)
-            # Loopback is reachable by every account on the machine, and a Dask scheduler
-            # runs what any client sends: the cluster's own processes alone hold credentials
-            # (throwaway mutual TLS made in memory here, passed to the workers by their nanny
-            # processes, never written where another user can read them)
-            security = tls.security() if tls else private_security()
-            self.cluster = LocalCluster(
-                n_workers=n, threads_per_worker=threads_per_worker, processes=True,
-                memory_limit=memory_limit, dashboard_address=dashboard_address,
-                host="127.0.0.1", protocol="tls://", security=security,
-            )
-            self.client = Client(self.cluster, security=security)
+        try:
+            if address or scheduler_file:
+                self.client = _connect(address, scheduler_file, tls, log)
+            else:
+                n = workers or os.cpu_count() or 1
+                _check_local_dashboard(dashboard_address)
+                # Loopback is reachable by every account on the machine, and a Dask scheduler
+                # runs what any client sends: the cluster's own processes alone hold credentials
+                # (throwaway mutual TLS made in memory here, passed to the workers by their nanny
+                # processes, never written where another user can read them)
+                security = tls.security() if tls else private_security()
+                self.cluster = LocalCluster(
+                    n_workers=n, threads_per_worker=threads_per_worker, processes=True,
+                    memory_limit=memory_limit, dashboard_address=dashboard_address,
+                    host="127.0.0.1", protocol="tls://", security=security,
+                )
+                self.client = Client(self.cluster, security=security)
+        except BaseException:  # nothing connected: Dask's setting back as it was
+            self._tcp_deadline.__exit__(None, None, None)
+            raise
         # workers log a failed task with its exception; mask secrets there too (every worker,
         # also ones started or restarted later)
         self.client.register_plugin(_redacting_plugin(), name="curator-redact-logs")
@@ -214,10 +219,7 @@ class DaskExecutor(Executor):
             if self.client.status == "running":
                 if not is_cancel(e):
                     raise  # a task's own error
-                raise StageError(
-                    f"dask: the scheduler {self.client.scheduler.address} cancelled this run's "
-                    "tasks (restarted, or cancelled by another client); finished shards are "
-                    "kept, rerun the same command") from None
+                raise StageError(scheduler_cancelled_line(self.client.scheduler.address)) from None
             raise StageError(self._lost_line()) from None
         except BaseException:
             if self.client.status == "running":

@@ -194,6 +194,12 @@ def scheduler_lost_line(address: str, timeout_s: float) -> str:
     )
 
 
+def scheduler_cancelled_line(address: str) -> str:
+    """The one line for a run whose tasks the scheduler cancelled while it still answers."""
+    return (f"dask: the scheduler {address} cancelled this run's tasks (restarted, or cancelled "
+            "by another client); finished shards are kept, rerun the same command")
+
+
 def dashboard_where(client: Any, link: str | None) -> tuple[str | None, str]:
     """The dashboard URL as it answers, and where to open it. Dask builds its link from the
     scheduler's address and the dashboard's port, so a dashboard bound to loopback on another

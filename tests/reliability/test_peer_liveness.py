@@ -1,6 +1,8 @@
-"""A rank that stops answering (its process stopped, as a hung node or a paused VM looks to the
-others) ends the run at ``executor.peer_timeout_s`` with one line naming its host, instead of
-leaving every other rank waiting in a collective for ever. Runs on one machine, no root."""
+"""Peers that stop answering, on one machine without root: an MPI rank whose process is
+stopped (as a hung node or a paused VM looks to the others) ends the run at
+``executor.peer_timeout_s`` with one line naming its host, instead of leaving every other rank
+waiting in a collective for ever; the line's wording; and the Dask client's TCP deadline, set
+for as long as the executor lives. Across hosts: test_mpi_netns.py, test_dask_netns.py."""
 
 from __future__ import annotations
 
@@ -114,3 +116,23 @@ def test_the_line_names_the_host_that_was_cut_off():
     )
     two = PeerWatch(_Comm(0, 4), 30, hosts).message([1, 2])
     assert two.startswith("MPI ranks 1, 2 on hosts node02 not heard from by rank 0")
+
+
+def test_dask_client_deadline_is_set_while_connected_and_restored_after():
+    """The client's TCP deadline is ``peer_timeout_s`` while the executor lives, and Dask's own
+    setting again after close or a failed connection."""
+    import dask.config
+    import distributed  # noqa: F401 - its defaults enter Dask's configuration on import
+    import pytest
+
+    from curator.core.errors import ConfigError
+    from curator.core.executors import DaskExecutor
+
+    before = dask.config.get("distributed.comm.timeouts.tcp")
+    with pytest.raises(ConfigError, match="speaks TLS"):
+        DaskExecutor(address="tls://127.0.0.1:1", peer_timeout_s=45)
+    assert dask.config.get("distributed.comm.timeouts.tcp") == before
+    with DaskExecutor(workers=1, peer_timeout_s=45) as ex:
+        assert dask.config.get("distributed.comm.timeouts.tcp") == "45s"
+        assert ex.map(abs, [-1, -2]) == [1, 2]
+    assert dask.config.get("distributed.comm.timeouts.tcp") == before

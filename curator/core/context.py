@@ -38,8 +38,10 @@ class GlobalContext(PhaseContext):
 
     def __init__(self, *, executor: Mapper, fingerprint: str, stage: Any,
                  progress: Any = None, log: Callable[[str], None] | None = None,
-                 **kw: Any) -> None:
+                 pipeline: str = "", **kw: Any) -> None:
         super().__init__(**kw)
+        #: The name of the pipeline running the stage (for what it writes about its origin).
+        self.pipeline = pipeline
         self.log = log or (lambda _msg: None)
         self._key: bytes | None = None
         self.executor = executor

@@ -35,6 +35,16 @@ def process_facts(env_names: list[str]) -> dict[str, Any]:
 def preflight(pipe: Pipeline, ex: Executor) -> None:
     """Raise one :class:`ConfigError` line for the first need of a stage that some process
     does not meet (every MPI rank calls this and raises the same line)."""
+    err = None
+    if ex.is_root:
+        try:
+            for n in pipe.nodes:
+                n.stage.driver_check()
+        except ConfigError as e:
+            err = str(e)
+    err = ex.broadcast(err)
+    if err:
+        raise ConfigError(err)
     needs = [(n.id, h) for n in pipe.nodes if (h := n.stage.host_needs())]
     if not needs:
         return

@@ -506,7 +506,8 @@ class Runner:
                             live_dir=os.path.join(sdir, "_progress"))
         gctx = GlobalContext(
             executor=self.ex, fingerprint=state, stage=stage, progress=progress, log=self.log,
-            stage_id=node.id, work_dir=self.work_dir, artifacts=artifacts,
+            pipeline=self.pipe.config.name, stage_id=node.id, work_dir=self.work_dir,
+            artifacts=artifacts,
             save_rejected=self.pipe.config.save_rejected, max_doc_bytes=self.pipe.max_doc_bytes,
         )
         t0 = time.perf_counter()

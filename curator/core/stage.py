@@ -217,6 +217,11 @@ class Stage:
         nothing to check."""
         return None
 
+    def driver_check(self) -> None:
+        """Check what the driver alone needs to finish this stage (a credential, a service it
+        calls after the workers are done), before any stage of the run starts: raise
+        :class:`ConfigError` with one line. Runs on the root process only."""
+
     # -- construction -----------------------------------------------------------------------
     @classmethod
     def params_model(cls) -> type[BaseModel]:

@@ -7,4 +7,5 @@ STAGES: dict[str, str] = {
     "read_parquet": "curator.io.parquet:ReadParquet",
     "write_parquet": "curator.io.parquet:WriteParquet",
     "read_hf": "curator.io.read_hf:ReadHf",
+    "write_hf": "curator.io.write_hf:WriteHf",
 }

@@ -1,0 +1,152 @@
+"""``write_hf``: the hub's folder layout, read back whole by the real ``datasets`` library; a
+``repo_id`` that cannot be uploaded stops the run before any stage."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import datasets
+import pyarrow.parquet as pq
+import pytest
+import yaml
+from helpers import run_cli
+
+from curator.core import pipeline as pl
+from curator.core.errors import ConfigError
+from curator.core.executors import make_executor
+from curator.core.runner import Runner
+
+
+def _inputs(tmp: Path) -> list[dict[str, Any]]:
+    """Three files whose metadata differ: a field only the second has, a score that is an int
+    in one file and a float in another, a list, a nested object."""
+    files = [
+        [{"id": f"a{i}", "text": f"alpha {i}", "score": i} for i in range(4)],
+        [
+            {
+                "id": f"b{i}",
+                "text": f"beta {i}",
+                "score": i + 0.5,
+                "lang": "en",
+                "tags": ["x", str(i)],
+                "info": {"n": i},
+            }
+            for i in range(3)
+        ],
+        [],
+        [{"id": f"c{i}", "text": f"gamma {i} é", "score": None} for i in range(2)],
+    ]
+    (tmp / "in").mkdir()
+    for k, rows in enumerate(files):
+        (tmp / "in" / f"{k}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return [r for rows in files for r in rows]
+
+
+def _pipeline(tmp: Path, out: Path, **params: Any) -> Path:
+    cfg = {
+        "name": "hubtest",
+        "work_dir": str(tmp / "work"),
+        "executor": {"type": "local"},
+        "stages": [
+            {"read_jsonl": {"paths": str(tmp / "in" / "*.jsonl")}},
+            {"write_hf": {"path": str(out), **params}},
+        ],
+    }
+    (tmp / "p.yaml").write_text(yaml.safe_dump(cfg))
+    return tmp / "p.yaml"
+
+
+def _run(path: Path) -> dict[str, Any]:
+    pipe = pl.load(str(path))
+    with make_executor(pipe.config.executor) as ex:
+        return Runner(pipe, ex).run()
+
+
+def test_load_dataset_reads_the_folder_whole_in_order(tmp_path: Path) -> None:
+    rows = _inputs(tmp_path)
+    out = tmp_path / "hub"
+    _run(_pipeline(tmp_path, out))
+    names = sorted(os.listdir(out / "data"))
+    # the empty input file makes no shard; the others are numbered as the hub numbers them
+    assert names == [f"train-0000{i}-of-00003.parquet" for i in range(3)]
+    schemas = {str(pq.read_schema(out / "data" / n)) for n in names}
+    assert len(schemas) == 1  # one schema in every shard
+
+    ds = datasets.load_dataset(str(out), split="train")
+    got = list(ds)
+    assert [r["id"] for r in got] == [r["id"] for r in rows]
+    assert [r["text"] for r in got] == [r["text"] for r in rows]
+    assert [r["score"] for r in got] == [r["score"] for r in rows]
+    assert got[4]["tags"] == ["x", "0"] and got[4]["info"] == {"n": 0}
+    assert got[0]["lang"] is None and got[5]["lang"] == "en"
+
+    card = (out / "README.md").read_text()
+    head = yaml.safe_load(card.split("---\n")[1])
+    info = head["dataset_info"]
+    assert head["configs"] == [
+        {"config_name": "default", "data_files": [{"split": "train", "path": "data/train-*"}]}
+    ]
+    assert info["splits"][0]["num_examples"] == len(rows)
+    assert info["download_size"] == sum(os.path.getsize(out / "data" / n) for n in names)
+    # the features are what datasets itself makes of the files' schema
+    arrow = pq.read_schema(out / "data" / names[0])
+    assert info["features"] == datasets.Features.from_arrow_schema(arrow)._to_yaml_list()
+    assert "`hubtest`" in card.split("---\n", 2)[2]
+
+    # fewer input shards on a rerun: no shard of the earlier layout is left for the loader
+    os.unlink(tmp_path / "in" / "0.jsonl")
+    _run(_pipeline(tmp_path, out))
+    assert sorted(os.listdir(out / "data")) == [f"train-0000{i}-of-00002.parquet" for i in range(2)]
+    assert datasets.load_dataset(str(out), split="train").num_rows == len(rows) - 4
+
+
+@pytest.mark.parametrize("case", ["no_token", "offline", "unreachable"])
+def test_repo_id_that_cannot_upload_stops_before_any_work(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, case: str
+) -> None:
+    _inputs(tmp_path)
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf_home"))  # no stored login
+    monkeypatch.delenv("HF_TOKEN", raising=False)
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    if case != "no_token":
+        monkeypatch.setenv("HF_TOKEN", "hf_secret_value_never_shown")
+    if case == "offline":
+        monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    if case == "unreachable":
+        import socket
+
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))  # a port nobody listens on
+        monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{s.getsockname()[1]}")
+        s.close()
+    path = _pipeline(tmp_path, tmp_path / "hub", repo_id="someone/corpus")
+    with pytest.raises(ConfigError) as e:
+        _run(path)
+    msg = str(e.value)
+    assert msg.startswith("write_hf.repo_id: ") and "nothing ran" in msg
+    assert "hf_secret" not in msg
+    assert {
+        "no_token": "HF_TOKEN",
+        "offline": "HF_HUB_OFFLINE",
+        "unreachable": "cannot be reached",
+    }[case] in msg
+    # the reader never ran and nothing was written
+    assert not (tmp_path / "work" / "stages" / "read_jsonl").exists()
+    assert not (tmp_path / "hub").exists()
+
+
+def test_cli_lists_the_stage_and_stops_in_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert "write_hf" in run_cli("stages").stdout
+    _inputs(tmp_path)
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf_home"))
+    monkeypatch.delenv("HF_TOKEN", raising=False)
+    p = run_cli("run", str(_pipeline(tmp_path, tmp_path / "hub", repo_id="a/b")), check=False)
+    assert p.returncode != 0
+    errors = [ln for ln in (p.stdout + p.stderr).splitlines() if "error" in ln]
+    assert len(errors) == 1 and "write_hf.repo_id: no hub token" in errors[0], errors
+    assert not (tmp_path / "work" / "stages" / "read_jsonl").exists()

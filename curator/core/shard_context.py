@@ -175,7 +175,7 @@ class ShardContext(StageContext):
         if cur is None:
             path = os.path.join(self.work_dir, kind, self.stage_id, f"{self.shard}.jsonl.zst")
             cur = self._writers[kind] = RecordWriter(
-                self._files.enter_context(open_compressed_write(path)))
+                self._files.enter_context(open_compressed_write(path)), path)
         return cur
 
     def close(self, ok: bool = True) -> None:

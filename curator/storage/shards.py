@@ -26,14 +26,23 @@ def dumps(rec: Any) -> bytes:
 class RecordWriter:
     """Writes JSON records, one a line, to an atomic (compressed) file; counts them."""
 
-    def __init__(self, fh: IO[bytes]) -> None:
+    def __init__(self, fh: IO[bytes], path: str | None = None) -> None:
         self._fh = fh
+        self.path = path
         self.count = 0
         self.bytes = 0
 
     def write(self, rec: Any) -> None:
         line = dumps(rec)
-        self._fh.write(line)
+        try:
+            self._fh.write(line)
+        except OSError as e:
+            # write() errors name no file; several writers are open at once (a shard's
+            # output, each step's rejected/ and quarantine/ files), so name this one here,
+            # before the error crosses another writer's block that would name its own
+            if e.filename is None and self.path is not None:
+                e.filename = self.path
+            raise
         self.count += 1
         self.bytes += len(line)
 
@@ -44,7 +53,7 @@ class RecordWriter:
 @contextlib.contextmanager
 def record_writer(path: str) -> Iterator[RecordWriter]:
     with open_compressed_write(path) as fh:
-        yield RecordWriter(fh)
+        yield RecordWriter(fh, path)
 
 
 def read_records(path: str, track: bool = False) -> Iterator[dict[str, Any]]:

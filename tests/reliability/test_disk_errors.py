@@ -292,3 +292,22 @@ def test_enospc_in_a_fused_chain_names_the_stage_whose_file_filled_the_disk(tmp_
     run_cli("run", "p.yaml", cwd=tmp_path)
     rep = json.loads((wd / "report.json").read_text())
     assert [s["docs_out"] for s in rep["stages"]] == [600, 60, 60]
+
+
+def test_enospc_in_a_rejected_file_names_that_file_and_its_stage(tmp_path):
+    """``rejected/<stage>/`` on a full disk while a filter fused with its source rejects: the
+    line names the rejected file and the filter. The write error used to cross the shard
+    output's block, which named its own file (`stages/<stage>/data/...`) instead."""
+    make_corpus(str(tmp_path / "in.jsonl"), 3000, seed=6)
+    rejected = tmp_path / "w" / "rejected"
+    pipe = tmp_path / "r.yaml"
+    pipe.write_text(f"name: r\nwork_dir: {tmp_path}/w\nstages:\n"
+                    f"  - read_jsonl: {{paths: {tmp_path}/in.jsonl}}\n"
+                    "  - word_count_filter: {min_words: 100000}\n")
+    res = in_small_fs(rejected, "64k", [*CURATOR, "run", str(pipe)], cwd=tmp_path)
+    line = one_error_line(res)
+    assert line == (f"curator: error: stage 'word_count_filter' failed on shard "
+                    f"'read_jsonl-00000': {rejected}/word_count_filter/read_jsonl-00000.jsonl.zst"
+                    ": No space left on device [ENOSPC]; free space and rerun (finished work is "
+                    "kept)"), line
+    assert left_in_mount(res) == []

@@ -15,6 +15,7 @@ import traceback
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from curator.core.dask_quiet import ignore_sigint_plugin, silence_workers, stopping
 from curator.core.errors import ConfigError, CuratorError, StageError
 from curator.core.liveness import (
     PeerWatch,
@@ -171,6 +172,8 @@ class DaskExecutor(Executor):
         # Workers page (core/progress.py); every worker, also ones started later
         self.client.register_plugin(_progress_plugin(), name="curator-progress")
         self.client.register_plugin(_no_profiler_plugin(), name="curator-no-profiler")
+        if self.cluster is not None:  # Ctrl-C in the terminal is for the run, not each worker
+            self.client.register_plugin(ignore_sigint_plugin(), name="curator-ignore-sigint")
         self.size = max(1, len(self.client.scheduler_info().get("workers", {})) or (workers or 1))
         # dashboard_address: null turns the LocalCluster's dashboard off, but the scheduler
         # still serves HTTP (health, metrics) and client.dashboard_link still names it.
@@ -221,8 +224,10 @@ class DaskExecutor(Executor):
                     raise  # a task's own error
                 raise StageError(scheduler_cancelled_line(self.client.scheduler.address)) from None
             raise StageError(self._lost_line()) from None
-        except BaseException:
+        except BaseException as e:
             if self.client.status == "running":
+                if isinstance(e, KeyboardInterrupt) and self.cluster is not None:
+                    silence_workers(self.client)  # Ctrl-C: our own cluster stops quietly
                 self.client.cancel(futures)
             raise
         return results
@@ -298,15 +303,17 @@ class DaskExecutor(Executor):
             # logs as an error with a traceback: the run's one line has said it all
             logging.disable(logging.CRITICAL)
         try:
-            # a scheduler that is gone must not hold the exit for Dask's default minute
-            self.client.close(timeout=min(5.0, self.peer_timeout_s))
-        except Exception:  # noqa: S110 - closing a client whose scheduler is gone
-            pass
+            with stopping(self.client, own=self.cluster is not None):
+                try:
+                    # a scheduler that is gone must not hold the exit for Dask's default minute
+                    self.client.close(timeout=min(5.0, self.peer_timeout_s))
+                except Exception:  # noqa: S110 - closing a client whose scheduler is gone
+                    pass
+                if self.cluster is not None:
+                    self.cluster.close()
         finally:
             if lost:
                 logging.disable(logging.NOTSET)
-        if self.cluster is not None:
-            self.cluster.close()
         self._tcp_deadline.__exit__(None, None, None)
 
 

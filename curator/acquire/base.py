@@ -94,12 +94,18 @@ class DownloadSource(Source):
     # -- optional hooks --------------------------------------------------------------------------
     def specs(self, ctx: StageContext) -> list[dict[str, Any]]:
         """Per-file shard data; by default ``{"url": u}`` for each of :meth:`urls`. Override
-        to attach checksums (``"checksum": [algo, hex]``), a relative path (``"rel"``) or a
-        verification kind (``"verify"``)."""
+        to attach checksums (``"checksum": [algo, hex]``), a relative path (``"rel"``), a
+        verification kind (``"verify"``) or a byte range (``"range": [start, length]``: only
+        those bytes are fetched, with HTTP Range requests)."""
         return [{"url": u} for u in self.urls(ctx)]
 
     def source_name(self, ctx: StageContext) -> str:
         return self.source or ctx.stage_id
+
+    def shard_records(self, shard: ShardSpec, path: str, ctx: ShardContext) -> Iterator[Any]:
+        """The raw records of ``shard`` from its downloaded file; by default
+        :meth:`iterate` (a source whose shards are parts of files picks its records here)."""
+        return self.iterate(path, ctx)
 
     # -- Source API ---------------------------------------------------------------------------
     def shards(self, ctx: StageContext) -> list[ShardSpec]:
@@ -117,10 +123,12 @@ class DownloadSource(Source):
         if not dest.startswith(os.path.normpath(root) + os.sep):  # a spec from a custom source
             raise DownloadError(f"{redact(url)}: its download path '{rel}' leaves {root}")
         cs = spec.data.get("checksum")
+        rng = spec.data.get("range")
         res = fetch(url, dest, verify=spec.data.get("verify", self.verify),
                     retries=self.retries, backoff=self.backoff_s, timeout=self.http_timeout_s,
                     checksum=tuple(cs) if cs else None,
-                    storage_options=self.storage_options)
+                    storage_options=self.storage_options,
+                    byte_range=(int(rng[0]), int(rng[1])) if rng else None)
         ctx.count("files_downloaded" if not (res.skipped or res.local) else
                   ("files_already_downloaded" if res.skipped else "files_local"))
         if res.bytes:
@@ -147,7 +155,7 @@ class DownloadSource(Source):
         if res is None:
             return
         source = self.source_name(ctx)
-        for record in self.iterate(res.path, ctx):
+        for record in self.shard_records(shard, res.path, ctx):
             try:
                 doc = self.extract(record, ctx)
             except ImportError:

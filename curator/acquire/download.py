@@ -117,14 +117,18 @@ def fetch(url: str, dest: str, *, verify: Verify = "none", retries: int = 5,
           backoff: float = 1.0, max_backoff: float = 60.0, timeout: float = 60.0,
           checksum: tuple[str, str] | None = None, copy_local: bool = False,
           storage_options: dict[str, Any] | None = None,
-          log: Callable[[str], None] | None = None) -> FetchResult:
+          log: Callable[[str], None] | None = None,
+          byte_range: tuple[int, int] | None = None) -> FetchResult:
     """Make ``url`` available as a complete local file and return where it is.
 
-    Local sources are used in place unless ``copy_local``. ``checksum`` is ``(algo, hexdigest)``
+    Local sources are used in place unless ``copy_local``. ``byte_range`` is ``(start,
+    length)``: ``dest`` becomes those bytes of ``url`` only (local sources are then copied),
+    fetched over HTTP with ``Range`` requests alone; a server that answers with the whole
+    file is refused, never read. ``checksum`` is ``(algo, hexdigest)``
     (``md5``/``sha1``/``sha256``) when the mirror publishes one. Raises :class:`DownloadError`
     with one line naming the URL when the file is missing or keeps failing.
     """
-    if is_local_url(url) and not copy_local:
+    if is_local_url(url) and not copy_local and byte_range is None:
         path = url[len("file://"):] if url.startswith("file://") else url
         if not os.path.exists(path):
             raise DownloadError(f"{url}: file not found")
@@ -140,11 +144,16 @@ def fetch(url: str, dest: str, *, verify: Verify = "none", retries: int = 5,
         res.attempts += 1
         try:
             if is_local_url(url):
-                _copy_local(url, part, res)
+                _copy_local(url, part, res, byte_range)
             elif url.startswith(("http://", "https://")):
-                _http_attempt(url, part, timeout, res)
+                _http_attempt(url, part, timeout, res, byte_range)
             else:
-                _fsspec_attempt(url, part, storage_options or {}, res)
+                _fsspec_attempt(url, part, storage_options or {}, res, byte_range)
+            if byte_range is not None and os.path.getsize(part) != byte_range[1]:
+                got = os.path.getsize(part)
+                if got > byte_range[1]:
+                    _unlink(part)
+                raise _Retry(f"got {got} of the {byte_range[1]} bytes asked for")
             _verify(part, verify, checksum)
             os.replace(part, dest)
             return res
@@ -170,16 +179,27 @@ class _Retry(Exception):
     pass
 
 
-def _http_attempt(url: str, part: str, timeout: float, res: FetchResult) -> None:
+def _http_attempt(url: str, part: str, timeout: float, res: FetchResult,
+                  byte_range: tuple[int, int] | None = None) -> None:
 
     have = os.path.getsize(part) if os.path.exists(part) else 0
     # identity: the bytes on disk must be the file's bytes, so a Range offset means the same
     # thing in every attempt (and a .gz is never silently gunzipped by the client).
     headers = {"Accept-Encoding": "identity"}
-    if have:
+    first = have
+    if byte_range is not None and have >= byte_range[1]:
+        return  # an earlier attempt got it all (more: the size check restarts it)
+    if byte_range is not None:
+        first = byte_range[0] + have
+        headers["Range"] = f"bytes={first}-{byte_range[0] + byte_range[1] - 1}"
+    elif have:
         headers["Range"] = f"bytes={have}-"
     with _get(url, headers, timeout) as r:
-        if r.status_code == 416 and have:
+        if byte_range is not None and r.status_code < 300 and r.status_code != 206:
+            # the whole file is coming: close before reading a byte of it
+            raise DownloadError(f"{redact(url)}: HTTP {r.status_code} to a Range request "
+                                "(the server ignores Range); whole files are never fetched")
+        if r.status_code == 416 and have and byte_range is None:
             # Range not satisfiable: the partial file is already whole (or bigger than the
             # remote file, i.e. stale). Verification decides.
             total = _content_range_total(r.headers.get("Content-Range", ""))
@@ -195,10 +215,10 @@ def _http_attempt(url: str, part: str, timeout: float, res: FetchResult) -> None
             raise DownloadError(f"{url}: HTTP {r.status_code}")
         if r.status_code == 206:
             start = _content_range_start(r.headers.get("Content-Range", ""))
-            if start != have:
+            if start != first:
                 _unlink(part)
-                raise _Retry(f"server resumed at byte {start}, expected {have}; restarting")
-            res.resumed += 1
+                raise _Retry(f"server resumed at byte {start}, expected {first}; restarting")
+            res.resumed += 1 if have else 0
             mode = "ab"
         else:  # 200: the server ignored Range (or there was nothing to resume)
             have, mode = 0, "wb"
@@ -237,7 +257,7 @@ def _get(url: str, headers: dict[str, str], timeout: float) -> Any:
 
 
 def _fsspec_attempt(url: str, part: str, storage_options: dict[str, Any],
-                    res: FetchResult) -> None:
+                    res: FetchResult, byte_range: tuple[int, int] | None = None) -> None:
     import fsspec
 
     have = os.path.getsize(part) if os.path.exists(part) else 0
@@ -247,28 +267,38 @@ def _fsspec_attempt(url: str, part: str, storage_options: dict[str, Any],
         raise DownloadError(f"{url}: file not found") from None
     with opened as src:
         size = getattr(src, "size", None)
-        if have:
-            src.seek(have)
-            res.resumed += 1
+        left = None if byte_range is None else byte_range[1] - have
+        if have or byte_range is not None:
+            src.seek(have + (byte_range[0] if byte_range else 0))
+            res.resumed += 1 if have else 0
         with nofollow.open_file(part, "ab" if have else "wb") as f:
-            while True:
-                chunk = src.read(CHUNK)
+            while left is None or left > 0:
+                chunk = src.read(CHUNK if left is None else min(CHUNK, left))
                 if not chunk:
                     break
                 f.write(chunk)
                 res.bytes += len(chunk)
-    if size is not None and os.path.getsize(part) != size:
+                left = None if left is None else left - len(chunk)
+    if byte_range is None and size is not None and os.path.getsize(part) != size:
         raise _Retry(f"got {os.path.getsize(part)} of {size} bytes")
 
 
-def _copy_local(url: str, part: str, res: FetchResult) -> None:
+def _copy_local(url: str, part: str, res: FetchResult,
+                byte_range: tuple[int, int] | None = None) -> None:
     src = url[len("file://"):] if url.startswith("file://") else url
     if not os.path.exists(src):
         raise DownloadError(f"{url}: file not found")
+    left = None if byte_range is None else byte_range[1]
     with open(src, "rb") as fi, nofollow.open_file(part, "wb") as fo:
-        while chunk := fi.read(CHUNK):
+        if byte_range is not None:
+            fi.seek(byte_range[0])
+        while left is None or left > 0:
+            chunk = fi.read(CHUNK if left is None else min(CHUNK, left))
+            if not chunk:
+                break
             fo.write(chunk)
             res.bytes += len(chunk)
+            left = None if left is None else left - len(chunk)
 
 
 def _content_range_start(value: str) -> int | None:

@@ -29,7 +29,7 @@ from __future__ import annotations
 import io
 import re
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -263,45 +263,16 @@ def iter_warc(path: str, ctx: ShardContext, max_member_bytes: int = MAX_MEMBER_B
         raise ConfigError(f"reader: '{reader}' is not fastwarc or warcio")
     kind = archive_kind(path) or ".warc"
     arc = kind.startswith(".arc")
+    if kind.endswith(".gz"):
+        yield from member_records(_members(path, ctx, max_member_bytes), path, ctx,
+                                  max_member_bytes, reader, arc)
+        return
     if arc:
         parse = _warcio_records if reader == "warcio" else _arc_records
     else:
         parse = _warcio_records if reader == "warcio" else _fastwarc_records
     skipped: dict[str, int] = {}
     read = 0
-    if kind.endswith(".gz"):
-        try:
-            for offset, data, complete in _members(path, ctx, max_member_bytes):
-                lone = None if arc else _lone_non_page(data)
-                if lone:  # two thirds of a Common Crawl file: no parser needed to skip them
-                    skipped[lone] = skipped.get(lone, 0) + 1
-                    continue
-                try:
-                    recs = list(parse(io.BytesIO(data), path, offset, max_member_bytes))
-                except Exception as e:
-                    if not complete:
-                        ctx.quarantine(b"", "truncated gzip member (file ends inside a record)",
-                                       file=path, offset=offset)
-                        continue
-                    ctx.quarantine(data[:2000], f"bad WARC record: {type(e).__name__}: {e}",
-                                   file=path, offset=offset)
-                    ctx.count("warc_bad_records")
-                    continue
-                if not complete:
-                    if not recs:
-                        ctx.quarantine(b"", "truncated gzip member (file ends inside a record)",
-                                       file=path, offset=offset)
-                    elif isinstance(recs[-1], WarcRecord) and not recs[-1].truncated:
-                        recs[-1].truncated = "file_end"  # the file ends inside this record
-                for r in recs:
-                    if isinstance(r, str):
-                        skipped[r] = skipped.get(r, 0) + 1
-                    else:
-                        read += 1
-                        yield r
-        finally:  # also when the consumer stops early
-            _count_kinds(ctx, skipped, read)
-        return
     # One stream: a bad header ends the file (no member boundaries to resynchronise on).
     with open(path, "rb") as raw:
         read_position.track(raw)
@@ -321,6 +292,52 @@ def iter_warc(path: str, ctx: ShardContext, max_member_bytes: int = MAX_MEMBER_B
             ctx.count("warc_bad_records")
         finally:
             _count_kinds(ctx, skipped, read)
+
+
+def member_records(members: Iterable[tuple[int, bytes, bool]], path: str, ctx: ShardContext,
+                   max_member_bytes: int = MAX_MEMBER_BYTES, reader: Reader = "fastwarc",
+                   arc: bool = False) -> Iterator[WarcRecord]:
+    """HTML pages of gzip members ``(offset, decompressed bytes, complete)`` of the archive
+    ``path`` (one record per member, as crawlers write them); every other record is counted
+    by kind (:data:`SKIPPED`). :func:`iter_warc` feeds it a whole file's members, ``cc_index``
+    only the members its index chose."""
+    if arc:
+        parse = _warcio_records if reader == "warcio" else _arc_records
+    else:
+        parse = _warcio_records if reader == "warcio" else _fastwarc_records
+    skipped: dict[str, int] = {}
+    read = 0
+    try:
+        for offset, data, complete in members:
+            lone = None if arc else _lone_non_page(data)
+            if lone:  # two thirds of a Common Crawl file: no parser needed to skip them
+                skipped[lone] = skipped.get(lone, 0) + 1
+                continue
+            try:
+                recs = list(parse(io.BytesIO(data), path, offset, max_member_bytes))
+            except Exception as e:
+                if not complete:
+                    ctx.quarantine(b"", "truncated gzip member (file ends inside a record)",
+                                   file=path, offset=offset)
+                    continue
+                ctx.quarantine(data[:2000], f"bad WARC record: {type(e).__name__}: {e}",
+                               file=path, offset=offset)
+                ctx.count("warc_bad_records")
+                continue
+            if not complete:
+                if not recs:
+                    ctx.quarantine(b"", "truncated gzip member (file ends inside a record)",
+                                   file=path, offset=offset)
+                elif isinstance(recs[-1], WarcRecord) and not recs[-1].truncated:
+                    recs[-1].truncated = "file_end"  # the file ends inside this record
+            for r in recs:
+                if isinstance(r, str):
+                    skipped[r] = skipped.get(r, 0) + 1
+                else:
+                    read += 1
+                    yield r
+    finally:  # also when the consumer stops early
+        _count_kinds(ctx, skipped, read)
 
 
 _LONE = {b"request": "request", b"metadata": "metadata record", b"warcinfo": "warcinfo record"}

@@ -20,7 +20,8 @@ from typing import Any
 
 class Mirror:
     """A threaded HTTP server on 127.0.0.1 serving ``root`` like a public mirror: Range
-    requests (206/416), directory listings, and per-path faults consumed one per request:
+    requests (``bytes=a-`` and ``bytes=a-b``: 206/416), directory listings, and per-path
+    faults consumed one per request:
 
     * ``"503"`` (or any status): answer with that status;
     * ``("drop", n)``: announce the full length, send ``n`` bytes, close the connection;
@@ -92,9 +93,11 @@ class Mirror:
             data = f.read()
         if isinstance(fault, tuple) and fault[0] == "truncate":
             data = data[: fault[1]]
-        start = 0
+        start, end = 0, len(data)
         if rng and fault != "ignore_range":
-            start = int(rng.split("=")[1].split("-")[0])
+            first, _, last = rng.split("=")[1].partition("-")
+            start = int(first)
+            end = min(len(data), int(last) + 1) if last else len(data)
             if start >= len(data):
                 self.log.append((path, rng, 416))
                 h.send_response(416)
@@ -104,11 +107,11 @@ class Mirror:
                 return
             self.log.append((path, rng, 206))
             h.send_response(206)
-            h.send_header("Content-Range", f"bytes {start}-{len(data) - 1}/{len(data)}")
+            h.send_header("Content-Range", f"bytes {start}-{end - 1}/{len(data)}")
         else:
             self.log.append((path, rng, 200))
             h.send_response(200)
-        body = data[start:]
+        body = data[start:end]
         h.send_header("Content-Length", str(len(body)))
         h.send_header("Content-Type", "application/octet-stream")
         if fault == "gzip_encoding":

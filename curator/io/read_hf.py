@@ -42,6 +42,7 @@ from curator.io.parquet_rows import BATCH_BYTES, iter_rows, row_groups, schema_d
 from curator.storage.limits import TOO_LARGE
 
 OUTSIDE = "file outside the dataset folder"
+BAD_ARROW = "truncated or damaged Arrow file"
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 #: The hub's Parquet layouts, most specific first ({name}: the config, "default" if none).
 _LAYOUTS = ("{name}/{split}/*.parquet", "{name}/{split}-*.parquet", "data/{split}-*.parquet",
@@ -260,16 +261,23 @@ class ReadHf(Source):
                 k = 0
                 with (pa.memory_map(path.removeprefix("file://")) if local
                       else fsspec.open(path, "rb", **self.storage_options)) as fh:
-                    stream = pa.ipc.open_stream(fh)
-                    depth[0] = schema_depth(stream.schema)
-                    for batch in stream:  # one record batch at a time
-                        # a batch's rows become Python objects a slice of BATCH_BYTES at a
-                        # time (its size is the writer's choice)
-                        step = max(1, BATCH_BYTES * batch.num_rows // max(batch.nbytes, 1))
-                        for i in range(0, batch.num_rows, step):
-                            for rec in batch.slice(i, step).to_pylist():
-                                yield f"{d['rel']}:{k}", rec
-                                k += 1
+                    try:
+                        stream = pa.ipc.open_stream(fh)
+                        depth[0] = schema_depth(stream.schema)
+                        for batch in stream:  # one record batch at a time
+                            # a batch's rows become Python objects a slice of BATCH_BYTES at
+                            # a time (its size is the writer's choice)
+                            step = max(1, BATCH_BYTES * batch.num_rows // max(batch.nbytes, 1))
+                            for i in range(0, batch.num_rows, step):
+                                for rec in batch.slice(i, step).to_pylist():
+                                    yield f"{d['rel']}:{k}", rec
+                                    k += 1
+                    except (pa.ArrowInvalid, OSError) as e:
+                        if not local:  # a remote read error may pass: the shard fails
+                            raise
+                        # a file cut short or damaged costs its rest, not the run
+                        ctx.quarantine(b"", BAD_ARROW, file=path, row=k,
+                                       detail=" ".join(f"{type(e).__name__}: {e}".split())[:300])
         else:
             import pyarrow.parquet as pq
 

@@ -142,3 +142,21 @@ def test_read_hf_parquet_layout_refuses_a_symlink_out(tmp_path: Path) -> None:
     summary = _run(tmp_path, [{"id": "hf", "read_hf": {"path": str(tmp_path / "hub")}}])
     assert [r["id"] for r in _side(tmp_path, "stages", "hf/data")] == ["own"]
     assert summary["stages"][0]["quarantined"] == {"file outside the dataset folder": 1}
+
+
+def test_read_hf_keeps_the_rows_before_a_cut_in_an_arrow_file(tmp_path: Path) -> None:
+    """A ``save_to_disk`` Arrow file cut short (a copy that stopped): its record batches
+    before the cut are read, the rest is one quarantine record naming the file and the row
+    it stopped at. Used to fail the run (`OSError: Expected to be able to read ... bytes for
+    message body`)."""
+    rows = [{"id": str(i), "text": f"text {i}"} for i in range(3000)]
+    datasets.Dataset.from_list(rows).save_to_disk(str(tmp_path / "ds"))  # batches of 1,000
+    [f] = (tmp_path / "ds").glob("*.arrow")
+    f.write_bytes(f.read_bytes()[: f.stat().st_size * 6 // 10])
+    summary = _run(tmp_path, [{"id": "hf", "read_hf": {"path": str(tmp_path / "ds")}}])
+    ids = [r["id"] for r in _side(tmp_path, "stages", "hf/data")]
+    assert ids == [str(i) for i in range(len(ids))] and 1000 <= len(ids) < 3000
+    [q] = _side(tmp_path, "quarantine", "hf")
+    assert (q["reason"], q["file"], q["row"]) == ("truncated or damaged Arrow file", str(f),
+                                                  len(ids))
+    assert summary["stages"][0]["docs_out"] == len(ids)

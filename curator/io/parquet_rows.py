@@ -169,9 +169,16 @@ def _page_headers(fh: IO[bytes], start: int, end: int) -> Iterator[tuple[int, in
         pos += t.pos + got[3]
 
 
-def _page_check(fh: IO[bytes], column: Any) -> tuple[str, str] | None:
+def _page_check(fh: IO[bytes], column: Any, local: bool) -> tuple[str, str] | None:
     """``(reason, detail)`` when a column chunk may not be read (a page that decompresses past
-    the limits, page headers that cannot be followed), or None."""
+    the limits, page headers that cannot be followed), or None. A remote file's pages are
+    followed only where its metadata allows a bomb (a chunk over the limits): each header is
+    a request there, and the chunk would be fetched twice."""
+    if not local and not (
+        column.total_uncompressed_size > PAGE_BYTES
+        and column.total_uncompressed_size > MAX_PAGE_RATIO * max(column.total_compressed_size, 1)
+    ):
+        return None
     start = column.dictionary_page_offset if column.has_dictionary_page else None
     start = column.data_page_offset if start is None else min(start, column.data_page_offset)
     try:
@@ -231,7 +238,8 @@ def iter_rows(
     for g in groups:
         meta = pf.metadata.row_group(g)
         refused = next(
-            filter(None, (_page_check(fh, meta.column(i)) for i in range(meta.num_columns))), None
+            filter(None, (_page_check(fh, meta.column(i), local) for i in range(meta.num_columns))),
+            None,
         )
         if refused is not None:
             ctx.quarantine(b"", refused[0], file=path, row_group=g, row=first, detail=refused[1])

@@ -311,3 +311,75 @@ def test_dask_gives_the_local_output(tmp_path, mirror) -> None:
         str(tmp_path / "d"), [_cc(mirror, merge_gap_kb=0)], executor={"type": "dask", "workers": 2}
     )
     assert _docs(local) and _docs(dask) == _docs(local)
+
+
+def _raw_member(url: str, html: bytes) -> bytes:
+    """One gzip member holding a WARC response without a WARC-Record-ID (as some crawlers
+    write them): its document id falls back to the WARC's location and offset."""
+    import gzip
+
+    http = b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n\r\n" + html
+    head = (
+        f"WARC/1.0\r\nWARC-Type: response\r\nWARC-Target-URI: {url}\r\n"
+        f"WARC-Date: 2024-02-20T00:00:00Z\r\n"
+        f"Content-Type: application/http; msgtype=response\r\n"
+        f"Content-Length: {len(http)}\r\n\r\n"
+    ).encode()
+    return gzip.compress(head + http + b"\r\n\r\n")
+
+
+def test_index_over_http_ids_without_credentials_bad_rows_quarantined(tmp_path, mirror) -> None:
+    """The index read over HTTP; a record without a WARC-Record-ID gets ``<WARC URL>:<offset>``
+    as its id, without the user info of ``base_url``; an index row whose offset is not a
+    record's start is quarantined with the WARC's public URL and that offset."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rel = "crawl-data/x/a.warc.gz"
+    page = _sample_pages()[0][1]
+    members = [
+        _raw_member("https://a.example/one", page),
+        _raw_member("https://a.example/two", page),
+    ]
+    os.makedirs(os.path.join(mirror.root, "crawl-data", "x"))
+    with open(os.path.join(mirror.root, rel), "wb") as f:
+        f.write(b"".join(members))
+    rows = [
+        {
+            "warc_filename": rel,
+            "warc_record_offset": 0,
+            "warc_record_length": len(members[0]),
+            "fetch_status": 200,
+        },
+        {
+            "warc_filename": rel,
+            "warc_record_offset": len(members[0]) + 5,
+            "warc_record_length": len(members[1]) - 5,
+            "fetch_status": 200,
+        },
+    ]
+    pq.write_table(pa.Table.from_pylist(rows), os.path.join(mirror.root, "idx.parquet"))
+    base = mirror.url.replace("http://", "http://reader:pa55word@") + "/"
+    work = str(tmp_path / "w")
+    summary = run_pipeline(
+        work,
+        [
+            {
+                "cc_index": {
+                    "index": mirror.url + "/idx.parquet",
+                    "where": "fetch_status = 200",
+                    "base_url": base,
+                    "extractor": "resiliparse",
+                    "merge_gap_kb": 0,
+                },
+                "id": "cc",
+            }
+        ],
+    )
+    docs = read_output(summary, "cc")
+    assert [d.id for d in docs] == [f"{mirror.url}/{rel}:0"]
+    q = read_side(work, "quarantine", "cc")
+    assert len(q) == 1 and q[0]["file"] == f"{mirror.url}/{rel}"
+    assert q[0]["offset"] == len(members[0]) + 5 and "gzip" in q[0]["reason"]
+    warc = [r for r in mirror.log if r[0] == "/" + rel]
+    assert len(warc) == 2 and all(rng and status == 206 for _, rng, status in warc)

@@ -133,7 +133,9 @@ class CcIndex(WarcExtracting):
         expr = self.filter.compile(schema, f"{ctx.stage_id}.where") if self.filter else None
         rows: list[tuple[str, int, int]] = []
         try:
-            for batch in data.to_batches(columns=list(LOCATION), filter=expr):
+            for batch in data.to_batches(
+                columns=list(LOCATION), filter=expr, batch_readahead=4, fragment_readahead=2
+            ):
                 cols = [batch.column(c).to_pylist() for c in LOCATION]
                 rows.extend(zip(*cols, strict=True))
         except Exception as e:

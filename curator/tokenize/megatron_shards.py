@@ -32,13 +32,14 @@ import numpy as np
 from curator.core.context import GlobalContext, StageContext
 from curator.core.document import Document, meta_value
 from curator.core.errors import ConfigError
-from curator.core.params import NonNegFloat, PositiveInt, Ratio, StageParams
+from curator.core.params import NonNegFloat, PositiveFloat, PositiveInt, Ratio, StageParams
 from curator.core.stage import DirPath, FilePath, GlobalStage, OutputDir, Shard
 from curator.storage.atomic import atomic_open
 from curator.storage.shards import read_shard
 from curator.tokenize import megatron
 from curator.tokenize.hf_folder import CONFIG, SPECIAL_MAP, folder_files
 from curator.tokenize.load import Encoder, load_encoder, spec_from_params
+from curator.tokenize.shuffle import shuffle_groups
 
 #: Token-length histogram: bin i holds documents with 2**(i-1) <= tokens < 2**i (bin 0: none).
 TOKEN_BINS = 32
@@ -343,6 +344,14 @@ class MegatronShards(GlobalStage):
         """Non-split mode: fraction of documents (every k-th one) whose sentences are counted for
         the sentence averages (splitting every document, `1`, costs about 20% of the throughput);
         `0` turns it off. Split mode always counts all."""
+        shuffle: bool = False
+        """Write each prefix's documents in one seeded permutation across all input shards
+        (an external shuffle in `shuffle_memory_mb`); `false`: input order."""
+        seed: int = 0
+        """The shuffle's seed: the same seed gives the same order on every executor."""
+        shuffle_memory_mb: PositiveFloat = 256.0
+        """Memory for one key range of the shuffle (more documents: more ranges, not more
+        memory)."""
         bucket_field: str | None = None
         """A meta key (e.g. `quality_bucket` from `quality_buckets`): one group per (source,
         bucket), named `<source>@q<bucket>` (`@qnone` without one), for per-bucket weights in
@@ -396,6 +405,12 @@ class MegatronShards(GlobalStage):
         dtype = megatron.token_dtype(enc.vocab_size)
         itemsize = np.dtype(dtype).itemsize
         target = int(self.prefix_size_mb * 1e6)
+        order = {g: [p.part for p in groups[g]] for g in groups}
+        if self.shuffle:  # one seeded permutation of each group across all its parts
+            order = shuffle_groups(ctx, order, {g: sum(p.documents for p in groups[g])
+                                                for g in groups},
+                                   names={g: part_name(g) for g in groups}, seed=self.seed,
+                                   memory_mb=self.shuffle_memory_mb, dtype=np.dtype(dtype).name)
         jobs: list[dict[str, Any]] = []
         names: dict[str, str] = {}
         for g in sorted(groups):
@@ -403,8 +418,8 @@ class MegatronShards(GlobalStage):
             if base in names.values():
                 base = f"{base}-{len(names)}"
             names[g] = base
-            parts = ((p.part, megatron.read_index(p.part + ".idx").doc_token_ends())
-                     for p in groups[g])  # lazily: one part's document array at a time
+            parts = ((p, megatron.read_index(p + ".idx").doc_token_ends())
+                     for p in order[g])  # lazily: one part's document array at a time
             plan = megatron.plan_split(parts, target, itemsize)
             for k, slices in enumerate(plan):
                 stem = base if target <= 0 else f"{base}-{k:05d}"

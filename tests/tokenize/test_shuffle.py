@@ -1,0 +1,129 @@
+"""``megatron_shards: {shuffle: true, seed}``: one seeded permutation across every input shard,
+the same on every executor, read back with megatron-core's IndexedDataset."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+from helpers import run_cli
+from helpers_tokenize import run_pipeline, stage_artifacts
+from megatron.core.datasets.indexed_dataset import IndexedDataset
+from tokenizers import Tokenizer, models, pre_tokenizers
+
+from curator.tokenize.shuffle import bucket_of, buckets_for, doc_key
+
+N_FILES, PER_FILE = 3, 40
+
+
+def _setup(tmp: Path) -> list[str]:
+    vocab = {"[UNK]": 0, "<|endoftext|>": 1} | {f"w{i}": i + 2 for i in range(300)}
+    t = Tokenizer(models.WordLevel(vocab, unk_token="[UNK]"))
+    t.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    t.save(str(tmp / "tokenizer.json"))
+    (tmp / "tokenizer_config.json").write_text(json.dumps({"eos_token": "<|endoftext|>"}))
+    rng = np.random.default_rng(0)
+    paths = []
+    for k in range(N_FILES):
+        p = tmp / f"in{k}.jsonl"
+        with open(p, "w") as f:
+            for i in range(PER_FILE):
+                n = 0 if i % 13 == 5 else int(rng.integers(1, 20))  # a few empty documents
+                words = " ".join(f"w{int(x)}" for x in rng.integers(0, 300, n))
+                f.write(json.dumps({"id": f"{k}-{i}", "text": words}) + "\n")
+        paths.append(str(p))
+    return paths
+
+
+def _stages(tmp: Path, paths: list[str], **mega: object) -> list[dict]:
+    return [
+        {"read_jsonl": {"paths": paths, "source": "all"}, "id": "in"},
+        {
+            "megatron_shards": {
+                "tokenizer": str(tmp / "tokenizer.json"),
+                "group_by": "none",
+                "sentence_stats": 0,
+                **mega,
+            },
+            "id": "mega",
+        },
+    ]
+
+
+def _read(prefixes: list[str]) -> tuple[list[str], dict[str, list[int]], bytes]:
+    """ids in order, tokens of each id (megatron-core's reader), and all bytes written."""
+    ids, toks, raw = [], {}, b""
+    for p in prefixes:
+        ds = IndexedDataset(p)
+        with open(p + ".ids") as f:
+            pids = f.read().splitlines()
+        di = ds.document_indices
+        for d, i in enumerate(pids):
+            toks[i] = [t for s in range(di[d], di[d + 1]) for t in ds[s].tolist()]
+        ids += pids
+        for ext in (".bin", ".idx", ".ids"):
+            raw += Path(p + ext).read_bytes()
+    return ids, toks, raw
+
+
+def _run(tmp: Path, name: str, stages: list[dict], executor: dict | None = None) -> tuple:
+    summary = run_pipeline(stages, tmp / name, executor)
+    return _read(stage_artifacts(summary, "mega")["prefixes"]["all"])
+
+
+def test_one_seeded_permutation_across_shards_on_every_executor(tmp_path: Path) -> None:
+    paths = _setup(tmp_path)
+    ids0, toks0, _ = _run(tmp_path, "plain", _stages(tmp_path, paths))
+    assert ids0 == [f"{k}-{i}" for k in range(N_FILES) for i in range(PER_FILE)]
+
+    # a budget of about 30 documents per key range: 4 ranges for the 120 documents
+    shuffled = _stages(
+        tmp_path, paths, shuffle=True, seed=7, shuffle_memory_mb=0.008, prefix_size_mb=0.0002
+    )
+    assert buckets_for(len(ids0), 0.008) == 4
+    ids, toks, raw = _run(tmp_path, "local", shuffled)
+    # the same documents, token for token; in the order of their seeded keys
+    assert toks == toks0 and sorted(ids) == sorted(ids0)
+    assert ids == sorted(ids0, key=lambda i: doc_key(7, i.encode()))
+    # across shards, not within each: the first 40 come from every input file
+    assert {i.split("-")[0] for i in ids[:PER_FILE]} == {"0", "1", "2"}
+
+    # the same bytes with two local workers and on Dask; MPI below
+    assert _run(tmp_path, "workers", shuffled, {"type": "local", "workers": 2})[2] == raw
+    assert _run(tmp_path, "dask", shuffled, {"type": "dask", "workers": 2})[2] == raw
+
+    other = _run(
+        tmp_path, "seed8", _stages(tmp_path, paths, shuffle=True, seed=8, shuffle_memory_mb=0.008)
+    )
+    assert other[1] == toks0 and other[0] != ids
+    assert other[0] == sorted(ids0, key=lambda i: doc_key(8, i.encode()))
+
+
+def test_mpi_ranks_write_the_same_permutation(tmp_path: Path) -> None:
+    import yaml
+
+    paths = _setup(tmp_path)
+    stages = _stages(tmp_path, paths, shuffle=True, seed=7, shuffle_memory_mb=0.008)
+    local = _run(tmp_path, "local", stages)
+    doc = {
+        "name": "t",
+        "work_dir": str(tmp_path / "mpi"),
+        "progress": "off",
+        "executor": {"type": "mpi"},
+        "stages": stages,
+    }
+    (tmp_path / "p.yaml").write_text(yaml.safe_dump(doc))
+    run_cli("run", str(tmp_path / "p.yaml"), mpi=2)
+    prefixes = sorted(str(p)[:-4] for p in (tmp_path / "mpi" / "megatron").glob("*.idx"))
+    assert _read(prefixes)[0] == local[0] and _read(prefixes)[2] == local[2]
+
+
+def test_key_ranges_cover_the_key_space_evenly() -> None:
+    keys = np.array([doc_key(1, str(i).encode()) for i in range(20_000)], dtype=np.uint64)
+    n = buckets_for(1_000_000, 8)
+    assert n == 31  # 8 MiB at 256 bytes a document: 32768 documents a range
+    counts = np.bincount(bucket_of(keys, n).astype(np.int64), minlength=n)
+    assert len(counts) == n and counts.min() > 0.8 * len(keys) / n
+    edges = np.array([0, 2**64 - 1], dtype=np.uint64)
+    assert bucket_of(edges, n).tolist() == [0, n - 1]

@@ -294,20 +294,26 @@ def test_enospc_in_a_fused_chain_names_the_stage_whose_file_filled_the_disk(tmp_
     assert [s["docs_out"] for s in rep["stages"]] == [600, 60, 60]
 
 
-def test_enospc_in_a_rejected_file_names_that_file_and_its_stage(tmp_path):
-    """``rejected/<stage>/`` on a full disk while a filter fused with its source rejects: the
-    line names the rejected file and the filter. The write error used to cross the shard
-    output's block, which named its own file (`stages/<stage>/data/...`) instead."""
+@pytest.mark.parametrize("stage", ["word_count_filter: {min_words: 100000}",
+                                   "exact_dedup: {}"])
+def test_enospc_in_a_rejected_file_names_that_file_and_its_stage(tmp_path, stage):
+    """``rejected/<stage>/`` on a full disk while a filter fused with its source rejects, or
+    while ``exact_dedup`` removes duplicates: the line names the rejected file and the stage.
+    The write error used to cross the shard output's block, which named its own file
+    (`stages/<stage>/data/...`) instead."""
     make_corpus(str(tmp_path / "in.jsonl"), 3000, seed=6)
+    recs = (tmp_path / "in.jsonl").read_text().splitlines()
+    with open(tmp_path / "in.jsonl", "a") as f:  # every text twice, for exact_dedup
+        f.writelines(r.replace('"id": "', '"id": "again-', 1) + "\n" for r in recs)
     rejected = tmp_path / "w" / "rejected"
+    name = stage.split(":")[0]
     pipe = tmp_path / "r.yaml"
     pipe.write_text(f"name: r\nwork_dir: {tmp_path}/w\nstages:\n"
-                    f"  - read_jsonl: {{paths: {tmp_path}/in.jsonl}}\n"
-                    "  - word_count_filter: {min_words: 100000}\n")
+                    f"  - read_jsonl: {{paths: {tmp_path}/in.jsonl}}\n  - {stage}\n")
     res = in_small_fs(rejected, "64k", [*CURATOR, "run", str(pipe)], cwd=tmp_path)
     line = one_error_line(res)
-    assert line == (f"curator: error: stage 'word_count_filter' failed on shard "
-                    f"'read_jsonl-00000': {rejected}/word_count_filter/read_jsonl-00000.jsonl.zst"
+    assert line == (f"curator: error: stage '{name}' failed on shard "
+                    f"'read_jsonl-00000': {rejected}/{name}/read_jsonl-00000.jsonl.zst"
                     ": No space left on device [ENOSPC]; free space and rerun (finished work is "
                     "kept)"), line
     assert left_in_mount(res) == []

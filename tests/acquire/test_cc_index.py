@@ -4,6 +4,7 @@ served by a real Range-capable HTTP server that logs every request."""
 from __future__ import annotations
 
 import os
+import pathlib
 import signal
 import subprocess
 import sys
@@ -383,3 +384,27 @@ def test_index_over_http_ids_without_credentials_bad_rows_quarantined(tmp_path, 
     assert q[0]["offset"] == len(members[0]) + 5 and "gzip" in q[0]["reason"]
     warc = [r for r in mirror.log if r[0] == "/" + rel]
     assert len(warc) == 2 and all(rng and status == 206 for _, rng, status in warc)
+
+
+def test_fetch_byte_range_resumes_a_cut_transfer_over_http_fsspec_and_local(
+    tmp_path, mirror
+) -> None:
+    """A part of a file, over HTTP (a dropped connection resumes inside the range), through
+    fsspec (``memory://``) and from a local path: exactly those bytes, nothing more asked."""
+    import fsspec
+
+    from curator.acquire.download import fetch
+
+    blob = os.urandom(20000)
+    with open(os.path.join(mirror.root, "f.bin"), "wb") as f:
+        f.write(blob)
+    mirror.faults["f.bin"] = [("drop", 1000)]
+    res = fetch(mirror.url + "/f.bin", str(tmp_path / "h"), byte_range=(100, 5000), backoff=0.01)
+    assert pathlib.Path(res.path).read_bytes() == blob[100:5100] and res.resumed == 1
+    assert [r for _, r, _ in mirror.log] == ["bytes=100-5099", "bytes=1100-5099"]
+    with fsspec.open("memory://cc/f.bin", "wb") as f:
+        f.write(blob)
+    res = fetch("memory://cc/f.bin", str(tmp_path / "m"), byte_range=(19000, 1000))
+    assert pathlib.Path(res.path).read_bytes() == blob[19000:]
+    res = fetch(os.path.join(mirror.root, "f.bin"), str(tmp_path / "l"), byte_range=(7, 9))
+    assert pathlib.Path(res.path).read_bytes() == blob[7:16] and not res.local

@@ -143,6 +143,12 @@ class CcIndex(WarcExtracting):
                 f"{what}: reading the index failed: {type(e).__name__}: "
                 f"{redact(str(e)).splitlines()[0] if str(e) else ''}"
             ) from None
+        if not rows:
+            raise InputError(
+                f"{ctx.stage_id}.where: no row of {redact(self._index_name())} matches"
+                if self.where
+                else f"{what}: the index has no rows"
+            )
         for name, off, length in rows:
             if not isinstance(name, str) or off is None or length is None or off < 0 or length <= 0:
                 raise InputError(

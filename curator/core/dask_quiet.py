@@ -5,13 +5,18 @@ of which then stopped on its own and logged the broken connections, cancelled ta
 killed processes of the shutdown (about 70 lines of tracebacks under the one line curator
 prints). The worker processes of curator's own cluster ignore SIGINT, so only the run reacts
 to it (it cancels its tasks and closes the cluster), and what the cluster logs while it is
-being closed, in the workers and in this process (nannies, scheduler), is not shown.
+being closed, in the workers and in this process (nannies, scheduler), is not shown. During a
+run, a dashboard tab closed mid-session is not a Bokeh traceback (:class:`ClosedTabFilter`), and
+at its end curator's own workers are given time to exit rather than killed
+(:func:`close_workers`).
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
+import os
 from collections.abc import Iterator
 from typing import Any
 
@@ -75,3 +80,58 @@ def stopping(client: Any, own: bool) -> Iterator[None]:
     with quiet_logs():
         silence_workers(client)
         yield
+
+
+#: Loggers through which a closed dashboard tab arrived as a 25-line traceback.
+DASHBOARD_LOGGERS = ("tornado.application", "bokeh.server.protocol_handler",
+                     "bokeh.server.views.ws")
+_BOKEH_CONNECTION = os.path.join("bokeh", "server", "connection.py")
+#: Seconds a worker of our own cluster gets to exit: Dask's 4 s ran out on a busy machine once
+#: torch was imported ("Worker process still alive after 4.0 seconds, killing").
+WORKER_EXIT_S = 30.0
+
+
+def closed_tab(exc: BaseException | None) -> bool:
+    """Whether ``exc`` is a browser leaving the dashboard: its websocket closed before or while
+    Bokeh set up the session (Bokeh asserts the session exists), or mid-message."""
+    if exc is None:
+        return False
+    if type(exc).__name__ in ("WebSocketClosedError", "StreamClosedError"):
+        return True
+    tb = exc.__traceback__
+    while tb is not None:
+        if isinstance(exc, AssertionError) and \
+                tb.tb_frame.f_code.co_filename.endswith(_BOKEH_CONNECTION):
+            return True
+        tb = tb.tb_next
+    return False
+
+
+class ClosedTabFilter(logging.Filter):
+    """Drops a dashboard logger's record whose exception is a closed tab (:func:`closed_tab`);
+    every other record passes."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (record.exc_info and closed_tab(record.exc_info[1]))
+
+
+def quiet_dashboard() -> None:
+    """Install :class:`ClosedTabFilter` on the dashboard's loggers (once)."""
+    for name in DASHBOARD_LOGGERS:
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, ClosedTabFilter) for f in logger.filters):
+            logger.addFilter(ClosedTabFilter())
+
+
+def close_workers(cluster: Any) -> None:
+    """Every worker of a cluster we started asked to close, given :data:`WORKER_EXIT_S` to exit
+    (``cluster.close()`` then finds them closed instead of killing them after 4 s)."""
+
+    async def close_all() -> None:
+        await asyncio.gather(*(w.close(timeout=WORKER_EXIT_S) for w in
+                               list(cluster.workers.values())), return_exceptions=True)
+
+    try:
+        cluster.sync(close_all, callback_timeout=WORKER_EXIT_S + 5)
+    except Exception:  # noqa: S110 - the cluster's own close still runs
+        pass

@@ -15,7 +15,13 @@ import traceback
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from curator.core.dask_quiet import ignore_sigint_plugin, silence_workers, stopping
+from curator.core.dask_quiet import (
+    close_workers,
+    ignore_sigint_plugin,
+    quiet_dashboard,
+    silence_workers,
+    stopping,
+)
 from curator.core.errors import ConfigError, CuratorError, StageError
 from curator.core.liveness import (
     PeerWatch,
@@ -156,6 +162,7 @@ class DaskExecutor(Executor):
                 # (throwaway mutual TLS made in memory here, passed to the workers by their nanny
                 # processes, never written where another user can read them)
                 security = tls.security() if tls else private_security()
+                quiet_dashboard()  # its Bokeh server runs in this process
                 self.cluster = LocalCluster(
                     n_workers=n, threads_per_worker=threads_per_worker, processes=True,
                     memory_limit=memory_limit, dashboard_address=dashboard_address,
@@ -310,6 +317,7 @@ class DaskExecutor(Executor):
                 except Exception:  # noqa: S110 - closing a client whose scheduler is gone
                     pass
                 if self.cluster is not None:
+                    close_workers(self.cluster)
                     self.cluster.close()
         finally:
             if lost:

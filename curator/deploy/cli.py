@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 from typing import Any
 
@@ -67,6 +68,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
     cmd, env = server_command(repo, runtime, http_port=args.http_port, grpc_port=args.grpc_port,
                               metrics_port=args.metrics_port, host=args.host,
                               venv=args.triton_venv)
+    gpu = has_gpu()
+    if not gpu:  # no pinned host memory to set up for a GPU that is not there
+        cmd += ["--pinned-memory-pool-byte-size=0", "--cuda-memory-pool-byte-size=0:0"]
     cmd += list(args.triton_arg or [])
     if args.print_command:
         for k in ("LD_LIBRARY_PATH", "PYTHONPATH", "CURATOR_TRITON_SITE"):
@@ -75,5 +79,46 @@ def cmd_serve(args: argparse.Namespace) -> int:
         return 0
     print(f"starting Triton on {args.host}:{args.http_port} (HTTP), {args.grpc_port} (gRPC)",
           file=sys.stderr, flush=True)
-    os.execve(cmd[0], cmd, env)  # noqa: S606 - the venv's tritonserver, argv list, no shell
-    return 0  # pragma: no cover - exec does not return
+    if gpu:
+        os.execve(cmd[0], cmd, env)  # noqa: S606 - the venv's tritonserver, argv list, no shell
+    return run_without_gpu_probes(cmd, env)
+
+
+#: What tritonserver prints on a machine without an NVIDIA GPU while it probes for one (it has
+#: no switch for this); on such a machine these lines say nothing and looked like failures.
+CPU_PROBE_LINES = re.compile(
+    r"CUDA memory pool disabled|CudaDriverHelper has not been initialized|"
+    r"unable to create stream for [^:]*: CUDA driver version is insufficient|"
+    r"CUDA driver version is insufficient for CUDA runtime version")
+
+
+def has_gpu() -> bool:
+    """Whether an NVIDIA driver is present (its control device)."""
+    return os.path.exists("/dev/nvidiactl")
+
+
+def run_without_gpu_probes(cmd: list[str], env: dict[str, str]) -> int:
+    """Run tritonserver as a child, passing on its output but the GPU probe lines
+    (:data:`CPU_PROBE_LINES`), and SIGINT/SIGTERM to it; its exit status is ours."""
+    import signal
+    import subprocess
+    import threading
+
+    p = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE,  # noqa: S603 - as execve above
+                         stderr=subprocess.STDOUT, text=True, errors="replace", bufsize=1)
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda n, _f: p.send_signal(n))
+    def forward() -> None:
+        assert p.stdout is not None  # noqa: S101 - PIPE above
+        for line in p.stdout:
+            if not CPU_PROBE_LINES.search(line):
+                sys.stderr.write(line)
+                sys.stderr.flush()
+
+    # a thread: the Python backend's stub processes inherit the pipe and may outlive the
+    # server, so its end is the server's exit, not the pipe's
+    reader = threading.Thread(target=forward, daemon=True)
+    reader.start()
+    rc = p.wait()
+    reader.join(timeout=2)
+    return rc

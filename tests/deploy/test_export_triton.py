@@ -301,3 +301,26 @@ def test_stage_model_name_is_checked_by_validate(tmp_path) -> None:
     p = subprocess.run([sys.executable, "-m", "curator", "validate", str(y)], cwd=tmp_path,
                        capture_output=True, text=True, env={**os.environ, "PYTHONPATH": ROOT})
     assert p.returncode == 2 and "model_name" in p.stderr, p.stderr
+
+
+@pytest.mark.slow
+def test_serve_without_a_gpu_prints_no_cuda_errors(repository: str, triton_venv: str,
+                                                   tmp_path) -> None:
+    """On a machine without an NVIDIA GPU, tritonserver's probes for one (pinned memory, CUDA
+    memory pool, CudaDriverHelper, ensemble streams) printed error lines that said nothing:
+    ``curator serve`` leaves them out; the server still starts and logs everything else."""
+    import re
+
+    from curator.deploy.cli import has_gpu
+
+    server = Server(repository, triton_venv, str(tmp_path / "runtime"))
+    try:
+        server.wait_ready()
+    finally:
+        server.stop()
+    log = "".join(server.log)
+    assert "Started HTTPService" in log and "successfully loaded 'curator_gpt'" in log, log
+    if not has_gpu():
+        assert not re.search(r"CUDA driver|CudaDriverHelper|CUDA memory pool disabled|pinned "
+                             r"system memory", log), log
+    assert server.proc.returncode is not None

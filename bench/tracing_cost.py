@@ -3,6 +3,11 @@ task's opens and imports turned into identities at its end): the same pipeline r
 recording on and off, each run in a fresh process, CPU seconds of the run itself (process time
 around ``curator.run``), best of N, alternating the two so the machine's load hits both.
 
+On a loaded machine the difference of the two drowns in noise; so the script also measures
+the parts of the cost directly: the audit events of one run (counted), the CPU nanoseconds one
+event costs once the hook is installed, and the CPU seconds spent turning reads into
+identities; ``estimated_overhead_pct`` is their sum over the run's CPU.
+
 Two pipelines: the quick start (``pipelines/quickstart.yaml`` on ``data/sample``) and an exact
 dedup of ``--docs`` generated documents (read_jsonl -> exact_dedup -> write_jsonl). Writes
 ``bench/results/tracing_cost.json``. Needs a quiet machine for figures under a few percent:
@@ -52,6 +57,57 @@ def child(pipeline: str, work_dir: str, on: bool) -> None:
     print(json.dumps({"cpu_s": cpu, "recorded_inputs": used}))
 
 
+def probe(pipeline: str, work_dir: str) -> None:
+    """One run with the recording on, counting the audit events the hook saw and the CPU
+    seconds spent turning reads into identities (``Recorder.used``): the parts of the cost
+    that do not drown in a loaded machine's noise."""
+    import collections
+
+    import curator
+    from curator.core import tracing
+
+    events: collections.Counter[str] = collections.Counter()
+    hook = tracing._hook
+
+    def counting(event, args):
+        events[event] += 1
+        hook(event, args)
+
+    tracing._hook = counting
+    spent = [0.0]
+    used = tracing.Recorder.used
+
+    def timed(self, *a, **k):
+        t = time.process_time()
+        try:
+            return used(self, *a, **k)
+        finally:
+            spent[0] += time.process_time() - t
+
+    tracing.Recorder.used = timed
+    curator.run(pipeline, overrides={"work_dir": work_dir, "progress": "off"})
+    print(json.dumps({"events": sum(events.values()), "used_s": spent[0]}))
+
+
+def hook_ns(n: int = 2_000_000) -> float:
+    """CPU nanoseconds one audit event costs once the hook is installed (``id()`` raises
+    one), from a process with the hook against one without, best of 3."""
+    code = (
+        "import sys, time\nfrom curator.core import tracing\n"
+        "if sys.argv[1] == 'on': tracing.install()\nbest = 1e9\n"
+        f"for _ in range(3):\n    t = time.process_time()\n    for _ in range({n}): id(0)\n"
+        "    best = min(best, time.process_time() - t)\nprint(best)"
+    )
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    t = {}
+    for mode in ("off", "on"):
+        p = subprocess.run(
+            [sys.executable, "-c", code, mode], env=env, capture_output=True, text=True, check=True
+        )
+        t[mode] = float(p.stdout)
+    return (t["on"] - t["off"]) / n * 1e9
+
+
 def run_once(pipeline: str, on: bool, tmp: Path) -> dict:
     wd = tmp / f"w-{'on' if on else 'off'}"
     shutil.rmtree(wd, ignore_errors=True)
@@ -83,6 +139,29 @@ def measure(name: str, pipeline: str, repeat: int, tmp: Path) -> dict:
             runs[on].append(run_once(pipeline, on, tmp))
     off = min(r["cpu_s"] for r in runs[False])
     on = min(r["cpu_s"] for r in runs[True])
+    wd = tmp / "w-probe"
+    shutil.rmtree(wd, ignore_errors=True)
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    p = subprocess.run(
+        [
+            sys.executable,
+            __file__,
+            "--child",
+            "probe",
+            "--pipeline",
+            pipeline,
+            "--work-dir",
+            str(wd),
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    parts = json.loads(p.stdout.strip().splitlines()[-1])
+    per_event = hook_ns()
+    estimate = parts["events"] * per_event * 1e-9 + parts["used_s"]
     out = {
         "pipeline": name,
         "cpu_s_off": round(off, 3),
@@ -90,6 +169,10 @@ def measure(name: str, pipeline: str, repeat: int, tmp: Path) -> dict:
         "overhead_pct": round(100 * (on - off) / off, 2),
         "recorded_inputs": runs[True][0]["recorded_inputs"],
         "repeat": repeat,
+        "audit_events": parts["events"],
+        "hook_ns_per_event": round(per_event, 1),
+        "identities_cpu_s": round(parts["used_s"], 4),
+        "estimated_overhead_pct": round(100 * estimate / off, 2),
     }
     print(json.dumps(out))
     return out
@@ -126,6 +209,9 @@ def main() -> None:
     ap.add_argument("--work-dir")
     ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "tracing_cost.json"))
     a = ap.parse_args()
+    if a.child == "probe":
+        probe(a.pipeline, a.work_dir)
+        return
     if a.child:
         child(a.pipeline, a.work_dir, a.child == "on")
         return

@@ -822,6 +822,7 @@ def _remove_obsolete(work_dir: str, stage_id: str, names: set[str]) -> None:
     """Drop what this stage made for shards that no longer exist (an input file was removed,
     a listing shrank): their markers, output shards, set-aside records and written files."""
     sdir = stage_dir(work_dir, stage_id)
+    stale: list[str] = []  # no _done folder yet: nothing of this stage to drop
     with contextlib.suppress(OSError), os.scandir(os.path.join(sdir, "_done")) as it:
         stale = [e.name[:-5] for e in it if e.name.endswith(".json") and e.name[:-5] not in names]
     for name in stale:

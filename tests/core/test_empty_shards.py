@@ -101,3 +101,11 @@ def test_global_stage_takes_an_empty_shard(tmp_path: Path, stage: str, upstream:
     # a rerun reuses everything: the renamed shards have stable names and keys
     again = run_pipeline(tmp_path, _stages(tmp_path, stage, upstream))
     assert all(s.get("skipped") for s in again.summary["stages"] if s["kind"] == "global")
+
+
+def test_obsolete_shards_of_a_stage_that_never_ran_is_nothing_to_drop(tmp_path: Path) -> None:
+    """A source that lists no shard on a fresh work_dir has no _done folder yet."""
+    from curator.core.runner import _remove_obsolete
+
+    _remove_obsolete(str(tmp_path), "src", set())
+    assert not any(tmp_path.iterdir())

@@ -3,8 +3,12 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import os
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -150,3 +154,123 @@ def test_cli_lists_the_stage_and_stops_in_one_line(
     errors = [ln for ln in (p.stdout + p.stderr).splitlines() if "error" in ln]
     assert len(errors) == 1 and "write_hf.repo_id: no hub token" in errors[0], errors
     assert not (tmp_path / "work" / "stages" / "read_jsonl").exists()
+
+
+TOKEN = "hf_local_test_token"
+
+
+class _Hub(BaseHTTPRequestHandler):
+    """The few endpoints of the hub's HTTP API that ``create_repo`` + ``upload_folder`` call
+    (whoami, repos/create, tree, preupload, commit), over the files in ``server.files``."""
+
+    def _reply(self, code: int, body: object) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _body(self) -> bytes:
+        return self.rfile.read(int(self.headers.get("Content-Length") or 0))
+
+    def _authorized(self) -> bool:
+        self.server.log.append(f"{self.command} {self.path.split('?')[0]}")  # type: ignore[attr-defined]
+        if self.headers.get("Authorization") != f"Bearer {TOKEN}":
+            self._reply(401, {"error": "Invalid credentials"})
+            return False
+        return True
+
+    def do_GET(self) -> None:
+        if not self._authorized():
+            return
+        files = self.server.files  # type: ignore[attr-defined]
+        if self.path.startswith("/api/whoami-v2"):
+            self._reply(200, {"type": "user", "name": "tester", "auth": {}})
+        elif "/tree/" in self.path:
+            self._reply(
+                200,
+                [
+                    {"type": "file", "oid": "0" * 40, "size": len(v), "path": k}
+                    for k, v in sorted(files.items())
+                ],
+            )
+        else:
+            self._reply(404, {"error": self.path})
+
+    def do_POST(self) -> None:
+        body = self._body()
+        if not self._authorized():
+            return
+        files = self.server.files  # type: ignore[attr-defined]
+        if self.path.startswith("/api/repos/create"):
+            self._reply(200, {"url": f"http://{self.headers['Host']}/datasets/someone/corpus"})
+        elif self.path.startswith("/api/validate-yaml"):
+            req = json.loads(body)
+            head = yaml.safe_load(req["content"].split("---\n")[1])  # the card's header parses
+            ok = req["repoType"] == "dataset" and "dataset_info" in head
+            self._reply(200 if ok else 400, {"errors": [] if ok else [{"message": "bad"}]})
+        elif "/preupload/" in self.path:
+            paths = [f["path"] for f in json.loads(body)["files"]]
+            self._reply(
+                200,
+                {
+                    "files": [
+                        {"path": p, "uploadMode": "regular", "shouldIgnore": False} for p in paths
+                    ]
+                },
+            )
+        elif "/commit/" in self.path:
+            for line in body.splitlines():
+                op = json.loads(line)
+                if op["key"] == "file":
+                    files[op["value"]["path"]] = base64.b64decode(op["value"]["content"])
+                elif op["key"] == "deletedFile":
+                    files.pop(op["value"]["path"], None)
+            url = f"http://{self.headers['Host']}/datasets/someone/corpus/commit/{'1' * 40}"
+            self._reply(200, {"commitUrl": url, "commitOid": "1" * 40})
+        else:
+            self._reply(404, {"error": self.path})
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def hub() -> Iterator[ThreadingHTTPServer]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Hub)
+    server.files = {"data/train-00007-of-00009.parquet": b"old", "notes.txt": b"theirs"}  # type: ignore[attr-defined]
+    server.log = []  # type: ignore[attr-defined]
+    t = threading.Thread(target=server.serve_forever, daemon=True)
+    t.start()
+    yield server
+    server.shutdown()
+    server.server_close()
+
+
+def test_repo_id_uploads_the_folder_to_the_hub(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, hub: ThreadingHTTPServer
+) -> None:
+    _inputs(tmp_path)
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf_home"))
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{hub.server_address[1]}")
+    monkeypatch.setenv("HF_TOKEN", "hf_wrong")
+    path = _pipeline(tmp_path, tmp_path / "hub", repo_id="someone/corpus")
+    with pytest.raises(ConfigError, match=r"refused the token \(HTTP 401\); check HF_TOKEN"):
+        _run(path)
+    assert not (tmp_path / "work" / "stages" / "read_jsonl").exists()
+
+    monkeypatch.setenv("HF_TOKEN", TOKEN)
+    _run(path)
+    local = {
+        str(p.relative_to(tmp_path / "hub")): p.read_bytes()
+        for p in (tmp_path / "hub").rglob("*")
+        if p.is_file() and not p.name.startswith(".")
+    }
+    assert sorted(local) == ["README.md"] + [
+        f"data/train-0000{i}-of-00003.parquet" for i in range(3)
+    ]
+    # every file uploaded byte for byte; the split's stale shard deleted, another file kept
+    assert hub.files == {**local, "notes.txt": b"theirs"}  # type: ignore[attr-defined]
+    assert "POST /api/datasets/someone/corpus/commit/main" in hub.log  # type: ignore[attr-defined]

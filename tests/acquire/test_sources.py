@@ -127,7 +127,7 @@ def test_example_pipeline_on_bundled_sample(tmp_path) -> None:
     assert all(r["url"] == "https://en.wikipedia.org/wiki/" + r["title"].replace(" ", "_")
                for r in wiki)
     assert len(out) == report["write_jsonl"]["docs_out"]
-    genindex = [r for r in out.values() if r.get("url", "").endswith("/genindex-B.html")]
+    genindex = [r for r in out.values() if (r.get("url") or "").endswith("/genindex-B.html")]
     assert len(genindex) == 1 and "b16decode() (in module base64)" in genindex[0]["text"]
     # Rerunning resumes: nothing is redone.
     r2 = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)

@@ -127,7 +127,7 @@ class WriteHf(GlobalStage):
 
     class Params(StageParams):
         path: OutputDir
-        """Output folder: relative to ``work_dir`` (may not escape it), absolute, or a URL."""
+        """Output folder: relative to ``work_dir`` (may not escape it), or absolute; local."""
         repo_id: Annotated[str, StringConstraints(pattern=_REPO)] | None = None
         """A hub dataset (``user/name``) to upload the folder to, with the token in
         ``HF_TOKEN`` (or a stored ``hf auth login``); checked before the run starts."""
@@ -141,6 +141,13 @@ class WriteHf(GlobalStage):
         """Parquet codec (pyarrow's names, in any case)."""
         row_group_size: PositiveInt = 10_000
         """Rows per row group."""
+
+    def setup(self) -> None:
+        if "://" in self.path and not self.path.startswith("file://"):
+            raise ConfigError(
+                f"write_hf.path: '{self.path}' is a URL; give a local folder (and "
+                "repo_id to upload it to the hub)"
+            )
 
     def output_dirs(self, ctx: StageContext) -> list[str]:
         return [ctx.output_path(self.path)]

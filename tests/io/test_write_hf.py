@@ -142,6 +142,13 @@ def test_repo_id_that_cannot_upload_stops_before_any_work(
     assert not (tmp_path / "hub").exists()
 
 
+def test_a_url_path_is_refused_in_one_line() -> None:
+    from curator.io.write_hf import WriteHf
+
+    with pytest.raises(ConfigError, match=r"write_hf\.path: 's3://b/x' is a URL"):
+        WriteHf.from_params({"path": "s3://b/x"})
+
+
 def test_cli_lists_the_stage_and_stops_in_one_line(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -274,3 +281,23 @@ def test_repo_id_uploads_the_folder_to_the_hub(
     # every file uploaded byte for byte; the split's stale shard deleted, another file kept
     assert hub.files == {**local, "notes.txt": b"theirs"}  # type: ignore[attr-defined]
     assert "POST /api/datasets/someone/corpus/commit/main" in hub.log  # type: ignore[attr-defined]
+
+
+def test_mpi_and_dask_write_the_same_files(tmp_path: Path) -> None:
+    _inputs(tmp_path)
+    _run(_pipeline(tmp_path, tmp_path / "local"))
+    ref = {p.name: p.read_bytes() for p in (tmp_path / "local" / "data").iterdir()}
+    head = (tmp_path / "local" / "README.md").read_text().split("---\n")[1]
+    for kind in ("mpi", "dask"):
+        path = _pipeline(tmp_path, tmp_path / kind)
+        cfg = yaml.safe_load(path.read_text())
+        cfg["work_dir"] = str(tmp_path / f"work-{kind}")
+        cfg["executor"] = {"type": kind} if kind == "mpi" else {"type": kind, "workers": 2}
+        path.write_text(yaml.safe_dump(cfg))
+        if kind == "mpi":
+            run_cli("run", str(path), mpi=2)
+        else:
+            _run(path)
+        got = {p.name: p.read_bytes() for p in (tmp_path / kind / "data").iterdir()}
+        assert got == ref, kind
+        assert (tmp_path / kind / "README.md").read_text().split("---\n")[1] == head, kind

@@ -127,3 +127,48 @@ def test_key_ranges_cover_the_key_space_evenly() -> None:
     assert len(counts) == n and counts.min() > 0.8 * len(keys) / n
     edges = np.array([0, 2**64 - 1], dtype=np.uint64)
     assert bucket_of(edges, n).tolist() == [0, n - 1]
+
+
+def test_documents_of_several_sequences_move_whole(tmp_path: Path) -> None:
+    """Split-sentences parts: each document keeps its sequences (megatron-core's reader)."""
+    from curator.tokenize import megatron
+    from curator.tokenize.shuffle import shuffle_groups
+
+    class Ctx:
+        stage_dir = str(tmp_path / "stage")
+
+        def map(self, fn, items, **_kw):
+            return [fn(i) for i in items]
+
+    rng = np.random.default_rng(1)
+    parts, want = [], {}
+    for p in range(2):
+        prefix = str(tmp_path / f"p{p}")
+        w = megatron.IndexedWriter(prefix, np.uint16)
+        with open(prefix + ".ids", "w") as f:
+            for d in range(30):
+                seqs = [
+                    rng.integers(0, 999, int(rng.integers(1, 6))).tolist()
+                    for _ in range(int(rng.integers(0, 4)))
+                ]
+                want[f"{p}-{d}"] = seqs
+                w.add_batch(
+                    np.array([t for s in seqs for t in s], dtype=np.int64),
+                    np.array([len(s) for s in seqs]),
+                    np.array([len(seqs)]),
+                )
+                f.write(f"{p}-{d}\n")
+        w.close()
+        parts.append(prefix)
+    out = shuffle_groups(
+        Ctx(), {"g": parts}, {"g": 60}, names={"g": "g"}, seed=3, memory_mb=0.003, dtype="uint16"
+    )["g"]
+    assert len(out) > 1  # several key ranges
+    got = {}
+    for prefix in out:
+        ds = IndexedDataset(prefix)
+        di = ds.document_indices
+        ids = Path(prefix + ".ids").read_text().splitlines()
+        for d, i in enumerate(ids):
+            got[i] = [ds[s].tolist() for s in range(di[d], di[d + 1])]
+    assert got == want

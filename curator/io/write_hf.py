@@ -104,7 +104,10 @@ class _WriteShard:
         import pyarrow.parquet as pq
 
         conform = schema.Conformer(self.columns)
-        rows = [conform(d.to_flat()) for d in docs]
+        rows = []
+        for doc in docs:  # passed on downstream, as a writer does
+            rows.append(conform(doc.to_flat()))
+            yield doc
         rel = self.files.get(ctx.shard)
         if rel is None:  # an empty shard: no file of its own
             return
@@ -116,7 +119,6 @@ class _WriteShard:
                 table, fh, compression=self.compression, row_group_size=self.row_group_size
             )
         ctx.wrote(out)
-        yield from ()  # the documents go on downstream as the input shards (passthrough)
 
 
 class WriteHf(GlobalStage):
@@ -205,7 +207,7 @@ class WriteHf(GlobalStage):
         full = [s.name for s, sv in zip(shards, surveys, strict=True) if (sv or {}).get("rows")]
         full = full or keys[:1]
         files = {name: shard_file(self.split, i, len(full)) for i, name in enumerate(full)}
-        ctx.write_shards(
+        out = ctx.write_shards(
             _WriteShard(out_dir, files, columns, self.compression, self.row_group_size), shards
         )
         if ctx.is_root:
@@ -215,7 +217,7 @@ class WriteHf(GlobalStage):
             if self.repo_id:
                 self._upload(out_dir)
         ctx.artifacts["hf_dataset"] = out_dir
-        return ctx.passthrough(shards)
+        return out
 
     def _remove_stale(self, out_dir: str, keep: set[str]) -> None:
         """Shards of this split left by an earlier run with more input shards: ``load_dataset``

@@ -110,8 +110,14 @@ class RedisAuth:
 
 
 def parse_nodes(nodes: list[str]) -> list[tuple[str, int]]:
+    from curator.base.redact import redact_url
+
     out = []
     for n in nodes:
+        if "://" in n or "@" in n:  # a URL would be split into a "host" that never resolves
+            raise CuratorError(
+                f"redis node '{redact_url(n)}' is not 'host:port': write the address alone, "
+                "the password in redis.password_env and TLS in redis.tls")
         host, _, port = n.rpartition(":")
         if not host or not port.isdigit():
             raise CuratorError(f"redis node '{n}' is not 'host:port'")

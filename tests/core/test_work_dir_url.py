@@ -9,6 +9,7 @@ PIPE = "name: t\nwork_dir: {wd}\nstages:\n  - read_jsonl: {{paths: in.jsonl}}\n"
 
 
 def test_object_store_work_dir_is_refused_in_one_line(tmp_path):
+    (tmp_path / "in.jsonl").write_text('{"id": "a", "text": "x"}\n')  # validate lists inputs
     (tmp_path / "p.yaml").write_text(PIPE.format(wd="s3://bucket/run"))
     res = run_cli("validate", "p.yaml", cwd=tmp_path, check=False)
     assert res.returncode == 2

@@ -248,27 +248,34 @@ def check_semantic_dedup(a: argparse.Namespace, tmp: Path, log: Path) -> dict:
     return r
 
 
-def check_train(a: argparse.Namespace, tmp: Path, log: Path) -> dict:
-    import torch
-
+def demo_blend(a: argparse.Namespace, tmp: Path, log: Path) -> Path:
+    """The tiny demo corpus and its blend.json (``curator.train.demo``), made once."""
     td = tmp / "td"
-    sh([sys.executable, "-m", "curator.train.demo", str(td)], 120, log, a.env)
-    tr = [
+    if not (td / "blend.json").exists():
+        sh([sys.executable, "-m", "curator.train.demo", str(td)], 120, log, a.env)
+    return td / "blend.json"
+
+
+def train_cmd(blend: Path, *args: str) -> list[str]:
+    """``curator train`` on the GPU over ``blend``."""
+    return [
         sys.executable,
         "-m",
         "curator.cli",
         "train",
         "--blend",
-        str(td / "blend.json"),
+        str(blend),
         "--device",
         "cuda",
-        "--train-iters",
-        "40",
-        "--log-interval",
-        "10",
-        "--eval-interval",
-        "20",
+        *args,
     ]
+
+
+def check_train(a: argparse.Namespace, tmp: Path, log: Path) -> dict:
+    import torch
+
+    blend = demo_blend(a, tmp, log)
+    tr = train_cmd(blend, "--train-iters", "40", "--log-interval", "10", "--eval-interval", "20")
     runs = {}
     variants = [("fp32_tp1", []), ("bf16_tp1", ["--precision", "bf16"])]
     if torch.cuda.device_count() >= 2:
@@ -392,28 +399,9 @@ def check_triton_kind_gpu(a: argparse.Namespace, tmp: Path, log: Path) -> dict:
             "the 24 MB working tree exceed one device call's 64 MiB, and the GPU image "
             f"has no tritonserver; onnxruntime providers here: {providers}"
         )
-    td = tmp / "tdt"
-    sh([sys.executable, "-m", "curator.train.demo", str(td)], 120, log, a.env)
+    blend = demo_blend(a, tmp, log)
     ck = tmp / "ck_triton"
-    sh(
-        [
-            sys.executable,
-            "-m",
-            "curator.cli",
-            "train",
-            "--blend",
-            str(td / "blend.json"),
-            "--save",
-            str(ck),
-            "--device",
-            "cuda",
-            "--train-iters",
-            "10",
-        ],
-        200,
-        log,
-        a.env,
-    )
+    sh(train_cmd(blend, "--save", str(ck), "--train-iters", "10"), 200, log, a.env)
     repo = tmp / "repo"
     sh(
         [

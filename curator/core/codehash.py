@@ -216,12 +216,11 @@ def _module(name: str) -> _Module | None:
     except OSError:
         return None
     is_pkg = os.path.basename(path) == "__init__.py"
-    try:
-        text = raw.decode("utf-8")
-        tree = ast.parse(text)
-    except (UnicodeDecodeError, SyntaxError, ValueError):
+    parsed = _parse(raw)
+    if parsed is None:
         mod = _Module(_key_of(name, path), _hash(raw), (), stamp)
     else:
+        text, tree = parsed
         imports, doc_lines = _scan(tree, name, is_pkg, user=not _is_curator(name))
         mod = _Module(_key_of(name, path), _hash(_normalized(text, doc_lines).encode()),
                       tuple(imports), stamp)
@@ -283,12 +282,27 @@ def source_digest(path: str) -> str | None:
             raw = f.read()
     except OSError:
         return None
+    parsed = _parse(raw)
+    if parsed is None:
+        return _hash(raw)
+    text, tree = parsed
+    return _hash(_normalized(text, _scan(tree, "", False)[1]).encode())
+
+
+#: Sources larger than this are keyed on their bytes: a syntax tree takes tens of times its
+#: source's size, and generated modules that large carry no comments worth ignoring.
+_MAX_PARSE = 8 << 20
+
+
+def _parse(raw: bytes) -> tuple[str, ast.Module] | None:
+    """(text, syntax tree) of a Python source, or None when it is too large or not Python."""
+    if len(raw) > _MAX_PARSE:
+        return None
     try:
         text = raw.decode("utf-8")
-        tree = ast.parse(text)
+        return text, ast.parse(text)
     except (UnicodeDecodeError, SyntaxError, ValueError):
-        return _hash(raw)
-    return _hash(_normalized(text, _scan(tree, "", False)[1]).encode())
+        return None
 
 
 def _hash(data: bytes) -> str:

@@ -148,7 +148,7 @@ def pid_alive(pid: int) -> bool:
         pass
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
-            stat = f.read()
+            stat = f.read(4096)  # one line: pid, (comm of at most 16 bytes), state, ...
     except OSError:  # no /proc (macOS), or it just went
         return True
     # "pid (comm) S ...": the state follows the last ')' (comm may hold spaces and parens)

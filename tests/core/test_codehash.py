@@ -313,3 +313,15 @@ def test_code_deps_module_of_a_custom_stage_is_hashed_and_an_edit_is_seen_in_pro
     (tmp_path / "rules_by_name.py").write_text("LIMIT = 50\n")
     after = code_identity(ByName, builtin=False)["modules"]
     assert after["rules_by_name.py"] != before["rules_by_name.py"]
+
+
+def test_a_source_too_large_to_parse_is_keyed_on_its_bytes(tmp_path):
+    """A generated module over the parse cap is hashed as bytes (no syntax tree of GBs)."""
+    from curator.core import codehash
+
+    big = tmp_path / "gen.py"
+    body = b"x = 1\n" * ((codehash._MAX_PARSE // 6) + 1)
+    big.write_bytes(body)
+    a = codehash.source_digest(str(big))
+    big.write_bytes(body + b"# comment\n")
+    assert a is not None and codehash.source_digest(str(big)) != a  # bytes, not comment-blind

@@ -395,33 +395,38 @@ def render_dead_temps(work_dir: str) -> list[str]:
 
 def _live_run_id(work_dir: str) -> str:
     """The id of the run holding the work_dir's lock, "" when none does."""
-    import fcntl
-
     from curator.core.lock import holder_run_id
 
-    try:
-        fh = open(os.path.join(work_dir, LOCK_NAME), "rb")  # noqa: SIM115
-    except OSError:
-        return ""
-    with fh:
-        try:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return holder_run_id(fh.read())
-        except OSError:
-            return ""
-        fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
-    return ""
+    text = _held_lock_text(work_dir)
+    return holder_run_id(text) if text is not None else ""
 
 
 def _holder(work_dir: str) -> str:
+    from curator.core.lock import describe_holder
+
+    text = _held_lock_text(work_dir)
+    return describe_holder(text) if text is not None else ""
+
+
+def _held_lock_text(work_dir: str) -> bytes | None:
+    """What the work_dir's lock file holds while another process holds the lock, else None
+    (free, absent, unreadable). Opened without following a symlink; a lock file is a line."""
     import fcntl
 
     path = os.path.join(work_dir, LOCK_NAME)
     try:
         fh = os.fdopen(os.open(path, os.O_RDONLY | os.O_NOFOLLOW), "rb")
     except OSError:
-        return ""
+        return None
+    with fh:
+        try:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return fh.read(1 << 16)
+        except OSError:
+            return None
+        fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+    return None
     with fh:
         try:
             fcntl.flock(fh.fileno(), fcntl.LOCK_SH | fcntl.LOCK_NB)

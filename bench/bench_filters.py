@@ -29,7 +29,7 @@ from collections.abc import Callable
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from curator.core.document import Document
+from curator.base.document import Document
 from curator.filters.c4_quality import C4Quality
 from curator.filters.fineweb_quality import FineWebQuality
 from curator.filters.gopher_quality import GopherQuality

@@ -31,7 +31,7 @@ import tempfile
 import time
 from collections.abc import Callable
 
-from curator.core.document import Document
+from curator.base.document import Document
 from curator.tokenize.load import load_encoder
 from curator.tokenize.megatron_shards import PartWriter
 from curator.tokenize.train_tokenizer import TrainTokenizer, train_bpe

@@ -26,7 +26,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from curator.core.document import Document
+from curator.base.document import Document
 from curator.core.registry import resolve
 
 LOCALES = {"de": "de", "fr": "fr", "es": "es", "ru": "ru", "zh": "zh_CN", "ja": "ja"}

@@ -12,7 +12,7 @@ import os
 import tempfile
 import time
 
-from curator.core.document import Document
+from curator.base.document import Document
 from curator.core.progress import heartbeat
 
 

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from curator.core.document import Document
+from curator.base.document import Document
 from curator.core.stage import Shard
 
 Overrides = Mapping[str, Any] | Sequence[str] | None
@@ -76,7 +76,7 @@ def _override_list(overrides: Overrides) -> list[str]:
 def load(path: str | int | Any, overrides: Overrides = None) -> Any:
     """Load and validate a pipeline file without running it (``curator validate``); returns
     a :class:`curator.core.pipeline.Pipeline`. ``path`` may be an open file descriptor or
-    file object: it is read and left open. Raises :class:`curator.core.errors.ConfigError`
+    file object: it is read and left open. Raises :class:`curator.base.errors.ConfigError`
     with the same one-line message the command prints."""
     from curator.core import pipeline as pl
 
@@ -92,7 +92,7 @@ def run(path: str, overrides: Overrides = None, executor: str | Mapping[str, Any
     ``executor``: ``"local"``, ``"dask"`` or a mapping such as ``{"type": "dask",
     "workers": 4}``; default: the file's ``executor`` section.
     ``log``: ``True`` prints progress lines to stderr, or pass a function taking one line.
-    Errors raise :class:`curator.core.errors.CuratorError` subclasses (``ConfigError`` for
+    Errors raise :class:`curator.base.errors.CuratorError` subclasses (``ConfigError`` for
     a bad file), never ``SystemExit``. Modules named by dotted path are imported from
     ``sys.path`` as it is: unlike the ``curator`` command, nothing is added to it.
     """

@@ -22,8 +22,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from curator import __version__
-from curator.core.errors import ConfigError, CuratorError, fs_error_line, install_hint
-from curator.core.redact import redact
+from curator.base.errors import ConfigError, CuratorError, fs_error_line, install_hint
+from curator.base.redact import redact
 
 _default_showwarning = warnings.showwarning
 
@@ -470,7 +470,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 class _Redacting:
-    """A text stream that masks secrets (:func:`~curator.core.redact.redact`) in what is
+    """A text stream that masks secrets (:func:`~curator.base.redact.redact`) in what is
     written through it: every line curator, a library's logger or a warning prints."""
 
     def __init__(self, stream: Any) -> None:

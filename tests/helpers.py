@@ -77,8 +77,8 @@ def stage_error(kind: str, params: dict) -> str:
     ``p.yaml:5: stages[1].<kind>.<key>: ...``. Fails the test when the pipeline is valid."""
     import json
 
+    from curator.base.errors import ConfigError
     from curator.core import pipeline as pl
-    from curator.core.errors import ConfigError
     from curator.core.registry import resolve
 
     stages = [] if resolve(kind).kind == "source" else [{"read_jsonl": {"paths": "x.jsonl"}}]

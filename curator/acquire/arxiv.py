@@ -20,9 +20,9 @@ from typing import IO, Any
 
 from curator.acquire.base import DownloadParams, DownloadSource
 from curator.acquire.download import fetch, join_url, listed_url, require_protocol
+from curator.base.document import Document
+from curator.base.errors import ConfigError, InputError
 from curator.core.context import ShardContext, StageContext
-from curator.core.document import Document
-from curator.core.errors import ConfigError, InputError
 from curator.core.params import NonNegInt, PositiveFloat, PositiveInt
 from curator.extract.latex import LatexError, submission_text
 from curator.extract.timeout import ExtractTimeout, time_limit

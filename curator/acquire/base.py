@@ -36,10 +36,10 @@ from urllib.parse import urlsplit
 from pydantic import Field
 
 from curator.acquire.download import DownloadError, FetchResult, Verify, fetch, is_local_url
+from curator.base.document import Document
+from curator.base.redact import redact
 from curator.core.context import ShardContext, StageContext
-from curator.core.document import Document
 from curator.core.params import NonNegInt, PositiveFloat, StageParams
-from curator.core.redact import redact
 from curator.core.stage import OutputDir, ShardSpec, Source
 
 

@@ -30,9 +30,9 @@ from curator.acquire.warc import (
     WarcParams,
     member_records,
 )
+from curator.base.errors import ConfigError, InputError
+from curator.base.redact import redact
 from curator.core.context import ShardContext, StageContext
-from curator.core.errors import ConfigError, InputError
-from curator.core.redact import redact
 from curator.core.stage import ShardSpec
 from curator.storage.paths import expand_paths
 

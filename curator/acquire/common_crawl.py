@@ -16,8 +16,8 @@ from curator.acquire.warc import (
     WarcParams,
     parse_ranges,
 )
+from curator.base.errors import ConfigError, InputError
 from curator.core.context import StageContext
-from curator.core.errors import ConfigError, InputError
 from curator.core.params import PositiveInt
 
 

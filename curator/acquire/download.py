@@ -21,8 +21,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from curator.core.errors import InputError
-from curator.core.redact import redact
+from curator.base.errors import InputError
+from curator.base.redact import redact
 from curator.storage import nofollow
 
 Verify = Literal["gzip", "bz2", "tar", "none"]

@@ -8,8 +8,8 @@ from typing import Any
 
 from curator.acquire.base import FetchParams
 from curator.acquire.warc import ARCHIVE_SUFFIXES, WarcExtracting, WarcParams, archive_kind
+from curator.base.errors import ConfigError
 from curator.core.context import StageContext
-from curator.core.errors import ConfigError
 from curator.core.stage import DocumentPaths
 from curator.storage.paths import expand_paths
 

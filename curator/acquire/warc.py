@@ -34,10 +34,10 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from curator.acquire.base import DownloadSource
+from curator.base.document import Document
+from curator.base.errors import ConfigError
 from curator.base.urls import public_url
 from curator.core.context import ShardContext
-from curator.core.document import Document
-from curator.core.errors import ConfigError
 from curator.core.params import PositiveFloat, Ratio, StageParams
 from curator.extract.extract_html import (
     DEFAULT_EXTRACTOR,

@@ -30,9 +30,9 @@ from pydantic import field_validator
 
 from curator.acquire.base import DownloadParams, DownloadSource
 from curator.acquire.download import fetch, join_url, listed_url
+from curator.base.document import Document
+from curator.base.errors import ConfigError, InputError
 from curator.core.context import ShardContext, StageContext
-from curator.core.document import Document
-from curator.core.errors import ConfigError, InputError
 from curator.core.params import NonNegInt, PositiveFloat, PositiveInt
 from curator.core.stage import DocumentPaths
 from curator.extract.timeout import ExtractTimeout, time_limit

@@ -16,8 +16,8 @@ MIN_AUC = 0.6
 
 
 def cmd_train(args: argparse.Namespace) -> int:
+    from curator.base.errors import CuratorError
     from curator.classifiers.quality import check_auc, train_from_parts
-    from curator.core.errors import CuratorError
 
     _check_args(args.tqc_parser, args)
     out = os.path.abspath(args.output)
@@ -77,8 +77,8 @@ def _write_teacher_labels(args: argparse.Namespace, ftr: TextIO, fho: TextIO,
     """--labels-from: a document is high-quality when its teacher score is >= --threshold.
     Records without a finite numeric score are counted and left out (a student must not learn
     a guessed label); none with a score at all is an error naming the field."""
+    from curator.base.errors import InputError
     from curator.classifiers.quality import HQ, LQ, holdout_unit, normalize
-    from curator.core.errors import InputError
     from curator.storage.paths import expand_paths
 
     field, threshold = args.labels_from, args.threshold
@@ -129,8 +129,8 @@ def _iter_scored(paths: list[str], text_field: str, field: str
     import orjson
 
     from curator.base.document import meta_value
+    from curator.base.errors import InputError
     from curator.classifiers.quality import iter_jsonl_lines
-    from curator.core.errors import InputError
 
     for path, i, line in iter_jsonl_lines(paths):
         try:

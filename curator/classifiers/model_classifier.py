@@ -24,9 +24,9 @@ from typing import Annotated, Any, Literal
 import numpy as np
 from pydantic import Field, model_validator
 
+from curator.base.document import Document
+from curator.base.errors import ConfigError, StageError
 from curator.core.context import ShardContext
-from curator.core.document import Document
-from curator.core.errors import ConfigError, StageError
 from curator.core.params import NonNegInt, PositiveInt, StageParams
 from curator.core.stage import BatchStage, DirPath
 from curator.models import hf

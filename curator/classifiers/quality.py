@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 import xxhash
 
-from curator.core.errors import InputError
+from curator.base.errors import InputError
 from curator.storage.atomic import atomic_open
 
 HQ, LQ = "__label__hq", "__label__lq"

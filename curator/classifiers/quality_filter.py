@@ -9,10 +9,10 @@ from typing import Literal
 
 import numpy as np
 
+from curator.base.document import Document
+from curator.base.errors import ConfigError
 from curator.classifiers.quality import holdout_unit, hq_scores, load_model, normalize
 from curator.core.context import ShardContext
-from curator.core.document import Document
-from curator.core.errors import ConfigError
 from curator.core.params import PositiveFloat, PositiveInt, Ratio, StageParams
 from curator.core.stage import BatchStage, FilePath
 

@@ -10,6 +10,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, model_validator
 
+from curator.base.document import Document, meta_value
 from curator.classifiers.quality import (
     DEFAULT_BUCKET,
     DEFAULT_DIM,
@@ -22,7 +23,6 @@ from curator.classifiers.quality import (
     train_from_parts,
 )
 from curator.core.context import GlobalContext
-from curator.core.document import Document, meta_value
 from curator.core.params import (
     NonNegInt,
     PositiveFloat,

@@ -10,7 +10,7 @@ Which curator modules are followed, and why:
 
 * followed: the stage families (``curator.filters``, ``curator.dedup``, ...), ``curator.text``,
   ``curator.models``, ``curator.base.document`` (``meta_value``: how stored signals are read;
-  ``curator.core.document`` is its old name), ``curator.storage.encoding`` (how input bytes
+  ``curator.base.document`` is its old name), ``curator.storage.encoding`` (how input bytes
   are decoded) and ``curator.storage.limits`` (what a reader keeps of an oversized record):
   code that decides what a stage outputs;
 * not followed: the rest of ``curator.core`` (runner, pipeline, executors, report, the stage
@@ -56,8 +56,6 @@ NOT_FOLLOWED = ("curator.core", "curator.storage", "curator.base.errors", "curat
                 "curator.cli", "curator.api", "curator.__main__")
 #: Exceptions inside :data:`NOT_FOLLOWED`: they decide what a stage outputs.
 FOLLOWED_ANYWAY = ("curator.storage.encoding", "curator.storage.limits")
-#: Old module names that re-export another module: the one they stand for is followed.
-ALIASES = {"curator.core.document": "curator.base.document"}
 
 
 @dataclass(frozen=True)
@@ -76,7 +74,6 @@ _CACHE: dict[str, _Module] = {}
 
 def followed(name: str) -> bool:
     """Whether curator module ``name`` holds stage logic (see the module docstring)."""
-    name = ALIASES.get(name, name)
     if name == "curator" or not name.startswith("curator."):
         return False
     if any(name == m or name.startswith(m + ".") for m in FOLLOWED_ANYWAY):
@@ -93,7 +90,7 @@ def code_digests(roots: Iterable[str], deps: Iterable[str] = (),
     (:func:`is_user_module`) from the user's modules. A module or file that cannot be found is
     recorded as ``missing`` (so it appearing later counts as a change)."""
     out: dict[str, str] = {}
-    todo = [ALIASES.get(r, r) for r in roots]
+    todo = list(roots)
     for dep in deps:
         if "/" in dep or os.sep in dep:
             out[dep.replace(os.sep, "/")] = _file_digest(dep, bases)
@@ -110,7 +107,7 @@ def code_digests(roots: Iterable[str], deps: Iterable[str] = (),
             out[_key_of(name, None)] = "missing"
             continue
         out[mod.key] = mod.digest
-        todo += [ALIASES.get(i, i) for i in mod.imports
+        todo += [i for i in mod.imports
                  if followed(i) or (not _is_curator(name) and is_user_module(i))]
     return dict(sorted(out.items()))
 

@@ -12,9 +12,9 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+from curator.base.document import Document
+from curator.base.errors import StageError, fs_error_line
 from curator.core import tracing
-from curator.core.document import Document
-from curator.core.errors import StageError, fs_error_line
 from curator.core.progress import item_beats
 from curator.core.shard_context import (
     DEFAULT_MAX_DOC_BYTES,

@@ -15,6 +15,8 @@ import traceback
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from curator.base.errors import ConfigError, CuratorError, StageError
+from curator.base.redact import redact
 from curator.core.dask_quiet import (
     close_workers,
     ignore_sigint_plugin,
@@ -22,7 +24,6 @@ from curator.core.dask_quiet import (
     silence_workers,
     stopping,
 )
-from curator.core.errors import ConfigError, CuratorError, StageError
 from curator.core.liveness import (
     PeerWatch,
     connection_lost_errors,
@@ -32,7 +33,6 @@ from curator.core.liveness import (
     scheduler_cancelled_line,
     scheduler_lost_line,
 )
-from curator.core.redact import redact
 from curator.core.tls import TLSFiles, dask_config_tls, is_loopback, scheduler_address, tls_files
 from curator.storage.atomic import set_run_id
 
@@ -600,7 +600,7 @@ def _connect(address: str | None, scheduler_file: str | None, tls: TLSFiles | No
 
 
 class RedactingFilter(logging.Filter):
-    """A log filter that masks secrets (:func:`~curator.core.redact.redact`) in each record."""
+    """A log filter that masks secrets (:func:`~curator.base.redact.redact`) in each record."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         try:

@@ -30,9 +30,9 @@ from typing import Any
 
 import orjson
 
+from curator.base.errors import CuratorError
 from curator.core.codehash import code_digests, followed, source_imports
 from curator.core.codeobj import values_digest
-from curator.core.errors import CuratorError
 from curator.storage import sealed
 
 #: Bump when the way keys are computed changes (every earlier result then reruns once).
@@ -42,7 +42,7 @@ KEY_FORMAT = 4
 def fingerprint_key(work_dir: str, create: bool = False) -> bytes | None:
     """The work_dir's own random key (:func:`curator.storage.sealed.work_dir_key`, mode 0600,
     also what seals phase results), which keys the digests of secret parameters
-    (:func:`~curator.core.redact.keyed_digest`); ``None`` when the work_dir has none yet
+    (:func:`~curator.base.redact.keyed_digest`); ``None`` when the work_dir has none yet
     (``create``: make it). Read without following a symlink; one that is not the user's
     private file counts as none."""
     if create:

@@ -21,8 +21,8 @@ from typing import IO, Any
 
 import orjson
 
+from curator.base.errors import CuratorError
 from curator.base.redact import MASK, redact
-from curator.core.errors import CuratorError
 from curator.storage import nofollow
 
 LOCK_NAME = ".lock"

@@ -26,9 +26,9 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from curator.core.errors import ConfigError
+from curator.base.errors import ConfigError
+from curator.base.redact import keyed_digest, redact_value
 from curator.core.identity import KEY_FORMAT, code_identity, digest, fingerprint_key
-from curator.core.redact import keyed_digest, redact_value
 from curator.core.registry import is_builtin, resolve
 from curator.core.stage import Stage
 from curator.storage.limits import DEFAULT_MAX_DOC_MB

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from curator.core.errors import ConfigError
+from curator.base.errors import ConfigError
 from curator.core.executors import Executor
 from curator.core.pipeline import Pipeline
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import difflib
 import importlib
 
-from curator.core.errors import ConfigError
+from curator.base.errors import ConfigError
 from curator.core.stage import Stage
 
 #: Stage families, in the order ``curator stages`` lists them.

@@ -20,8 +20,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from curator.base.redact import redact_value
 from curator.core.context import write_json
-from curator.core.redact import redact_value
 from curator.core.stats import StageStats
 from curator.storage.atomic import atomic_open
 

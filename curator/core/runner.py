@@ -30,17 +30,17 @@ from typing import Any
 
 import orjson
 
+from curator.base.errors import CuratorError, InputError, StageError, fs_error_line
 from curator.base.files import files_under
+from curator.base.redact import redact, redact_value
 from curator.core import tracing
 from curator.core.context import GlobalContext, StageContext, write_json
-from curator.core.errors import CuratorError, InputError, StageError, fs_error_line
 from curator.core.executors import Executor
 from curator.core.identity import describe_input_change, digest, explain, identities
 from curator.core.lock import WorkDirLock
 from curator.core.pipeline import Pipeline, StageNode
 from curator.core.preflight import preflight
 from curator.core.progress import Progress
-from curator.core.redact import redact, redact_value
 from curator.core.report import RunReport, StageReport, skipped_note, write_report
 from curator.core.shard_context import DEFAULT_MAX_DOC_BYTES
 from curator.core.shard_runner import (

@@ -18,7 +18,7 @@ from typing import Any
 
 import orjson
 
-from curator.core.errors import InputError
+from curator.base.errors import InputError
 from curator.core.stats import StageStats
 from curator.storage.shards import read_records
 

@@ -10,10 +10,10 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
+from curator.base.document import Document
+from curator.base.errors import ConfigError
+from curator.base.redact import redact_fast, redact_value
 from curator.base.urls import public_url
-from curator.core.document import Document
-from curator.core.errors import ConfigError
-from curator.core.redact import redact_fast, redact_value
 from curator.storage import nofollow
 from curator.storage.atomic import atomic_open, open_compressed_write
 from curator.storage.limits import DEFAULT_MAX_DOC_MB, mb_to_bytes

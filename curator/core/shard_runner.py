@@ -32,12 +32,12 @@ from typing import Any
 import orjson
 import xxhash
 
+from curator.base.document import Document
+from curator.base.errors import CuratorError, StageError, fs_error_line, install_hint
+from curator.base.redact import redact, redact_value
 from curator.core import tracing
-from curator.core.document import Document
-from curator.core.errors import CuratorError, StageError, fs_error_line, install_hint
 from curator.core.identity import digest
 from curator.core.progress import heartbeat, heartbeat_path
-from curator.core.redact import redact, redact_value
 from curator.core.shard_context import DEFAULT_MAX_DOC_BYTES, Mapper, ShardContext, write_json
 from curator.core.stage import Shard, ShardSpec, ShardStage, Source, Stage
 from curator.core.stats import ShardStats, length_bin

@@ -36,8 +36,8 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ValidationError, create_model
 
-from curator.core.document import Document
-from curator.core.errors import ConfigError
+from curator.base.document import Document
+from curator.base.errors import ConfigError
 from curator.core.identity import spec_paths
 from curator.core.params import (  # noqa: F401 - the path types are part of the stage API
     OWNER,

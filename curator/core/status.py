@@ -15,12 +15,12 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
+from curator.base.errors import CuratorError
+from curator.base.redact import redact_value
 from curator.core import tracing
-from curator.core.errors import CuratorError
 from curator.core.identity import describe_input_change, digest, explain
 from curator.core.lock import LOCK_NAME
 from curator.core.pipeline import Pipeline, StageNode
-from curator.core.redact import redact_value
 from curator.core.runner import (
     drop_orphan_outputs,
     effective_fingerprint,

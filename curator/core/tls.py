@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from curator.core.errors import ConfigError
+from curator.base.errors import ConfigError
 from curator.storage import nofollow
 
 #: what ``curator tls-certs`` writes for a client that is not one of the nodes

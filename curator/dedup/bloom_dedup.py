@@ -30,9 +30,9 @@ from typing import Any, Literal
 
 import numpy as np
 
+from curator.base.document import Document
+from curator.base.errors import StageError
 from curator.core.context import GlobalContext, ShardContext
-from curator.core.document import Document
-from curator.core.errors import StageError
 from curator.core.params import NonNegInt, PositiveFloat, PositiveInt, StageParams
 from curator.core.stage import GlobalStage, Shard
 from curator.dedup import bloom

@@ -16,9 +16,9 @@ from typing import Any, Literal
 import numpy as np
 import orjson
 
+from curator.base.document import Document
+from curator.base.errors import StageError
 from curator.core.context import ShardContext
-from curator.core.document import Document
-from curator.core.errors import StageError
 from curator.core.params import NonNegInt, PositiveInt, StageParams
 from curator.storage.atomic import atomic_open
 

@@ -26,8 +26,8 @@ import orjson
 import xxhash
 from pydantic import Field
 
+from curator.base.document import Document, meta_value
 from curator.core.context import GlobalContext
-from curator.core.document import Document, meta_value
 from curator.core.stage import GlobalStage, Shard
 from curator.dedup.common import (
     Normalize,

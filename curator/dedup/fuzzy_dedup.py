@@ -32,9 +32,9 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 import numpy as np
 from pydantic import Field, model_validator
 
+from curator.base.document import meta_value
+from curator.base.errors import ConfigError
 from curator.core.context import GlobalContext
-from curator.core.document import meta_value
-from curator.core.errors import ConfigError
 from curator.core.params import NonNegInt, PositiveInt, Ratio, StageParams
 from curator.core.stage import GlobalStage, HostNeeds, OutputDir, Shard
 from curator.dedup.common import (

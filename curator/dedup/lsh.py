@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from curator.core.errors import ConfigError
+from curator.base.errors import ConfigError
 
 _GRID = 2001  # odd: Simpson's rule
 

@@ -334,7 +334,7 @@ class MinHasher:
         self.a, self.b = permutations(num_perm, seed, scheme)
         self.wide = scheme == "datatrove"
         if self.wide and kind != "word":
-            from curator.core.errors import ConfigError
+            from curator.base.errors import ConfigError
 
             raise ConfigError("scheme: datatrove hashes word n-grams; set shingle: word")
 

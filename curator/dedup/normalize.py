@@ -26,7 +26,7 @@ import unicodedata
 from collections.abc import Callable, Sequence
 from typing import Literal
 
-from curator.core.errors import ConfigError
+from curator.base.errors import ConfigError
 
 Preset = Literal["none", "basic", "fineweb"]
 PRESETS: tuple[str, ...] = ("none", "basic", "fineweb")

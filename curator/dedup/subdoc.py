@@ -30,9 +30,9 @@ from typing import Any
 import numpy as np
 import xxhash
 
+from curator.base.document import Document
+from curator.base.errors import StageError
 from curator.core.context import GlobalContext, ShardContext
-from curator.core.document import Document
-from curator.core.errors import StageError
 from curator.core.stage import Shard
 from curator.dedup.common import ROW_BITS, gather_partition, ref_row
 from curator.dedup.normalize import normalize_batch

@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from curator.core.errors import ConfigError, InputError
+from curator.base.errors import ConfigError, InputError
 from curator.storage.outputs import check_output_dir, mark_output_dir
 
 OWNER = "export_triton"

@@ -19,7 +19,7 @@ import os
 import shutil
 import subprocess
 
-from curator.core.errors import InputError
+from curator.base.errors import InputError
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 

@@ -21,8 +21,8 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any, Literal
 
+from curator.base.document import Document
 from curator.core.context import ShardContext
-from curator.core.document import Document
 from curator.core.params import PositiveFloat, Ratio, StageParams
 from curator.core.stage import ShardStage
 from curator.extract import justext_classify, resume

@@ -25,9 +25,9 @@ from typing import Any
 
 import numpy as np
 
+from curator.base.document import Document
+from curator.base.errors import ConfigError
 from curator.core.context import ShardContext
-from curator.core.document import Document
-from curator.core.errors import ConfigError
 from curator.core.params import StageParams
 from curator.core.stage import FilePath, ShardStage
 

@@ -10,8 +10,8 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
+from curator.base.document import Document
 from curator.core.context import ShardContext
-from curator.core.document import Document
 from curator.core.params import NonNegInt, StageParams
 from curator.core.stage import ShardStage
 from curator.text.sentences import split_sentences

@@ -32,9 +32,9 @@ import orjson
 import xxhash
 from pydantic import Field
 
+from curator.base.document import Document
+from curator.base.errors import ConfigError, InputError
 from curator.core.context import GlobalContext, ShardContext
-from curator.core.document import Document
-from curator.core.errors import ConfigError, InputError
 from curator.core.params import NonNegInt, PositiveInt, StageParams
 from curator.core.stage import FilePath, GlobalStage, Shard
 from curator.storage.atomic import atomic_open, open_compressed_read

@@ -14,8 +14,8 @@ from typing import Literal, Self
 
 from pydantic import model_validator
 
+from curator.base.document import Document
 from curator.core.context import ShardContext
-from curator.core.document import Document
 from curator.core.params import PositiveInt, StageParams
 from curator.core.stage import ShardStage
 

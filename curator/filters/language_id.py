@@ -10,9 +10,9 @@ import os
 from collections.abc import Collection, Iterable
 from typing import Any
 
+from curator.base.document import Document
+from curator.base.errors import ConfigError
 from curator.core.context import ShardContext
-from curator.core.document import Document
-from curator.core.errors import ConfigError
 from curator.core.params import PositiveInt, Ratio, StageParams
 from curator.core.stage import BatchStage, FilePath
 from curator.filters.features import DocFeatures

@@ -49,9 +49,9 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from typing import Any, Literal
 
+from curator.base.document import Document
+from curator.base.errors import ConfigError
 from curator.core.context import ShardContext
-from curator.core.document import Document
-from curator.core.errors import ConfigError
 from curator.core.params import Ratio, StageParams
 from curator.core.stage import ShardStage
 

@@ -9,8 +9,8 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from curator.core.document import Document
-from curator.core.errors import ConfigError
+from curator.base.document import Document
+from curator.base.errors import ConfigError
 from curator.core.params import StageParams
 from curator.core.stage import Filter
 from curator.filters.features import DocFeatures

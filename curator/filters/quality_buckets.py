@@ -28,8 +28,8 @@ import numpy as np
 import xxhash
 from pydantic import Field, model_validator
 
+from curator.base.document import Document, meta_value
 from curator.core.context import GlobalContext, ShardContext
-from curator.core.document import Document, meta_value
 from curator.core.params import PositiveInt, StageParams
 from curator.core.stage import GlobalStage, Shard
 from curator.storage.atomic import atomic_open

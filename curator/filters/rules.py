@@ -27,9 +27,9 @@ from typing import Any, ClassVar, Literal, Self
 
 from pydantic import model_validator
 
+from curator.base.document import Document
+from curator.base.errors import ConfigError
 from curator.core.context import ShardContext
-from curator.core.document import Document
-from curator.core.errors import ConfigError
 from curator.core.params import NonNegFloat, NonNegInt, PositiveInt, Ratio, StageParams
 from curator.core.stage import FilePath, Filter
 from curator.filters.features import DocFeatures

@@ -24,9 +24,9 @@ import operator
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from curator.base.document import Document
+from curator.base.errors import ConfigError
 from curator.core.context import ShardContext
-from curator.core.document import Document
-from curator.core.errors import ConfigError
 from curator.core.params import StageParams
 from curator.core.stage import ShardStage
 

@@ -20,7 +20,7 @@ import os
 import numpy as np
 import xxhash
 
-from curator.core.errors import ConfigError
+from curator.base.errors import ConfigError
 
 #: ISO 639-1 code (what ``language_id`` writes) -> glin-profanity dictionary name.
 GLIN_LANGUAGES: dict[str, str] = {

@@ -17,10 +17,10 @@ import fsspec
 import orjson
 from pydantic import Field
 
+from curator.base.document import MAX_NESTING, Document
+from curator.base.errors import InputError
 from curator.base.urls import distinct, public_basename, public_url
 from curator.core.context import ShardContext, StageContext
-from curator.core.document import MAX_NESTING, Document
-from curator.core.errors import InputError
 from curator.core.params import PositiveFloat, StageParams
 from curator.core.stage import DocumentPaths, OutputDir, ShardSpec, ShardStage, Source
 from curator.io import schema

@@ -10,9 +10,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator
 
+from curator.base.document import Document
 from curator.base.urls import public_basename
 from curator.core.context import ShardContext, StageContext
-from curator.core.document import Document
 from curator.core.params import PositiveFloat, PositiveInt, StageParams
 from curator.core.stage import DocumentPaths, OutputDir, ShardSpec, ShardStage, Source
 from curator.io import schema

@@ -31,9 +31,9 @@ from typing import Annotated, Any, Literal
 import orjson
 from pydantic import ConfigDict, Field
 
+from curator.base.document import Document
+from curator.base.errors import ConfigError, InputError
 from curator.core.context import ShardContext, StageContext
-from curator.core.document import Document
-from curator.core.errors import ConfigError, InputError
 from curator.core.params import PositiveFloat, PositiveInt, StageParams
 from curator.core.stage import DocumentPaths, ShardSpec, Source
 from curator.io.jsonl import set_source

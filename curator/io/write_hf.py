@@ -22,9 +22,9 @@ from urllib.parse import urlsplit
 
 from pydantic import BeforeValidator, StringConstraints
 
+from curator.base.document import Document
+from curator.base.errors import ConfigError
 from curator.core.context import GlobalContext, StageContext
-from curator.core.document import Document
-from curator.core.errors import ConfigError
 from curator.core.params import PositiveInt, StageParams
 from curator.core.shard_context import ShardContext
 from curator.core.stage import GlobalStage, OutputDir, Shard

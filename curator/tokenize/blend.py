@@ -29,8 +29,8 @@ from typing import Annotated, Any
 import numpy as np
 from pydantic import Field, model_validator
 
+from curator.base.errors import ConfigError
 from curator.core.context import GlobalContext, write_json
-from curator.core.errors import ConfigError
 from curator.core.params import PositiveInt, StageParams
 from curator.core.stage import GlobalStage, OutputFile, Shard
 from curator.tokenize.megatron import Index, read_index

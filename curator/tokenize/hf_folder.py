@@ -15,7 +15,7 @@ import json
 import os
 from typing import Any
 
-from curator.core.errors import InputError
+from curator.base.errors import InputError
 from curator.storage.atomic import atomic_open
 
 CONFIG = "tokenizer_config.json"

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from curator.core.errors import ConfigError, InputError
+from curator.base.errors import ConfigError, InputError
 from curator.tokenize.hf_folder import CONFIG, SPECIAL_MAP, declared_eos
 from curator.tokenize.pretoken import PreTokenCache, pretoken_cache
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from curator.core.errors import InputError
+from curator.base.errors import InputError
 from curator.storage import nofollow
 from curator.storage.atomic import atomic_open
 

@@ -29,9 +29,9 @@ from typing import Any, Literal
 
 import numpy as np
 
+from curator.base.document import Document, meta_value
+from curator.base.errors import ConfigError
 from curator.core.context import GlobalContext, StageContext
-from curator.core.document import Document, meta_value
-from curator.core.errors import ConfigError
 from curator.core.params import NonNegFloat, PositiveFloat, PositiveInt, Ratio, StageParams
 from curator.core.stage import DirPath, FilePath, GlobalStage, OutputDir, Shard
 from curator.storage.atomic import atomic_open

@@ -28,8 +28,8 @@ import orjson
 import xxhash
 from pydantic import Field, model_validator
 
+from curator.base.errors import ConfigError, InputError
 from curator.core.context import GlobalContext, StageContext
-from curator.core.errors import ConfigError, InputError
 from curator.core.params import NonNegInt, PositiveFloat, PositiveInt, Ratio, StageParams
 from curator.core.stage import FilePath, GlobalStage, OutputDir, Shard
 from curator.storage.atomic import atomic_open

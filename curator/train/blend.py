@@ -15,7 +15,7 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from curator.core.errors import ConfigError, InputError
+from curator.base.errors import ConfigError, InputError
 from curator.train.quiet import megatron_notices_off
 
 

@@ -94,7 +94,7 @@ def config_of_flags(given: dict[str, Any]) -> TrainConfig:
     a :class:`ConfigError` naming its flag."""
     from pydantic import ValidationError
 
-    from curator.core.errors import ConfigError
+    from curator.base.errors import ConfigError
     from curator.train.config import error_line
 
     try:

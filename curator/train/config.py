@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
-from curator.core.errors import ConfigError
+from curator.base.errors import ConfigError
 from curator.core.params import (
     FilePath,
     NonNegFloat,

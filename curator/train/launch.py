@@ -18,7 +18,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from curator.core.errors import ConfigError, CuratorError
+from curator.base.errors import ConfigError, CuratorError
 from curator.train.config import TrainConfig
 
 

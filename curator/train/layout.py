@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING
 
-from curator.core.errors import ConfigError
+from curator.base.errors import ConfigError
 
 if TYPE_CHECKING:  # pragma: no cover
     from curator.train.config import TrainConfig

@@ -12,8 +12,8 @@ import json
 import os
 from typing import Any
 
+from curator.base.errors import InputError
 from curator.core.context import GlobalContext, write_json
-from curator.core.errors import InputError
 from curator.core.stage import GlobalStage, Shard
 from curator.train.config import TrainConfig
 
@@ -80,7 +80,7 @@ DATA_STAMP = "curator_data.json"
 def _blend_files(blend: str) -> list[str]:
     """blend.json and the .bin/.idx of every prefix it names (just the blend when it cannot be
     read: the run then stops with the blend's own error)."""
-    from curator.core.errors import CuratorError
+    from curator.base.errors import CuratorError
     from curator.train.blend import load_blend
 
     try:

@@ -28,7 +28,7 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from curator.core.errors import ConfigError, InputError
+from curator.base.errors import ConfigError, InputError
 from curator.storage import nofollow
 from curator.storage.atomic import TMP_SUFFIX, atomic_open
 from curator.train.blend import load_blend, plan_splits

@@ -6,7 +6,7 @@ import json
 import os
 import sys
 
-from curator.core.errors import CuratorError, fs_error_line
+from curator.base.errors import CuratorError, fs_error_line
 
 
 def main(argv: list[str]) -> int:

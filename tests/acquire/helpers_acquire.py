@@ -296,7 +296,7 @@ def arxiv_bundle(root: str, yymm: str, papers: dict[str, bytes], n: int = 1) -> 
 # -- a custom source, as in docs/acquire.md ------------------------------------------------------
 
 from curator.acquire.base import DownloadSource  # noqa: E402
-from curator.core.document import Document  # noqa: E402
+from curator.base.document import Document  # noqa: E402
 
 
 class GzBooks(DownloadSource):

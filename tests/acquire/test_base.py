@@ -17,8 +17,8 @@ from curator.acquire.common_crawl import CommonCrawl
 from curator.acquire.read_warc import ReadWarc
 from curator.acquire.warc import WarcParams
 from curator.acquire.wikipedia import Wikipedia
+from curator.base.errors import ConfigError
 from curator.core import pipeline as pl
-from curator.core.errors import ConfigError
 from curator.core.params import StageParams
 from curator.core.stage import ShardStage
 

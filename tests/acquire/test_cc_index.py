@@ -236,7 +236,7 @@ def test_where_filters_the_index_columnar(tmp_path, where, keep) -> None:
     ],
 )
 def test_bad_where_is_one_line_with_key_and_position(tmp_path, mirror, where, pos, why) -> None:
-    from curator.core.errors import CuratorError
+    from curator.base.errors import CuratorError
 
     _build(mirror.root)
     with pytest.raises(CuratorError) as e:
@@ -248,7 +248,7 @@ def test_bad_where_is_one_line_with_key_and_position(tmp_path, mirror, where, po
 
 
 def test_server_ignoring_range_is_refused_and_5xx_retried(tmp_path, mirror) -> None:
-    from curator.core.errors import CuratorError
+    from curator.base.errors import CuratorError
 
     rows = _build(mirror.root)
     rel = _wanted(rows)[0]["warc_filename"]

@@ -188,7 +188,7 @@ def test_fsspec_urls_download_and_verify(tmp_path) -> None:
 
 
 def test_unknown_protocol_fails_at_once_with_a_clear_line(tmp_path) -> None:
-    from curator.core.errors import InputError
+    from curator.base.errors import InputError
 
     with pytest.raises(InputError, match="cannot read 'nosuchfs://' URLs"):
         fetch("nosuchfs://bucket/x.gz", str(tmp_path / "x.gz"), backoff=30)

@@ -154,7 +154,7 @@ def test_wikipedia_reads_a_dump_file_directly(tmp_path) -> None:
 
 
 def test_wikipedia_dump_url_over_http_and_bad_names(tmp_path, mirror: Mirror) -> None:
-    from curator.core.errors import ConfigError
+    from curator.base.errors import ConfigError
 
     name = "enwiki-20160501-pages-articles1.xml-p10p30302.bz2"
     shutil.copy(WIKI_SAMPLE, os.path.join(mirror.root, name))
@@ -306,7 +306,7 @@ _URL = "names a URL or scheme, not a path under the mirror"
 ])
 def test_hostile_listing_entry_is_refused_before_any_fetch(tmp_path, mirror: Mirror, entry: str,
                                                            why: str) -> None:
-    from curator.core.errors import InputError
+    from curator.base.errors import InputError
 
     _cc_with_listing(mirror, [entry])
     work = tmp_path / "work"

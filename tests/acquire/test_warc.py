@@ -25,7 +25,7 @@ from helpers_acquire import (
 )
 
 from curator.acquire.warc import parse_ranges
-from curator.core.errors import ConfigError
+from curator.base.errors import ConfigError
 from curator.extract.extract_html import decode_html
 from curator.extract.timeout import ExtractTimeout, time_limit
 
@@ -305,7 +305,7 @@ def test_real_slow_page_times_out_under_dask_threads_and_mpi_ranks(tmp_path, exe
 
 
 def test_missing_file_fails_or_is_skipped(tmp_path, mirror: Mirror) -> None:
-    from curator.core.errors import CuratorError
+    from curator.base.errors import CuratorError
 
     rels = _cc_tree(mirror.root)
     os.unlink(os.path.join(mirror.root, rels[1]))

@@ -22,7 +22,7 @@ from helpers_acquire import (
 
 from curator.acquire.arxiv import arxiv_id, parse_months
 from curator.acquire.download import DownloadError
-from curator.core.errors import ConfigError, InputError
+from curator.base.errors import ConfigError, InputError
 from curator.extract.latex import expand_macros, latex_body, strip_comments
 from curator.extract.wikitext import wikitext_to_text
 

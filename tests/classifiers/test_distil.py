@@ -14,9 +14,9 @@ from helpers import ROOT, run_cli
 from helpers_filters import run_pipeline, write_jsonl
 from scipy.stats import spearmanr
 
+from curator.base.errors import ConfigError
 from curator.classifiers.quality import HQ, holdout_unit, hq_scores, load_model, normalize, ranks
 from curator.classifiers.train_quality_classifier import TrainQualityClassifier
-from curator.core.errors import ConfigError
 from curator.filters.synthetic import documents
 
 
@@ -84,7 +84,7 @@ def test_labels_from_parameters() -> None:
     with pytest.raises(ConfigError, match="or set labels_from"):
         TrainQualityClassifier()
     st = TrainQualityClassifier.from_params({"labels_from": "s.edu", "threshold": 3})
-    from curator.core.document import Document
+    from curator.base.document import Document
 
     assert st.label(Document("a", "x", {"s": {"edu": 3}})) == HQ  # nested, >= threshold
     assert st.label(Document("a", "x", {"s": {"edu": 2.99}})) != HQ

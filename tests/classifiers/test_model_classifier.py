@@ -15,8 +15,8 @@ from helpers_classifiers import corpus, mixed_texts, plain
 from helpers_filters import run_pipeline, write_jsonl
 from transformers import AutoModelForSequenceClassification
 
+from curator.base.errors import ConfigError, StageError
 from curator.classifiers.model_classifier import ModelClassifier
-from curator.core.errors import ConfigError, StageError
 from curator.models.tiny import build_classifier
 
 
@@ -201,7 +201,7 @@ def test_nan_scores_stop_the_stage(tmp, texts, tokenizer) -> None:
     folder = constant_model(tmp / "nan", texts, tokenizer, float("nan"))
     with pytest.raises(StageError, match="non-finite score"):
         list(stage(model=str(folder)).process_batch(
-            [__import__("curator.core.document", fromlist=["Document"]).Document("a", "x")],
+            [__import__("curator.base.document", fromlist=["Document"]).Document("a", "x")],
             None))  # type: ignore[arg-type]
     src = write_jsonl(tmp / "in.jsonl", [{"id": "a", "text": "the river"}])
     pipe = tmp / "p.yaml"

@@ -15,8 +15,8 @@ from helpers_classifiers import corpus, mixed_texts, plain
 from helpers_filters import run_pipeline, write_jsonl
 from scipy.stats import spearmanr
 
+from curator.base.errors import ConfigError
 from curator.classifiers.model_classifier import ModelClassifier
-from curator.core.errors import ConfigError
 from curator.filters.synthetic import documents
 from curator.models import hf
 from curator.models.tiny import build_classifier

@@ -10,7 +10,7 @@ from helpers_core import make_corpus, min_words, upper_first
 
 import curator
 from curator import Document, filter
-from curator.core.errors import ConfigError
+from curator.base.errors import ConfigError
 
 PIPE = """\
 name: api

@@ -207,8 +207,8 @@ def test_imports_are_found_statically_and_only_stage_logic_is_followed():
     src = textwrap.dedent('''
         """doc"""
         from typing import TYPE_CHECKING
-        from curator.core.errors import ConfigError
-        from curator.core.document import Document
+        from curator.base.errors import ConfigError
+        from curator.base.document import Document
         from . import rules
         from .presets import Preset
         import curator.text.words as w
@@ -224,7 +224,7 @@ def test_imports_are_found_statically_and_only_stage_logic_is_followed():
             return "not an import: from curator.io import jsonl"
     ''')
     got = codehash.source_imports(src, "curator.filters.example")
-    assert sorted(got) == ["curator.core.document", "curator.filters.presets",
+    assert sorted(got) == ["curator.base.document", "curator.filters.presets",
                            "curator.filters.rules", "curator.text.sentences",
                            "curator.text.words"]
     assert codehash.followed("curator.storage.encoding")

@@ -13,8 +13,8 @@ import pytest
 from helpers import run_cli
 from helpers_core import make_corpus, tree_digest
 
+from curator.base.errors import ConfigError
 from curator.core import pipeline as pl
-from curator.core.errors import ConfigError
 from curator.core.executors import LocalExecutor
 from curator.core.runner import Runner
 from curator.storage.shards import read_records
@@ -239,7 +239,7 @@ def test_a_kill_between_marker_writes_redoes_nothing(tmp_path):
 
 
 def test_an_error_in_a_fused_stage_names_that_stage(tmp_path):
-    from curator.core.errors import StageError
+    from curator.base.errors import StageError
 
     data = corpus(tmp_path)
     text = CHAIN.replace("  - helpers_core:upper_first", (

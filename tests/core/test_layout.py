@@ -175,8 +175,8 @@ def test_import_parser_skips_functions_and_type_checking() -> None:
     src = """
 from __future__ import annotations
 from typing import TYPE_CHECKING
-import curator.core.errors
-from curator.core import document
+import curator.base.errors
+from curator.base import document
 from . import stage
 if TYPE_CHECKING:
     from curator.core.runner import run
@@ -191,11 +191,11 @@ def f():
 class C:
     from curator.core import progress
 """
-    mods = dict.fromkeys(["curator.core.errors", "curator.core.document", "curator.core.stage",
+    mods = dict.fromkeys(["curator.base.errors", "curator.base.document", "curator.core.stage",
                           "curator.core.runner", "curator.core.lock", "curator.core.identity",
                           "curator.core.pipeline", "curator.core.progress"], Path("x"))
     got = set(_imports(ast.parse(src).body, "curator.core", mods))
-    assert got == {"__future__", "typing", "curator.core.errors", "curator.core.document",
+    assert got == {"__future__", "typing", "curator.base.errors", "curator.base.document",
                    "curator.core.stage", "curator.core.lock", "curator.core.identity",
                    "curator.core.progress"}
 
@@ -325,7 +325,7 @@ def f():
         "typing", "curator.core.pipeline"}
     assert layer_violations({"curator.core.stage": {"curator.core.pipeline"},
                              "curator.dedup.fuzzy": {"curator.filters.select",
-                                                     "curator.core.document"},
+                                                     "curator.base.document"},
                              "curator.acquire.arxiv": {"curator.extract.latex"},
                              "curator.cli": {"curator.core.runner"}}) == [
         ("curator.core.stage", "curator.core.pipeline",
@@ -412,7 +412,7 @@ def test_a_parameter_typo_imports_no_other_stage(tmp_path: Path) -> None:
     code = (
         "import sys\n"
         "from curator.core import pipeline\n"
-        "from curator.core.errors import ConfigError\n"
+        "from curator.base.errors import ConfigError\n"
         "try:\n"
         "    pipeline.load('p.yaml')\n"
         "except ConfigError as e:\n"
@@ -440,3 +440,11 @@ def test_tests_mirror_the_package() -> None:
     cross_cutting = {"reliability", "security"}
     assert packages - {"base"} <= folders, sorted(packages - folders)
     assert folders - cross_cutting <= packages, sorted(folders - cross_cutting - packages)
+
+
+def test_no_module_stands_in_for_another() -> None:
+    """One import name per module: no ``sys.modules[__name__] = ...`` aliases."""
+    root = Path(__file__).resolve().parents[2] / "curator"
+    aliased = [str(p.relative_to(root)) for p in root.rglob("*.py")
+               if "sys.modules[__name__]" in p.read_text(encoding="utf-8")]
+    assert aliased == []

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from curator.core.errors import ConfigError
+from curator.base.errors import ConfigError
 from curator.core.pipeline import loads
 
 #: Nothing is created: validation only resolves paths.

@@ -7,8 +7,8 @@ import textwrap
 import pytest
 from helpers import run_cli
 
+from curator.base.errors import ConfigError
 from curator.core import pipeline as pl
-from curator.core.errors import ConfigError
 
 GOOD = """\
 name: t

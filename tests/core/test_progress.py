@@ -34,7 +34,7 @@ def test_format_seconds_units():
 
 def test_heartbeats_show_the_shard_in_flight(tmp_path):
     """A worker's heartbeat file reaches the driver's line while the shard is still read."""
-    from curator.core.document import Document
+    from curator.base.document import Document
     from curator.core.progress import heartbeat, heartbeat_path, read_beats
 
     out = io.StringIO()

@@ -94,7 +94,7 @@ def test_a_source_stage_rejections_count_under_its_name(tmp_path: Path) -> None:
     """A source may reject a record before it sets meta.source (a WARC record with no text):
     the report counts it under the source's name, not under "-"."""
     (tmp_path / "my_src.py").write_text(
-        "from curator.core.document import Document\n"
+        "from curator.base.document import Document\n"
         "from curator.core.stage import ShardSpec, Source\n\n"
         "class Rej(Source):\n"
         "    name = 'rej'\n\n"

@@ -214,7 +214,7 @@ def test_paragraph_level_on_real_pages_equals_a_seen_set(tmp_path, wiki):
 def test_truncated_flag_file_is_one_clear_error(tmp_path):
     import shutil
 
-    from curator.core.errors import StageError
+    from curator.base.errors import StageError
 
     y = write_pipeline(
         tmp_path / "p.yaml",

@@ -10,8 +10,8 @@ import pytest
 from helpers import run_cli
 from helpers_dedup import make_corpus, output_ids, rejected, write_pipeline
 
+from curator.base.errors import ConfigError
 from curator.core import pipeline as pl
-from curator.core.errors import ConfigError
 from curator.core.executors import LocalExecutor
 from curator.core.runner import Runner
 from curator.dedup.minhash import normalize

@@ -13,7 +13,7 @@ from datasketch import MinHash
 from datasketch.lsh import _optimal_param
 from helpers_dedup import REPO
 
-from curator.core.errors import ConfigError
+from curator.base.errors import ConfigError
 from curator.dedup.components import choose_keepers, connected_components
 from curator.dedup.lsh import optimal_param, resolve_bands
 from curator.dedup.minhash import (

@@ -12,7 +12,7 @@ import xxhash
 from helpers import run_cli
 from helpers_dedup import near_copy, rejected, wiki_pages, wiki_paragraphs, write_pipeline
 
-from curator.core.errors import ConfigError
+from curator.base.errors import ConfigError
 from curator.dedup.minhash import MinHasher
 from curator.dedup.normalize import fineweb_batch, fineweb_words, normalize_batch, resolve
 from curator.dedup.xxh64 import xxh64_ranges

@@ -12,7 +12,7 @@ import redis
 from helpers import run_cli
 from helpers_dedup import RedisCluster, make_corpus, rejected, wait_until, write_pipeline
 
-from curator.core.errors import StageError
+from curator.base.errors import StageError
 from curator.dedup.backends.embedded import star_edges
 from curator.dedup.backends.redis_cluster import RedisBucketStore, redis_edges
 

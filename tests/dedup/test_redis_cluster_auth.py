@@ -26,7 +26,7 @@ from helpers_dedup import (
 )
 from redis.crc import key_slot
 
-from curator.core.errors import StageError
+from curator.base.errors import StageError
 from curator.dedup.backends.redis_cluster import RedisAuth, RedisBucketStore
 
 FUZZY = "{shingle: word, ngram: 5"

@@ -33,7 +33,7 @@ from helpers_dedup import (
     write_pipeline,
 )
 
-from curator.core.errors import StageError
+from curator.base.errors import StageError
 from curator.dedup.backends.redis_cluster import RedisBucketStore
 
 FUZZY = "{shingle: word, ngram: 5, threshold: 0.7"

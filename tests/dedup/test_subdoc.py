@@ -14,7 +14,7 @@ from datatrove.utils.text import simplify_text
 from helpers import run_cli
 from helpers_dedup import rejected, wiki_paragraphs, write_pipeline
 
-from curator.core.errors import ConfigError
+from curator.base.errors import ConfigError
 from curator.dedup.line_dedup import LineDedup
 from curator.dedup.sentence_span_dedup import SentenceSpanDedup
 from curator.storage.shards import read_records

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from curator.core.errors import ConfigError
+from curator.base.errors import ConfigError
 from curator.extract.extract_html import ExtractHtml, extract_text
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "bench"))

@@ -67,7 +67,7 @@ def test_fast_auto_reruns_trafilatura_with_its_fallbacks_on_a_truncated_thread()
 
 @pytest.mark.parametrize("ratio", [-0.1, 1.5])
 def test_fallback_ratio_outside_0_1_is_a_config_error(ratio) -> None:
-    from curator.core.errors import ConfigError
+    from curator.base.errors import ConfigError
     from curator.extract.extract_html import ExtractHtml
 
     with pytest.raises(ConfigError, match="fallback_ratio"):
@@ -110,7 +110,7 @@ def test_body_yardstick_leaves_pages_resiliparse_reads_alone() -> None:
 
 @pytest.mark.parametrize("ratio", [-0.1, 1.5])
 def test_body_ratio_outside_0_1_is_a_config_error(ratio) -> None:
-    from curator.core.errors import ConfigError
+    from curator.base.errors import ConfigError
     from curator.extract.extract_html import ExtractHtml
 
     with pytest.raises(ConfigError, match="body_ratio"):

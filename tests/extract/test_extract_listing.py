@@ -49,7 +49,7 @@ def test_articles_next_to_cards_are_left_alone(page_id) -> None:
 
 @pytest.mark.parametrize("ratio", [-0.1, 1.5])
 def test_listing_ratio_outside_0_1_is_a_config_error(ratio) -> None:
-    from curator.core.errors import ConfigError
+    from curator.base.errors import ConfigError
     from curator.extract.extract_html import ExtractHtml
 
     with pytest.raises(ConfigError, match="listing_ratio"):

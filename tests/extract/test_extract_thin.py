@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from curator.core.errors import ConfigError
+from curator.base.errors import ConfigError
 from curator.extract.extract_html import (
     ExtractHtml,
     _covers,

@@ -7,7 +7,7 @@ import pytest
 from helpers import stage_error
 from helpers_filters import run_pipeline, write_jsonl
 
-from curator.core.errors import ConfigError, InputError
+from curator.base.errors import ConfigError, InputError
 from curator.filters.decontaminate import Decontaminate, cut_windows
 from curator.filters.synthetic import prose
 

@@ -5,7 +5,7 @@ import pytest
 from helpers import run_cli
 from helpers_filters import run_pipeline, write_jsonl
 
-from curator.core.errors import ConfigError
+from curator.base.errors import ConfigError
 from curator.filters.fix_unicode import CJK
 from curator.filters.language_id import DEFAULT_MODEL, LanguageId, predict_languages
 
@@ -98,7 +98,7 @@ def test_fix_unicode_options_are_exposed(tmp) -> None:
 
 
 def test_lone_surrogates_do_not_fail_a_batch() -> None:
-    from curator.core.document import Document
+    from curator.base.document import Document
     from curator.filters.decontaminate import Matcher
     from curator.filters.gopher_repetition import GopherRepetition
 

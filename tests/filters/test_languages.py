@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from curator.core.document import Document
+from curator.base.document import Document
 from curator.core.registry import resolve
 from curator.filters.language_id import DEFAULT_MODEL, predict_languages
 

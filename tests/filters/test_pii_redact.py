@@ -14,7 +14,7 @@ import sysconfig
 import pytest
 from helpers_filters import run_pipeline, write_jsonl
 
-from curator.core.errors import ConfigError
+from curator.base.errors import ConfigError
 from curator.filters.pii_redact import PiiRedactor, iban_ok, luhn_ok
 
 STDLIB = sysconfig.get_paths()["stdlib"]

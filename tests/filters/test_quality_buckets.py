@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from helpers_filters import ROOT, run_pipeline, write_jsonl
 
-from curator.core.document import Document, meta_value
-from curator.core.errors import ConfigError
+from curator.base.document import Document, meta_value
+from curator.base.errors import ConfigError
 from curator.filters.select import compile_expr
 from curator.tokenize.blend import compute_blend, split_group
 

@@ -16,8 +16,8 @@ from helpers_filters import run_pipeline, write_jsonl
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from curator.core.document import Document
-from curator.core.errors import ConfigError
+from curator.base.document import Document
+from curator.base.errors import ConfigError
 from curator.core.registry import resolve
 from curator.filters import rules as R
 from curator.filters.c4_quality import C4Quality

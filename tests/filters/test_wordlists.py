@@ -16,8 +16,8 @@ import pytest
 from helpers import stage_error
 from helpers_filters import run_pipeline, write_jsonl
 
-from curator.core.document import Document
-from curator.core.errors import ConfigError
+from curator.base.document import Document
+from curator.base.errors import ConfigError
 from curator.extract.url_blocklist import UrlBlocklist, url_host
 from curator.filters import wordlists
 from curator.filters.rules import BadWords

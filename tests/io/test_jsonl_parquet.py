@@ -158,7 +158,7 @@ def test_truncated_gzip_keeps_documents_before_the_cut(tmp_path):
 
 
 def test_missing_input_is_one_line_error(tmp_path):
-    from curator.core.errors import InputError
+    from curator.base.errors import InputError
 
     with pytest.raises(InputError, match=r"read_jsonl.paths: '.*nothing\*.jsonl' matches no file"):
         run(tmp_path, f"  - read_jsonl: {{paths: '{tmp_path}/nothing*.jsonl'}}\n")
@@ -230,7 +230,7 @@ def test_write_parquet_codec_is_checked_before_anything_runs(tmp_path):
     """A misspelt codec is a one-line error from validation, naming the key and line; it used
     to pass ``curator validate`` and fail the first shard of the run (``ArrowException:
     Unsupported compression: zstdd``). pyarrow's names are taken in any case."""
-    from curator.core.errors import ConfigError
+    from curator.base.errors import ConfigError
 
     write(tmp_path / "in.jsonl", RECS[:5])
     head = f"name: io\nwork_dir: {tmp_path / 'w'}\nstages:\n" \

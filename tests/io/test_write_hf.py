@@ -18,8 +18,8 @@ import pytest
 import yaml
 from helpers import run_cli
 
+from curator.base.errors import ConfigError
 from curator.core import pipeline as pl
-from curator.core.errors import ConfigError
 from curator.core.executors import make_executor
 from curator.core.runner import Runner
 

@@ -15,8 +15,8 @@ import pytest
 from helpers import cli_env, run_cli
 from helpers_core import ROOT, make_corpus
 
+from curator.base.errors import ConfigError
 from curator.core import pipeline as pl
-from curator.core.errors import ConfigError
 
 CURATOR_BIN = Path(sys.executable).parent / "curator"
 LIMIT = 1536 * 2**20  # 1.5 GiB of address space for the whole `curator validate` process

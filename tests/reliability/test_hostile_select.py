@@ -40,7 +40,7 @@ def test_deep_select_expression_is_one_line_naming_the_key(tmp_path, expr):
 
 
 def test_a_shallow_expression_at_the_limit_still_works(tmp_path):
-    from curator.core.document import Document
+    from curator.base.document import Document
     from curator.filters.select import compile_expr
 
     assert compile_expr("not " * 90 + "meta.x")(Document("a", "t", {"x": 1})) is True

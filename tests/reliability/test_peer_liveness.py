@@ -125,7 +125,7 @@ def test_dask_client_deadline_is_set_while_connected_and_restored_after():
     import distributed  # noqa: F401 - its defaults enter Dask's configuration on import
     import pytest
 
-    from curator.core.errors import ConfigError
+    from curator.base.errors import ConfigError
     from curator.core.executors import DaskExecutor
 
     before = dask.config.get("distributed.comm.timeouts.tcp")

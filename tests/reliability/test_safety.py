@@ -11,8 +11,8 @@ import pytest
 from helpers import run_cli
 from helpers_core import make_corpus
 
+from curator.base.errors import ConfigError
 from curator.core.context import StageContext
-from curator.core.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[2]
 SHELL_CALLS = {("os", "system"), ("os", "popen"), ("subprocess", "getoutput"),

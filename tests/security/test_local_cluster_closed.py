@@ -143,7 +143,7 @@ def test_another_user_cannot_run_code_on_the_local_cluster(tmp_path):
 
 
 def test_a_local_dashboard_beyond_loopback_is_refused(tmp_path):
-    from curator.core.errors import ConfigError
+    from curator.base.errors import ConfigError
     from curator.core.executors import DaskExecutor
 
     for addr in (":8787", "0.0.0.0:0", "192.0.2.1:8787"):

@@ -120,7 +120,7 @@ def _plant_checkpoint(save, canary):
 
 
 def test_checkpoint_that_holds_code_is_refused_by_export_and_resume(tmp_path):
-    from curator.core.errors import InputError
+    from curator.base.errors import InputError
     from curator.train.trainer import load_checkpoint, load_model_state
 
     canary = tmp_path / "PWNED"

@@ -22,7 +22,7 @@ from megatron.core.datasets.indexed_dataset import IndexedDataset
 from tokenizers import Tokenizer, models, pre_tokenizers
 from transformers import AutoTokenizer, PreTrainedTokenizerFast
 
-from curator.core.errors import ConfigError, InputError
+from curator.base.errors import ConfigError, InputError
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MEGATRON_LM = os.path.join(os.path.dirname(os.path.abspath(__file__)), "megatron_lm")

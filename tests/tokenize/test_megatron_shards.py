@@ -14,7 +14,7 @@ from megatron.core.datasets.indexed_dataset import (
     _IndexWriter,
 )
 
-from curator.core.errors import InputError
+from curator.base.errors import InputError
 from curator.tokenize import megatron
 
 
@@ -180,7 +180,7 @@ def test_verify_rejects_truncated_files(tmp_path):
 def test_invalid_unicode_is_repaired_and_counted_not_fatal(tmp_path):
     from tokenizers import Tokenizer, models, pre_tokenizers
 
-    from curator.core.document import Document
+    from curator.base.document import Document
     from curator.tokenize.load import Encoder
     from curator.tokenize.megatron_shards import PartWriter
 
@@ -205,7 +205,7 @@ def test_invalid_unicode_is_repaired_and_counted_not_fatal(tmp_path):
 def test_part_writer_abort_leaves_no_file_and_close_publishes_ids(tmp_path):
     from tokenizers import Tokenizer, models, pre_tokenizers
 
-    from curator.core.document import Document
+    from curator.base.document import Document
     from curator.tokenize.load import Encoder
     from curator.tokenize.megatron_shards import PartWriter
 

@@ -16,7 +16,7 @@ from helpers_tokenize import run_pipeline, stage_artifacts
 from megatron.core.datasets.indexed_dataset import IndexedDataset
 from tokenizers import Tokenizer, models, pre_tokenizers
 
-from curator.core.errors import ConfigError
+from curator.base.errors import ConfigError
 from curator.text import split_sentences
 from curator.tokenize.blend import compute_blend
 

@@ -11,7 +11,7 @@ import xxhash
 from helpers_tokenize import run_pipeline, stage_artifacts
 from tokenizers import Tokenizer
 
-from curator.core.errors import ConfigError
+from curator.base.errors import ConfigError
 from curator.tokenize.load import load_encoder, spec_from_params
 
 ROUND_TRIP = ["Hello world, this is a test.", "naïve café — Grüße aus Köln!",

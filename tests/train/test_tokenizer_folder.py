@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from tokenizers import Tokenizer, models, pre_tokenizers
 
-from curator.core.errors import InputError
+from curator.base.errors import InputError
 from curator.tokenize import megatron
 from curator.tokenize.hf_folder import special_token_roles, write_hf_config
 from curator.train.blend import load_blend

@@ -13,7 +13,7 @@ import pytest
 import torch
 from helpers import train_two_cpu_ranks
 
-from curator.core.errors import ConfigError
+from curator.base.errors import ConfigError
 from curator.train.config import TrainConfig
 from curator.train.layout import validate_layout
 
@@ -249,7 +249,7 @@ def test_example_pipeline_trains_and_exports(example_run: dict) -> None:
     (lambda b, d: b["tokenizer"].pop("eod_id"), "tokenizer has no 'eod_id'"),
 ])
 def test_bad_blend_is_one_clear_error(blend_path: str, tmp_path, edit, message) -> None:
-    from curator.core.errors import InputError
+    from curator.base.errors import InputError
     from curator.train.blend import load_blend
 
     blend = _json(blend_path)

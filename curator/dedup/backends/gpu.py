@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from curator.core.errors import ConfigError
+from curator.base.errors import ConfigError
 
 
 def require_cudf() -> Any:

@@ -41,7 +41,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from curator.core.errors import ConfigError, CuratorError, StageError
+from curator.base.errors import ConfigError, CuratorError, StageError
 from curator.dedup.backends.redis_errors import (
     ADDR,
     NETWORK_ERRORS,

@@ -47,6 +47,8 @@ class Executor:
     size = 1
     #: the run whose tasks this executor runs ("" outside a run): :meth:`set_run_id`
     run_id = ""
+    #: seconds a peer (a rank, the scheduler, a server a stage uses) may stay silent
+    peer_timeout_s = 120.0
 
     @property
     def is_root(self) -> bool:
@@ -115,6 +117,9 @@ class LocalExecutor(Executor):
     """Everything in this process, in order: the one to debug with (pdb works)."""
 
     kind = "local"
+
+    def __init__(self, peer_timeout_s: float = 120.0) -> None:
+        self.peer_timeout_s = peer_timeout_s
 
     def map(self, fn: Callable[[Any], Any], items: Sequence[Any],
             progress: Progress | None = None) -> list[Any]:
@@ -698,7 +703,7 @@ def make_executor(cfg: Any, log: Callable[[str], None] | None = None) -> Executo
             log(f"executor 'local' runs one shard at a time in this process; workers: "
                 f"{cfg.workers} is for Dask (--executor dask --workers {cfg.workers}) or MPI "
                 f"(mpiexec -n {cfg.workers} curator run ... --executor mpi)")
-        return LocalExecutor()
+        return LocalExecutor(peer_timeout_s=cfg.peer_timeout_s)
     if cfg.type == "dask":
         return DaskExecutor(
             workers=cfg.workers, address=cfg.address, scheduler_file=cfg.scheduler_file,

@@ -67,9 +67,9 @@ class ExecutorConfig(BaseModel):
     #: Dask: seconds without a single live worker (all killed, none started) after which the
     #: run stops with one line instead of waiting for ever.
     no_workers_timeout_s: float = Field(default=60.0, gt=0)
-    #: MPI and Dask: seconds a peer (another MPI rank, the Dask scheduler) may stay silent
-    #: before it counts as lost (node down, network cut, process stopped): the run then stops
-    #: with one line naming its host instead of waiting for ever (docs/cluster.md).
+    #: Seconds a peer (another MPI rank, the Dask scheduler, a Redis node of fuzzy_dedup) may
+    #: stay silent before it counts as lost (node down, network cut, process stopped): the run
+    #: then stops with one line naming its host instead of waiting for ever (docs/cluster.md).
     peer_timeout_s: float = Field(default=120.0, gt=0)
     #: MPI: ``dynamic`` hands shards out from a queue on rank 0 as ranks become free;
     #: ``static`` stripes them ``rank, rank+size, ...`` (the old behaviour).

@@ -101,13 +101,15 @@ class RedisTarget:
     ttl_s: int = 0
     auth: RedisAuth | None = None  # no secret inside: the password is read from the env
     buckets: int = 1  # bucket hashes (``buckets_for`` the run's entries)
+    deadline_s: float = 120.0  # a silent node is waited for this long (executor.peer_timeout_s)
 
     def store(self) -> Any:
         from curator.dedup.backends.redis_cluster import RedisBucketStore
 
         return RedisBucketStore(list(self.nodes), self.prefix, self.batch,
                                 stage_prefix=self.stage_prefix, ttl_s=self.ttl_s,
-                                auth=self.auth, buckets=self.buckets)
+                                auth=self.auth, buckets=self.buckets,
+                                deadline_s=self.deadline_s)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -323,7 +325,8 @@ class FuzzyDedup(GlobalStage):
             redis=RedisTarget(nodes=tuple(self.redis.nodes), prefix=prefix,
                               stage_prefix=stage_prefix, batch=self.redis.batch,
                               ttl_s=self.redis.key_ttl_s, auth=self.redis_auth,
-                              buckets=buckets_for(total_docs * hx.bands)))
+                              buckets=buckets_for(total_docs * hx.bands),
+                              deadline_s=float(getattr(ctx.executor, "peer_timeout_s", 120.0))))
         if self.backend == "redis":
             self.redis_auth.password()  # fail before any work when the variable is not set
             for f in (self.redis_auth.tls_ca_file, self.redis_auth.tls_cert_file,

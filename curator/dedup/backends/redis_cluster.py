@@ -47,6 +47,8 @@ from curator.dedup.backends.redis_errors import (
     NETWORK_ERRORS,
     address_in,
     auth_problem,
+    is_cluster_down,
+    is_silence,
     one_line,
     transport_cause,
     unreachable_line,
@@ -175,11 +177,14 @@ class RedisBucketStore:
     def __init__(self, nodes: list[str], prefix: str, batch: int = 10_000,
                  timeout_s: float = 10.0, *, stage_prefix: str | None = None,
                  ttl_s: int = DEFAULT_TTL_S, auth: RedisAuth | None = None,
-                 buckets: int = 1 << 16) -> None:
+                 buckets: int = 1 << 16, deadline_s: float | None = None) -> None:
         """``prefix``: this run's keys; ``stage_prefix`` (a prefix of ``prefix``, default
         ``prefix``): what :meth:`cleanup` removes, i.e. the keys of every run of the stage.
         ``buckets``: how many hashes the digests are spread over (:func:`buckets_for`); every
-        store of one run must use the same number."""
+        store of one run must use the same number. ``deadline_s``: how long a node may stay
+        silent (timeouts, host unreachable, the cluster down meanwhile) before a call gives
+        up; calls are repeated with a fresh connection until then, each try bounded by a
+        quarter of it (``None``: the first failure is final)."""
         self.nodes = parse_nodes(nodes)
         self.prefix = prefix.encode()
         self.stage_prefix = (stage_prefix if stage_prefix is not None else prefix).encode()
@@ -190,7 +195,9 @@ class RedisBucketStore:
         if buckets < 1:
             raise ValueError("buckets must be >= 1")
         self.batch = batch
-        self.timeout_s = timeout_s
+        self.deadline_s = deadline_s
+        self.timeout_s = min(timeout_s, max(1.0, deadline_s / 4)) if deadline_s else timeout_s
+        self._guarding = False
         if ttl_s < 0:
             raise ConfigError("fuzzy_dedup.redis.key_ttl_s must be >= 0 (0: keys never expire)")
         self.ttl_s = ttl_s
@@ -227,14 +234,18 @@ class RedisBucketStore:
         if len(self.nodes) == 1:  # one node may also be a plain (non-cluster) server
             h, p = self.nodes[0]
             plain = redis.Redis(h, p, socket_timeout=self.timeout_s,
-                                socket_connect_timeout=self.timeout_s, retry=_retry(2), **kw)
+                                socket_connect_timeout=self.timeout_s, retry=self._retry(), **kw)
             if not plain.info("cluster").get("cluster_enabled"):
                 self.plain = True
                 return plain
         return RedisCluster(
             startup_nodes=[ClusterNode(h, p) for h, p in self.nodes],
             socket_timeout=self.timeout_s, socket_connect_timeout=self.timeout_s,
-            retry=_retry(2), require_full_coverage=True, **kw)
+            retry=self._retry(), require_full_coverage=True, **kw)
+
+    def _retry(self) -> Any:
+        # with a deadline, :meth:`_guard` repeats calls itself, and knows when to stop
+        return _retry(0 if self.deadline_s else 2)
 
     def _probe(self, host: str, port: int) -> Any:
         """A connection for diagnosis: one try, short timeouts."""
@@ -246,15 +257,46 @@ class RedisBucketStore:
 
     def _guard(self, fn: Callable[[], T], where: str | None = None) -> T:
         """Run ``fn``; any redis error becomes one :class:`StageError` line (``where``: the
-        ``host:port`` the call went to, when known)."""
+        ``host:port`` the call went to, when known). A node gone silent is waited for: ``fn``
+        (every call made through here is idempotent) is tried again, on a fresh connection and
+        after a backoff doubling to 2 s, until ``deadline_s`` has passed since the first try
+        that failed; no try starts after that."""
         from redis.exceptions import RedisClusterException, RedisError
 
-        try:
+        if self._guarding:  # a call inside a call (connecting): the outer one waits
             return fn()
-        except StageError:
-            raise
-        except (RedisError, RedisClusterException, *NETWORK_ERRORS) as e:
-            raise StageError(self._diagnose(e, where)) from None
+        self._guarding = True
+        first: float | None = None
+        delay = 0.1
+        try:
+            while True:
+                began = time.monotonic()
+                try:
+                    return fn()
+                except StageError:
+                    raise
+                except (RedisError, RedisClusterException, *NETWORK_ERRORS) as e:
+                    first = began if first is None else first
+                    waited = time.monotonic() + delay - first
+                    if waited >= (self.deadline_s or 0) or not self._worth_waiting(e):
+                        line = self._diagnose(e, where)
+                        if self.deadline_s and waited >= self.deadline_s:
+                            line += (f" (no answer for {time.monotonic() - first:.0f} s: "
+                                     f"deadline executor.peer_timeout_s = {self.deadline_s:g})")
+                        raise StageError(line) from None
+                time.sleep(delay)
+                delay = min(2 * delay, 2.0)
+        finally:
+            self._guarding = False
+
+    def _worth_waiting(self, err: BaseException) -> bool:
+        """A silent node (not a dead one: :func:`is_silence`); for "the cluster is down", the
+        node that the others miss is asked (and if every node answers, the cluster is about to
+        be up again)."""
+        if is_cluster_down(err):
+            dead = self._find_dead_node()
+            return dead is None or is_silence(dead[1], self.auth)
+        return is_silence(err, self.auth)
 
     @property
     def _cluster_name(self) -> str:
@@ -340,6 +382,8 @@ class RedisBucketStore:
 
     def check(self) -> None:
         """Fail early, naming the node, unless every primary answers and the cluster is ok."""
+        from redis.exceptions import ClusterDownError
+
         rc = self.rc
 
         def probe() -> None:
@@ -349,13 +393,9 @@ class RedisBucketStore:
             for node in rc.get_primaries():
                 info = rc.cluster_info(target_nodes=node)
                 state = info.get("cluster_state") if isinstance(info, dict) else None
-                if state not in (None, "ok"):
-                    dead = self._find_dead_node()
-                    who = (f"redis node {dead[0]} is down or unreachable" if dead else
-                           f"redis node {node.host}:{node.port} reports cluster_state "
-                           f"'{state}'")
-                    raise StageError(f"{who} (cluster_state '{state}'); nothing was marked "
-                                     "done: rerun when the cluster is healthy")
+                if state not in (None, "ok"):  # waited for, then named (_reply_error)
+                    raise ClusterDownError(f"redis node {node.host}:{node.port} reports "
+                                           f"cluster_state '{state}'")
 
         self._guard(probe)
 

@@ -223,3 +223,24 @@ def unreachable_line(
     if cause is None:
         cause = f"{type(err).__name__}: {one_line(err)}"
     return f"{who} is down or unreachable: {cause}; nothing was marked done: rerun when it is back"
+
+
+def is_silence(err: BaseException, auth: Any) -> bool:
+    """Whether ``err`` says only that a node went quiet (a try timed out, the host is
+    unreachable): its network may come back with the node's keys intact, so the call is worth
+    repeating until the deadline. A refused or reset connection (the server died or restarted,
+    and its keys with it), a TLS or credential failure and any error reply are final."""
+    if auth_problem(err, auth) is not None or tls_failure(err) is not None:
+        return False
+    cause = transport_cause(err) or ""
+    return cause.startswith(("timed out", "host unreachable"))
+
+
+def is_cluster_down(err: BaseException) -> bool:
+    """An error reply that says the cluster is down (a master is failing or failed)."""
+    from redis.exceptions import ClusterDownError
+
+    return any(
+        isinstance(e, ClusterDownError) or "CLUSTERDOWN" in str(e) or "cluster is down" in str(e)
+        for e in chain(err)
+    )

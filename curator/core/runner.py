@@ -1,7 +1,8 @@
 """Runs a pipeline: stage by stage in DAG order, with completion markers so that a rerun only
 does what is missing. A global stage runs its phases; a chain of per-document stages (a fused
 group, :meth:`~curator.core.pipeline.Pipeline.fused_groups`) runs as one distributed ``map``
-over shards, one pass per shard (:mod:`curator.core.shard_runner`).
+over shards, one pass per shard (:mod:`curator.core.shard_runner`). What decides whether a
+stage's results are reused, and the files that keep it, is :mod:`curator.core.stage_state`.
 
 Layout under ``work_dir``::
 
@@ -21,28 +22,26 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import itertools
 import os
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
 
-from curator.base.errors import CuratorError, InputError, StageError, fs_error_line
-from curator.base.files import files_under
-from curator.base.redact import redact, redact_value
+from curator.base.errors import CuratorError, StageError, fs_error_line
+from curator.base.redact import redact
 from curator.core import tracing
 from curator.core.context import GlobalContext, StageContext, write_json
 from curator.core.executors import Executor
-from curator.core.identity import describe_input_change, digest, explain, identities
+from curator.core.id_hashes import count_duplicate_ids
+from curator.core.identity import digest, explain
 from curator.core.lock import WorkDirLock
 from curator.core.pipeline import Pipeline, StageNode
 from curator.core.preflight import preflight
 from curator.core.progress import Progress
 from curator.core.report import RunReport, StageReport, skipped_note, write_report
-from curator.core.shard_context import DEFAULT_MAX_DOC_BYTES
 from curator.core.shard_runner import (
     ShardTask,
     Step,
@@ -50,17 +49,34 @@ from curator.core.shard_runner import (
     out_shards,
     read_marker,
     remove_files,
-    remove_orphan_outputs,
     run_shard,
     shard_key,
-    source_key,
     stage_dir,
     survey_shard,
     written_outputs,
 )
-from curator.core.stage import GlobalStage, Shard, ShardSpec, ShardStage, Source, Stage
-from curator.core.stats import ShardStats, StageStats
-from curator.core.usage import Meter, Usage, stage_usage
+from curator.core.stage import GlobalStage, Shard, ShardSpec, ShardStage, Source
+from curator.core.stage_state import (
+    SURVEYS_FILE,
+    drop_orphan_outputs,
+    effective_fingerprint,
+    files_changed,
+    global_ancestors,
+    input_shards,
+    input_state,
+    list_source,
+    markers,
+    param_files,
+    read_stage_key,
+    read_surveys,
+    record_used,
+    remove_obsolete,
+    stage_result,
+    surveyed_fingerprint,
+    used_state,
+)
+from curator.core.stats import ShardStats, StageStats, aggregate
+from curator.core.usage import Meter
 from curator.storage import nofollow
 from curator.storage.atomic import remove_dead_temps, remove_temps_of_dead_runs, set_run_id
 from curator.storage.outputs import (
@@ -68,63 +84,15 @@ from curator.storage.outputs import (
     check_output_dir,
     claim_output_dir,
     claimed,
-    file_ids,
     missing_or_foreign,
 )
-from curator.storage.shards import SHARD_SUFFIX
 
-__all__ = ["Runner", "count_duplicate_ids", "shard_key", "source_key", "stage_dir"]
-
-#: Id hashes compared at once when counting duplicate ids (8 bytes each: 64 MB).
-ID_HASH_BATCH = 8_000_000
+__all__ = ["Runner"]
 
 
-def count_duplicate_ids(paths: Sequence[str], batch: int = ID_HASH_BATCH) -> int:
-    """Documents whose id hash was already seen, over the sorted per-shard hash files, in
-    hash ranges of about ``batch`` entries so memory stays bounded whatever the corpus."""
-    import numpy as np
-
-    sizes = [os.path.getsize(p) // 8 for p in paths if os.path.exists(p)]
-    paths = [p for p in paths if os.path.exists(p)]
-    total = sum(sizes)
-    if total < 2:
-        return 0
-    parts = max(1, -(-total // batch))
-    edges = [(i << 64) // parts for i in range(parts + 1)]
-    dups = 0
-    for lo, hi in itertools.pairwise(edges):
-        pieces = []
-        for p in paths:
-            a = np.memmap(p, dtype="<u8", mode="r") if parts > 1 else np.fromfile(p, "<u8")
-            if not len(a):
-                continue
-            i = 0 if lo == 0 else int(np.searchsorted(a, np.uint64(lo)))
-            j = len(a) if hi >= 1 << 64 else int(np.searchsorted(a, np.uint64(hi)))
-            if j > i:
-                pieces.append(np.array(a[i:j]))
-            del a
-        if pieces:
-            h = np.sort(np.concatenate(pieces))
-            dups += int(np.count_nonzero(h[1:] == h[:-1]))
-    return dups
 
 
-def list_source(stage: Source, stage_id: str, fingerprint: str, work_dir: str,
-                artifacts: dict[str, Any], max_doc_bytes: int = DEFAULT_MAX_DOC_BYTES,
-                content: bool = False,
-                ) -> tuple[list[ShardSpec], list[str], list[dict[str, Any]]]:
-    """(shard specs, their keys, the identity of what each reads) of a source (root only)."""
-    specs = stage.shards(StageContext(
-        stage_id=stage_id, work_dir=work_dir, artifacts=artifacts, max_doc_bytes=max_doc_bytes))
-    _check_specs(stage_id, specs)
-    paths = [stage.input_paths(sp) for sp in specs]
-    if (getattr(stage, "params", None) or {}).get("paths"):  # files the user's globs found
-        _check_not_own_output(stage_id, work_dir, [p for ps in paths for p in ps])
-    ids = identities([p for ps in paths for p in ps], getattr(stage, "storage_options", None),
-                     content=content)
-    reads = [{p: ids[p] for p in ps} for ps in paths]
-    keys = [source_key(fingerprint, sp, rd) for sp, rd in zip(specs, reads, strict=True)]
-    return specs, keys, reads
+
 
 
 @dataclass
@@ -464,14 +432,14 @@ class Runner:
                 dups = count_duplicate_ids(id_files) if self.ex.is_root else 0
                 if dups:
                     agg.counters["duplicate_ids"] = dups
-            result = self._result(node, p.state, p.after, p.files, out, {}, agg, [], secs,
-                                  stats[k])
+            result = stage_result(node, self.work_dir, p.state, p.after, p.files, out, {}, agg,
+                                  [], secs, stats[k])
             if len(plans) > 1:
                 result["fused"] = [q.node.id for q in plans]
             results[node.id] = result
             if self.ex.is_root:
                 sdir = stage_dir(self.work_dir, node.id)
-                _remove_obsolete(self.work_dir, node.id, set(p.names))
+                remove_obsolete(self.work_dir, node.id, set(p.names))
                 record_used(sdir, stats[k])
                 write_json(os.path.join(sdir, "_SUCCESS.json"), result)
                 self._log_stage(node.id, agg, result["seconds"])
@@ -527,44 +495,14 @@ class Runner:
         agg = aggregate(gctx.shard_stats, inputs, out, usage=gctx.task_usage,
                         driver=driver.stop())
         agg.counters = agg.counters + gctx.counters  # the driver's own counts
-        result = self._result(node, state, after, files, out, gctx.artifacts, agg, inputs,
-                              time.perf_counter() - t0, gctx.shard_stats)
+        result = stage_result(node, self.work_dir, state, after, files, out, gctx.artifacts, agg,
+                              inputs, time.perf_counter() - t0, gctx.shard_stats)
         if self.ex.is_root:
             record_used(sdir, gctx.shard_stats, gctx.used)
             write_json(os.path.join(sdir, "_SUCCESS.json"), result)
             self._log_stage(node.id, agg, result["seconds"])
         self.ex.barrier()
         return result
-
-    def _result(self, node: StageNode, state: str, after: dict[str, str], files: Any,
-                out: list[Shard], artifacts: dict[str, Any], agg: StageStats,
-                global_inputs: list[Shard], seconds: float,
-                shard_stats: Sequence[ShardStats] = ()) -> dict[str, Any]:
-        """A stage's ``_SUCCESS.json``: what it made, from what, with its stats."""
-        stage = node.stage
-        return {
-            "fingerprint": node.fingerprint,
-            "state": state,
-            "identity": node.identity,
-            "after": after,
-            "files": files,
-            "stage": stage.name,
-            "kind": stage.kind,
-            "params": redact_value(stage.params),
-            "inputs": node.inputs,
-            "shards": [{"name": s.name, "path": s.path, "docs": s.docs, "bytes": s.bytes,
-                        "key": s.key} for s in out],
-            "artifacts": artifacts,
-            "stats": agg.to_json(),
-            # what a global stage read, to say which inputs changed when it is stale
-            "input_keys": {s.name: s.key for s in global_inputs},
-            "seconds": round(seconds, 3),
-            # files written outside the stage folder (checked before a rerun reuses them),
-            # and where the work_dir was (a copied work_dir rebases the paths above)
-            "written": [f for st in shard_stats for f in st.files],
-            "written_ids": file_ids([f for st in shard_stats for f in st.files]),
-            "work_dir": self.work_dir,
-        }
 
     def _log_stage(self, sid: str, agg: StageStats, seconds: float) -> None:
         self.log(_stage_line(sid, agg, seconds))
@@ -645,7 +583,7 @@ class Runner:
                 ["its input shards changed"] if isinstance(node.stage, GlobalStage) else
                 [f"global stage(s) above it changed: {', '.join(after)}"])
             self.log(f"[{node.id}] rerunning: {'; '.join(why)}")
-        for marker in _markers(sdir, self.work_dir):
+        for marker in markers(sdir, self.work_dir):
             remove_files(marker.get("files") or [], self.work_dir)
         for d in (sdir, os.path.join(self.work_dir, "rejected", node.id),
                   os.path.join(self.work_dir, "quarantine", node.id)):
@@ -661,200 +599,10 @@ class Runner:
         return arts
 
 
-
-# -- keys shared by the runner and `curator status` ----------------------------------------------
-
+# -- the runner's own records and checks ---------------------------------------------------------
 
 #: The work_dir's tally of runs (:meth:`Runner._count_run`).
 RUNS_FILE = "_runs.json"
-#: A surveying stage's surveys by input shard key (:meth:`Runner._prepare`).
-SURVEYS_FILE = "_surveys.json"
-
-
-def read_surveys(work_dir: str, node: StageNode) -> dict[str, Any]:
-    """The surveys a stage made earlier, by input shard key (empty when its settings changed
-    or there are none)."""
-    path = os.path.join(stage_dir(work_dir, node.id), SURVEYS_FILE)
-    with contextlib.suppress(OSError, orjson.JSONDecodeError, AttributeError):
-        with open(path, "rb") as f:
-            got = orjson.loads(f.read())
-        if isinstance(got, dict) and got.get("fingerprint") == node.fingerprint and \
-                isinstance(got.get("surveys"), dict):
-            return got["surveys"]
-    return {}
-
-
-def surveyed_fingerprint(eff: str, prepared: Any) -> str:
-    """The fingerprint shard keys are made from for a stage that surveys its input."""
-    return digest({"fp": eff, "prepared": prepared})
-
-
-def global_ancestors(pipe: Pipeline, stage_id: str, results: dict[str, dict[str, Any]]
-                     ) -> dict[str, str]:
-    """State of every global stage above ``stage_id``: their artifacts (a tokenizer, a model)
-    depend on the whole dataset, so a stage below one reruns when its state changes."""
-    return {a: results[a]["state"] for a in sorted(pipe.ancestors(stage_id))
-            if results[a].get("kind") == "global"}
-
-
-def effective_fingerprint(fingerprint: str, after: dict[str, str],
-                          files: dict[str, Any] | None = None, epoch: str = "") -> str:
-    """The stage fingerprint plus what its results also depend on: the state of global stages
-    above it, the identity of the files its parameters name (``Stage.input_files``) and the
-    epoch of what its code read while it ran (:class:`~curator.core.tracing.UsedState`)."""
-    if not after and not files and not epoch:
-        return fingerprint
-    return digest({"fp": fingerprint, "after": after, **({"files": files} if files else {}),
-                   **({"epoch": epoch} if epoch else {})})
-
-
-def used_state(ex: Executor, work_dir: str, stage_id: str) -> tracing.UsedState:
-    """What the stage read in earlier runs and whether it changed (checked on the root)."""
-    return ex.broadcast(tracing.used_state(os.path.join(stage_dir(work_dir, stage_id),
-                                                        "_FINGERPRINT")) if ex.is_root else None)
-
-
-def record_used(sdir: str, stats: Iterable[ShardStats], extra: dict[str, Any] | None = None
-                ) -> None:
-    """Keep in the stage's ``_FINGERPRINT`` what its shards (this run's and the reused ones)
-    and phases read: the next run checks it."""
-    path = os.path.join(sdir, "_FINGERPRINT")
-    try:
-        with open(path, "rb") as f:
-            obj = orjson.loads(f.read(64 << 20))
-    except (OSError, orjson.JSONDecodeError):
-        return
-    if not isinstance(obj, dict):
-        return
-    used: dict[str, Any] = dict(extra or {})
-    for st in stats:
-        used.update(st.used)
-    if obj.get("used") != used:
-        obj["used"] = used
-        write_json(path, obj)
-
-
-def param_files(stage: Stage, content: bool = False) -> dict[str, Any]:
-    """Identity of the files ``stage``'s parameters name: those typed :data:`FilePath` /
-    :data:`DirPath` (a folder: every file under it) and ``Stage.input_files`` (globs
-    expanded). ``content``: with a hash of each local file (pipeline ``identity: content``)."""
-    import glob
-
-    named = dict.fromkeys(stage.input_files(), "file")
-    named.update(stage.input_paths_of_params())
-    paths: list[str] = []
-    for p in named:
-        local = "://" not in p or p.startswith("file://")
-        if local and any(c in p for c in "*?["):
-            paths.extend(sorted(glob.glob(p)) or [p])
-        elif local and os.path.isdir(p.removeprefix("file://")):  # a folder: its files
-            paths.extend(files_under(p.removeprefix("file://")) or [p])
-        else:
-            paths.append(p)
-    return identities(paths, getattr(stage, "storage_options", None),
-                      content=content) if paths else {}
-
-
-def files_changed(done: dict[str, Any] | None, files: dict[str, Any]) -> list[str]:
-    """``files it reads changed: <path> (size, mtime_ns)`` when a parameter-named file did."""
-    old = (done or {}).get("files")
-    if old is None or old == files:
-        return []
-    return [f"files it reads changed: {describe_input_change(old, files)}"]
-
-
-def input_shards(pipe: Pipeline, node: StageNode, results: dict[str, dict[str, Any]]
-                 ) -> list[Shard]:
-    return merge_inputs([(i, results[i]["shards"]) for i in node.inputs])
-
-
-def merge_inputs(per_input: Sequence[tuple[str, Sequence[dict[str, Any]]]]) -> list[Shard]:
-    """The shards of a stage's inputs, in input order, each name unique per input path: two
-    inputs may both hold ``wiki-00000`` (a source and a stage that forwarded one of its
-    shards, e.g. an empty one), and the later is named ``<input id>.<name>`` so their output
-    files and markers never collide; the same path reached twice is read once."""
-    out: list[Shard] = []
-    taken: dict[str, str] = {}  # name -> path
-    for sid, shards in per_input:
-        for s in shards:
-            name, path = s["name"], s["path"]
-            if name in taken and path and taken[name] == path:
-                continue
-            if name in taken:
-                name = f"{sid}.{name}"
-                n = 1
-                while name in taken:
-                    n += 1
-                    name = f"{sid}.{s['name']}.{n}"
-            taken[name] = path
-            out.append(Shard(name, path, s["docs"], s.get("bytes", 0), s.get("key", "")))
-    return out
-
-
-def input_state(fingerprint: str, inputs: Sequence[Shard]) -> str:
-    return digest({"fp": fingerprint, "inputs": [[s.name, s.key or s.path] for s in inputs]})
-
-
-def read_stage_key(sdir: str) -> tuple[str | None, dict[str, Any] | None]:
-    """(key, identity) the stage folder was started with (``_FINGERPRINT``)."""
-    try:
-        with open(os.path.join(sdir, "_FINGERPRINT"), "rb") as f:
-            raw = f.read(64 << 20)  # a key, an identity, what it read (never trust its size)
-    except OSError:
-        return None, None
-    try:
-        obj = orjson.loads(raw)
-        return obj["key"], obj.get("identity")
-    except (orjson.JSONDecodeError, KeyError, TypeError):  # before identities were kept
-        return raw.decode(errors="replace").strip(), None
-
-
-def _markers(sdir: str, work_dir: str) -> Iterator[dict[str, Any]]:
-    with contextlib.suppress(OSError), os.scandir(os.path.join(sdir, "_done")) as it:
-        for e in it:
-            if e.name.endswith(".json"):
-                m = read_marker(e.path, work_dir)
-                if m:
-                    yield m
-
-
-def _remove_obsolete(work_dir: str, stage_id: str, names: set[str]) -> None:
-    """Drop what this stage made for shards that no longer exist (an input file was removed,
-    a listing shrank): their markers, output shards, set-aside records and written files."""
-    sdir = stage_dir(work_dir, stage_id)
-    stale: list[str] = []  # no _done folder yet: nothing of this stage to drop
-    with contextlib.suppress(OSError), os.scandir(os.path.join(sdir, "_done")) as it:
-        stale = [e.name[:-5] for e in it if e.name.endswith(".json") and e.name[:-5] not in names]
-    for name in stale:
-        m = read_marker(os.path.join(sdir, "_done", f"{name}.json"), work_dir) or {}
-        remove_files(m.get("files") or [], work_dir)
-        for p in (os.path.join(sdir, "data", f"{name}{SHARD_SUFFIX}"),
-                  os.path.join(work_dir, "rejected", stage_id, f"{name}.jsonl.zst"),
-                  os.path.join(work_dir, "quarantine", stage_id, f"{name}.jsonl.zst"),
-                  os.path.join(sdir, "_done", f"{name}.json")):
-            nofollow.unlink(p)
-
-
-def aggregate(stats: Sequence[ShardStats], inputs: list[Shard] | None,
-              outputs: list[Shard] | None = None, usage: Sequence[Usage] = (),
-              driver: Usage | None = None) -> StageStats:
-    """Sum per-shard stats into per-stage stats; ``cpu_s`` sums the shards done in this run,
-    the phase items (``usage``) and the driver's own time, ``peak_rss_mb`` is the largest
-    high-water mark among them (:mod:`curator.core.usage`)."""
-    agg = StageStats.of_shards(stats)
-    if not stats and inputs is not None:  # a global stage that passed shards through
-        passed = outputs if outputs is not None else inputs
-        agg.docs_in = sum(s.docs for s in inputs)
-        agg.bytes_in = sum(s.bytes for s in inputs)
-        agg.docs_out = sum(s.docs for s in passed)
-        agg.bytes_out = sum(s.bytes for s in passed)
-    agg.sort_tallies()
-    agg.shard_seconds = round(agg.shard_seconds, 3)
-    ran = [Usage(st.cpu_s, st.peak_rss_mb or 0.0, st.proc) for st in stats
-           if not st.resumed and st.cpu_s is not None]
-    used = stage_usage([*usage, *ran], driver)
-    agg.cpu_s, agg.peak_rss_mb = used["cpu_s"], used["peak_rss_mb"]
-    return agg
 
 
 def _stage_line(sid: str, agg: StageStats, secs: float) -> str:
@@ -868,51 +616,6 @@ def _stage_line(sid: str, agg: StageStats, secs: float) -> str:
     note = skipped_note(agg)
     return (f"[{sid}] {agg.docs_in} -> {agg.docs_out} docs ({agg.removed} removed{extra}) "
             f"in {secs:.2f}s" + (f"; {note}" if note else ""))
-
-
-def _check_not_own_output(stage_id: str, work_dir: str, paths: list[str]) -> None:
-    """Refuse a source file inside the work_dir or an output folder this work_dir's stages
-    claimed. ``paths: data/**/*.jsonl*`` with ``work_dir: data/work`` read the run's own
-    shards and outputs on every rerun: 1, then 3, then 7 documents, duplicates counted only
-    as a warning."""
-    if not paths:
-        return
-    mine = os.path.realpath(work_dir)
-    roots = {mine: "the work_dir", **{d: f"the output folder of stage '{owner}'"
-                                      for d, owner in claimed(work_dir).items()}}
-    for p in paths:
-        if "://" in p and not p.startswith("file://"):
-            continue
-        real = os.path.realpath(p.removeprefix("file://"))
-        for root, what in roots.items():
-            if real == root or real.startswith(root.rstrip(os.sep) + os.sep):
-                raise InputError(
-                    f"stage '{stage_id}': its paths match '{p}', inside {what} '{root}': this "
-                    "pipeline's own output, which every rerun would read again; narrow the "
-                    "pattern or move the work_dir or output elsewhere")
-
-
-def drop_orphan_outputs(pipe: Pipeline) -> list[str]:
-    """An output folder keeps the documents of the current inputs only, whatever its writer
-    is called: the files a removed or renamed stage wrote into a folder the pipeline still
-    writes are removed (:func:`~curator.core.shard_runner.remove_orphan_outputs`)."""
-    folders: dict[str, set[str]] = {}
-    for node in pipe.nodes:
-        ctx = StageContext(stage_id=node.id, work_dir=pipe.work_dir, artifacts={})
-        with contextlib.suppress(CuratorError):
-            for d in node.stage.output_dirs(ctx):
-                if "://" not in d or d.startswith("file://"):
-                    real = os.path.realpath(d.removeprefix("file://"))
-                    folders.setdefault(real, set()).add(node.id)
-    return remove_orphan_outputs(pipe.work_dir, {n.id for n in pipe.nodes}, folders)
-
-
-def _check_specs(stage_id: str, specs: Any) -> None:
-    if not isinstance(specs, list) or not all(isinstance(s, ShardSpec) for s in specs):
-        raise StageError(f"stage '{stage_id}': shards() must return a list of ShardSpec")
-    names = [s.name for s in specs]
-    if len(set(names)) != len(names):
-        raise StageError(f"stage '{stage_id}': shard names are not unique")
 
 
 def _check_writable(work_dir: str) -> None:
@@ -930,5 +633,3 @@ def _check_writable(work_dir: str) -> None:
         if e.errno == errno.ELOOP:
             raise
         raise CuratorError(f"work_dir '{work_dir}' is not writable: {e.strerror}") from None
-
-

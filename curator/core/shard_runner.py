@@ -30,12 +30,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
-import xxhash
 
 from curator.base.document import Document
 from curator.base.errors import CuratorError, StageError, fs_error_line, install_hint
 from curator.base.redact import redact, redact_value
 from curator.core import tracing
+from curator.core.id_hashes import write_id_hashes
 from curator.core.identity import digest
 from curator.core.progress import heartbeat, heartbeat_path
 from curator.core.shard_context import DEFAULT_MAX_DOC_BYTES, Mapper, ShardContext, write_json
@@ -43,7 +43,6 @@ from curator.core.stage import Shard, ShardSpec, ShardStage, Source, Stage
 from curator.core.stats import ShardStats, length_bin
 from curator.core.usage import Meter, Usage
 from curator.storage import nofollow
-from curator.storage.atomic import atomic_open
 from curator.storage.limits import TOO_LARGE
 from curator.storage.outputs import claimed, file_ids, missing_or_foreign, rebase, trusted
 from curator.storage.shards import SHARD_SUFFIX, read_shard, record_writer
@@ -106,26 +105,12 @@ def data_path(work_dir: str, stage_id: str, shard: str) -> str:
     return os.path.join(stage_dir(work_dir, stage_id), "data", f"{shard}{SHARD_SUFFIX}")
 
 
-def id_hashes(doc_ids: Sequence[str]) -> Any:
-    """64-bit hashes (xxh3) of document ids, as a numpy array; duplicates are counted on
-    these (a false match needs ~4 billion distinct ids to become likely)."""
-    import numpy as np
-
-    h = xxhash.xxh3_64_intdigest
-    return np.fromiter((h(i.encode("utf-8", "surrogatepass")) for i in doc_ids),
-                       dtype=np.uint64, count=len(doc_ids))
 
 
 def id_hash_path(work_dir: str, stage_id: str, shard: str) -> str:
     return os.path.join(stage_dir(work_dir, stage_id), "_ids", f"{shard}.u64")
 
 
-def _write_id_hashes(path: str, doc_ids: Sequence[str]) -> None:
-    import numpy as np
-
-    arr = np.sort(id_hashes(doc_ids)).astype("<u8", copy=False)
-    with atomic_open(path, "wb") as f:
-        f.write(arr.tobytes())
 
 
 _NO_SOURCE = object()
@@ -387,7 +372,7 @@ class _Pass:
                           + sum(ctx0.quarantined.values()))
             s0.sources = dict(self.sources)
             self.culprit = 0  # what fails from here on is the source's own file
-            _write_id_hashes(id_hash_path(self.task.work_dir, self.task.steps[0].stage_id,
+            write_id_hashes(id_hash_path(self.task.work_dir, self.task.steps[0].stage_id,
                                           self.task.name), self.doc_ids)
         for k, c in enumerate(self.ctxs):
             self.culprit = k

@@ -13,9 +13,12 @@ gets its default, an unknown one is ignored), so a work_dir made before them sti
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+from curator.core.stage import Shard
+from curator.core.usage import Usage, stage_usage
 
 #: Length histogram bins: bin i counts documents with 2**(i-1) <= len(text) < 2**i (bin 0: empty).
 HIST_BINS = 28
@@ -217,3 +220,25 @@ class StageStats:
     @property
     def set_aside(self) -> int:
         return sum(self.quarantined.values())
+
+
+def aggregate(stats: Sequence[ShardStats], inputs: list[Shard] | None,
+              outputs: list[Shard] | None = None, usage: Sequence[Usage] = (),
+              driver: Usage | None = None) -> StageStats:
+    """Sum per-shard stats into per-stage stats; ``cpu_s`` sums the shards done in this run,
+    the phase items (``usage``) and the driver's own time, ``peak_rss_mb`` is the largest
+    high-water mark among them (:mod:`curator.core.usage`)."""
+    agg = StageStats.of_shards(stats)
+    if not stats and inputs is not None:  # a global stage that passed shards through
+        passed = outputs if outputs is not None else inputs
+        agg.docs_in = sum(s.docs for s in inputs)
+        agg.bytes_in = sum(s.bytes for s in inputs)
+        agg.docs_out = sum(s.docs for s in passed)
+        agg.bytes_out = sum(s.bytes for s in passed)
+    agg.sort_tallies()
+    agg.shard_seconds = round(agg.shard_seconds, 3)
+    ran = [Usage(st.cpu_s, st.peak_rss_mb or 0.0, st.proc) for st in stats
+           if not st.resumed and st.cpu_s is not None]
+    used = stage_usage([*usage, *ran], driver)
+    agg.cpu_s, agg.peak_rss_mb = used["cpu_s"], used["peak_rss_mb"]
+    return agg

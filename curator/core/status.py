@@ -21,7 +21,8 @@ from curator.core import tracing
 from curator.core.identity import describe_input_change, digest, explain
 from curator.core.lock import LOCK_NAME
 from curator.core.pipeline import Pipeline, StageNode
-from curator.core.runner import (
+from curator.core.shard_runner import read_marker, shard_key, stage_dir, written_outputs
+from curator.core.stage_state import (
     drop_orphan_outputs,
     effective_fingerprint,
     files_changed,
@@ -29,13 +30,9 @@ from curator.core.runner import (
     list_source,
     merge_inputs,
     param_files,
-    read_marker,
     read_stage_key,
     read_surveys,
-    shard_key,
-    stage_dir,
     surveyed_fingerprint,
-    written_outputs,
 )
 from curator.storage import nofollow
 from curator.storage.outputs import missing_or_foreign

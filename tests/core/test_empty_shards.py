@@ -103,7 +103,7 @@ def test_global_stage_takes_an_empty_shard(tmp_path: Path, stage: str, upstream:
 
 def test_obsolete_shards_of_a_stage_that_never_ran_is_nothing_to_drop(tmp_path: Path) -> None:
     """A source that lists no shard on a fresh work_dir has no _done folder yet."""
-    from curator.core.runner import _remove_obsolete
+    from curator.core.stage_state import remove_obsolete
 
-    _remove_obsolete(str(tmp_path), "src", set())
+    remove_obsolete(str(tmp_path), "src", set())
     assert not any(tmp_path.iterdir())

@@ -13,8 +13,9 @@ import pytest
 
 from curator.core import pipeline as pl
 from curator.core.executors import LocalExecutor
+from curator.core.id_hashes import count_duplicate_ids
 from curator.core.report import RunReport, StageReport, render_html
-from curator.core.runner import _stage_line, count_duplicate_ids
+from curator.core.runner import _stage_line
 from curator.core.stats import StageStats
 from curator.storage.shards import read_records
 

@@ -20,7 +20,7 @@ from helpers_core import make_corpus
 
 from curator.core import pipeline as pl
 from curator.core.executors import LocalExecutor
-from curator.core.runner import Runner, aggregate
+from curator.core.runner import Runner
 from curator.core.shard_runner import (
     ShardTask,
     Step,
@@ -29,7 +29,7 @@ from curator.core.shard_runner import (
     read_marker,
     run_shard,
 )
-from curator.core.stats import HIST_BINS, ShardStats, StageStats
+from curator.core.stats import HIST_BINS, ShardStats, StageStats, aggregate
 
 DATA = Path(__file__).parent / "data" / "main_markers"
 

@@ -165,7 +165,7 @@ def swap_folder(tmp_path: Path) -> tuple[Path, Path]:
 def test_a_symlinked_subfolder_of_a_model_folder_is_part_of_its_identity(tmp_path):
     """Swapping ``1_Pooling`` (mean -> max) left semantic_dedup done and its cached vectors
     reused: the folder was walked without following links."""
-    from curator.core.runner import param_files
+    from curator.core.stage_state import param_files
     from curator.models.embed import folder_key
 
     model, cache = swap_folder(tmp_path)

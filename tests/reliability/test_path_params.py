@@ -20,8 +20,8 @@ from helpers import run_cli
 
 from curator.core.params import iter_fields
 from curator.core.registry import builtin_stages, resolve
-from curator.core.runner import effective_fingerprint, param_files
 from curator.core.stage import PathParam, path_params
+from curator.core.stage_state import effective_fingerprint, param_files
 
 #: Parameters whose names say "path" but that name no file the stage reads, with why.
 NOT_INPUT_FILES = {

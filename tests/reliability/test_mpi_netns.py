@@ -210,3 +210,65 @@ def test_a_node_lost_for_longer_than_the_deadline_ends_every_rank_with_one_line(
     ), lines[-1]
     assert "executor.peer_timeout_s" in lines[-1]
     assert LOST_S - 1 < took < LOST_S + 30, took
+
+
+def test_a_password_variable_missing_on_one_ranks_host_is_one_line_naming_it(tmp_path, corpus):
+    """Rank 0 has the Redis password variable, rank 1 (on another host) does not: mpiexec's
+    MPMD form gives each rank its own environment (``-env`` for rank 0 alone, the variable not
+    in mpiexec's own). Every rank stops before any stage runs with one line naming rank 1's
+    host and the variable, the password in no output, mpiexec ends (no rank left waiting)."""
+    var, secret = "CURATOR_NETNS_REDIS_PW", "mpmd-secret-8Hq"
+    p = tmp_path / "p.yaml"
+    with nn.Hosts(["n0", "n1"]) as net:
+        p.write_text(
+            f"name: mpipw\nwork_dir: {tmp_path / 'w'}\nprogress: off\nstages:\n"
+            f'  - read_jsonl: {{paths: "{corpus}/*.jsonl"}}\n'
+            "  - fuzzy_dedup: {backend: redis, redis: "
+            f"{{nodes: ['{net.addr('n0')}:7000'], password_env: {var}}}}}\n"
+        )
+        (tmp_path / "hosts").write_text("n0:1\nn1:1\n")
+        ssh = net.ssh_stand_in(tmp_path / "ssh")
+        env = cli_env() | {"UCX_TLS": "tcp,self", "UCX_NET_DEVICES": "eth0"}
+        env.pop(var, None)
+        run = [sys.executable, "-m", "curator", "run", str(p), "--executor", "mpi"]
+        t0 = time.monotonic()
+        r = net.run(
+            "n0",
+            [
+                str(BIN / "mpiexec"),
+                "-launcher",
+                "ssh",
+                "-launcher-exec",
+                str(ssh),
+                "-f",
+                str(tmp_path / "hosts"),
+                "-n",
+                "1",
+                "-env",
+                var,
+                secret,
+                *run,
+                ":",
+                "-n",
+                "1",
+                *run,
+            ],
+            check=False,
+            env=env,
+            cwd=tmp_path,
+            timeout=120,
+        )
+        took = time.monotonic() - t0
+    assert r.returncode != 0
+    assert secret not in r.stdout + r.stderr
+    assert "Traceback" not in r.stderr, r.stderr[-3000:]
+    errs = {x for x in r.stderr.splitlines() if x.startswith("curator: error:")}
+    assert errs == {
+        f"curator: error: fuzzy_dedup.redis.password_env: environment variable '{var}' is not "
+        "set on host n1 (MPI rank 1); it must be set wherever the stage's tasks run (for Dask "
+        "workers: in the environment they are started in); nothing ran"
+    }, r.stderr[-3000:]
+    assert not (tmp_path / "w" / "stages").exists() or not any(
+        f.name in ("_SUCCESS.json", "_done") for f in (tmp_path / "w" / "stages").rglob("*")
+    )
+    print(f"\nmissing variable on rank 1: mpiexec ended after {took:.1f} s")

@@ -194,6 +194,53 @@ def test_the_schedulers_node_lost_ends_the_run_with_one_line_then_workers_return
     assert tree_digest(wd / "out") == local_out
 
 
+def test_a_short_outage_of_a_workers_node_recovers_identically(cluster, corpus, local_out):
+    """w1 cut off for 5 s while it holds a shard (well under the deadline): the scheduler keeps
+    it, its shard finishes once the link is back, and the run gives the local bytes."""
+    cluster.wait_workers(2)
+    p, wd, hold = _pipeline(cluster, corpus, "worker-short")
+    proc = cluster.client_popen(str(p))
+    _held(cluster, hold, proc)
+    cluster.net.link_down("w1")
+    try:
+        (hold / "release").touch()
+        time.sleep(5)  # the outage itself, not a wait for something to happen
+    finally:
+        cluster.net.link_up("w1")
+    t0 = time.monotonic()
+    _, err = proc.communicate(timeout=D + 120)
+    print(
+        f"\nworker outage 5 s: the run ended {time.monotonic() - t0:.1f} s after the link was back"
+    )
+    assert proc.returncode == 0, err[-3000:]
+    assert tree_digest(wd / "out") == local_out
+
+
+def test_every_workers_node_cut_off_ends_the_run_with_one_line(cluster, corpus):
+    """Both workers' nodes cut off for good: the scheduler drops them at the deadline, and with
+    no worker left the client ends after executor.no_workers_timeout_s with one line; once the
+    links are back the supervised workers rejoin."""
+    cluster.wait_workers(2)
+    p, _, hold = _pipeline(cluster, corpus, "workers-lost")
+    proc = cluster.client_popen(str(p), "--set", "executor.no_workers_timeout_s=5")
+    _held(cluster, hold, proc)
+    cluster.net.link_down("w1")
+    cluster.net.link_down("w2")
+    try:
+        (hold / "release").touch()
+        line, took = _one_line(proc, D + 60)
+    finally:
+        cluster.net.link_up("w1")
+        cluster.net.link_up("w2")
+    print(f"\nevery worker cut off: the run ended {took:.1f} s after the links went down")
+    addr = cluster.net.addr("sched")
+    assert line.startswith(
+        f"curator: error: dask: no worker alive for 5 s on the scheduler tls://{addr}:8786"
+    ), line
+    assert took < D + 30, took
+    cluster.wait_workers(2, timeout=180)
+
+
 def test_the_scheduler_killed_ends_the_run_with_one_line(cluster, corpus):
     """Last in this module: the scheduler does not come back."""
     cluster.wait_workers(2)

@@ -7,7 +7,7 @@ mtime: a stage that deletes, rewrites or even re-creates something outside its w
 declared outputs fails the test. The tree holds names that look like curator's own (shards,
 markers, ``_outputs.json``), so a cleanup that matches by name would bite.
 
-Importable as ``canary`` (``tests`` is on pytest's ``pythonpath``).
+Imported as ``tests.canary`` (the repository root is on pytest's ``pythonpath``).
 """
 
 from __future__ import annotations

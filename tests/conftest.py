@@ -8,9 +8,10 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from helpers_acquire import Mirror
 
-pytest_plugins = ["fixtures_train"]
+from tests.acquire.helpers_acquire import Mirror
+
+pytest_plugins = ["tests.fixtures_train"]
 
 
 @pytest.fixture

@@ -1,6 +1,6 @@
 """Helpers shared by every test family: run the ``curator`` command line as a user does.
 
-Importable as ``helpers`` (``tests`` is on pytest's ``pythonpath``, see pyproject.toml)."""
+Imported as ``tests.helpers`` (the repository root is pytest's ``pythonpath``)."""
 
 from __future__ import annotations
 
@@ -12,17 +12,15 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 #: The virtualenv's bin folder (``mpiexec`` from the mpich wheel, console scripts).
 BIN = Path(sys.executable).parent
-#: Folders whose modules pipelines in the tests name as stages (``helpers_core:min_words``):
-#: on the command's PYTHONPATH so Dask workers and MPI ranks import them too.
-STAGE_DIRS = [ROOT / "tests" / "core"]
 
 
 def cli_env() -> dict[str, str]:
     """The environment of a ``curator`` command: this checkout's package and the tests' stage
-    modules importable, the virtualenv's tools on PATH, no ``CURATOR_DEBUG`` (one-line errors
+    modules (``tests.core.helpers_core:min_words``) importable, also by Dask workers and MPI
+    ranks, the virtualenv's tools on PATH, no ``CURATOR_DEBUG`` (one-line errors
     as a user sees them)."""
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(str(p) for p in [ROOT, *STAGE_DIRS])
+    env["PYTHONPATH"] = str(ROOT)
     env["PATH"] = f"{BIN}{os.pathsep}{env.get('PATH', '')}"
     env.pop("CURATOR_DEBUG", None)
     return env

@@ -17,8 +17,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import helpers_netns as nn
-from helpers import BIN, ROOT, cli_env, run_cli
+from tests import helpers_netns as nn
+from tests.helpers import BIN, ROOT, cli_env, run_cli
 
 DOC = ROOT / "docs" / "cluster.md"
 #: executor.peer_timeout_s and Dask's TCP deadline in these tests (120 s by default): a 10 s

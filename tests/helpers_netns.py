@@ -17,7 +17,7 @@ Inside each namespace loopback is up and ``/etc/hosts`` (bind-mounted by ``ip ne
 from ``/etc/netns/<ns>/hosts``) names every host of the set, so host names work as on a real
 cluster.
 
-Importable as ``helpers_netns`` (``tests`` is on pytest's ``pythonpath``)::
+Imported as ``tests.helpers_netns`` (the repository root is on pytest's ``pythonpath``)::
 
     with Hosts(["sched", "w1", "w2"]) as net:
         p = net.popen("sched", ["dask", "scheduler", "--host", net.addr("sched"), ...])

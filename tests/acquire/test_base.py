@@ -9,7 +9,6 @@ from typing import Any
 
 import pytest
 import yaml
-from helpers_acquire import GzBooks
 
 from curator.acquire.arxiv import Arxiv
 from curator.acquire.base import DownloadParams, DownloadSource, FetchParams
@@ -21,6 +20,7 @@ from curator.base.errors import ConfigError
 from curator.core import pipeline as pl
 from curator.core.params import StageParams
 from curator.core.stage import ShardStage
+from tests.acquire.helpers_acquire import GzBooks
 
 DOWNLOAD = {"download_dir": "downloads", "delete_after_read": False, "retries": 5,
             "backoff_s": 1.0, "on_download_error": "fail", "http_timeout_s": 60.0,

@@ -10,7 +10,8 @@ import subprocess
 import sys
 
 import pytest
-from helpers import ROOT, cli_env
+
+from tests.helpers import ROOT, cli_env
 
 
 @pytest.mark.parametrize(("module", "stage"), [

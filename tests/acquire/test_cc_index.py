@@ -11,7 +11,14 @@ import sys
 import time
 
 import pytest
-from helpers_acquire import Mirror, read_output, read_side, run_pipeline, warc_response
+
+from tests.acquire.helpers_acquire import (
+    Mirror,
+    read_output,
+    read_side,
+    run_pipeline,
+    warc_response,
+)
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SAMPLE_WARCS = os.path.join(

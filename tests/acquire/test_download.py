@@ -9,7 +9,6 @@ import os
 import random
 
 import pytest
-from helpers_acquire import Mirror, tar_bytes
 
 from curator.acquire.download import (
     DownloadError,
@@ -19,6 +18,7 @@ from curator.acquire.download import (
     verify_gzip,
     verify_tar,
 )
+from tests.acquire.helpers_acquire import Mirror, tar_bytes
 
 
 def _gz_members(n: int, seed: int = 0) -> bytes:

@@ -11,7 +11,10 @@ import shutil
 from pathlib import Path
 
 import pytest
-from helpers_acquire import (
+
+from curator.extract.latex import latex_body, strip_comments, submission_text
+from curator.extract.wikitext import wikitext_to_text
+from tests.acquire.helpers_acquire import (
     Mirror,
     arxiv_bundle,
     read_output,
@@ -21,9 +24,6 @@ from helpers_acquire import (
     tar_bytes,
     wiki_xml,
 )
-
-from curator.extract.latex import latex_body, strip_comments, submission_text
-from curator.extract.wikitext import wikitext_to_text
 
 REPO = Path(__file__).resolve().parents[2]
 WIKI_SAMPLE = REPO / "data/sample/wikimedia/enwiki/20160501/" \
@@ -249,7 +249,13 @@ def test_uncompressed_warc_reads_at_most_the_cap_of_a_huge_record(tmp_path) -> N
     a 64 MB page is refused as too large while its neighbour is kept."""
     import gzip
 
-    from helpers_acquire import page, read_side, run_pipeline, stage_stats, warc_response
+    from tests.acquire.helpers_acquire import (
+        page,
+        read_side,
+        run_pipeline,
+        stage_stats,
+        warc_response,
+    )
 
     body = page("Huge", ["word " * (13 * 1024 * 1024)]).encode()
     members = [warc_response("https://a.example/huge", body),
@@ -270,9 +276,8 @@ def test_uncompressed_warc_reads_at_most_the_cap_of_a_huge_record(tmp_path) -> N
 def test_warc_parsers_read_no_more_than_the_cap(tmp_path) -> None:
     import gzip
 
-    from helpers_acquire import page, warc_response
-
     from curator.acquire.warc import _fastwarc_records, _warcio_records
+    from tests.acquire.helpers_acquire import page, warc_response
 
     body = page("Big", ["word " * 200_000]).encode()
     raw = gzip.decompress(warc_response("https://a.example/big", body))
@@ -284,7 +289,7 @@ def test_warc_parsers_read_no_more_than_the_cap(tmp_path) -> None:
 # -- a hostile index on a mirror (issue 28): only objects under the mirror, http(s) only ---------
 
 def _cc_with_listing(mirror: Mirror, entries: list[str]) -> list[str]:
-    from helpers_acquire import PROSE, cc_mirror_tree, page, warc_response
+    from tests.acquire.helpers_acquire import PROSE, cc_mirror_tree, page, warc_response
 
     rels = cc_mirror_tree(mirror.root, "CC-MAIN-2024-10", [
         [warc_response("https://a.example/", page("A", PROSE).encode())]])

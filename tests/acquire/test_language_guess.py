@@ -11,8 +11,10 @@ from pathlib import Path
 import pytest
 import yaml
 import zstandard
-from helpers import run_cli
-from helpers_acquire import (
+
+from curator.extract import extract_html as E
+from curator.filters.language_id import other_language, predict_languages
+from tests.acquire.helpers_acquire import (
     read_output,
     read_side,
     run_pipeline,
@@ -20,9 +22,7 @@ from helpers_acquire import (
     warc_response,
     write_warc,
 )
-
-from curator.extract import extract_html as E
-from curator.filters.language_id import other_language, predict_languages
+from tests.helpers import run_cli
 
 GOLD = Path(__file__).resolve().parents[2] / "bench" / "gold" / "pages.jsonl.zst"
 

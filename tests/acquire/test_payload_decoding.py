@@ -10,10 +10,10 @@ import zlib
 
 import brotli
 import pytest
-from helpers_acquire import PROSE, page
 
 from curator.acquire.warc import decode_payload, iter_warc
 from curator.core.context import ShardContext
+from tests.acquire.helpers_acquire import PROSE, page
 
 HTML = page("Encoded", PROSE * 20).encode()
 
@@ -113,7 +113,7 @@ def test_decompression_bombs_stop_at_the_cap(coding: str) -> None:
 
 
 def test_a_bomb_in_a_warc_is_a_page_too_large_for_both_readers(tmp_path) -> None:
-    from helpers_acquire import read_side, run_pipeline, stage_stats
+    from tests.acquire.helpers_acquire import read_side, run_pipeline, stage_stats
 
     bomb = _encode(b"<p>" + b" " * (300 << 20), "gzip")
     path = str(tmp_path / "bomb.warc.gz")

@@ -11,10 +11,10 @@ from collections import Counter
 from typing import Any
 
 import pytest
-from helpers_acquire import read_output, read_side, run_pipeline, stage_stats
 
 from curator.acquire.warc import WarcRecord, iter_warc
 from curator.core.context import ShardContext
+from tests.acquire.helpers_acquire import read_output, read_side, run_pipeline, stage_stats
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PEERS = os.path.join(HERE, "data", "peers")
@@ -163,7 +163,7 @@ def test_a_source_that_keeps_little_says_what_it_skipped(tmp_path: Any) -> None:
     """Through the ``curator`` command: warcio's POST test archive holds no HTML page. The
     stage's terminal line says what was skipped, by kind, and report.html lists the kinds;
     a source that keeps most of what it read says nothing more."""
-    from helpers import run_cli
+    from tests.helpers import run_cli
 
     post = os.path.join(PEERS, "warcio", "post-test.warc.gz")
     cw = os.path.join(PEERS, "fastwarc", "clueweb-quirk.warc.gz")

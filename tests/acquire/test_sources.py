@@ -12,7 +12,14 @@ import sys
 import tarfile
 import xml.etree.ElementTree as ET
 
-from helpers_acquire import PROSE, page, read_output, read_side, run_pipeline, stage_stats
+from tests.acquire.helpers_acquire import (
+    PROSE,
+    page,
+    read_output,
+    read_side,
+    run_pipeline,
+    stage_stats,
+)
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SAMPLE = os.path.join(REPO, "data", "sample")
@@ -163,7 +170,7 @@ def test_custom_source_api(tmp_path, mirror) -> None:
             f.write(gzip.compress(body.encode()))
     mirror.faults["3.txt.gz"] = ["500"]
     work = str(tmp_path / "w")
-    summary = run_pipeline(work, [{"helpers_acquire:GzBooks": {
+    summary = run_pipeline(work, [{"tests.acquire.helpers_acquire:GzBooks": {
         "base_url": mirror.url, "count": 4}, "id": "books"}], max_doc_mb=1)
     docs = read_output(summary, "books")
     assert [d.id for d in docs] == ["gutenberg:1", "gutenberg:3"]

@@ -11,7 +11,12 @@ import time
 import zlib
 
 import pytest
-from helpers_acquire import (
+
+from curator.acquire.warc import parse_ranges
+from curator.base.errors import ConfigError
+from curator.extract.extract_html import decode_html
+from curator.extract.timeout import ExtractTimeout, time_limit
+from tests.acquire.helpers_acquire import (
     PROSE,
     Mirror,
     cc_mirror_tree,
@@ -23,11 +28,6 @@ from helpers_acquire import (
     warc_response,
     write_warc,
 )
-
-from curator.acquire.warc import parse_ranges
-from curator.base.errors import ConfigError
-from curator.extract.extract_html import decode_html
-from curator.extract.timeout import ExtractTimeout, time_limit
 
 JA = ["東京は日本の首都であり、世界で最も人口の多い都市圏の一つとして知られています。",
       "江戸時代には将軍の城下町として栄え、明治維新の後に現在の名前に改められました。",

@@ -11,11 +11,11 @@ import os
 import zlib
 
 import pytest
-from helpers_acquire import PROSE, page, warc_response, write_warc
 
 from curator.acquire.warc import WarcRecord, iter_warc
 from curator.base.errors import ConfigError
 from curator.core.context import ShardContext
+from tests.acquire.helpers_acquire import PROSE, page, warc_response, write_warc
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SAMPLE = sorted(glob.glob(os.path.join(

@@ -8,7 +8,13 @@ import gzip
 import os
 
 import pytest
-from helpers_acquire import (
+
+from curator.acquire.arxiv import arxiv_id, parse_months
+from curator.acquire.download import DownloadError
+from curator.base.errors import ConfigError, InputError
+from curator.extract.latex import expand_macros, latex_body, strip_comments
+from curator.extract.wikitext import wikitext_to_text
+from tests.acquire.helpers_acquire import (
     Mirror,
     arxiv_bundle,
     read_output,
@@ -19,12 +25,6 @@ from helpers_acquire import (
     wiki_mirror_tree,
     wiki_xml,
 )
-
-from curator.acquire.arxiv import arxiv_id, parse_months
-from curator.acquire.download import DownloadError
-from curator.base.errors import ConfigError, InputError
-from curator.extract.latex import expand_macros, latex_body, strip_comments
-from curator.extract.wikitext import wikitext_to_text
 
 ARTICLE = (
     "{{Infobox river|name=Example|length=12 km}}\n"

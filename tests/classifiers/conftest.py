@@ -7,9 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from helpers_classifiers import corpus
 
 from curator.models.tiny import build_classifier, train_wordpiece
+from tests.classifiers.helpers_classifiers import corpus
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""Corpus helpers of the classifier tests (importable as ``helpers_classifiers``)."""
+"""Corpus helpers of the classifier tests (``tests.classifiers.helpers_classifiers``)."""
 
 from __future__ import annotations
 

@@ -10,14 +10,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
-from helpers import ROOT, run_cli
-from helpers_filters import run_pipeline, write_jsonl
 from scipy.stats import spearmanr
 
 from curator.base.errors import ConfigError
 from curator.classifiers.quality import HQ, holdout_unit, hq_scores, load_model, normalize, ranks
 from curator.classifiers.train_quality_classifier import TrainQualityClassifier
 from curator.filters.synthetic import documents
+from tests.filters.helpers_filters import run_pipeline, write_jsonl
+from tests.helpers import ROOT, run_cli
 
 
 @pytest.fixture(scope="module")

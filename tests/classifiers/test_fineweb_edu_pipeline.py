@@ -8,7 +8,8 @@ import json
 from pathlib import Path
 
 import pytest
-from helpers import ROOT, run_cli
+
+from tests.helpers import ROOT, run_cli
 
 PIPE = str(ROOT / "pipelines" / "fineweb-edu.yaml")
 

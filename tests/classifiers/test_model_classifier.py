@@ -10,14 +10,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from helpers import run_cli
-from helpers_classifiers import corpus, mixed_texts, plain
-from helpers_filters import run_pipeline, write_jsonl
 from transformers import AutoModelForSequenceClassification
 
 from curator.base.errors import ConfigError, StageError
 from curator.classifiers.model_classifier import ModelClassifier
 from curator.models.tiny import build_classifier
+from tests.classifiers.helpers_classifiers import corpus, mixed_texts, plain
+from tests.filters.helpers_filters import run_pipeline, write_jsonl
+from tests.helpers import run_cli
 
 
 def stage(**params) -> ModelClassifier:

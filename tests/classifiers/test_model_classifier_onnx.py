@@ -10,9 +10,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import ROOT, run_cli
-from helpers_classifiers import corpus, mixed_texts, plain
-from helpers_filters import run_pipeline, write_jsonl
 from scipy.stats import spearmanr
 
 from curator.base.errors import ConfigError
@@ -20,6 +17,9 @@ from curator.classifiers.model_classifier import ModelClassifier
 from curator.filters.synthetic import documents
 from curator.models import hf
 from curator.models.tiny import build_classifier
+from tests.classifiers.helpers_classifiers import corpus, mixed_texts, plain
+from tests.filters.helpers_filters import run_pipeline, write_jsonl
+from tests.helpers import ROOT, run_cli
 
 pytest.importorskip("onnxruntime")
 

@@ -6,13 +6,13 @@ import os
 
 import numpy as np
 import pytest
-from helpers import run_cli, stage_error
-from helpers_filters import run_pipeline, write_jsonl
 
 from curator.base.errors import ConfigError
 from curator.classifiers.quality import hq_scores, load_model, normalize
 from curator.classifiers.quality_filter import QualityFilter
 from curator.filters.synthetic import PROSE_WORD_KINDS, documents
+from tests.filters.helpers_filters import run_pipeline, write_jsonl
+from tests.helpers import run_cli, stage_error
 
 
 @pytest.fixture

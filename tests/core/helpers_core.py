@@ -1,5 +1,6 @@
-"""Stages and data used by the core tests. Importable by Dask workers and MPI ranks because the
-tests put this folder on PYTHONPATH."""
+"""Stages and data used by the core tests. Pipelines name them as
+``tests.core.helpers_core:<stage>``; Dask workers and MPI ranks import them because the tests
+put the repository root on PYTHONPATH (``tests.helpers.cli_env``)."""
 
 from __future__ import annotations
 

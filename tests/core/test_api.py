@@ -6,18 +6,18 @@ from __future__ import annotations
 import pickle
 
 import pytest
-from helpers_core import make_corpus, min_words, upper_first
 
 import curator
 from curator import Document, filter
 from curator.base.errors import ConfigError
+from tests.core.helpers_core import make_corpus, min_words, upper_first
 
 PIPE = """\
 name: api
 work_dir: {wd}
 stages:
   - read_jsonl: {{paths: '{data}'}}
-  - helpers_core:min_words: {{n: 10}}
+  - tests.core.helpers_core:min_words: {{n: 10}}
   - write_jsonl: {{path: out}}
 """
 

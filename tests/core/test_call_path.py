@@ -11,10 +11,9 @@ import sys
 from pathlib import Path
 from types import FrameType
 
-from helpers_core import make_corpus
-
 from curator import Document, Filter
 from curator.cli import main
+from tests.core.helpers_core import make_corpus
 
 #: The functions between ``cmd_run`` and ``Filter.process`` (docs/architecture.md).
 PATH = ["cmd_run", "Runner.run", "Runner._run_group", "LocalExecutor.map", "run_shard",

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from helpers import run_cli
+from tests.helpers import run_cli
 
 
 def _pipeline(tmp: Path, stages: str) -> Path:
@@ -85,7 +85,7 @@ def test_readme_commands_work_without_activating_the_venv(tmp_path):
     import re
     import subprocess
 
-    from helpers import BIN, ROOT
+    from tests.helpers import BIN, ROOT
 
     readme = (ROOT / "README.md").read_text()
     blocks = re.findall(r"```\n(.*?)```", readme, re.S)

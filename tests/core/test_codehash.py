@@ -17,12 +17,11 @@ import sys
 import textwrap
 from pathlib import Path
 
-from helpers import ROOT, cli_env
-from helpers_core import make_corpus
-
 from curator.core import codehash
 from curator.core.identity import code_identity, explain
 from curator.core.registry import resolve
+from tests.core.helpers_core import make_corpus
+from tests.helpers import ROOT, cli_env
 
 #: A custom filter that calls a curator text helper: editing the helper reruns it too.
 CUSTOM = '''

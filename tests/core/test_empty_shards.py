@@ -10,16 +10,13 @@ wiki-00000".
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "filters"))
-from helpers_filters import run_pipeline, write_jsonl
-
 from curator.filters.synthetic import documents
+from tests.filters.helpers_filters import run_pipeline, write_jsonl
 
 # Every global stage that reads documents, with parameters enough to run on a small corpus.
 # (``train`` and ``export_triton`` read a blend and a checkpoint, not document shards.)

@@ -6,20 +6,20 @@ from __future__ import annotations
 import json
 import urllib.request
 
-from helpers import run_cli
-from helpers_core import make_corpus, tree_digest
+from tests.core.helpers_core import make_corpus, tree_digest
+from tests.helpers import run_cli
 
 PIPE = """\
 name: equivalence
 work_dir: {wd}
 stages:
   - read_jsonl: {{paths: "{data}/*.jsonl", shard_size_mb: 0.01}}
-  - helpers_core:min_words: {{n: 5}}
-  - helpers_core:hog: {{mb: 200}}
+  - tests.core.helpers_core:min_words: {{n: 5}}
+  - tests.core.helpers_core:hog: {{mb: 200}}
     checkpoint: true
-  - helpers_core:upper_first: {{}}
-  - helpers_core:burn: {{ms: 3}}
-  - helpers_core:AboveMedian: {{}}
+  - tests.core.helpers_core:upper_first: {{}}
+  - tests.core.helpers_core:burn: {{ms: 3}}
+  - tests.core.helpers_core:AboveMedian: {{}}
   - write_jsonl: {{path: out, compression: zstd}}
 """
 
@@ -120,7 +120,7 @@ def test_mpi_failure_on_one_rank_fails_all_with_message(tmp_path):
     (tmp_path / "p.yaml").write_text(
         "name: f\nwork_dir: w\nexecutor: {type: mpi}\nstages:\n"
         f"  - read_jsonl: {{paths: {data}/a.jsonl, shard_size_mb: 0.0005}}\n"
-        "  - helpers_core:explode: {doc_id: doc-0-7}\n")
+        "  - tests.core.helpers_core:explode: {doc_id: doc-0-7}\n")
     res = run_cli("run", "p.yaml", cwd=tmp_path, mpi=2, check=False, timeout=120)
     assert res.returncode == 1
     # both ranks stop with the same one-line message naming stage, shard and cause

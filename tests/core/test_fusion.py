@@ -10,14 +10,14 @@ import signal
 from pathlib import Path
 
 import pytest
-from helpers import run_cli
-from helpers_core import make_corpus, tree_digest
 
 from curator.base.errors import ConfigError
 from curator.core import pipeline as pl
 from curator.core.executors import LocalExecutor
 from curator.core.runner import Runner
 from curator.storage.shards import read_records
+from tests.core.helpers_core import make_corpus, tree_digest
+from tests.helpers import run_cli
 
 CHAIN = """\
 name: fusion
@@ -25,8 +25,8 @@ work_dir: {wd}
 progress: off
 stages:
   - read_jsonl: {{paths: "{data}/*.jsonl"}}
-  - helpers_core:min_words: {{n: 8}}
-  - helpers_core:upper_first: {{}}
+  - tests.core.helpers_core:min_words: {{n: 8}}
+  - tests.core.helpers_core:upper_first: {{}}
 """
 
 
@@ -122,21 +122,21 @@ stages:
   - id: b
     read_jsonl: {{paths: "{data}/b.jsonl"}}
   - id: both
-    helpers_core:min_words: {{n: 8}}
+    tests.core.helpers_core:min_words: {{n: 8}}
     inputs: [a, b]
   - id: upper
-    helpers_core:upper_first: {{}}
+    tests.core.helpers_core:upper_first: {{}}
   - id: long
-    helpers_core:min_words: {{n: 20}}
+    tests.core.helpers_core:min_words: {{n: 20}}
     inputs: [upper]
   - id: short
-    helpers_core:min_words: {{n: 2}}
+    tests.core.helpers_core:min_words: {{n: 2}}
     inputs: [upper]
   - id: median
-    helpers_core:AboveMedian: {{}}
+    tests.core.helpers_core:AboveMedian: {{}}
     inputs: [short]
   - id: after
-    helpers_core:upper_first: {{}}
+    tests.core.helpers_core:upper_first: {{}}
 """)
     # a, b: read by a stage with two inputs; upper: two consumers; short: a global stage's
     # input; long, after: ends of chains; median: a global stage. Only `both` was fused away.
@@ -148,9 +148,9 @@ stages:
 def test_a_killed_group_resumes_per_shard(tmp_path):
     data = corpus(tmp_path)
     marker = tmp_path / "crashed"
-    pipe = CHAIN.replace("  - helpers_core:upper_first", (
-        '  - helpers_core:crash_on_id: {{id: "doc-22-5", marker: "{marker}"}}\n'
-        "  - helpers_core:upper_first"))
+    pipe = CHAIN.replace("  - tests.core.helpers_core:upper_first", (
+        '  - tests.core.helpers_core:crash_on_id: {{id: "doc-22-5", marker: "{marker}"}}\n'
+        "  - tests.core.helpers_core:upper_first"))
     (tmp_path / "p.yaml").write_text(pipe.format(wd=tmp_path / "w", data=data, marker=marker))
     res = run_cli("run", "p.yaml", cwd=tmp_path, check=False)
     assert res.returncode == -signal.SIGKILL  # killed in shard 2 (c.jsonl), mid-group
@@ -180,7 +180,7 @@ def test_a_killed_group_resumes_per_shard(tmp_path):
 def test_changing_a_middle_stage_reruns_the_group(tmp_path):
     data = corpus(tmp_path)
     wd = tmp_path / "w"
-    text = CHAIN + "  - helpers_core:AboveMedian: {{}}\n  - write_jsonl: {{path: out}}\n"
+    text = CHAIN + "  - tests.core.helpers_core:AboveMedian: {{}}\n  - write_jsonl: {{path: out}}\n"
     first = run(text.format(wd=wd, data=data))
     (tmp_path / "p.yaml").write_text(text.format(wd=wd, data=data))
     st = run_cli("status", "p.yaml", "--set", "stages.min_words.n=20", cwd=tmp_path).stdout
@@ -198,7 +198,7 @@ def test_changing_a_middle_stage_reruns_the_group(tmp_path):
 
 def test_fused_output_equals_every_stage_checkpointed(tmp_path):
     data = corpus(tmp_path)
-    text = CHAIN + "  - helpers_core:AboveMedian: {{}}\n  - write_jsonl: {{path: out}}\n"
+    text = CHAIN + "  - tests.core.helpers_core:AboveMedian: {{}}\n  - write_jsonl: {{path: out}}\n"
     fused = run(text.format(wd=tmp_path / "f", data=data))
     all_cp = "".join(line + ("\n    checkpoint: true" if line.startswith("  - ") else "") + "\n"
                      for line in text.splitlines())
@@ -242,8 +242,9 @@ def test_an_error_in_a_fused_stage_names_that_stage(tmp_path):
     from curator.base.errors import StageError
 
     data = corpus(tmp_path)
-    text = CHAIN.replace("  - helpers_core:upper_first", (
-        '  - helpers_core:explode: {{doc_id: "doc-21-3"}}\n  - helpers_core:upper_first'))
+    text = CHAIN.replace("  - tests.core.helpers_core:upper_first", (
+        '  - tests.core.helpers_core:explode: {{doc_id: "doc-21-3"}}\n'
+        "  - tests.core.helpers_core:upper_first"))
     with pytest.raises(StageError) as e:
         run(text.format(wd=tmp_path / "w", data=data))
     assert "stage 'explode' failed on shard 'read_jsonl-00001': RuntimeError: boom on doc-21-3" \

@@ -11,7 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from helpers import ROOT, cli_env
+from tests.helpers import ROOT, cli_env
 
 
 def corpus(path: Path, n: int = 300) -> None:

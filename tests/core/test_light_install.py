@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from helpers import cli_env
+from tests.helpers import cli_env
 
 # core: pyproject.toml's [project] dependencies (and what they import); everything else fails
 # to import as if it were not installed

@@ -8,10 +8,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from helpers import cli_env
-from helpers_core import BIN
-
 from curator.core.executors import MPIExecutor
+from tests.core.helpers_core import BIN
+from tests.helpers import cli_env
 
 HERE = Path(__file__).resolve().parent
 

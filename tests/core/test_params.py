@@ -14,13 +14,13 @@ from pathlib import Path
 
 import pytest
 import yaml
-from helpers import ROOT as REPO
-from helpers import run_cli
 
 from curator.core.catalog import stage_info
 from curator.core.params import CuratorDeprecationWarning, StageParams, iter_fields
 from curator.core.registry import builtin_stages, resolve
 from curator.core.stage import FilePath, ShardStage
+from tests.helpers import ROOT as REPO
+from tests.helpers import run_cli
 
 #: Every family's stages declare a ``Params`` model.
 CONVERTED = ("curator.",)

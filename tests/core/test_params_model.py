@@ -6,10 +6,10 @@ defaulted fields with a help line each, constraints as types, and errors naming 
 from __future__ import annotations
 
 import pytest
-from helpers import run_cli, stage_error
 
 from curator.core.params import StageParams, field_rows
 from curator.core.registry import builtin_stages, resolve
+from tests.helpers import run_cli, stage_error
 
 #: Stage families whose built-in stages must declare ``Params`` (the lead extends this).
 FAMILIES = ("curator.filters.", "curator.classifiers.", "curator.io.")

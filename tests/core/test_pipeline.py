@@ -5,10 +5,10 @@ from __future__ import annotations
 import textwrap
 
 import pytest
-from helpers import run_cli
 
 from curator.base.errors import ConfigError
 from curator.core import pipeline as pl
+from tests.helpers import run_cli
 
 GOOD = """\
 name: t
@@ -18,7 +18,7 @@ executor:
 stages:
   - read_jsonl:
       paths: {data}
-  - helpers_core:min_words:
+  - tests.core.helpers_core:min_words:
       n: 5
   - write_jsonl: {{path: out}}
 """
@@ -118,7 +118,7 @@ def test_branches_meet_with_explicit_inputs():
         stages:
           - id: web
             read_jsonl: {paths: a}
-          - helpers_core:min_words: {n: 3}
+          - tests.core.helpers_core:min_words: {n: 3}
           - id: wiki
             read_jsonl: {paths: b}
           - id: merged

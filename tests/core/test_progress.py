@@ -73,7 +73,7 @@ def test_a_long_shard_shows_progress_in_a_real_run(tmp_path):
     import subprocess
     import sys
 
-    from helpers import cli_env
+    from tests.helpers import cli_env
 
     with open(tmp_path / "big.jsonl", "w") as f:
         for i in range(400_000):
@@ -127,7 +127,7 @@ def test_a_global_stage_shows_its_phases_in_log_mode(tmp_path):
     import subprocess
     import sys
 
-    from helpers import cli_env
+    from tests.helpers import cli_env
 
     with open(tmp_path / "big.jsonl", "w") as f:
         for i in range(100_000):

@@ -19,11 +19,11 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from helpers import cli_env, stop_process_groups
-from helpers_core import BIN
 
 from curator.core import progress
 from curator.core.progress import heartbeat, live_summary, shard_eta
+from tests.core.helpers_core import BIN
+from tests.helpers import cli_env, stop_process_groups
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -73,10 +73,9 @@ def test_heartbeat_carries_the_share_of_a_gzip_jsonl_read(tmp_path):
 def test_heartbeat_carries_the_share_of_a_warc_read(tmp_path):
     """A .warc.gz of many gzip members (as Common Crawl writes them): the fraction follows the
     member being read."""
-    from helpers_acquire import warc_response, write_warc
-
     from curator.acquire.warc import iter_warc
     from curator.core.shard_context import ShardContext
+    from tests.acquire.helpers_acquire import warc_response, write_warc
 
     rng = random.Random(3)
     members = [warc_response(f"http://example.com/{i}",

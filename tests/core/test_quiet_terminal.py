@@ -8,7 +8,7 @@ import logging
 import subprocess
 import sys
 
-from helpers import cli_env
+from tests.helpers import cli_env
 
 SLOW_EXIT = '''import atexit, time
 import curator

@@ -6,16 +6,14 @@ from __future__ import annotations
 import io
 import json
 import re
-import shutil
 import struct
-import subprocess
 from pathlib import Path
-
-from helpers import run_cli
-from helpers_core import make_corpus
 
 from curator.core.progress import Progress
 from curator.storage.shards import read_records
+from tests.core.helpers_chromium import chromium
+from tests.core.helpers_core import make_corpus
+from tests.helpers import run_cli
 
 PIPE = """\
 name: report-test
@@ -23,21 +21,10 @@ work_dir: {wd}
 save_rejected: {save}
 stages:
   - read_jsonl: {{paths: "{data}"}}
-  - helpers_core:min_words: {{n: 20}}
-  - helpers_core:AboveMedian: {{}}
+  - tests.core.helpers_core:min_words: {{n: 20}}
+  - tests.core.helpers_core:AboveMedian: {{}}
   - write_jsonl: {{path: out}}
 """
-
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         "--hide-scrollbars"]
-
-
-def chromium(args: list[str], tmp: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([CHROMIUM, *FLAGS, f"--user-data-dir={tmp / 'chrome-profile'}", *args],
-                          capture_output=True, text=True, timeout=120, check=True)
-
 
 def png_size(path: Path) -> tuple[int, int]:
     head = path.read_bytes()[:24]
@@ -174,7 +161,7 @@ stages:
     id: web
   - read_jsonl: {{paths: "{books}", source: books}}
     id: books
-  - helpers_core:min_words: {{n: 20}}
+  - tests.core.helpers_core:min_words: {{n: 20}}
     inputs: [web, books]
   - pii_redact: {{}}
   - bad_words_filter: {{words: [{bad}], max_count: 0}}

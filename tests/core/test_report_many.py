@@ -9,9 +9,8 @@ import random
 import re
 from pathlib import Path
 
-from test_report import chromium
-
 from curator.core.report import TOP_N, RunReport, render_html
+from tests.core.helpers_chromium import chromium
 
 SOURCES = [f"crawl-{i:02d}" for i in range(19)] + ["a_source_with_a_very_long_name_" * 3]
 LANGS = ["en", "de", "fr", "es", "it", "pt", "nl", "pl", "ru", "uk", "cs", "sk", "sl", "hr",

@@ -11,12 +11,12 @@ import random
 import re
 from pathlib import Path
 
-from test_report import chromium
 from tokenizers import Tokenizer, models, pre_tokenizers
 
 from curator.core import pipeline as pl
 from curator.core.executors import LocalExecutor
 from curator.core.runner import Runner
+from tests.core.helpers_chromium import chromium
 
 SOURCES = ("web", "wiki", "arxiv", "books")
 WIDTH = 1400

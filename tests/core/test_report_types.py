@@ -10,10 +10,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import run_cli
 
 from curator.core.report import RunReport, StageReport, render_html
 from curator.core.stats import StageStats
+from tests.helpers import run_cli
 
 MAIN = Path(__file__).parent / "data" / "main_report"
 #: Values that differ between two runs of the same pipeline.

@@ -9,21 +9,20 @@ import gzip
 import json
 import signal
 
-from helpers import run_cli
-from helpers_core import make_corpus, tree_digest
-
 from curator.storage.shards import read_records
+from tests.core.helpers_core import make_corpus, tree_digest
+from tests.helpers import run_cli
 
 PIPE = """\
 name: resume
 work_dir: {wd}
 stages:
   - read_jsonl: {{paths: "{data}/*.jsonl", shard_size_mb: 0.004}}
-  - helpers_core:TagShard: {{}}
-  - helpers_core:crash_once: {{shard_suffix: "{suffix}", marker: "{marker}"}}
+  - tests.core.helpers_core:TagShard: {{}}
+  - tests.core.helpers_core:crash_once: {{shard_suffix: "{suffix}", marker: "{marker}"}}
     checkpoint: true
-  - helpers_core:min_words: {{n: 5}}
-  - helpers_core:AboveMedian: {{}}
+  - tests.core.helpers_core:min_words: {{n: 5}}
+  - tests.core.helpers_core:AboveMedian: {{}}
   - write_jsonl: {{path: out}}
 """
 
@@ -105,7 +104,7 @@ def test_global_phase_results_are_reused_after_a_crash(tmp_path):
     make_corpus(str(data / "a.jsonl"), 100, seed=3)
     text = (f"name: g\nwork_dir: {tmp_path / 'w'}\nprogress: off\nstages:\n"
             f"  - read_jsonl: {{paths: {data}/a.jsonl, shard_size_mb: 0.004}}\n"
-            "  - helpers_core:AboveMedian: {}\n")
+            "  - tests.core.helpers_core:AboveMedian: {}\n")
     pipe = pl.loads(text)
     Runner(pipe, LocalExecutor()).run()
     sdir = tmp_path / "w" / "stages" / "above_median"

@@ -8,9 +8,9 @@ import re
 from pathlib import Path
 
 import pytest
-from helpers import run_cli
 
 from curator.storage.shards import read_records
+from tests.helpers import run_cli
 
 DOCS = ([{"id": f"long{i}", "text": f"Document {i} has enough words to pass the filter here.\n"
           f"Second line of {i}.\nThird line.\nFourth.\nFifth.\nSixth line."} for i in range(40)]

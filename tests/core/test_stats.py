@@ -16,7 +16,6 @@ from typing import Any
 
 import orjson
 import pytest
-from helpers_core import make_corpus
 
 from curator.core import pipeline as pl
 from curator.core.executors import LocalExecutor
@@ -30,6 +29,7 @@ from curator.core.shard_runner import (
     run_shard,
 )
 from curator.core.stats import HIST_BINS, ShardStats, StageStats, aggregate
+from tests.core.helpers_core import make_corpus
 
 DATA = Path(__file__).parent / "data" / "main_markers"
 
@@ -146,7 +146,7 @@ def test_a_run_writes_the_stats_it_returns(tmp_path):
     wd = tmp_path / "wd"
     text = (f"name: t\nwork_dir: {wd}\nprogress: off\nstages:\n"
             f"  - read_jsonl: {{paths: \"{data}/*.jsonl\"}}\n"
-            "  - helpers_core:min_words: {n: 8}\n")
+            "  - tests.core.helpers_core:min_words: {n: 8}\n")
     summary = Runner(pl.loads(text), LocalExecutor()).run()
     report = json.loads((wd / "report.json").read_text())
     for s in report["stages"]:
@@ -170,7 +170,8 @@ def test_a_damaged_marker_redoes_its_shard(tmp_path, damage):
     wd = tmp_path / "wd"
     text = (f"name: t\nwork_dir: {wd}\nprogress: off\nstages:\n"
             f"  - read_jsonl: {{paths: \"{data}/*.jsonl\"}}\n"
-            "  - helpers_core:min_words: {n: 8}\n  - helpers_core:upper_first: {}\n")
+            "  - tests.core.helpers_core:min_words: {n: 8}\n"
+            "  - tests.core.helpers_core:upper_first: {}\n")
     first = {s["id"]: s for s in Runner(pl.loads(text), LocalExecutor()).run()["stages"]}
     marker = next((wd / "stages" / "upper_first" / "_done").glob("*.json"))
     m = json.loads(marker.read_text())

@@ -14,9 +14,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import BIN, cli_env
 
 from curator.core.stage import DirPath, Filter, StageParams
+from tests.helpers import BIN, cli_env
 
 DYN = """
 import importlib

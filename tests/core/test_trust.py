@@ -14,8 +14,8 @@ import sys
 import time
 from pathlib import Path
 
-from helpers import cli_env, run_cli
-from helpers_core import make_corpus, tree_digest
+from tests.core.helpers_core import make_corpus, tree_digest
+from tests.helpers import cli_env, run_cli
 
 PIPE = """\
 name: trust
@@ -23,8 +23,8 @@ work_dir: {wd}
 progress: off
 stages:
   - read_jsonl: {{paths: "{data}/*.jsonl"}}
-  - helpers_core:min_words: {{n: 5}}
-  - helpers_core:upper_first: {{}}
+  - tests.core.helpers_core:min_words: {{n: 5}}
+  - tests.core.helpers_core:upper_first: {{}}
   - write_jsonl: {{path: out}}
 """
 
@@ -103,7 +103,7 @@ def test_global_stage_reruns_when_any_input_changes(tmp_path):
     make_corpus(str(data / "b.jsonl"), 60, seed=2)
     text = (f"name: g\nwork_dir: {tmp_path / 'w'}\nprogress: off\nstages:\n"
             f"  - read_jsonl: {{paths: '{data}/*.jsonl'}}\n"
-            "  - helpers_core:AboveMedian: {}\n  - write_jsonl: {path: out}\n")
+            "  - tests.core.helpers_core:AboveMedian: {}\n  - write_jsonl: {path: out}\n")
     (tmp_path / "p.yaml").write_text(text)
     run_cli("run", "p.yaml", cwd=tmp_path)
     make_corpus(str(data / "a.jsonl"), 30, seed=3)
@@ -152,7 +152,7 @@ def test_custom_code_change_reruns_that_stage_and_package_version_reruns_nothing
         # checkpointed: read_jsonl is its own pass, so it is reused when the filter changes
         # (fused with it, it would be read again: test_fusion.py)
         f"  - read_jsonl: {{paths: '{data}/*.jsonl'}}\n    checkpoint: true\n"
-        "  - myfilters:long_enough: {}\n  - helpers_core:upper_first: {}\n"
+        "  - myfilters:long_enough: {}\n  - tests.core.helpers_core:upper_first: {}\n"
         "  - write_jsonl: {path: out}\n")
     run_env(tmp_path, "run", "p.yaml")
     first = report(tmp_path / "w")
@@ -212,8 +212,8 @@ def test_rerun_reason_of_a_stage_below_a_changed_one_names_the_upstream(tmp_path
     (tmp_path / "p.yaml").write_text(
         f"name: a\nwork_dir: {tmp_path / 'w'}\nprogress: off\nstages:\n"
         f"  - read_jsonl: {{paths: '{data}/*.jsonl'}}\n"
-        "  - helpers_core:min_words: &common {n: 5}\n    checkpoint: true\n"
-        "  - helpers_core:min_words: *common\n    id: again\n"
+        "  - tests.core.helpers_core:min_words: &common {n: 5}\n    checkpoint: true\n"
+        "  - tests.core.helpers_core:min_words: *common\n    id: again\n"
         "  - write_jsonl: {path: out}\n")
     run_cli("run", "p.yaml", cwd=tmp_path)
     st = run_cli("status", "p.yaml", "--set", "stages.min_words.n=9", cwd=tmp_path).stdout
@@ -243,7 +243,8 @@ def test_second_run_on_a_work_dir_fails_fast_naming_the_holder(tmp_path):
     fifo = tmp_path / "gate"
     os.mkfifo(fifo)
     text = (tmp_path / "p.yaml").read_text().replace(
-        "helpers_core:upper_first: {}", f"helpers_core:gate: {{fifo: '{fifo}'}}")
+        "tests.core.helpers_core:upper_first: {}",
+        f"tests.core.helpers_core:gate: {{fifo: '{fifo}'}}")
     (tmp_path / "p.yaml").write_text(text)
     lone = tmp_path / "lone"
     first = subprocess.Popen([sys.executable, "-m", "curator", "run", "p.yaml"], cwd=tmp_path,

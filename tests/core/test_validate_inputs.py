@@ -6,7 +6,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from helpers import ROOT, run_cli
+from tests.helpers import ROOT, run_cli
 
 
 def _pipeline(tmp: Path, stages: str) -> Path:

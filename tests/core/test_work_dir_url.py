@@ -3,7 +3,7 @@ POSIX filesystem); the same pipeline with a shared-filesystem path is fine."""
 
 from __future__ import annotations
 
-from helpers import run_cli
+from tests.helpers import run_cli
 
 PIPE = "name: t\nwork_dir: {wd}\nstages:\n  - read_jsonl: {{paths: in.jsonl}}\n"
 

@@ -3,7 +3,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from helpers_dedup import RedisCluster
+
+from tests.dedup.helpers_dedup import RedisCluster
 
 
 @pytest.fixture(scope="session")

@@ -11,8 +11,6 @@ from pathlib import Path
 import numpy as np
 import orjson
 import pytest
-from helpers import run_cli
-from helpers_dedup import output_ids, rejected, wiki_pages, wiki_paragraphs, write_pipeline
 
 from curator.core import pipeline as pl
 from curator.core.executors import LocalExecutor
@@ -20,6 +18,14 @@ from curator.core.runner import Runner
 from curator.dedup import bloom
 from curator.dedup.normalize import normalize_batch
 from curator.storage.shards import read_records
+from tests.dedup.helpers_dedup import (
+    output_ids,
+    rejected,
+    wiki_pages,
+    wiki_paragraphs,
+    write_pipeline,
+)
+from tests.helpers import run_cli
 
 FIXTURE = Path(__file__).parent / "data" / "bloom_paragraphs"
 

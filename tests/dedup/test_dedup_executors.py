@@ -3,10 +3,9 @@
 
 from __future__ import annotations
 
-from helpers import run_cli
-from helpers_dedup import make_corpus, rejected, write_pipeline
-
 from curator.storage.shards import read_records
+from tests.dedup.helpers_dedup import make_corpus, rejected, write_pipeline
+from tests.helpers import run_cli
 
 STAGES = ("  - exact_dedup: {partitions: 3}\n"
           "  - fuzzy_dedup: {shingle: word, ngram: 5, threshold: 0.7, partitions: 4}\n")

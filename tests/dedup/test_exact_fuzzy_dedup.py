@@ -7,14 +7,14 @@ import json
 from pathlib import Path
 
 import pytest
-from helpers import run_cli
-from helpers_dedup import make_corpus, output_ids, rejected, write_pipeline
 
 from curator.base.errors import ConfigError
 from curator.core import pipeline as pl
 from curator.core.executors import LocalExecutor
 from curator.core.runner import Runner
 from curator.dedup.minhash import normalize
+from tests.dedup.helpers_dedup import make_corpus, output_ids, rejected, write_pipeline
+from tests.helpers import run_cli
 
 FUZZY = "{shingle: word, ngram: 5, threshold: 0.7, num_perm: 128"
 

@@ -8,13 +8,13 @@ from pathlib import Path
 
 import orjson
 import pytest
-from helpers import run_cli
-from helpers_dedup import output_ids, rejected, write_pipeline
 
 from curator.core import pipeline as pl
 from curator.core.executors import LocalExecutor
 from curator.core.runner import Runner
 from curator.dedup.url_key import url_key
+from tests.dedup.helpers_dedup import output_ids, rejected, write_pipeline
+from tests.helpers import run_cli
 
 
 def run_local(path: Path) -> dict:

@@ -11,7 +11,6 @@ import numpy as np
 import pytest
 from datasketch import MinHash
 from datasketch.lsh import _optimal_param
-from helpers_dedup import REPO
 
 from curator.base.errors import ConfigError
 from curator.dedup.components import choose_keepers, connected_components
@@ -24,6 +23,7 @@ from curator.dedup.minhash import (
     shingle_hashes,
     signatures_from_hashes,
 )
+from tests.dedup.helpers_dedup import REPO
 
 M64 = (1 << 64) - 1
 

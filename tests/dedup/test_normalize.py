@@ -9,13 +9,19 @@ import random
 import numpy as np
 import pytest
 import xxhash
-from helpers import run_cli
-from helpers_dedup import near_copy, rejected, wiki_pages, wiki_paragraphs, write_pipeline
 
 from curator.base.errors import ConfigError
 from curator.dedup.minhash import MinHasher
 from curator.dedup.normalize import fineweb_batch, fineweb_words, normalize_batch, resolve
 from curator.dedup.xxh64 import xxh64_ranges
+from tests.dedup.helpers_dedup import (
+    near_copy,
+    rejected,
+    wiki_pages,
+    wiki_paragraphs,
+    write_pipeline,
+)
+from tests.helpers import run_cli
 
 #: Hand-made edge cases on top of the real text: batch separator inside a text, marks at the
 #: edges, final sigma, dotted capital I, non-Latin digits and separators, fullwidth digits.

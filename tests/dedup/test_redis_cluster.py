@@ -9,12 +9,18 @@ from pathlib import Path
 import numpy as np
 import pytest
 import redis
-from helpers import run_cli
-from helpers_dedup import RedisCluster, make_corpus, rejected, wait_until, write_pipeline
 
 from curator.base.errors import StageError
 from curator.dedup.backends.embedded import star_edges
 from curator.dedup.backends.redis_cluster import RedisBucketStore, redis_edges
+from tests.dedup.helpers_dedup import (
+    RedisCluster,
+    make_corpus,
+    rejected,
+    wait_until,
+    write_pipeline,
+)
+from tests.helpers import run_cli
 
 FUZZY = "{shingle: word, ngram: 5, threshold: 0.7"
 
@@ -200,7 +206,7 @@ def _slots_of(conn, node_id):
 
 def test_single_plain_redis_server(tmp_path):
     """One non-cluster node is used as a plain server (same claims, same cleanup)."""
-    from helpers_dedup import plain_redis_server
+    from tests.dedup.helpers_dedup import plain_redis_server
 
     with plain_redis_server(tmp_path) as port:
         store = RedisBucketStore([f"127.0.0.1:{port}"], "curator:plain:")

@@ -14,8 +14,11 @@ import sys
 import numpy as np
 import pytest
 import redis
-from helpers import run_cli
-from helpers_dedup import (
+from redis.crc import key_slot
+
+from curator.base.errors import StageError
+from curator.dedup.backends.redis_cluster import RedisAuth, RedisBucketStore
+from tests.dedup.helpers_dedup import (
     REPO,
     RedisCluster,
     make_corpus,
@@ -24,10 +27,7 @@ from helpers_dedup import (
     start_frozen_run,
     write_pipeline,
 )
-from redis.crc import key_slot
-
-from curator.base.errors import StageError
-from curator.dedup.backends.redis_cluster import RedisAuth, RedisBucketStore
+from tests.helpers import run_cli
 
 FUZZY = "{shingle: word, ngram: 5"
 SECRET = "pw-Qx7-never-logged"
@@ -284,7 +284,7 @@ def test_unreachable_node_lines_name_the_cause_and_blame_tls_only_for_tls(tmp_pa
     client: each line names the node and its cause; only the last one is about TLS."""
     import socket
 
-    from helpers_dedup import plain_redis_server
+    from tests.dedup.helpers_dedup import plain_redis_server
 
     tls = make_tls_files(tmp_path / "tls")
 
@@ -320,7 +320,8 @@ def test_tls_certs_carry_every_name_and_the_announced_address(tmp_path, monkeypa
     from ``curator tls-certs --hosts localhost+127.0.0.1`` carry both; one made for the name
     alone fails with a line naming the announced address and the certificate problem."""
     from cryptography import x509
-    from helpers_dedup import TlsFiles
+
+    from tests.dedup.helpers_dedup import TlsFiles
 
     run_cli("tls-certs", str(tmp_path / "both"), "--hosts", "localhost+127.0.0.1,other+10.9.8.7")
     cert = x509.load_pem_x509_certificate((tmp_path / "both" / "localhost.pem").read_bytes())

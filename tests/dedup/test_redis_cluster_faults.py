@@ -20,8 +20,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 import redis
-from helpers import run_cli
-from helpers_dedup import (
+
+from curator.base.errors import StageError
+from curator.dedup.backends.redis_cluster import RedisBucketStore
+from tests.dedup.helpers_dedup import (
     REPO,
     RedisCluster,
     free_ports,
@@ -32,9 +34,7 @@ from helpers_dedup import (
     wait_until,
     write_pipeline,
 )
-
-from curator.base.errors import StageError
-from curator.dedup.backends.redis_cluster import RedisBucketStore
+from tests.helpers import run_cli
 
 FUZZY = "{shingle: word, ngram: 5, threshold: 0.7"
 

@@ -14,11 +14,12 @@ import subprocess
 import time
 from pathlib import Path
 
-import helpers_netns as nn
 import pytest
-from helpers import cli_env, run_cli
-from helpers_core import BIN
-from helpers_dedup import REPO, make_corpus, rejected
+
+from tests import helpers_netns as nn
+from tests.core.helpers_core import BIN
+from tests.dedup.helpers_dedup import REPO, make_corpus, rejected
+from tests.helpers import cli_env, run_cli
 
 DOC = REPO / "docs" / "dedup.md"
 PASSWORD = "multi-host-pw-7Rq"
@@ -162,7 +163,7 @@ def test_loopback_redis_nodes_with_a_worker_on_another_host_is_one_line(tmp_path
                 f"{tmp_path}/c/part*.jsonl",
                 f"{{type: dask, scheduler_file: '{sched_file}'}}",
             )
-            + "  - helpers_core:min_words: {n: 5}\n"
+            + "  - tests.core.helpers_core:min_words: {n: 5}\n"
             + "  - fuzzy_dedup: {backend: redis}\n"
         )  # redis.nodes: its default
         env = cli_env()

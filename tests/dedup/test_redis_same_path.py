@@ -16,8 +16,8 @@ import subprocess
 from pathlib import Path
 
 import redis
-from helpers import run_cli
-from helpers_dedup import (
+
+from tests.dedup.helpers_dedup import (
     REPO,
     make_corpus,
     plain_redis_server,
@@ -25,6 +25,7 @@ from helpers_dedup import (
     start_frozen_run,
     write_pipeline,
 )
+from tests.helpers import run_cli
 
 FUZZY = "{shingle: word, ngram: 5, threshold: 0.7"
 

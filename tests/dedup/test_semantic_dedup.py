@@ -13,9 +13,6 @@ from pathlib import Path
 import numpy as np
 import orjson
 import pytest
-from helpers import run_cli
-from helpers_dedup import output_ids, rejected, write_pipeline
-from helpers_semantic import MINILM, build_tiny_model, make_corpus, make_variant_corpus
 
 from curator.dedup.semantic_dedup import (
     Clustering,
@@ -26,6 +23,9 @@ from curator.dedup.semantic_dedup import (
     _split,
 )
 from curator.models.embed import load_encoder
+from tests.dedup.helpers_dedup import output_ids, rejected, write_pipeline
+from tests.dedup.helpers_semantic import MINILM, build_tiny_model, make_corpus, make_variant_corpus
+from tests.helpers import run_cli
 
 
 @pytest.fixture(scope="module")

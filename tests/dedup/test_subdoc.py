@@ -11,14 +11,14 @@ from pathlib import Path
 import orjson
 import pytest
 from datatrove.utils.text import simplify_text
-from helpers import run_cli
-from helpers_dedup import rejected, wiki_paragraphs, write_pipeline
 
 from curator.base.errors import ConfigError
 from curator.dedup.line_dedup import LineDedup
 from curator.dedup.sentence_span_dedup import SentenceSpanDedup
 from curator.storage.shards import read_records
 from curator.text import split_sentences
+from tests.dedup.helpers_dedup import rejected, wiki_paragraphs, write_pipeline
+from tests.helpers import run_cli
 
 FOOTERS = ["This article is licensed under the Creative Commons Attribution-ShareAlike 3.0.",
            "Retrieved from the English Wikipedia, revision of 1 May 2016.",

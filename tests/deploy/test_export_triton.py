@@ -237,7 +237,7 @@ def test_serve_print_command(repository: str, triton_venv: str, tmp_path, capsys
 @pytest.mark.parametrize("host", ["0.0.0.0", "192.0.2.10", "127.0.0.1", "localhost"])
 def test_serve_on_a_network_address_warns_that_triton_has_no_auth(host: str, triton_venv: str,
                                                                   tmp_path) -> None:
-    from helpers import run_cli
+    from tests.helpers import run_cli
 
     repo = tmp_path / "repo"
     repo.mkdir()

@@ -48,7 +48,7 @@ def assert_swapped(module: ModuleType, name: str, twin: Any,
 def run_extract_html(tmp_path: Path, src: str, options: str) -> subprocess.CompletedProcess:
     """``curator run`` of ``read_jsonl`` (``src``) -> ``extract_html: {options}``, unchecked:
     for the one-line error a wrong option gets."""
-    from helpers import run_cli
+    from tests.helpers import run_cli
 
     yaml = tmp_path / "p.yaml"
     yaml.write_text(f"name: t\nwork_dir: {tmp_path / 'w3'}\nstages:\n"

@@ -10,13 +10,13 @@ import random
 from typing import Any
 
 import pytest
-from helpers_extract import assert_swapped, gold_and_doc_pages
 from lxml import etree
 from lxml import html as lhtml
 from lxml.etree import tostring
 
 from curator.extract import cleaning
 from curator.extract import extract_html as eh
+from tests.extract.helpers_extract import assert_swapped, gold_and_doc_pages
 
 #: the cleaned tags that nest in pages (and in each other), a few kept ones, text and tails
 _TAGS = ["aside", "nav", "footer", "figure", "svg", "use", "button", "label", "noscript",

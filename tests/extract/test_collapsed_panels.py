@@ -14,7 +14,8 @@ from curator.extract.extract_html import ExtractHtml, extract_text
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "bench"))
 from extraction_quality import prf
-from helpers_extract import tuning_pages as _tuning
+
+from tests.extract.helpers_extract import tuning_pages as _tuning
 
 ANSWER = ("Unlike with health insurance for humans, there are no networks or copays for pet "
           "insurance.")

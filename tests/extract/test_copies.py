@@ -13,10 +13,10 @@ from collections import Counter
 from typing import Any
 
 import pytest
-from helpers_extract import assert_swapped
 
 from curator.extract import copies
 from curator.extract import extract_html as eh
+from tests.extract.helpers_extract import assert_swapped
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(REPO, "bench"))

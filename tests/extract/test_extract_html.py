@@ -4,9 +4,9 @@ resiliparse settings that leave comment threads out."""
 from __future__ import annotations
 
 import pytest
-from helpers_acquire import PROSE
 
 from curator.extract.extract_html import DEFAULT_EXTRACTOR, EXTRACTORS, extract_text
+from tests.acquire.helpers_acquire import PROSE
 
 SHARED = ("Every page of this site repeats this long paragraph about the harbour, the old "
           "market and the river crossing, so a cross-document cache would see it many times.")

@@ -98,8 +98,8 @@ def test_extract_html_stage_takes_the_options(tmp_path) -> None:
     """The stage passes trafilatura's options on; a wrong balance is a one-line YAML error."""
     import json
 
-    from helpers_acquire import read_output, run_pipeline
-    from helpers_extract import run_extract_html
+    from tests.acquire.helpers_acquire import read_output, run_pipeline
+    from tests.extract.helpers_extract import run_extract_html
 
     src = str(tmp_path / "in.jsonl")
     with open(src, "w") as f:

@@ -16,7 +16,8 @@ from curator.extract.extract_html import extract_text
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "bench"))
 from extraction_quality import prf
-from helpers_extract import tuning_pages as _tuning
+
+from tests.extract.helpers_extract import tuning_pages as _tuning
 
 
 @pytest.mark.parametrize("page_id, name", [("wcxb/0638", "Chocolate Hazelnut Coffee"),
@@ -92,8 +93,8 @@ def test_the_stage_keeps_them_when_asked(tmp_path: Path) -> None:
     """``extract_html: {screen_reader_text: true}`` keeps them; a non-boolean is a YAML error."""
     import json
 
-    from helpers_acquire import read_output, run_pipeline
-    from helpers_extract import run_extract_html
+    from tests.acquire.helpers_acquire import read_output, run_pipeline
+    from tests.extract.helpers_extract import run_extract_html
 
     src = str(tmp_path / "in.jsonl")
     Path(src).write_text(json.dumps({"id": "d", "text": _shop()}) + "\n")

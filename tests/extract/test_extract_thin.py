@@ -22,7 +22,8 @@ from curator.extract.extract_html import (
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "bench"))
 from extraction_quality import prf
-from helpers_extract import tuning_pages as _tuning
+
+from tests.extract.helpers_extract import tuning_pages as _tuning
 
 DATA = os.path.join(os.path.dirname(__file__), "data", "wcxb")
 

@@ -10,13 +10,13 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from helpers_extract import gold_and_doc_pages
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bench.extraction_quality import load_gold
 from curator.extract import extract_html as eh
 from curator.extract import justext_classify
+from tests.extract.helpers_extract import gold_and_doc_pages
 
 #: trafilatura's arguments (external.try_justext) and jusText's defaults.
 SETTINGS = [(50, 150, 0.1, 0.2, 0.25, True), (70, 200, 0.30, 0.32, 0.2, False)]

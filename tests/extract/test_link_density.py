@@ -9,10 +9,10 @@ import re
 from typing import Any
 
 import pytest
-from helpers_extract import assert_swapped, gold_and_doc_pages
 
 from curator.extract import extract_html as eh
 from curator.extract import link_density
+from tests.extract.helpers_extract import assert_swapped, gold_and_doc_pages
 
 OPTION_SETS = [{"fast": fast, "favor_precision": balance == "precision",
                 "favor_recall": balance == "recall"}

@@ -8,10 +8,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from helpers_extract import assert_swapped, gold_and_doc_pages
 
 from curator.extract import extract_html as eh
 from curator.extract import repair
+from tests.extract.helpers_extract import assert_swapped, gold_and_doc_pages
 
 ILLEGAL = [chr(c) for c in (*range(0x00, 0x09), 0x0B, 0x0C, *range(0x0E, 0x20))] + [
     "\ufffe", "\uffff"]

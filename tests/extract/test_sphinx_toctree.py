@@ -11,7 +11,8 @@ from curator.extract.extract_html import extract_text
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "bench"))
 from extraction_quality import prf
-from helpers_extract import tuning_pages as _tuning
+
+from tests.extract.helpers_extract import tuning_pages as _tuning
 
 
 def test_an_index_page_keeps_its_table_of_contents() -> None:

@@ -4,12 +4,12 @@ import random
 import re
 
 import pytest
-from helpers import stage_error
-from helpers_filters import run_pipeline, write_jsonl
 
 from curator.base.errors import ConfigError, InputError
 from curator.filters.decontaminate import Decontaminate, cut_windows
 from curator.filters.synthetic import prose
+from tests.filters.helpers_filters import run_pipeline, write_jsonl
+from tests.helpers import stage_error
 
 EVAL_VOCAB = [
     "zorbia", "quantum", "lemma", "vertex", "prime", "sum", "integral", "photon",

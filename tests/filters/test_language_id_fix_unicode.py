@@ -2,12 +2,12 @@ from __future__ import annotations
 
 import ftfy
 import pytest
-from helpers import run_cli
-from helpers_filters import run_pipeline, write_jsonl
 
 from curator.base.errors import ConfigError
 from curator.filters.fix_unicode import CJK
 from curator.filters.language_id import DEFAULT_MODEL, LanguageId, predict_languages
+from tests.filters.helpers_filters import run_pipeline, write_jsonl
+from tests.helpers import run_cli
 
 SAMPLES = {
     "en": "The committee will publish its final report on the river restoration next spring.",

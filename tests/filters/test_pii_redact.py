@@ -12,10 +12,10 @@ import re
 import sysconfig
 
 import pytest
-from helpers_filters import run_pipeline, write_jsonl
 
 from curator.base.errors import ConfigError
 from curator.filters.pii_redact import PiiRedactor, iban_ok, luhn_ok
+from tests.filters.helpers_filters import run_pipeline, write_jsonl
 
 STDLIB = sysconfig.get_paths()["stdlib"]
 
@@ -180,9 +180,8 @@ def test_labelled_set_precision_and_recall_per_kind() -> None:
     countries, cards of 7 issuers, and look-alikes: citations, versions, dates, ISBNs, MACs,
     hashes, UUIDs, private and documentation IPs); precision and recall >= 0.95 per kind, a
     found span counting only if its start, end and kind are the labelled ones."""
-    from pii_labelled import evaluate, load
-
     from curator.filters.pii_redact import KINDS
+    from tests.filters.pii_labelled import evaluate, load
 
     snippets = load()
     assert len(snippets) >= 200

@@ -6,10 +6,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from helpers import run_cli
-from helpers_filters import ROOT
-
 from curator.storage.shards import read_shard
+from tests.filters.helpers_filters import ROOT
+from tests.helpers import run_cli
 
 
 def _report(work: Path) -> dict:

@@ -8,12 +8,12 @@ import functools
 from pathlib import Path
 
 import pytest
-from helpers_filters import ROOT, run_pipeline, write_jsonl
 
 from curator.base.document import Document, meta_value
 from curator.base.errors import ConfigError
 from curator.filters.select import compile_expr
 from curator.tokenize.blend import compute_blend, split_group
+from tests.filters.helpers_filters import ROOT, run_pipeline, write_jsonl
 
 SAMPLE = ROOT / "data" / "sample"
 SOURCES = [
@@ -171,7 +171,7 @@ def test_blend_weights_per_bucket() -> None:
 def test_example_pipeline_validates() -> None:
     """The example pipeline's parameters are checked against the stages' schemas (running it
     acquires and trains: ~1 min, done by hand; see docs/filters.md)."""
-    from helpers import run_cli
+    from tests.helpers import run_cli
 
     p = run_cli("validate", str(ROOT / "pipelines" / "quality-buckets.yaml"), cwd=ROOT)
     assert "quality_buckets" in p.stdout and "select" in p.stdout
@@ -183,7 +183,7 @@ def test_missing_scores_and_bad_expression_in_yaml(tmp_path) -> None:
     silently: the document is rejected with reason quality_buckets:invalid_score, key and
     value (issue 23); a numeric string ("7.5") is a number. A select expression that is not
     allowed stops the run before it starts, with one line naming it."""
-    from helpers import run_cli
+    from tests.helpers import run_cli
 
     recs = [{"id": str(i), "text": "t", "s": float(i)} for i in range(20)]
     recs += [{"id": "none", "text": "t"}, {"id": "str", "text": "t", "s": "high"},

@@ -12,7 +12,6 @@ from datatrove.pipeline.filters import c4_filters as dt_c4
 from datatrove.pipeline.filters import fineweb_quality_filter as dt_fw
 from datatrove.pipeline.filters import gopher_quality_filter as dt_gq
 from datatrove.pipeline.filters import gopher_repetition_filter as dt_gr
-from helpers_filters import run_pipeline, write_jsonl
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -28,6 +27,7 @@ from curator.filters.gopher_repetition import GopherRepetition
 from curator.filters.nemo_english import NemoEnglish
 from curator.filters.synthetic import documents, prose, sentence
 from curator.text import split_sentences, split_words
+from tests.filters.helpers_filters import run_pipeline, write_jsonl
 
 RNG = random.Random(7)
 PROSE = prose(RNG, 4)  # ~100+ words of sentence-like English

@@ -13,14 +13,14 @@ import re
 import sysconfig
 
 import pytest
-from helpers import stage_error
-from helpers_filters import run_pipeline, write_jsonl
 
 from curator.base.document import Document
 from curator.base.errors import ConfigError
 from curator.extract.url_blocklist import UrlBlocklist, url_host
 from curator.filters import wordlists
 from curator.filters.rules import BadWords
+from tests.filters.helpers_filters import run_pipeline, write_jsonl
+from tests.helpers import stage_error
 
 #: language -> locale folder; catalogues of Debian's essential/required packages only
 LOCALES = {"de": "de", "fr": "fr", "es": "es", "it": "it", "pt": "pt_BR", "nl": "nl",

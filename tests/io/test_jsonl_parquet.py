@@ -170,7 +170,7 @@ def test_a_folder_or_a_name_that_is_not_utf8_is_one_line_naming_it(tmp_path, rea
     name has a byte that is not UTF-8: one line naming it, exit 1. The folder was quarantined
     as a "truncated or corrupt compressed file" by read_jsonl and a traceback in read_parquet;
     the name was a traceback (``str is not valid UTF-8``) while the shard keys were hashed."""
-    from helpers import run_cli
+    from tests.helpers import run_cli
 
     data = tmp_path / "data"
     data.mkdir()

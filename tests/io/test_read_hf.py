@@ -13,12 +13,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import yaml
-from helpers import ROOT, run_cli
 
 from curator.core import pipeline as pl
 from curator.core.executors import make_executor
 from curator.core.runner import Runner
 from curator.storage.shards import read_shard
+from tests.helpers import ROOT, run_cli
 
 ROWS = [{"id": f"r{i}", "content": f"Row {i} text " + "word " * (i % 7), "lang": "en",
          "score": i / 10} for i in range(50)]
@@ -144,7 +144,7 @@ def test_an_unreachable_hub_id_is_one_line(tmp_path: Path) -> None:
     import subprocess
     import sys
 
-    from helpers import cli_env
+    from tests.helpers import cli_env
 
     env = {**cli_env(), "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
     for streaming, expect in ((False, "curator: error: read_hf.path: 'nobody/nothing' is no "

@@ -16,12 +16,12 @@ import datasets
 import pyarrow.parquet as pq
 import pytest
 import yaml
-from helpers import run_cli
 
 from curator.base.errors import ConfigError
 from curator.core import pipeline as pl
 from curator.core.executors import make_executor
 from curator.core.runner import Runner
+from tests.helpers import run_cli
 
 
 def _inputs(tmp: Path) -> list[dict[str, Any]]:

@@ -9,12 +9,12 @@ import shutil
 from pathlib import Path
 
 import pytest
-from helpers import run_cli
-from helpers_semantic import build_tiny_model
 
 from curator.base.errors import ConfigError
 from curator.models import embed, hf, weights
 from curator.models.tiny import build_classifier
+from tests.dedup.helpers_semantic import build_tiny_model
+from tests.helpers import run_cli
 
 
 @pytest.fixture(scope="module")

@@ -4,7 +4,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from canary import assert_untouched, canary_tree, snapshot
+
+from tests.canary import assert_untouched, canary_tree, snapshot
 
 
 @pytest.fixture(autouse=True)

@@ -101,8 +101,8 @@ def test_temporaries_of_a_run_killed_on_another_host_are_counted_and_removed(tmp
     ``rejected/``; this host can never ask whether their writer lives, but they carry that
     run's id: ``curator status`` counts them (and their bytes), and the next run of the
     work_dir, started here, removes them. They used to stay for good."""
-    from helpers import cli_env
-    from helpers_core import make_corpus
+    from tests.core.helpers_core import make_corpus
+    from tests.helpers import cli_env
 
     recs = make_corpus(str(tmp_path / "a.jsonl"), 400, seed=7)
     # die on a document after two short ones: the shard's rejected file is being written
@@ -113,8 +113,8 @@ def test_temporaries_of_a_run_killed_on_another_host_are_counted_and_removed(tmp
     y.write_text(
         "name: temps\nwork_dir: w\nreport: false\nprogress: 'off'\nstages:\n"
         "  - read_jsonl: {paths: a.jsonl, shard_size_mb: 0.05}\n"
-        "  - helpers_core:min_words: {n: 12}\n"
-        f"  - helpers_core:crash_on_id: {{id: '{crash['id']}', marker: '{marker}'}}\n"
+        "  - tests.core.helpers_core:min_words: {n: 12}\n"
+        f"  - tests.core.helpers_core:crash_on_id: {{id: '{crash['id']}', marker: '{marker}'}}\n"
         "  - exact_dedup: {}\n")
     cmd = [sys.executable, "-m", "curator", "run", "p.yaml"]
     dead = subprocess.run([*_other_host("h45-elsewhere"), *cmd], cwd=tmp_path, env=cli_env(),
@@ -151,16 +151,17 @@ def test_a_killed_dask_workers_temporaries_on_another_host_go_with_the_next_run(
     import contextlib
     import time
 
-    from helpers import cli_env
-    from helpers_core import BIN, make_corpus
+    from tests.core.helpers_core import BIN, make_corpus
+    from tests.helpers import cli_env
 
     make_corpus(str(tmp_path / "a.jsonl"), 400, seed=9)
     marker = tmp_path / "crashed"
     (tmp_path / "p.yaml").write_text(
         "name: temps\nwork_dir: w\nreport: false\nprogress: 'off'\nstages:\n"
         "  - read_jsonl: {paths: a.jsonl, shard_size_mb: 0.05}\n"
-        "  - helpers_core:min_words: {n: 12}\n"
-        f"  - helpers_core:crash_on_host: {{host: h45-far, after: 40, marker: '{marker}'}}\n"
+        "  - tests.core.helpers_core:min_words: {n: 12}\n"
+        "  - tests.core.helpers_core:crash_on_host: "
+        f"{{host: h45-far, after: 40, marker: '{marker}'}}\n"
         "  - write_jsonl: {path: out, compression: none}\n")
     sched_file = tmp_path / "scheduler.json"
     env = cli_env()

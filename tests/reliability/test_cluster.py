@@ -12,8 +12,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from helpers import cli_env, stop_process_groups
-from helpers_core import BIN, quickstart_outputs
+
+from tests.core.helpers_core import BIN, quickstart_outputs
+from tests.helpers import cli_env, stop_process_groups
 
 ROOT = Path(__file__).resolve().parents[2]
 QUICKSTART = ROOT / "pipelines" / "quickstart.yaml"
@@ -96,13 +97,13 @@ def test_slurm_curation_script_runs_the_pipeline_on_mpi_ranks(tmp_path):
     started locally by the same mpiexec); every path in it is quoted."""
     import json
 
-    from helpers_core import make_corpus
+    from tests.core.helpers_core import make_corpus
 
     make_corpus(str(tmp_path / "a.jsonl"), 200, seed=1)
     (tmp_path / "p.yaml").write_text(
         "name: s\nwork_dir: w\nstages:\n"
         "  - read_jsonl: {paths: a.jsonl, shard_size_mb: 0.005}\n"
-        "  - helpers_core:min_words: {n: 5}\n"
+        "  - tests.core.helpers_core:min_words: {n: 5}\n"
         "  - write_jsonl: {path: out}\n")
     env = cli_env() | {"SLURM_NTASKS": "2", "SLURM_SUBMIT_DIR": str(tmp_path),
                        "CURATOR_VENV": str(BIN.parent)}

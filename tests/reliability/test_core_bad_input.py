@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 
 import pytest
-from helpers import run_cli
 
 from curator.storage.shards import read_records
+from tests.helpers import run_cli
 
 
 def run(tmp_path, stages: str, check=True, top: str = ""):
@@ -30,8 +30,8 @@ def test_empty_file_gives_zero_documents_not_an_error(tmp_path):
 def test_empty_corpus_flows_through_global_stages(tmp_path):
     (tmp_path / "in.jsonl").write_text('{"id": "a", "text": "one two"}\n')
     run(tmp_path, "  - read_jsonl: {paths: in.jsonl}\n"
-                  "  - helpers_core:min_words: {n: 100}\n"
-                  "  - helpers_core:AboveMedian: {}\n  - write_jsonl: {path: out}\n")
+                  "  - tests.core.helpers_core:min_words: {n: 100}\n"
+                  "  - tests.core.helpers_core:AboveMedian: {}\n  - write_jsonl: {path: out}\n")
     rep = report(tmp_path)
     assert rep["min_words"]["docs_out"] == 0
     assert rep["above_median"]["docs_in"] == 0 and rep["above_median"]["artifacts"]["median"] == 0
@@ -46,7 +46,7 @@ def test_fifty_megabyte_document_is_processed_whole(tmp_path):
     with open(tmp_path / "in.jsonl", "w") as f:
         f.write(json.dumps({"id": "small", "text": "tiny doc"}) + "\n")
         f.write(json.dumps({"id": "huge", "text": big}) + "\n")
-    stages = "  - read_jsonl: {paths: in.jsonl}\n  - helpers_core:min_words: {n: 2}\n"
+    stages = "  - read_jsonl: {paths: in.jsonl}\n  - tests.core.helpers_core:min_words: {n: 2}\n"
     run(tmp_path, stages)
     rep = report(tmp_path)
     assert rep["min_words"]["docs_out"] == 1

@@ -12,17 +12,18 @@ import subprocess
 import sys
 
 import pytest
-from helpers import cli_env, run_cli
-from helpers_core import make_corpus, tree_digest
+
+from tests.core.helpers_core import make_corpus, tree_digest
+from tests.helpers import cli_env, run_cli
 
 PIPE = """\
 name: faults
 work_dir: {wd}
 stages:
   - read_jsonl: {{paths: "{data}/*.jsonl", shard_size_mb: 0.004}}
-  - helpers_core:TagShard: {{}}
-  - helpers_core:crash_once: {{shard_suffix: "{suffix}", marker: "{marker}"}}
-  - helpers_core:AboveMedian: {{}}
+  - tests.core.helpers_core:TagShard: {{}}
+  - tests.core.helpers_core:crash_once: {{shard_suffix: "{suffix}", marker: "{marker}"}}
+  - tests.core.helpers_core:AboveMedian: {{}}
   - write_jsonl: {{path: out}}
 """
 

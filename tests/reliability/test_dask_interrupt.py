@@ -13,8 +13,8 @@ import sys
 import time
 from pathlib import Path
 
-from helpers import cli_env
-from helpers_core import make_corpus
+from tests.core.helpers_core import make_corpus
+from tests.helpers import cli_env
 
 
 def _group_alive(pgid: int) -> list[int]:
@@ -35,7 +35,7 @@ def test_ctrl_c_under_dask_is_one_line(tmp_path: Path) -> None:
     (tmp_path / "p.yaml").write_text(
         f"name: c\nwork_dir: {tmp_path / 'w'}\nprogress: log\nstages:\n"
         f"  - read_jsonl: {{paths: '{tmp_path}/in*.jsonl'}}\n"
-        "  - helpers_core:burn: {ms: 30}\n")
+        "  - tests.core.helpers_core:burn: {ms: 30}\n")
     err = tmp_path / "err.txt"
 
     def as_in_a_terminal() -> None:  # a shell started in the background would ignore SIGINT
@@ -48,7 +48,7 @@ def test_ctrl_c_under_dask_is_one_line(tmp_path: Path) -> None:
                              preexec_fn=as_in_a_terminal)
     try:
         deadline = time.monotonic() + 120
-        while "imports: helpers_core" not in err.read_text():  # the stage is running
+        while "imports: tests.core.helpers_core" not in err.read_text():  # the stage is running
             assert p.poll() is None and time.monotonic() < deadline, err.read_text()
             time.sleep(0.2)
         time.sleep(2)  # well into the shards: each takes seconds

@@ -15,11 +15,12 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import helpers_dasknet as hd
-import helpers_netns as nn
 import pytest
-from helpers import run_cli
-from helpers_core import make_corpus, tree_digest
+
+from tests import helpers_dasknet as hd
+from tests import helpers_netns as nn
+from tests.core.helpers_core import make_corpus, tree_digest
+from tests.helpers import run_cli
 
 D = hd.DEADLINE_S
 PIPE = """\
@@ -33,8 +34,8 @@ executor:
   tls: {{ca_file: {certs}/ca.pem, cert: {certs}/client.pem, key: {certs}/client.key}}
 stages:
   - read_jsonl: {{paths: "{data}/*.jsonl", shard_size_mb: 0.02}}
-  - helpers_core:hold: {{folder: "{hold}"}}
-  - helpers_core:AboveMedian: {{}}
+  - tests.core.helpers_core:hold: {{folder: "{hold}"}}
+  - tests.core.helpers_core:AboveMedian: {{}}
   - fuzzy_dedup: {{threshold: 0.8}}
   - write_jsonl: {{path: out}}
 """

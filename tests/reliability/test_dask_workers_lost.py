@@ -13,8 +13,8 @@ import sys
 import time
 from pathlib import Path
 
-from helpers import cli_env
-from helpers_core import BIN
+from tests.core.helpers_core import BIN
+from tests.helpers import cli_env
 
 
 def _start(cmd: list[str], cwd: Path) -> subprocess.Popen:
@@ -52,7 +52,7 @@ def test_all_workers_killed_is_one_line_after_the_timeout(tmp_path):
         json.dumps({"id": str(i), "text": f"document {i}"}) + "\n" for i in range(20)))
     (tmp_path / "p.yaml").write_text(
         "name: lost\nwork_dir: w\nstages:\n  - read_jsonl: {paths: in.jsonl}\n"
-        f"  - helpers_core:gate: {{fifo: '{fifo}'}}\n"
+        f"  - tests.core.helpers_core:gate: {{fifo: '{fifo}'}}\n"
         "  - write_jsonl: {path: out, compression: none}\n")
     sched = _start([str(BIN / "dask"), "scheduler", "--scheduler-file", str(sched_file),
                     "--host", "127.0.0.1", "--port", "0", "--dashboard-address", ":0"],
@@ -105,14 +105,15 @@ def test_a_killed_workers_temporary_is_removed_by_the_run(tmp_path):
     folder (once per process) before the dead one's temporary appeared, so publishing the shard
     never removed it: ``*.tmp-<host>-<pid>-*`` stayed for good. The runner now removes dead
     writers' temporaries from the stage's folders when the stage is done."""
-    from helpers_core import make_corpus
+    from tests.core.helpers_core import make_corpus
 
     recs = make_corpus(str(tmp_path / "a.jsonl"), 400, seed=5)
     marker = tmp_path / "crashed"
     (tmp_path / "p.yaml").write_text(
         "name: temps\nwork_dir: w\nstages:\n"
         "  - read_jsonl: {paths: a.jsonl, shard_size_mb: 0.004}\n"
-        f"  - helpers_core:crash_on_id: {{id: '{recs[300]['id']}', marker: '{marker}'}}\n"
+        "  - tests.core.helpers_core:crash_on_id: "
+        f"{{id: '{recs[300]['id']}', marker: '{marker}'}}\n"
         "  - write_jsonl: {path: out, compression: none}\n")
     sched_file = tmp_path / "scheduler.json"
     procs = [_start([str(BIN / "dask"), "scheduler", "--scheduler-file", str(sched_file),

@@ -20,8 +20,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import cli_env, run_cli
-from helpers_core import make_corpus
+
+from tests.core.helpers_core import make_corpus
+from tests.helpers import cli_env, run_cli
 
 CURATOR = [sys.executable, "-m", "curator"]
 LEFT = "--- left in the mount ---"
@@ -282,8 +283,8 @@ def test_enospc_in_a_fused_chain_names_the_stage_whose_file_filled_the_disk(tmp_
     (tmp_path / "p.yaml").write_text(
         f"name: fused\nwork_dir: {wd}\nprogress: off\nstages:\n"
         f"  - read_jsonl: {{paths: {tmp_path / 'd.jsonl'}}}\n"
-        "  - helpers_core:min_words: {n: 20}\n"
-        "  - helpers_core:upper_first: {}\n")
+        "  - tests.core.helpers_core:min_words: {n: 20}\n"
+        "  - tests.core.helpers_core:upper_first: {}\n")
     res = in_small_fs(wd / "rejected", "16k", [*CURATOR, "run", "p.yaml"], cwd=tmp_path)
     line = one_error_line(res)
     assert "stage 'min_words'" in line and "[ENOSPC]" in line, line

@@ -9,9 +9,9 @@ import gzip
 import os
 
 import pytest
-from helpers_acquire import Mirror
 
 from curator.acquire.download import DownloadError, fetch
+from tests.acquire.helpers_acquire import Mirror
 
 
 def test_persistent_stall_is_retried_then_reported(tmp_path):

@@ -12,11 +12,11 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from helpers import cli_env, run_cli
-from helpers_core import ROOT, make_corpus
 
 from curator.base.errors import ConfigError
 from curator.core import pipeline as pl
+from tests.core.helpers_core import ROOT, make_corpus
+from tests.helpers import cli_env, run_cli
 
 CURATOR_BIN = Path(sys.executable).parent / "curator"
 LIMIT = 1536 * 2**20  # 1.5 GiB of address space for the whole `curator validate` process

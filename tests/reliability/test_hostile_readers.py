@@ -23,9 +23,8 @@ import sys
 import tarfile
 from pathlib import Path
 
-from helpers import cli_env
-
 from curator.storage.shards import read_records
+from tests.helpers import cli_env
 
 # a cap on address space, far above the RSS bound each test asserts: virtual memory (thread
 # arenas) reached 1.06 GB here with 150 MB resident, and more under a parallel suite

@@ -9,7 +9,8 @@ import subprocess
 import sys
 
 import pytest
-from helpers import cli_env
+
+from tests.helpers import cli_env
 
 
 def _curator(tmp, *args):

@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from helpers import cli_env
+from tests.helpers import cli_env
 
 #: Runs argv[1:], then prints the largest peak RSS (KiB) of the processes it waited for.
 _WRAP = ("import resource, subprocess, sys; r = subprocess.run(sys.argv[1:]); "

@@ -12,10 +12,11 @@ import sys
 import time
 from pathlib import Path
 
-import helpers_netns as nn
 import pytest
-from helpers import cli_env, run_cli
-from helpers_core import BIN, make_corpus, tree_digest
+
+from tests import helpers_netns as nn
+from tests.core.helpers_core import BIN, make_corpus, tree_digest
+from tests.helpers import cli_env, run_cli
 
 PIPE = """\
 name: mpinet
@@ -23,8 +24,8 @@ work_dir: {wd}
 progress: off
 stages:
   - read_jsonl: {{paths: "{data}/*.jsonl", shard_size_mb: 0.02}}
-  - helpers_core:hold: {{folder: "{hold}"}}
-  - helpers_core:AboveMedian: {{}}
+  - tests.core.helpers_core:hold: {{folder: "{hold}"}}
+  - tests.core.helpers_core:AboveMedian: {{}}
   - fuzzy_dedup: {{threshold: 0.8}}
   - write_jsonl: {{path: out}}
 """

@@ -10,8 +10,9 @@ import signal
 import subprocess
 import sys
 
-import helpers_netns as nn
 import pytest
+
+from tests import helpers_netns as nn
 
 RANGE = ipaddress.ip_network("198.18.0.0/15")
 
@@ -100,7 +101,7 @@ def test_namespaces_of_a_killed_test_process_are_swept():
     """A test process SIGKILLed while it holds hosts leaves its namespaces; its slot lock dies
     with it, so the next sweep (or the next taker of the slot) removes them."""
     code = (
-        "import helpers_netns as nn, sys, time\n"
+        "import sys, time\nfrom tests import helpers_netns as nn\n"
         "net = nn.Hosts(['k']).__enter__(); print(net.ns('k'), flush=True)\n"
         "time.sleep(300)\n"
     )
@@ -109,7 +110,7 @@ def test_namespaces_of_a_killed_test_process_are_swept():
         stdout=subprocess.PIPE,
         text=True,
         env={
-            "PYTHONPATH": str(nn.Path(nn.__file__).parent),
+            "PYTHONPATH": str(nn.Path(nn.__file__).parents[1]),
             "PATH": "/usr/sbin:/usr/bin:/sbin:/bin",
         },
     )

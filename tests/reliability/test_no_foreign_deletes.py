@@ -7,8 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from helpers import run_cli
-from helpers_core import make_corpus, tree_digest
+
+from tests.core.helpers_core import make_corpus, tree_digest
+from tests.helpers import run_cli
 
 
 def one_line(res) -> str:

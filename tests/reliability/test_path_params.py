@@ -16,12 +16,12 @@ from pathlib import Path
 from typing import get_args, get_origin
 
 import pytest
-from helpers import run_cli
 
 from curator.core.params import iter_fields
 from curator.core.registry import builtin_stages, resolve
 from curator.core.stage import PathParam, path_params
 from curator.core.stage_state import effective_fingerprint, param_files
+from tests.helpers import run_cli
 
 #: Parameters whose names say "path" but that name no file the stage reads, with why.
 NOT_INPUT_FILES = {
@@ -132,7 +132,7 @@ stages:
   - read_jsonl: {{paths: data.jsonl}}
   - url_blocklist: {{domain_files: [{domains}]}}
   - bad_words_filter: {{path: {words}}}
-  - helpers_core:not_listed: {{words: {custom}}}
+  - tests.core.helpers_core:not_listed: {{words: {custom}}}
   - write_jsonl: {{path: out, compression: none}}
 """
 

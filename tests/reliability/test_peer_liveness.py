@@ -13,8 +13,8 @@ import subprocess
 import sys
 import time
 
-from helpers import cli_env
-from helpers_core import BIN, make_corpus
+from tests.core.helpers_core import BIN, make_corpus
+from tests.helpers import cli_env
 
 PIPE = """\
 name: stopped
@@ -22,7 +22,7 @@ work_dir: w
 progress: off
 stages:
   - read_jsonl: {paths: "data/*.jsonl", shard_size_mb: 0.02}
-  - helpers_core:hold: {folder: hold}
+  - tests.core.helpers_core:hold: {folder: hold}
   - write_jsonl: {path: out}
 """
 

@@ -17,8 +17,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from helpers import cli_env
-from helpers_core import BIN, make_corpus
+from tests.core.helpers_core import BIN, make_corpus
+from tests.helpers import cli_env
 
 ENV = "CURATOR_TEST_PREFLIGHT_PASSWORD"
 
@@ -29,7 +29,7 @@ def _pipeline(tmp: Path) -> Path:
     y.write_text(
         "name: preflight\nwork_dir: w\nreport: false\nprogress: 'off'\nstages:\n"
         "  - read_jsonl: {paths: a.jsonl}\n"
-        "  - helpers_core:min_words: {n: 5}\n"
+        "  - tests.core.helpers_core:min_words: {n: 5}\n"
         "  - fuzzy_dedup: {backend: redis, redis: {nodes: ['127.0.0.1:1'], "
         f"password_env: {ENV}}}}}\n"
     )

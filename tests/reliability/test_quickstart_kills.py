@@ -31,8 +31,9 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import cli_env
-from helpers_core import quickstart_outputs
+
+from tests.core.helpers_core import quickstart_outputs
+from tests.helpers import cli_env
 
 ROOT = Path(__file__).resolve().parents[2]
 QUICKSTART = ROOT / "pipelines" / "quickstart.yaml"

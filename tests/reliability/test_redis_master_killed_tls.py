@@ -14,8 +14,9 @@ import os
 import signal
 from pathlib import Path
 
-import helpers_dedup as hd
 import pytest
+
+from tests.dedup import helpers_dedup as hd
 
 FUZZY = "{shingle: word, ngram: 5, threshold: 0.7"
 SECRET = "pw-tls-kill-9fQ"

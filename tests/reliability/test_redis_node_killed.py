@@ -14,9 +14,10 @@ import subprocess
 import sys
 import time
 
-import helpers_dedup as hd
 import redis
-from helpers import run_cli
+
+from tests.dedup import helpers_dedup as hd
+from tests.helpers import run_cli
 
 FUZZY = "{shingle: word, ngram: 5, threshold: 0.7"
 

@@ -10,7 +10,7 @@ import gzip
 import json
 from pathlib import Path
 
-from helpers import run_cli
+from tests.helpers import run_cli
 
 PIPE = """name: t
 work_dir: {wd}

@@ -8,11 +8,11 @@ import ast
 from pathlib import Path
 
 import pytest
-from helpers import run_cli
-from helpers_core import make_corpus
 
 from curator.base.errors import ConfigError
 from curator.core.context import StageContext
+from tests.core.helpers_core import make_corpus
+from tests.helpers import run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 SHELL_CALLS = {("os", "system"), ("os", "popen"), ("subprocess", "getoutput"),

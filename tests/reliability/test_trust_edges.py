@@ -10,9 +10,10 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from canary import assert_untouched, canary_tree, snapshot
-from helpers import run_cli
-from helpers_core import make_corpus, tree_digest
+
+from tests.canary import assert_untouched, canary_tree, snapshot
+from tests.core.helpers_core import make_corpus, tree_digest
+from tests.helpers import run_cli
 
 PIPE = """\
 name: trust

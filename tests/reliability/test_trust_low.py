@@ -9,11 +9,10 @@ import os
 import subprocess
 import sys
 
-from canary import assert_untouched, canary_tree, snapshot
-from helpers import ROOT, cli_env, run_cli
-from helpers_core import make_corpus
-
 import curator
+from tests.canary import assert_untouched, canary_tree, snapshot
+from tests.core.helpers_core import make_corpus
+from tests.helpers import ROOT, cli_env, run_cli
 
 PIPE = """\
 name: low

@@ -16,8 +16,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from helpers import cli_env, run_cli, stop_process_groups
-from helpers_core import BIN, make_corpus
+
+from tests.core.helpers_core import BIN, make_corpus
+from tests.helpers import cli_env, run_cli, stop_process_groups
 
 PIPE = """\
 name: tls
@@ -28,7 +29,7 @@ executor:
   scheduler_file: {sched}
 {tls}stages:
   - read_jsonl: {{paths: "{data}/*.jsonl", shard_size_mb: 0.004}}
-  - helpers_core:AboveMedian: {{}}
+  - tests.core.helpers_core:AboveMedian: {{}}
   - write_jsonl: {{path: out}}
 """
 

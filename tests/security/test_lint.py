@@ -8,7 +8,7 @@ import subprocess
 import tomllib
 from pathlib import Path
 
-from helpers import BIN, ROOT
+from tests.helpers import BIN, ROOT
 
 
 def test_ruff_security_rules_are_on_and_the_package_is_clean():

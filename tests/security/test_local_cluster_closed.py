@@ -17,8 +17,9 @@ import threading
 from pathlib import Path
 
 import pytest
-from helpers import cli_env, stop_process_groups
-from helpers_core import make_corpus
+
+from tests.core.helpers_core import make_corpus
+from tests.helpers import cli_env, stop_process_groups
 
 OTHER = "curator-other"
 
@@ -96,7 +97,7 @@ def test_another_user_cannot_run_code_on_the_local_cluster(tmp_path):
     (tmp_path / "p.yaml").write_text(
         f"name: t\nwork_dir: {tmp_path / 'w'}\nprogress: off\nstages:\n"
         f"  - read_jsonl: {{paths: ['{tmp_path / 'in.jsonl'}']}}\n"
-        f"  - helpers_core:gate: {{fifo: '{fifo}'}}\n")
+        f"  - tests.core.helpers_core:gate: {{fifo: '{fifo}'}}\n")
     run = subprocess.Popen([sys.executable, "-m", "curator", "run", "p.yaml", "--executor",
                             "dask", "--workers", "1"], cwd=tmp_path, env=cli_env(),
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
@@ -164,7 +165,7 @@ def test_the_documented_recipe_serves_nothing_beyond_its_host(tmp_path):
     """docs/cluster.md's scheduler and worker commands, run as written (host 127.0.0.1, this
     machine's certificates): every socket they listen on is on their host. Without
     ``--dashboard-address 127.0.0.1:0`` the worker's HTTP server listened on 0.0.0.0."""
-    from helpers import BIN, run_cli
+    from tests.helpers import BIN, run_cli
 
     certs = tmp_path / "certs"
     run_cli("tls-certs", str(certs), "--hosts", "127.0.0.1")

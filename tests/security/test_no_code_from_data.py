@@ -10,8 +10,8 @@ import os
 import pickle
 import stat
 
-from helpers import run_cli
-from helpers_core import make_corpus
+from tests.core.helpers_core import make_corpus
+from tests.helpers import run_cli
 
 PIPE = """\
 name: phases
@@ -19,7 +19,7 @@ work_dir: {wd}
 progress: off
 stages:
   - read_jsonl: {{paths: "{data}/*.jsonl", shard_size_mb: 0.004}}
-  - helpers_core:AboveMedian: {{}}
+  - tests.core.helpers_core:AboveMedian: {{}}
   - write_jsonl: {{path: out}}
 """
 

@@ -15,7 +15,7 @@ import os
 import re
 from pathlib import Path
 
-from helpers import train_two_cpu_ranks
+from tests.helpers import train_two_cpu_ranks
 
 ROOT = Path(__file__).resolve().parents[2]
 

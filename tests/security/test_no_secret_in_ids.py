@@ -14,7 +14,8 @@ from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import zstandard
-from helpers import run_cli
+
+from tests.helpers import run_cli
 
 SIG = "SIGf00dcafe1234abcd"
 TOKEN = "TOKbeef5678efgh"

@@ -15,8 +15,9 @@ from pathlib import Path
 
 import pytest
 import zstandard
-from helpers import run_cli
-from helpers_core import make_corpus
+
+from tests.core.helpers_core import make_corpus
+from tests.helpers import run_cli
 
 SECRETS = {
     "url_password": "PW-URL-SECRET-1x",
@@ -140,7 +141,7 @@ def test_no_secret_in_any_file_or_line_of_a_run(tmp_path, env):
         f"  - id: bearer\n    read_jsonl:\n      paths: http://127.0.0.1:{srv.port}/c.jsonl\n"
         f"      storage_options: {{headers: {{Authorization: 'Bearer "
         f"{SECRETS['header_token']}'}}}}\n"
-        f"  - helpers_core:LeakyReason: {{api_password: {SECRETS['param_password']}}}\n"
+        f"  - tests.core.helpers_core:LeakyReason: {{api_password: {SECRETS['param_password']}}}\n"
         f"    inputs: [basic, bearer]\n"
         f"  - write_jsonl: {{path: {run_dir / 'out'}}}\n")
     printed = []
@@ -198,8 +199,8 @@ def test_redis_url_password_is_masked_in_the_error(tmp_path, env):
                    if f.is_file() and f != pipe)
 
 
-@pytest.mark.parametrize("stage", ["helpers_core:LeakyReason: {fail_on: doc-3-7}",
-                                   "helpers_core:LeakyPhase: {}"])
+@pytest.mark.parametrize("stage", ["tests.core.helpers_core:LeakyReason: {fail_on: doc-3-7}",
+                                   "tests.core.helpers_core:LeakyPhase: {}"])
 def test_a_failing_task_on_dask_workers_leaks_no_secret(tmp_path, env, monkeypatch, stage):
     """A task that fails with a library's error quoting secrets: masked in curator's line and
     in what the Dask workers log (they print failed tasks with their exception)."""

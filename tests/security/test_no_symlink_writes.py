@@ -13,7 +13,8 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import cli_env, run_cli
+
+from tests.helpers import cli_env, run_cli
 
 PIPE = """name: t
 work_dir: {wd}

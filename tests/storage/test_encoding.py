@@ -9,13 +9,13 @@ import json
 from pathlib import Path
 
 import pytest
-from helpers import run_cli
-from helpers_acquire import read_output, read_side, run_pipeline, wiki_xml
 
 from curator.acquire.arxiv import _decode
 from curator.classifiers.quality import iter_jsonl_texts
 from curator.filters.decontaminate import read_eval_texts
 from curator.storage.encoding import sniff
+from tests.acquire.helpers_acquire import read_output, read_side, run_pipeline, wiki_xml
+from tests.helpers import run_cli
 
 TEXTS = ["Здравей, свят — първи ред.", "Ünïcödé 2nd line 🙂 with an emoji", "日本語のテキスト"]
 RECS = [{"id": f"d{i}", "text": t} for i, t in enumerate(TEXTS)]

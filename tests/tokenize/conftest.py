@@ -5,7 +5,8 @@ from __future__ import annotations
 import os
 
 import pytest
-from helpers_tokenize import write_corpus
+
+from tests.tokenize.helpers_tokenize import write_corpus
 
 
 @pytest.fixture

@@ -11,11 +11,11 @@ import sys
 import textwrap
 
 import pytest
-from helpers import cli_env
-from helpers_tokenize import write_corpus
 
 from curator.tokenize.blend import empty_splits, split_matrix
 from curator.tokenize.megatron import read_index
+from tests.helpers import cli_env
+from tests.tokenize.helpers_tokenize import write_corpus
 
 #: megatron-core's builder over blend.json: train, valid and test all asked for
 BUILD = textwrap.dedent('''

@@ -17,12 +17,12 @@ import sys
 
 import numpy as np
 import pytest
-from helpers_tokenize import run_pipeline, stage_artifacts, write_corpus
 from megatron.core.datasets.indexed_dataset import IndexedDataset
 from tokenizers import Tokenizer, models, pre_tokenizers
 from transformers import AutoTokenizer, PreTrainedTokenizerFast
 
 from curator.base.errors import ConfigError, InputError
+from tests.tokenize.helpers_tokenize import run_pipeline, stage_artifacts, write_corpus
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MEGATRON_LM = os.path.join(os.path.dirname(os.path.abspath(__file__)), "megatron_lm")

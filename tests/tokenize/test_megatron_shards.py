@@ -242,7 +242,7 @@ def test_source_names_from_the_data_get_files_of_their_own(tmp_path):
     import json as _json
     from pathlib import Path
 
-    from helpers_tokenize import run_pipeline, stage_artifacts
+    from tests.tokenize.helpers_tokenize import run_pipeline, stage_artifacts
 
     words = "alpha beta gamma delta epsilon zeta eta theta iota kappa".split()
     sources = ["a/b", "a_b", "a b", "../up", "x" * 300, "web"]

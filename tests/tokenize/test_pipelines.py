@@ -12,13 +12,13 @@ import numpy as np
 import orjson
 import pytest
 import sentencepiece as spm
-from helpers_tokenize import run_pipeline, stage_artifacts
 from megatron.core.datasets.indexed_dataset import IndexedDataset
 from tokenizers import Tokenizer, models, pre_tokenizers
 
 from curator.base.errors import ConfigError
 from curator.text import split_sentences
 from curator.tokenize.blend import compute_blend
+from tests.tokenize.helpers_tokenize import run_pipeline, stage_artifacts
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 

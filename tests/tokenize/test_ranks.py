@@ -9,7 +9,8 @@ import subprocess
 import sys
 
 import yaml
-from helpers_tokenize import run_pipeline, stage_artifacts
+
+from tests.tokenize.helpers_tokenize import run_pipeline, stage_artifacts
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 

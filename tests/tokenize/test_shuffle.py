@@ -7,12 +7,12 @@ import json
 from pathlib import Path
 
 import numpy as np
-from helpers import run_cli
-from helpers_tokenize import run_pipeline, stage_artifacts
 from megatron.core.datasets.indexed_dataset import IndexedDataset
 from tokenizers import Tokenizer, models, pre_tokenizers
 
 from curator.tokenize.shuffle import bucket_of, buckets_for, doc_key
+from tests.helpers import run_cli
+from tests.tokenize.helpers_tokenize import run_pipeline, stage_artifacts
 
 N_FILES, PER_FILE = 3, 40
 

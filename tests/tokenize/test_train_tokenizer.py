@@ -8,11 +8,11 @@ import os
 import pytest
 import sentencepiece as spm
 import xxhash
-from helpers_tokenize import run_pipeline, stage_artifacts
 from tokenizers import Tokenizer
 
 from curator.base.errors import ConfigError
 from curator.tokenize.load import load_encoder, spec_from_params
+from tests.tokenize.helpers_tokenize import run_pipeline, stage_artifacts
 
 ROUND_TRIP = ["Hello world, this is a test.", "naïve café — Grüße aus Köln!",
               "日本語のテキスト。 emoji 🙂", "  leading spaces and\nnew lines\tand tabs  ",

@@ -11,11 +11,11 @@ import sys
 import numpy as np
 import pytest
 import torch
-from helpers import train_two_cpu_ranks
 
 from curator.base.errors import ConfigError
 from curator.train.config import TrainConfig
 from curator.train.layout import validate_layout
+from tests.helpers import train_two_cpu_ranks
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 torch.set_num_threads(1)
@@ -302,9 +302,8 @@ def test_the_stage_cli_and_ranks_share_one_parameter_model() -> None:
 ])
 def test_a_bad_value_is_refused_by_the_stage_and_the_cli_naming_the_key(
         blend_path: str, tmp_path, capsys, key: str, value, message: str) -> None:
-    from helpers import stage_error
-
     from curator.cli import main
+    from tests.helpers import stage_error
 
     assert stage_error("train", {key: value}) == f"p.yaml:1: stages[1].train.{key}: {message}"
     flag = "--" + key.replace("_", "-")

@@ -19,11 +19,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import helpers_netns as nn
 import pytest
-from helpers import cli_env, run_cli
-from helpers_core import BIN, tree_digest
-from helpers_dedup import REPO, make_corpus, rejected
+
+from tests import helpers_netns as nn
+from tests.core.helpers_core import BIN, tree_digest
+from tests.dedup.helpers_dedup import REPO, make_corpus, rejected
+from tests.helpers import cli_env, run_cli
 
 DOC = REPO / "docs" / "dedup.md"
 PASSWORD = "link-down-pw-4Kd"

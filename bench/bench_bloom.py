@@ -14,9 +14,11 @@ Each tool runs in a fresh process; what is measured:
 * repeats found and false removals (removed documents that were not repeats);
 * for curator, peak RSS at two corpus sizes with the same ``memory_mb``: the memory bound.
 
-    python bench/bench_bloom.py --docs 20000                       # a check that it works
-    python bench/bench_bloom.py --docs 1000000 --memory-mb 64 \\
-        --dolma .bench-dolma/bin/dolma --out bench/results/bloom-1e6.json   # the comparison
+    python -m bench.bench_bloom --docs 20000                       # a check that it works
+    python -m bench.bench_bloom --docs 1000000 --memory-mb 64 \\
+        --dolma .bench-dolma/bin/dolma                                # the comparison
+
+Each run leaves its rows in a result file under bench/results/bench_bloom/ (bench/common.py).
 
 dolma's dependencies (numpy<2, old boto3) conflict with curator's, so it lives in its own venv:
 ``python -m venv .bench-dolma && .bench-dolma/bin/pip install dolma==1.2.1``.
@@ -40,6 +42,8 @@ import time
 from pathlib import Path
 
 import xxhash
+
+from bench.common import bench_main
 
 REPO = Path(__file__).resolve().parents[1]
 WIKI = (
@@ -287,7 +291,7 @@ def true_repeats(folder: Path, exact: bool = False) -> set[str]:
     return out
 
 
-def main() -> None:
+def main() -> tuple[dict[str, str], dict[str, object]] | None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--docs", type=int, default=20000)
     ap.add_argument("--repeat", type=float, default=0.1, help="share of planted repeats")
@@ -295,7 +299,6 @@ def main() -> None:
     ap.add_argument("--memory-mb", type=float, default=64)
     ap.add_argument("--dolma", default=shutil.which("dolma"), help="dolma's command, if any")
     ap.add_argument("--skip-datatrove", action="store_true")
-    ap.add_argument("--out", help="write the results (JSON) here")
     a = ap.parse_args()
     rows = []
     with tempfile.TemporaryDirectory(prefix="bench-bloom-") as tmp:
@@ -340,22 +343,9 @@ def main() -> None:
                 )
             else:
                 print("# dolma: not installed (see the docstring)", flush=True)
-    if a.out:
-        Path(a.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(a.out).write_text(
-            json.dumps(
-                {
-                    "command": " ".join(sys.argv),
-                    "memory_mb": a.memory_mb,
-                    "repeat": a.repeat,
-                    "cpus": os.cpu_count(),
-                    "rows": rows,
-                },
-                indent=1,
-            )
-            + "\n"
-        )
-
+    figures = {f"{r['tool']} @ {r['docs']:,} docs": f"{r['docs_per_cpu_s']:,} docs/CPU-s, peak "
+               f"{r['peak_rss_mb']:.0f} MB, false removals {r['false_removals']}" for r in rows}
+    return figures, {"memory_mb": a.memory_mb, "repeat": a.repeat, "rows": rows}
 
 if __name__ == "__main__":
-    main()
+    sys.exit(bench_main(__file__, main))

@@ -19,6 +19,8 @@ import sys
 import tempfile
 import time
 
+from bench.common import bench_main
+
 WHERE = ("url_host_registered_domain IN ('site7.com', 'site42.com') AND content_languages "
          "LIKE '%eng%' AND fetch_status = 200 AND content_mime_detected = 'text/html'")
 
@@ -89,4 +91,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(bench_main(__file__, main))

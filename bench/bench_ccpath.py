@@ -54,8 +54,9 @@ import time
 import uuid
 from typing import Any
 
+from bench.common import bench_main
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, REPO)
 
 HTML_EXT = (".html", ".htm", ".xhtml")
 OTHER_EXT = (".css", ".js", ".png", ".svg", ".txt", ".gif", ".jpg")
@@ -154,8 +155,6 @@ stages:
 """
 
 DATATROVE_PY = """\
-import sys
-sys.path.insert(0, {repo!r})
 from loguru import logger
 logger.remove()
 import datatrove.pipeline.base as dt_base
@@ -253,7 +252,7 @@ def run_datatrove(warc: str, tmp: str, workers: int, tasks: int) -> tuple[float,
     out = os.path.join(tmp, "datatrove-out")
     script = os.path.join(tmp, "datatrove_run.py")
     with open(script, "w") as f:
-        f.write(DATATROVE_PY.format(repo=REPO, warc=warc, out=out, tasks=tasks,
+        f.write(DATATROVE_PY.format(warc=warc, out=out, tasks=tasks,
                                     workers=workers, logs=os.path.join(tmp, "datatrove-logs")))
     wall, cpu = _run([sys.executable, script], cwd=tmp)
     return wall, cpu, _count_jsonl(out)
@@ -351,7 +350,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\nratio curator/datatrove (wall-clock throughput, {main_ex}): "
               f"{dt[0] / runs[1][2][0]:.2f}x  (CPU: {dt[1] / runs[1][2][1]:.2f}x)")
         if not args.no_quality:
-            from bench.extraction_quality import MAIN, configs, load_gold, report, run_config
+            from bench.extraction_quality import MAIN, configs, report, run_config
+            from bench.gold_set import load_gold
 
             pages = load_gold("heldout")
             cfgs = configs()
@@ -363,4 +363,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    sys.exit(bench_main(__file__, main))

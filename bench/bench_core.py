@@ -10,10 +10,12 @@ import argparse
 import json
 import random
 import shutil
+import sys
 import tempfile
 import time
 from pathlib import Path
 
+from bench.common import bench_main
 from curator import filter
 
 
@@ -39,7 +41,7 @@ def run_curator(d: Path) -> float:
     text = (f"name: bench\nwork_dir: {d / 'cw'}\nprogress: off\nreport: false\n"
             "save_rejected: false\nstages:\n"
             f"  - read_jsonl: {{paths: '{d}/in.jsonl', shard_size_mb: 1024}}\n"
-            "  - bench_core:long_enough: {}\n"
+            "  - bench.bench_core:long_enough: {}\n"
             "  - write_jsonl: {path: out, compression: none}\n")
     t = time.perf_counter()
     Runner(pl.loads(text), LocalExecutor()).run()
@@ -60,7 +62,7 @@ def run_datatrove(d: Path) -> float:
     return time.perf_counter() - t
 
 
-def main() -> None:
+def main() -> dict[str, float]:
     ap = argparse.ArgumentParser()
     ap.add_argument("--docs", type=int, default=50_000)
     args = ap.parse_args()
@@ -74,12 +76,13 @@ def main() -> None:
         print(f"curator   read->filter->write: {args.docs / ours:10,.0f} docs/s ({ours:.2f}s)")
         print(f"datatrove read->filter->write: {args.docs / peer:10,.0f} docs/s ({peer:.2f}s)")
         print(f"ratio curator/datatrove: {peer / ours:.2f}x")
+        return {"documents": args.docs, "input_mb": round(mb, 1),
+                "curator_docs_per_s": round(args.docs / ours),
+                "datatrove_docs_per_s": round(args.docs / peer),
+                "ratio_curator_datatrove": round(peer / ours, 2)}
     finally:
         shutil.rmtree(d, ignore_errors=True)
 
 
 if __name__ == "__main__":
-    import sys
-
-    sys.path.insert(0, str(Path(__file__).parent))
-    main()
+    sys.exit(bench_main(__file__, main))

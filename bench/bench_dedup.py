@@ -33,8 +33,9 @@ from pathlib import Path
 
 import numpy as np
 
+from bench.common import bench_main
+
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
 
 from curator.dedup.minhash import MinHasher, band_digests, normalize  # noqa: E402
 
@@ -201,7 +202,6 @@ def bench_lsh(docs: list[str]) -> None:
 
 _CHILD = r"""
 import json, sys, time
-sys.path.insert(0, sys.argv[1])
 from curator.core import pipeline as pl
 from curator.core.executors import LocalExecutor
 from curator.core.runner import Runner
@@ -211,7 +211,7 @@ def status(key):
         if line.startswith(key + ":"):
             return int(line.split()[1])
 
-pipe = pl.load(sys.argv[2])  # imports the stages' modules
+pipe = pl.load(sys.argv[1])  # imports the stages' modules
 import numpy, curator.dedup.fuzzy_dedup, curator.io.jsonl  # noqa: E401,F401
 with open("/proc/self/clear_refs", "w") as f:  # reset the peak (VmHWM) after the imports
     f.write("5")
@@ -235,7 +235,8 @@ def bench_memory(sizes: list[int]) -> None:
                 f"name: bench\nwork_dir: {tmp}/w\nprogress: 'off'\nreport: false\nstages:\n"
                 f"  - read_jsonl: {{paths: {tmp}/docs.jsonl, shard_size_mb: 8}}\n"
                 "  - fuzzy_dedup: {shingle: word, ngram: 5, threshold: 0.8}\n")
-            out = subprocess.run([sys.executable, "-c", _CHILD, str(REPO), str(tmp / "p.yaml")],
+            out = subprocess.run([sys.executable, "-c", _CHILD, str(tmp / "p.yaml")],
+                                 env=dict(os.environ, PYTHONPATH=str(REPO)),
                                  capture_output=True, text=True, check=True)
             r = json.loads(out.stdout.strip().splitlines()[-1])
             extra = (r["peak_kb"] - r["base_kb"]) * 1024 / n
@@ -263,4 +264,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(bench_main(__file__, main))

@@ -33,6 +33,8 @@ from pathlib import Path
 
 import orjson
 
+from bench.common import bench_main
+
 REPO = Path(__file__).resolve().parents[1]
 DOCS = "/usr/share/doc/python3.11/html/_sources"
 BANDS, ROWS, SEED = 14, 8, 1
@@ -193,4 +195,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(bench_main(__file__, main))

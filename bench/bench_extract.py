@@ -19,8 +19,9 @@ import sys
 import tempfile
 import time
 
+from bench.common import bench_main
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, REPO)
 
 from curator.acquire.read_warc import ReadWarc  # noqa: E402
 from curator.acquire.warc import iter_warc  # noqa: E402
@@ -132,4 +133,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(bench_main(__file__, main))

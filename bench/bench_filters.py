@@ -27,8 +27,7 @@ import sys
 import time
 from collections.abc import Callable
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
+from bench.common import bench_main
 from curator.base.document import Document
 from curator.filters.c4_quality import C4Quality
 from curator.filters.fineweb_quality import FineWebQuality
@@ -154,4 +153,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    sys.exit(bench_main(__file__, main))

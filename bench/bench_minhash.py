@@ -32,8 +32,9 @@ import tempfile
 import time
 from collections.abc import Callable
 
+from bench.common import bench_main
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, REPO)
 
 import numpy as np  # noqa: E402
 
@@ -206,4 +207,4 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(bench_main(__file__, main))

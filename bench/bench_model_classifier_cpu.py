@@ -29,8 +29,9 @@ import sys
 import tempfile
 import time
 
+from bench.common import bench_main
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
 
 CONFIGS = {  # name -> stage parameters
     "torch-fp32": {"backend": "torch", "dtype": "float32"},
@@ -148,4 +149,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(bench_main(__file__, main))

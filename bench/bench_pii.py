@@ -30,13 +30,12 @@ import time
 from collections import Counter
 from collections.abc import Callable
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
-sys.path.insert(0, os.path.join(ROOT, "tests", "filters"))
+from bench.common import bench_main
 
-from pii_labelled import evaluate, load  # noqa: E402  (tests/filters/pii_labelled.py)
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 from curator.filters.pii_redact import KINDS, PiiRedactor, PresidioRedactor  # noqa: E402
+from tests.filters.pii_labelled import evaluate, load  # noqa: E402
 
 #: Countries of the labelled phone numbers (for libphonenumber's national formats).
 SET_REGIONS = ["US", "GB", "DE", "FR", "JP", "ES", "NL", "CH", "BR", "IT"]
@@ -144,4 +143,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(bench_main(__file__, main))

@@ -36,8 +36,9 @@ from pathlib import Path
 
 import numpy as np
 
+from bench.common import bench_main
+
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
 
 CUT = 1500
 THRESHOLDS = (0.90, 0.95)
@@ -524,4 +525,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(bench_main(__file__, main))

@@ -7,8 +7,10 @@ peak RSS (``ru_maxrss``), its CPU time and the documents per second; the output 
 hold every document once, in key order. The same ``--memory-mb`` at a tenth of the documents
 and at all of them shows the bound: more documents make more key ranges, not more memory.
 
-    python bench/bench_shuffle.py --docs 100000                        # a check that it works
-    python bench/bench_shuffle.py --docs 1000000 --memory-mb 16 --out bench/results/shuffle-1e6.json
+    python -m bench.bench_shuffle --docs 100000                        # a check that it works
+    python -m bench.bench_shuffle --docs 1000000 --memory-mb 16        # the bound, 1e6 documents
+
+Each run leaves its rows in a result file under bench/results/bench_shuffle/ (bench/common.py).
 """
 
 from __future__ import annotations
@@ -25,8 +27,9 @@ from typing import Any
 
 import numpy as np
 
+from bench.common import bench_main
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
 
 
 class _Ctx:
@@ -100,13 +103,12 @@ def child(folder: str, docs: int, memory_mb: float, seed: int) -> dict[str, Any]
     }
 
 
-def main() -> None:
+def main() -> tuple[dict[str, str], dict[str, object]] | None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--docs", type=int, default=100_000)
     ap.add_argument("--parts", type=int, default=16)
     ap.add_argument("--memory-mb", type=float, default=16)
     ap.add_argument("--seed", type=int, default=7)
-    ap.add_argument("--out")
     ap.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.child:
@@ -133,10 +135,11 @@ def main() -> None:
             )
             rows.append(json.loads(p.stdout))
             print(json.dumps(rows[-1]))
-    if a.out:
-        with open(a.out, "w") as f:
-            json.dump(rows, f, indent=1)
+    figures = {f"{r['docs']:,} docs, {r['memory_mb']:g} MB": f"peak {r['peak_rss_mb']} MB, "
+               f"{r['docs_per_cpu_s']:,} docs/CPU-s, all once and in order: "
+               f"{r['all_once'] and r['in_key_order']}" for r in rows}
+    return figures, {"rows": rows}
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(bench_main(__file__, main))

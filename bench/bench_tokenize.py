@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import os
 
+from bench.common import bench_main
+
 os.environ["TOKENIZERS_PARALLELISM"] = "false"
 
 import argparse
@@ -77,8 +79,7 @@ def main(argv: list[str] | None = None) -> None:
     tmp = tempfile.mkdtemp(prefix="bench-tokenize-")
     try:
         if args.corpus:
-            sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-            from bench_minhash import load_corpus
+            from bench.bench_minhash import load_corpus
 
             texts = load_corpus(args.corpus, limit=args.docs)
             args.docs = len(texts)
@@ -150,4 +151,4 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(bench_main(__file__, main))

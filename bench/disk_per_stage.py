@@ -32,8 +32,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import scale
+from bench import scale
+from bench.common import bench_main
 
 ROOT = Path(__file__).resolve().parents[1]
 WIKI_DUMP = (ROOT / "data/sample/wikimedia/enwiki/20160501"
@@ -140,4 +140,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    sys.exit(bench_main(__file__, main))

@@ -21,12 +21,14 @@ from __future__ import annotations
 
 import argparse
 import pickle
+import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 
 from fastwarc.warc import ArchiveIterator, WarcRecordType
 
+from bench.common import bench_main
 from curator.extract import cleaning, extract_html, link_density, resume
 from curator.extract.extract_html import decode_html, extract_text, prepare
 
@@ -123,4 +125,4 @@ def _round(htmls: list[str], change: str, r: int) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(bench_main(__file__, main))

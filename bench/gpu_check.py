@@ -35,6 +35,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from bench.common import bench_main
+
 REPO = Path(__file__).resolve().parents[1]
 GPU_DIR = REPO / ".gpu"
 T_END = float("inf")  # perf_counter() at which every check must have stopped (--budget)
@@ -499,4 +501,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(bench_main(__file__, main))

@@ -30,6 +30,8 @@ from pathlib import Path
 
 import orjson
 
+from bench.common import bench_main
+
 REPO = Path(__file__).resolve().parents[1]
 DOCS = "/usr/share/doc/python3.11/html/_sources"
 
@@ -154,4 +156,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(bench_main(__file__, main))

@@ -24,8 +24,9 @@ import sys
 import tempfile
 from collections import Counter
 
+from bench.common import bench_main
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, REPO)
 
 SAMPLE = os.path.join(REPO, "data", "sample", "commoncrawl")
 OPTIONS = {"old default (fast, precision, no shaping)":
@@ -112,4 +113,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    sys.exit(bench_main(__file__, main))

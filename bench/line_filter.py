@@ -42,11 +42,11 @@ from urllib.parse import urlparse
 
 import numpy as np
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, REPO)
-sys.path.insert(0, os.path.join(REPO, "bench"))
+from bench.common import bench_main
 
-from extraction_quality import load_gold, prf  # noqa: E402
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+from bench.gold_set import load_gold, prf  # noqa: E402
 
 WCXB = "/work/.mirror/Murrough-Foley+web-content-extraction-benchmark/repo"  # as build_gold.py
 
@@ -402,4 +402,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    sys.exit(bench_main(__file__, main))

@@ -24,8 +24,7 @@ import glob
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
+from bench.common import bench_main
 from curator.base.document import Document
 from curator.core.registry import resolve
 
@@ -113,4 +112,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(bench_main(__file__, main))

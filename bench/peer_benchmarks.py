@@ -34,16 +34,9 @@ import os
 import re
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-from extraction_quality import (
-    GoldPage,
-    Result,
-    bootstrap,
-    extract_pooled,
-    saved_config,
-    tokens,
-)
+from bench.common import bench_main
+from bench.extraction_quality import Result, extract_pooled, saved_config
+from bench.gold_set import GoldPage, bootstrap, tokens
 
 DATA = "/var/tmp/hcd"
 SETS = ["cleaneval-dev", "cleaneval-final", "CleanPortalEval-master", "dragnet_data",
@@ -127,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{len(pages)} pages of {len(SETS)} benchmarks; token F1 per page, mean over pages")
     results = [run(n, pages, args.jobs) for n in CONFIGS]
     if args.rs_python:
-        from rs_trafilatura_row import predictions
+        from bench.rs_trafilatura_row import predictions
 
         text, cpu = predictions([(p.id, p.html, "") for p in pages], args.rs_python)
         results.append(saved_config("rs-trafilatura", text, cpu, pages))
@@ -156,4 +149,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    sys.exit(bench_main(__file__, main))

@@ -18,12 +18,11 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from bench.common import bench_main
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, REPO)
-sys.path.insert(0, os.path.join(REPO, "bench"))
 
-from extraction_quality import GoldPage, load_gold, prf  # noqa: E402
-
+from bench.gold_set import GoldPage, load_gold, prf  # noqa: E402
 from curator.extract import extract_html as E  # noqa: E402
 
 #: a page that declares itself a product: Open Graph ``og:type`` product, or schema.org
@@ -133,4 +132,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(bench_main(__file__, main))

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import tempfile
 import time
 
+from bench.common import bench_main
 from curator.base.document import Document
 from curator.core.progress import heartbeat
 
@@ -46,4 +48,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(bench_main(__file__, main))

@@ -23,8 +23,7 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
+from bench.common import bench_main
 from curator.classifiers.quality import HQ, LQ, normalize, train_from_parts
 from curator.storage.shards import read_shard
 
@@ -122,4 +121,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(bench_main(__file__, main))

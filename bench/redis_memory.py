@@ -44,8 +44,9 @@ import numpy as np
 import orjson
 import zstandard
 
+from bench.common import bench_main
+
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
 
 REDIS_SERVER = shutil.which("redis-server") or "/usr/bin/redis-server"
 REDIS_CLI = shutil.which("redis-cli") or "/usr/bin/redis-cli"
@@ -347,7 +348,7 @@ def _report(r: dict, meta: dict, json_path: str | None) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from scale import generate  # bench/scale.py's corpus
+    from bench.scale import generate  # bench/scale.py's corpus
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, nargs="+", default=[100_000])
@@ -395,5 +396,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    raise SystemExit(main())
+    sys.exit(bench_main(__file__, main))

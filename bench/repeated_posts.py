@@ -35,11 +35,11 @@ from collections import Counter, defaultdict
 from multiprocessing import Pool
 from typing import Any
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, REPO)
-sys.path.insert(0, os.path.join(REPO, "bench"))
+from bench.common import bench_main
 
-from extraction_quality import bootstrap, load_gold, prf, tokens  # noqa: E402
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+from bench.gold_set import bootstrap, load_gold, prf, tokens  # noqa: E402
 
 _WORD = re.compile(r"\w+")
 _SKIP = ("script", "style", "noscript", "template", "svg", "head", "button", "select", "option",
@@ -140,7 +140,7 @@ def main() -> None:
     args = ap.parse_args()
     for split in args.split or ["tuning", "heldout"]:
         if split == "outside":
-            from line_filter import training_pages
+            from bench.line_filter import training_pages
 
             todo = [(p["id"], p["html"], p["gold"], p["type"], p["lang"], p["text"])
                     for p in training_pages(args.jobs)]
@@ -165,4 +165,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(bench_main(__file__, main))

@@ -34,6 +34,8 @@ import numpy as np
 import orjson
 import zstandard
 
+from bench.common import bench_main
+
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 
@@ -260,4 +262,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(bench_main(__file__, main))

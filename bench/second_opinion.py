@@ -34,11 +34,11 @@ from collections.abc import Callable
 from multiprocessing import Pool
 from typing import Any
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, REPO)
-sys.path.insert(0, os.path.join(REPO, "bench"))
+from bench.common import bench_main
 
-from extraction_quality import _NOSPACE, _TOKEN, bootstrap, load_gold, prf  # noqa: E402
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+from bench.gold_set import _NOSPACE, _TOKEN, bootstrap, load_gold, prf  # noqa: E402
 
 COMMENT_TOKEN = re.compile(
     r"(?:^|[-_])(?:comments?|comentarios?|comentários?|kommentare?|kommentarer|commentaires?"
@@ -140,7 +140,7 @@ def main() -> None:
     args = ap.parse_args()
     for split in args.split or ["tuning"]:
         if split == "outside":
-            from line_filter import training_pages
+            from bench.line_filter import training_pages
 
             todo = [(p["id"], p["html"], p["gold"], p["type"], p["lang"])
                     for p in training_pages(args.jobs, extract=False)]
@@ -168,4 +168,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(bench_main(__file__, main))

@@ -1,8 +1,10 @@
 """Which ``semantic_dedup`` configuration is the default: documents per second through
 ``curator run`` on 2 cores, and recall of the full model's duplicate pairs.
 
-    python bench/semantic_default.py --corpus debian --n 10000 --work /tmp/semdef \
-        --out bench/results/semantic-default.json [--threshold 0.9] [--configs a,b,...]
+    python -m bench.semantic_default --corpus debian --n 10000 --work /tmp/semdef \
+        [--threshold 0.9] [--configs a,b,...]
+
+Each run leaves its rows in a result file under bench/results/semantic_default/.
 
 Each configuration runs ``read_jsonl -> semantic_dedup {...}`` through the ``curator``
 command in a fresh work_dir (a first run: distilling the static model and exporting an
@@ -39,6 +41,8 @@ import time
 from pathlib import Path
 
 import numpy as np
+
+from bench.common import bench_main
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -162,14 +166,13 @@ def _removed(work: str) -> set[str]:
     return out
 
 
-def main() -> None:
+def main() -> tuple[dict[str, str], dict[str, object]]:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--corpus", default="debian")
     ap.add_argument("--n", type=int, default=10_000)
     ap.add_argument("--seed", type=int, default=47)
     ap.add_argument("--threshold", type=float, default=0.9)
     ap.add_argument("--work", required=True)
-    ap.add_argument("--out", default=None)
     ap.add_argument("--configs", default=",".join(CONFIGS))
     ap.add_argument("--cores", default="0,1", help="taskset list ('' for no pinning)")
     args = ap.parse_args()
@@ -222,11 +225,11 @@ def main() -> None:
               f"(recall {r['removal_recall']})", flush=True)
     load = os.getloadavg()
     print(f"# load average at end {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}")
-    if args.out:
-        Path(args.out).write_text(json.dumps({"documents": len(docs), "corpus": args.corpus,
-                                              "threshold": args.threshold, "cores": cores,
-                                              "rows": rows}, indent=1) + "\n")
+    figures = {r["name"]: f"{r['docs_per_s']} docs/s, pair recall {r['pair_recall']}, "
+               f"removal recall {r['removal_recall']}" for r in rows}
+    return figures, {"documents": len(docs), "corpus": args.corpus,
+                     "threshold": args.threshold, "cores": cores, "rows": rows}
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(bench_main(__file__, main))

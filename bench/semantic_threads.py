@@ -22,6 +22,8 @@ import subprocess
 import sys
 import time
 
+from bench.common import bench_main
+
 WORKER = r'''
 import sys, time, resource, json, random, torch
 torch.set_num_threads(int(sys.argv[1]))
@@ -86,4 +88,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(bench_main(__file__, main))

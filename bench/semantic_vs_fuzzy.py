@@ -26,6 +26,8 @@ from pathlib import Path
 
 import orjson
 
+from bench.common import bench_main
+
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -104,4 +106,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(bench_main(__file__, main))

@@ -9,10 +9,11 @@ event costs once the hook is installed, and the CPU seconds spent turning reads 
 identities; ``estimated_overhead_pct`` is their sum over the run's CPU.
 
 Two pipelines: the quick start (``pipelines/quickstart.yaml`` on ``data/sample``) and an exact
-dedup of ``--docs`` generated documents (read_jsonl -> exact_dedup -> write_jsonl). Writes
-``bench/results/tracing_cost.json``. Needs a quiet machine for figures under a few percent:
+dedup of ``--docs`` generated documents (read_jsonl -> exact_dedup -> write_jsonl). The result
+file goes under bench/results/tracing_cost/. Needs a quiet machine for figures under a few
+percent:
 
-    .venv/bin/python bench/tracing_cost.py --docs 1000000 --repeat 5
+    python -m bench.tracing_cost --docs 1000000 --repeat 5
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from bench.common import bench_main
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -200,14 +203,13 @@ def dedup_pipeline(tmp: Path, docs: int) -> str:
     return str(p)
 
 
-def main() -> None:
+def main() -> tuple[dict[str, str], dict[str, object]] | None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--docs", type=int, default=1_000_000)
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--child")
     ap.add_argument("--pipeline")
     ap.add_argument("--work-dir")
-    ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "tracing_cost.json"))
     a = ap.parse_args()
     if a.child == "probe":
         probe(a.pipeline, a.work_dir)
@@ -225,19 +227,9 @@ def main() -> None:
         ]
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    os.makedirs(os.path.dirname(a.out), exist_ok=True)
-    with open(a.out, "w") as f:
-        json.dump(
-            {
-                "command": " ".join(["bench/tracing_cost.py", *sys.argv[1:]]),
-                "cpus": os.cpu_count(),
-                "results": results,
-            },
-            f,
-            indent=1,
-        )
-        f.write("\n")
-
+    figures = {r["pipeline"]: f"overhead {r['overhead_pct']}% measured, "
+               f"{r['estimated_overhead_pct']}% estimated" for r in results}
+    return figures, {"results": results}
 
 if __name__ == "__main__":
-    main()
+    sys.exit(bench_main(__file__, main))

@@ -10,13 +10,12 @@ Prints tokens/s of both and the ratio (curator / plain). On GPU pass --device cu
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 
 import torch
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from bench.common import bench_main
 
 
 class PlainGPT(torch.nn.Module):
@@ -120,4 +119,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(bench_main(__file__, main))

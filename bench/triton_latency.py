@@ -21,6 +21,8 @@ import time
 
 import numpy as np
 
+from bench.common import bench_main
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -118,4 +120,4 @@ def main() -> None:
 if __name__ == "__main__":
     if importlib.util.find_spec("tritonclient") is None:
         raise SystemExit("pip install 'tritonclient[http]'")
-    main()
+    sys.exit(bench_main(__file__, main))

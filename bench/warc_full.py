@@ -68,9 +68,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from bench.common import bench_main
+
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / "bench"))
 
 DOCS = "/usr/share/doc/python3.11/html"
 _BODY = re.compile(rb"<body[^>]*>", re.I)
@@ -203,8 +203,7 @@ def build_real(out: Path, records: int, files: int = 1, seed: int = 0,
     ``records``; no paragraph is added (each page is already unique); Content-Type without a
     charset (the bytes are as shipped, in their own encodings: each tool detects it).
     ``part`` ``web`` or ``docs`` keeps only that part (to see where each tool's CPU goes)."""
-    import real_pages
-
+    from bench import real_pages
     if collected is None:
         # web pages are offered first (dedup keeps the first copy), so --part web needs no
         # docs package and gets the very same pages as the web part of a full collection
@@ -480,8 +479,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--logs", help="folder for the runs' output (default: the temp folder)")
     args = ap.parse_args(argv)
     if args.debs or args.mirrors:
-        import real_pages
-
+        from bench import real_pages
         real_pages.DEBS = Path(args.debs) if args.debs else real_pages.DEBS
         real_pages.MIRRORS = Path(args.mirrors) if args.mirrors else real_pages.MIRRORS
     tmp = Path(tempfile.mkdtemp(prefix="warc-full-"))
@@ -556,4 +554,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    sys.exit(bench_main(__file__, main))

@@ -24,6 +24,8 @@ import tempfile
 from io import BytesIO
 from pathlib import Path
 
+from bench.common import bench_main
+
 REPO = Path(__file__).resolve().parents[1]
 
 PROBE = """
@@ -96,4 +98,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(bench_main(__file__, main))

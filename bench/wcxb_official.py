@@ -30,7 +30,7 @@ import subprocess
 import sys
 import tempfile
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench.common import bench_main
 
 WCXB_DIR = "/var/tmp/wcxb"
 MAIN = ["curator default", "trafilatura defaults", "datatrove settings", "resiliparse"]
@@ -59,11 +59,11 @@ def run(name: str, pages: list[tuple[str, str, str]], jobs: int, rs_python: str 
     """A config's text of each page and its mean CPU seconds a page; ``rs-trafilatura`` runs
     in the Python 3.12 interpreter ``rs_python`` (bench/rs_trafilatura_row.py)."""
     if name == "rs-trafilatura":
-        from rs_trafilatura_row import predictions
+        from bench.rs_trafilatura_row import predictions
 
         text, cpu = predictions(pages, rs_python or "")
     else:
-        from extraction_quality import extract_pooled
+        from bench.extraction_quality import extract_pooled
 
         text, cpu = extract_pooled(name, [(fid, html) for fid, html, _ in pages], jobs)
     return text, sum(cpu.values()) / max(1, len(cpu))
@@ -71,9 +71,14 @@ def run(name: str, pages: list[tuple[str, str, str]], jobs: int, rs_python: str 
 
 def per_page(wcxb: str, split: str, preds: dict[str, str]) -> dict[str, float]:
     """WCXB F1 of each page of the split, by file id, from WCXB's own scorer."""
-    if wcxb not in sys.path:
-        sys.path.insert(0, wcxb)
-    import evaluate  # WCXB's own scorer
+    import importlib.util
+
+    # WCXB's own scorer, loaded from its file: the checkout is not a package
+    path = os.path.join(wcxb, "evaluate.py")
+    spec = importlib.util.spec_from_file_location("wcxb_evaluate", path)
+    assert spec is not None and spec.loader is not None
+    evaluate = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(evaluate)
 
     return {k: evaluate.word_f1(preds.get(k, ""), v["main_content"])[2]
             for k, v in sorted(evaluate.load_ground_truth(split).items())}
@@ -109,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"WCXB {args.split} split, scored by WCXB's evaluate.py; published "
           + ", ".join(f"{k} {v[col]:.3f}" for k, v in PUBLISHED.items()))
     names = list(args.only or MAIN) + (["rs-trafilatura"] if args.rs_python else [])
-    from extraction_quality import load_gold
+    from bench.gold_set import load_gold
 
     tuned = {g.id.split("/", 1)[1] for g in load_gold("tuning") if g.source == "wcxb"}
     pages = load_pages(args.wcxb, args.split)
@@ -128,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
               f"pages that are not curator tuning pages {sum(untuned) / len(untuned):.4f}")
         print(rep.strip())
     if "curator default" in scores:
-        from extraction_quality import bootstrap
+        from bench.gold_set import bootstrap
 
         cur = scores["curator default"]
         for name, other in scores.items():
@@ -142,4 +147,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    sys.exit(bench_main(__file__, main))

@@ -27,8 +27,9 @@ import re
 import statistics
 import sys
 
+from bench.common import bench_main
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
 
 DUMP = glob.glob(os.path.join(ROOT, "data/sample/wikimedia/enwiki/*/*.bz2"))[0]
 _MARKUP = re.compile(r"\{\{|\}\}|\{\||\|\}|\[\[|\]\]|<ref|^\s*\|-|={2,}", re.M)
@@ -115,4 +116,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(bench_main(__file__, main))

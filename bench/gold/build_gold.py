@@ -17,11 +17,9 @@ import json
 import os
 import re
 import subprocess
-import sys
 import tarfile
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, REPO)
 
 MIRRORS = "/work/.mirror"
 SCRAPINGHUB = f"{MIRRORS}/scrapinghub+article-extraction-benchmark/repo"
@@ -139,9 +137,7 @@ def newspaper() -> list[dict]:
 
 
 def pydocs(limit: int = 40) -> list[dict]:
-    sys.path.insert(0, os.path.join(REPO, "bench"))
-    from extraction_quality import sphinx_gold
-
+    from bench.gold_set import sphinx_gold
     from curator.extract.extract_html import decode_html
 
     files = sorted(f for f in glob.glob(f"{PYDOCS}/**/*.html", recursive=True)
@@ -239,8 +235,7 @@ def gold_in_page(html: str, gold: str) -> float:
     any extractor working on the HTML could reach."""
     import lxml.html
 
-    sys.path.insert(0, os.path.join(REPO, "bench"))
-    from extraction_quality import prf
+    from bench.gold_set import prf
 
     tree = lxml.html.fromstring(html.encode("utf-8"))
     for el in tree.xpath("//script|//style|//template"):
@@ -251,9 +246,7 @@ def gold_in_page(html: str, gold: str) -> float:
 def hand_rules() -> list[dict]:
     """Listing, product and service pages of trafilatura's evaluation set with gold made by
     an explicit per-page rule (bench/gold/hand_rules.py)."""
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    from hand_rules import RULES, rule_gold
-
+    from bench.gold.hand_rules import RULES, rule_gold
     from curator.extract.extract_html import decode_html
 
     evaldata = json.loads(git_show(TRAFILATURA, "tests/evaldata.json"))

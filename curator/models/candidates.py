@@ -12,7 +12,7 @@ full-model pairs are searched among all of them (not only the first pass's pairs
 pair is lost only when one of its two documents has neither neighbour.
 
 ``first_pass_for(threshold)`` gives the cuts measured to keep recall >= 0.98 of the full
-model's brute-force pairs (bench/bench_semantic.py, figures in bench/RESULTS.md);
+model's brute-force pairs (bench/bench_semantic.py, figures in docs/performance.md);
 ``select_candidates`` applies them.
 
 Memory: similarities are computed in row blocks of at most ``max_cells`` cells, so a cluster of
@@ -52,13 +52,13 @@ class FirstPassCut:
 # all-MiniLM-L6-v2 (bf16 reference vectors) and its model2vec distillation, with each document
 # in its 2 nearest static clusters (``first-pass assignment``): the cheapest score cut whose
 # recall of the full model's brute-force pairs was >= 0.985 there (0.9: 36.9% kept, 0.9863;
-# 0.95: 31.7% kept, 0.9885); checked once on the held-out half and on all 1e5 (bench/RESULTS.md
+# 0.95: 31.7% kept, 0.9885); checked once on the held-out half and on all 1e5 (docs/performance.md
 # "sem29"). Weight 0.2 kept 4 points fewer documents than the static cosine alone at the same
 # recall; the Jaccard-alone cut 0.8 keeps near-copies whose boilerplate differs (static cosine
 # 0.6-0.75 on AG News) for +0.1% kept. The static cosine alone at 0.95 makes candidates of
 # paraphrases that share under ~10% of their words (the weighted score cannot reach the cut
 # without shared words) for +0.1% (0.9) / +0.5% (0.95) kept on the tuning half (sem29's
-# estimate; bench/RESULTS.md has the quiet run with it). Lower thresholds are not measured:
+# estimate; docs/performance.md has the quiet run with it). Lower thresholds are not measured:
 # they take the 0.9 cut moved down by the same amount.
 CUTS: tuple[FirstPassCut, ...] = (
     FirstPassCut(0.90, 0.82, 1, 0.8, 0.2, 0.95),

@@ -21,7 +21,7 @@ Backends (``load_fast_encoder(model, backend=...)``):
     the ``onnx`` graph with its MatMul weights quantised to int8 (dynamic quantisation,
     activations quantised per batch). Minimum cosine to sentence-transformers' vectors 0.990 on
     real articles, 1.4-1.7x its documents per CPU-second (bench/bench_semantic.py,
-    bench/RESULTS.md).
+    docs/performance.md).
 
 Exported ONNX files are cached under ``cache_dir`` (default ``$CURATOR_CACHE/onnx`` or
 ``~/.cache/curator/onnx``), keyed by a digest of the model folder's files, the backend and the

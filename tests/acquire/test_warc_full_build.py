@@ -4,14 +4,11 @@ record even where pages repeat, Common Crawl's request/response/metadata layout.
 from __future__ import annotations
 
 import hashlib
-import sys
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
-
-import warc_full
+from bench import warc_full
 
 PAGES = [(f"p{i}.html", (f'<html><body><div class="body" role="main"><h1>Page {i}</h1>'
                          f"<p>{'Some text about the page. ' * 40}</p></div></body></html>"

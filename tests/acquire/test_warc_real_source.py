@@ -9,15 +9,11 @@ import gzip
 import hashlib
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
-
-import real_pages
-import warc_full
+from bench import real_pages, warc_full
 
 GOLD = Path(__file__).resolve().parents[2] / "bench" / "gold" / "pages.jsonl.zst"
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from bench.extraction_quality import load_gold
+from bench.gold_set import load_gold
 
 DATA = Path(__file__).parent / "data"
 

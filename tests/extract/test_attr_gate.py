@@ -7,7 +7,6 @@ from __future__ import annotations
 import gzip
 import os
 import re
-import sys
 from pathlib import Path
 
 import pytest
@@ -17,9 +16,8 @@ from trafilatura.utils import load_html
 import curator.extract.extract_html as eh
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(REPO, "bench"))
 
-from extraction_quality import load_gold  # noqa: E402
+from bench.gold_set import load_gold  # noqa: E402
 
 DOCS = Path(__file__).parent / "data" / "docpages"
 

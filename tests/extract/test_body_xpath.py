@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import curator.extract.discard as discard
-from bench.extraction_quality import load_gold
+from bench.gold_set import load_gold
 from curator.extract.discard import FirstFrame, replacement, stock
 from curator.extract.extract_html import extract_text, prepare
 from tests.extract.test_discard import _trees

@@ -4,17 +4,11 @@ click; every other hidden element is still dropped. Real page: bench/gold tuning
 
 from __future__ import annotations
 
-import os
-import sys
-
 import pytest
 
+from bench.gold_set import prf
 from curator.base.errors import ConfigError
 from curator.extract.extract_html import ExtractHtml, extract_text
-
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "bench"))
-from extraction_quality import prf
-
 from tests.extract.helpers_extract import tuning_pages as _tuning
 
 ANSWER = ("Unlike with health insurance for humans, there are no networks or copays for pet "

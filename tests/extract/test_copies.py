@@ -19,9 +19,8 @@ from curator.extract import extract_html as eh
 from tests.extract.helpers_extract import assert_swapped
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(REPO, "bench"))
 
-from extraction_quality import load_gold  # noqa: E402
+from bench.gold_set import load_gold  # noqa: E402
 
 #: Every balance, fast on and off, comments on and off.
 OPTION_SETS = [{"fast": fast, "favor_precision": balance == "precision",

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import curator.extract.discard as discard
-from bench.extraction_quality import load_gold
+from bench.gold_set import load_gold
 from curator.extract.discard import ContainsFrames, FrameDiscard, install, replacement, stock
 from curator.extract.extract_html import extract_text, prepare
 

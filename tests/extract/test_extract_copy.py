@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import copy
 import os
-import sys
 
 import pytest
 from lxml import etree
@@ -15,9 +14,8 @@ from curator.extract import extract_html as eh
 from curator.extract.timeout import ExtractTimeout
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(REPO, "bench"))
 
-from extraction_quality import load_gold  # noqa: E402
+from bench.gold_set import load_gold  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -52,11 +52,8 @@ def test_fast_auto_reruns_trafilatura_with_its_fallbacks_on_a_truncated_thread()
     """fast=auto: trafilatura fast first; when that keeps under half of resiliparse's words
     (wcxb/0172, a forum thread: first post only) it runs again with fast=False, which finds
     the whole thread, without resiliparse's text (fallback off)."""
-    import os
-    import sys
 
-    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "bench"))
-    from extraction_quality import load_gold, prf
+    from bench.gold_set import load_gold, prf
 
     page = next(p for p in load_gold("tuning") if p.id == "wcxb/0172")
     fast = extract_text(page.html, fast=True, fallback=False)
@@ -80,12 +77,8 @@ def test_fast_auto_uses_the_body_when_resiliparse_keeps_nothing() -> None:
     stayed the answer (F1 0.23). The default then judges trafilatura's text against the
     words of the <body> and reruns its cascade in default balance (favor_recall skips the
     cascade on any text over 2,500 characters): the whole thread."""
-    import os
-    import sys
 
-    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "bench"))
-    from extraction_quality import load_gold, prf
-
+    from bench.gold_set import load_gold, prf
     from curator.extract.extract_html import _resiliparse
 
     page = next(p for p in load_gold("tuning") if p.id.startswith(

@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import hashlib
 import os
-import sys
 from collections import Counter
 
 import pytest
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(REPO, "bench"))
 
-from extraction_quality import configs, load_gold, prf, run_config  # noqa: E402
+from bench.extraction_quality import configs, run_config  # noqa: E402
+from bench.gold_set import load_gold, prf  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -39,7 +38,6 @@ def test_gold_set_size_languages_types_and_fixed_split(gold) -> None:
 def test_hand_built_gold_is_the_text_of_its_recorded_rule(gold) -> None:
     """Gold built here is reproducible from the page and the rule written for it (and from
     nothing else, no extractor): each hand-ruled page's stored gold is its rule's text."""
-    sys.path.insert(0, os.path.join(REPO, "bench", "gold"))
     from hand_rules import RULES, rule_gold
 
     hand = {p.id.split("/", 1)[1]: p for p in gold if p.source == "trafilatura-hand"}

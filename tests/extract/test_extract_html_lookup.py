@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from bench.extraction_quality import load_gold
+from bench.gold_set import load_gold
 from curator.extract.extract_html import extract_text, html_class_lookup, prepare
 
 CRAFTED = [

@@ -153,10 +153,8 @@ def test_control_character_reference_next_to_a_dropped_element(box: str, where: 
 
 
 def _bench() -> object:
-    import sys
 
-    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "bench"))
-    import extraction_quality
+    from bench import extraction_quality
 
     return extraction_quality
 

@@ -4,14 +4,8 @@ split (fhgr/harvest, posts marked by hand)."""
 
 from __future__ import annotations
 
-import os
-import sys
-
+from bench.gold_set import GoldPage, prf
 from curator.extract.extract_html import extract_text
-
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "bench"))
-from extraction_quality import GoldPage, prf
-
 from tests.extract.helpers_extract import tuning_pages as _tuning
 
 

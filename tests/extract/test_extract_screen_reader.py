@@ -5,18 +5,13 @@ Shopify collections) and crafted ones."""
 
 from __future__ import annotations
 
-import os
-import sys
 from pathlib import Path
 
 import pytest
 
+from bench.gold_set import prf
 from curator.extract import extract_html as eh
 from curator.extract.extract_html import extract_text
-
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "bench"))
-from extraction_quality import prf
-
 from tests.extract.helpers_extract import tuning_pages as _tuning
 
 

@@ -7,10 +7,10 @@ from __future__ import annotations
 import gzip
 import json
 import os
-import sys
 
 import pytest
 
+from bench.gold_set import prf
 from curator.base.errors import ConfigError
 from curator.extract.extract_html import (
     ExtractHtml,
@@ -19,10 +19,6 @@ from curator.extract.extract_html import (
     decode_html,
     extract_text,
 )
-
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "bench"))
-from extraction_quality import prf
-
 from tests.extract.helpers_extract import tuning_pages as _tuning
 
 DATA = os.path.join(os.path.dirname(__file__), "data", "wcxb")

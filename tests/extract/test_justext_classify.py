@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bench.extraction_quality import load_gold
+from bench.gold_set import load_gold
 from curator.extract import extract_html as eh
 from curator.extract import justext_classify
 from tests.extract.helpers_extract import gold_and_doc_pages

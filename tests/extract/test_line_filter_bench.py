@@ -4,13 +4,9 @@ gold, not by loose word overlap, and the features see the page's link texts."""
 
 from __future__ import annotations
 
-import os
-import sys
-
 import numpy as np
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "bench"))
-from line_filter import FEATURES, anchor_texts, features, label
+from bench.line_filter import FEATURES, anchor_texts, features, label
 
 GOLD = "Heute habe ich die Rosen geschnitten. Beiträge zum Thema Garten sind willkommen."
 

@@ -7,16 +7,14 @@ from __future__ import annotations
 
 import os
 import re
-import sys
 
 import pytest
 
 from curator.extract.extract_html import close_noscript_iframes, extract_text
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(REPO, "bench"))
 
-from extraction_quality import load_gold, prf  # noqa: E402
+from bench.gold_set import load_gold, prf  # noqa: E402
 
 ARTICLE = (
     "The river authority opened the new footbridge on Saturday morning after two years of "

@@ -18,7 +18,7 @@ from lxml.etree import XPath, strip_tags, tostring
 from trafilatura.utils import load_html
 
 import curator.extract.extract_html as eh
-from bench.extraction_quality import load_gold
+from bench.gold_set import load_gold
 
 DATA = Path(__file__).parent / "data"
 

@@ -4,11 +4,7 @@ post containers with their author lines, and not layout containers at different 
 
 from __future__ import annotations
 
-import os
-import sys
-
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "bench"))
-from repeated_posts import groups, pick
+from bench.repeated_posts import groups, pick
 
 POSTS = [
     "My laptop will not start after the update and the fan keeps spinning for minutes.",

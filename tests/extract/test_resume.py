@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from lxml import html as lhtml
 
-from bench.extraction_quality import load_gold
+from bench.gold_set import load_gold
 from curator.extract import extract_html as eh
 from curator.extract import resume
 

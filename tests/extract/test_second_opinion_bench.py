@@ -3,11 +3,7 @@ docs/extract.md#a-second-opinion-per-line): each does what the docs say it measu
 
 from __future__ import annotations
 
-import os
-import sys
-
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "bench"))
-from second_opinion import add, drop, prune_comments
+from bench.second_opinion import add, drop, prune_comments
 
 ARTICLE = ("The council approved the new budget on Tuesday after a long debate about school "
            "funding and the repair of the old bridge over the river.")

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import gzip
 import os
-import sys
 from pathlib import Path
 
 import pytest
@@ -15,9 +14,8 @@ from trafilatura.utils import load_html
 from curator.extract.extract_html import _UI_XPATH, _ui_elements
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(REPO, "bench"))
 
-from extraction_quality import load_gold  # noqa: E402
+from bench.gold_set import load_gold  # noqa: E402
 
 DOCS = Path(__file__).parent / "data" / "docpages"
 

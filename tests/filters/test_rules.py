@@ -376,11 +376,8 @@ def test_alpha_token_count_on_any_text(text: str) -> None:
 def _gold_texts() -> list[str]:
     """Real web texts: the main text of the 630 gold pages (bench/extraction_quality.py) as
     they are and as c4_quality (FineWeb's setting) rewrites them, the text FineWeb's rules read."""
-    import os
-    import sys
 
-    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "bench"))
-    from extraction_quality import load_gold
+    from bench.gold_set import load_gold
 
     c4 = C4Quality.from_params({"filter_no_terminal_punct": False})
     texts = [p.gold for p in load_gold("all")]

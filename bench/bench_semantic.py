@@ -1,4 +1,4 @@
-"""Semantic-dedup encoders on CPU, run on demand (not a test). Issue 27, goal 3.
+"""Semantic-dedup encoders on CPU, run on demand (not a test).
 
 1. Speed: documents per CPU-second of ``SentenceTransformer(model).encode`` (the peer) against
    curator's ``fast`` (fp32, exact), ``fast-bf16``, ``onnx`` (fp32) and ``onnx-int8``

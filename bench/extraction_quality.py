@@ -114,7 +114,7 @@ def configs() -> dict[str, Callable[[str], str]]:
     for name in EXTRACTORS:
         if name != "trafilatura":
             out[f"curator {name}"] = (lambda n: cur(extractor=n))(name)
-    # issue 22's candidates (docs/extract.md: tuning and held-out F1/CPU of each)
+    # the candidates measured for the default (docs/extract.md: tuning and held-out F1/CPU)
     for fast in (True, False):
         for balance in ("precision", "default", "recall"):
             out[f"curator fast={fast} {balance}"] = cur(fast=fast, balance=balance)
@@ -128,7 +128,7 @@ def configs() -> dict[str, Callable[[str], str]]:
         out[f"curator fast=auto {balance}"] = cur(fast="auto", balance=balance)
         out[f"curator fast=auto {balance}, no fallback"] = cur(fast="auto", balance=balance,
                                                                fallback=False)
-    # round 3 of issue 22: fast=auto's <body> yardstick where resiliparse keeps nothing
+    # fast=auto's <body> yardstick where resiliparse keeps nothing
     out["curator default, body_ratio=0"] = cur(body_ratio=0.0)
     # round 4: cards of listing pages (curator/extract/listing.py; off by default: lost on
     # held-out pages)

@@ -2,7 +2,7 @@
 
     python bench/line_filter.py            # ~3 min on 2 cores: extract, label, train, score
 
-Question (issue 22, goal 1): can a small model, trained only on pages outside the gold set,
+Question: can a small model, trained only on pages outside the gold set,
 drop the lines of curator's default text that are page furniture (menus, "Beiträge: 6",
 "Re: <thread title>", spec blocks) and so lift token F1 where choosing among extractors
 cannot (the per-page oracle over every trafilatura mode and resiliparse is 0.902 on tuning)?

@@ -1,22 +1,23 @@
-"""The six public extraction benchmarks of issue 22's first table, scored like the gold set.
+"""Six public extraction benchmarks, scored like the gold set.
 
     python bench/peer_benchmarks.py                      # curator default, trafilatura defaults
     python bench/peer_benchmarks.py --jobs 2 --rs-python /var/tmp/rsvenv/bin/python
 
-Issue 22 measured its starting point on "3,068 pages from six public extraction benchmarks"
-(trafilatura's defaults 0.898 token F1, curator's old default 0.811). The six are the ones
-j-szulc/html-cleaning-dataset-merged mirrors in one layout (``<set>/input/*.html`` and
-``<set>/GoldStandard/*.txt``): CleanEval dev and final, CleanPortalEval, dragnet's corrected
-articles, page-signal (Google News) and Mozilla Readability's test pages. This bench scores
-curator's default and trafilatura's defaults on all of them with bench/extraction_quality.py's
-token F1 and bootstrap, per set and over all pages, so today's default is compared on the
-issue's own kind of material as well as on the gold set's held-out pages.
+A larger check than the gold set: 3,068 pages from six public extraction benchmarks
+(trafilatura's defaults 0.898 token F1, curator's old default 0.811 when first measured). The
+six are the ones j-szulc/html-cleaning-dataset-merged mirrors in one layout
+(``<set>/input/*.html`` and ``<set>/GoldStandard/*.txt``): CleanEval dev and final,
+CleanPortalEval, dragnet's corrected articles, page-signal (Google News) and Mozilla
+Readability's test pages. This bench scores curator's default and trafilatura's defaults on all
+of them with bench/gold_set.py's token F1 and bootstrap, per set and over all pages,
+so today's default is compared on that material as well as on the gold set's
+held-out pages.
 
 Gold text: the GoldStandard file without its ``URL:`` line and with its markup removed (the
 mirror's ``strip.py`` does the same with BeautifulSoup; CleanEval's ``<p>``/``<h>``/``<l>``
 markers are tags there too), and without dragnet's comment section (the text after its
-``!@#$%^&*() COMMENTS`` line: issue 22 counts comments as not main text; ``--with-comments``
-keeps it, the issue's first row). page-signal's gold files are the whole page with every
+``!@#$%^&*() COMMENTS`` line: comments count as not main text; ``--with-comments``
+keeps it). page-signal's gold files are the whole page with every
 text span labelled (L3S-GN1's ``x-nc-sel0``..``5`` classes): its gold is the headline and full
 text spans (:func:`annotated_text`), not the whole page. Pages whose gold has fewer than 10
 tokens are left out (empty gold: F1 is undefined). Readability's pages are the same pages as
@@ -44,7 +45,7 @@ SETS = ["cleaneval-dev", "cleaneval-final", "CleanPortalEval-master", "dragnet_d
 CONFIGS = ["curator default", "trafilatura defaults"]
 _TAG = re.compile(r"<[^>]*>")
 #: dragnet's corrected gold holds the page's reader comments after this line (416 of 1,381
-#: files); issue 22's goal counts comment sections as not main text, so the gold stops there
+#: files); comment sections count as not main text, so the gold stops there
 _COMMENTS = re.compile(r"^!@.{0,12}COMMENTS\s*$", re.MULTILINE)
 
 

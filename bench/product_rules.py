@@ -1,4 +1,4 @@
-"""Rules tried for product and collection pages (issue 22, round 7; tuning split only).
+"""Rules tried for product and collection pages (tuning split only).
 
     python bench/product_rules.py    # ~2 min on one core; prints the table in docs/extract.md
 

@@ -3,7 +3,7 @@
 
     python bench/repeated_posts.py            # ~15 s on 2 cores: both splits
 
-Question (issue 22, goal 1): forums lose the most F1 of any page type (tuning: 81 pages at 0.813,
+Question: forums lose the most F1 of any page type (tuning: 81 pages at 0.813,
 0.040 of the 0.128 that the default loses overall). On some threads trafilatura keeps only the
 first post (precision 1.0, recall 0.1-0.5), and resiliparse's main-content pass, the yardstick of
 the fallbacks, drops the replies as comments. A thread's posts are elements of one (tag, class)

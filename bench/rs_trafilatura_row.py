@@ -1,4 +1,4 @@
-"""rs-trafilatura (the Rust port issue 22 names as an anchor) as a scored row of the benches.
+"""rs-trafilatura (trafilatura's Rust port, a peer) as a scored row of the benches.
 
 rs-trafilatura 0.1.1 ships on PyPI only as a CPython 3.12 wheel (its source needs crates.io,
 which this machine cannot reach), and curator runs on Python 3.11. So the benches run it in a

@@ -4,7 +4,7 @@ a class or id: measured, not kept (docs/extract.md#a-second-opinion-per-line).
     python bench/second_opinion.py                     # tuning, ~1 min on 2 cores
     python bench/second_opinion.py --split outside     # 1,544 WCXB pages, ~4 min
 
-Question (issue 22, goal 1). The default already computes resiliparse's main-content text of
+Question. The default already computes resiliparse's main-content text of
 every page (the yardstick of its reruns). The per-page oracle over the extractors is ~0.90 on
 tuning, so choosing one text per page cannot reach the goal; a line-level combination can
 exceed a per-page choice. Two ways, each with a few thresholds:

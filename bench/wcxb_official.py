@@ -4,8 +4,8 @@
     python bench/wcxb_official.py --split dev        # dev split (1,497 pages)
     python bench/wcxb_official.py --only "curator default" --jobs 2
 
-Issue 22 cites rs-trafilatura (WCXB dev F1 0.859, test 0.893) and trafilatura (0.791 / 0.833)
-as anchors. Those figures come from WCXB's own ``evaluate.py`` (word F1 over ``\\w+`` tokens,
+WCXB publishes rs-trafilatura (dev F1 0.859, test 0.893) and trafilatura (0.791 / 0.833) as
+reference figures. Those figures come from WCXB's own ``evaluate.py`` (word F1 over ``\\w+`` tokens,
 mean over pages, every page of the split counted). This bench writes each config's predictions
 as WCXB's results file (``{file_id: text}``) and runs that ``evaluate.py``, unchanged, on it, so
 curator's figure is on the same scale as the published ones. The ``trafilatura defaults`` row

@@ -50,8 +50,8 @@ class Document:
 
         A metadata field named ``id`` or ``text`` (a record read with ``id_field: doc_id`` or
         ``text_field: content`` keeps its own ``id``/``text`` columns in meta) is written as
-        ``meta_id`` / ``meta_text`` (``meta_`` repeated while the name is taken): it used to be
-        dropped from the output without a word."""
+        ``meta_id`` / ``meta_text`` (``meta_`` repeated while the name is taken), so that no
+        field of the input is lost from the output."""
         out: dict[str, Any] = {ID_KEY: self.id, TEXT_KEY: self.text}
         for k, v in self.meta.items():
             if k in (ID_KEY, TEXT_KEY):

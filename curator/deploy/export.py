@@ -35,8 +35,8 @@ from curator.storage.outputs import check_output_dir, mark_output_dir
 
 OWNER = "export_triton"
 #: A model name is one plain folder name of the repository and a quoted string in its
-#: config.pbtxt: ``../x`` or ``/x`` used to create the ensemble's folder outside the repository,
-#: a quote or line break to write other config fields.
+#: config.pbtxt: ``../x`` or ``/x`` would put the ensemble's folder outside the repository, a
+#: quote or line break would write other config fields.
 MODEL_NAME = r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$"
 
 MODELS_PKG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "triton_models")

@@ -92,8 +92,8 @@ class ReadParquet(Source):
             n = row_groups(partial(fsspec.open, path, "rb", **self.storage_options))
             if isinstance(n, str):
                 # not Parquet, its footer cut or damaged, its schema too deep for pyarrow: one
-                # shard that quarantines the file (it used to stop the listing with a
-                # traceback, and every file with it)
+                # shard that quarantines the file, so that one bad file does not stop the
+                # listing of the others
                 specs.append(ShardSpec(ctx.shard_name(len(specs)), {
                     "path": path, "rel": rel, "row_groups": [], "unreadable": n}))
                 continue

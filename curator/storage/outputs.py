@@ -185,7 +185,7 @@ def missing_or_foreign(paths: list[str], work_dir: str, ids: Any = None) -> list
             continue  # remote outputs are not checked (a HEAD per file per rerun)
         got = _file_id(p)
         # a file replaced since (another machine's folder at the same path after a move, an
-        # edit) used to be reused as this run's output
+        # edit) is not this run's output, whatever its name
         if got is None or (isinstance(ids.get(p), list) and ids[p] != got):
             out.append(p)
             continue

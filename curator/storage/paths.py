@@ -17,8 +17,8 @@ def expand_paths(paths: str | list[str], storage_options: dict[str, Any] | None 
                  what: str = "paths") -> list[str]:
     """Expand globs (local or remote) into a sorted list of full paths; error if none match.
     A file that several entries match (``[data/*.jsonl, data/a.jsonl]``, ``a/../a.jsonl``, a
-    symlink to it) is listed once, where it is first matched: it used to be read once per
-    entry, every document of it repeated in the output."""
+    symlink to it) is listed once, where it is first matched: read once per entry, every
+    document of it would be repeated in the output."""
     out: list[str] = []
     seen: set[str] = set()
     for p in [paths] if isinstance(paths, str) else paths:
@@ -46,9 +46,9 @@ def expand_paths(paths: str | list[str], storage_options: dict[str, Any] | None 
 
 
 def _check_local_file(path: str, what: str) -> None:
-    """A local path a reader will open must be a file with a UTF-8 name: a folder used to fail
-    as a "truncated or corrupt compressed file" or with a traceback, and a name with other
-    bytes (``latin\\xe9.jsonl``) with a traceback when its identity was hashed as JSON."""
+    """A local path a reader will open must be a file with a UTF-8 name, said in one line here: a
+    folder would fail later as a "truncated or corrupt compressed file", and a name with other
+    bytes (``latin\\xe9.jsonl``) cannot be hashed into its identity as JSON."""
     try:
         path.encode("utf-8")
     except UnicodeEncodeError:

@@ -57,7 +57,7 @@ def safe_name(s: str) -> str:
 def part_name(group: str) -> str:
     """The file name of a group's part in a shard: :func:`safe_name` plus a digest of the name,
     so groups whose names differ only in unsafe characters (``a/b``, ``a_b``, ``a b``) get
-    parts of their own (they used to share one prefix and fail the shard with a traceback)."""
+    parts of their own, not one shared prefix."""
     digest = hashlib.sha1(group.encode("utf-8", "surrogatepass"), usedforsecurity=False)
     return f"{safe_name(group)}-{digest.hexdigest()[:10]}"
 

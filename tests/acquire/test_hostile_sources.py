@@ -1,4 +1,4 @@
-"""Odd and hostile input to the acquire sources (issue 12): verbatim LaTeX, wikitext leftovers,
+"""Odd and hostile input to the acquire sources: verbatim LaTeX, wikitext leftovers,
 Wikipedia dump files read directly, bounded arXiv members and Wikipedia pages."""
 
 from __future__ import annotations
@@ -286,7 +286,7 @@ def test_warc_parsers_read_no_more_than_the_cap(tmp_path) -> None:
         assert [len(r.body) for r in recs] == [1001], parse.__name__
 
 
-# -- a hostile index on a mirror (issue 28): only objects under the mirror, http(s) only ---------
+# -- a hostile index on a mirror: only objects under the mirror, http(s) only ---------------------
 
 def _cc_with_listing(mirror: Mirror, entries: list[str]) -> list[str]:
     from tests.acquire.helpers_acquire import PROSE, cc_mirror_tree, page, warc_response

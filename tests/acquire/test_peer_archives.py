@@ -65,7 +65,7 @@ def _read(path: str, reader: str, tmp: str) -> tuple[list[WarcRecord], dict, dic
     return recs, dict(ctx.counters), dict(ctx.quarantined)
 
 
-#: Pages warcio finds in the archives the issue names (a check on the reference itself).
+#: Pages warcio finds in the peers' test archives (a check on the reference itself).
 ISSUE_TABLE = {"fastwarc/warcfile.warc.gz": 16, "fastwarc/clueweb-quirk.warc.gz": 29,
                "fastwarc/warcfile.warc.lz4": 16, "warcio/example.arc.gz": 1,
                "warcio/example-resource.warc.gz": 1, "warcio/example-trunc.warc": 1}

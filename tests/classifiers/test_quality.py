@@ -170,7 +170,7 @@ def test_quantized_model_is_smaller_and_still_accurate(tmp, data) -> None:
     assert _accuracy(qm, data["fresh"]) >= 0.95
 
 
-# -- held-out ROC AUC and min_auc (issue 24, item 3) -------------------------------------------
+# -- held-out ROC AUC and min_auc --------------------------------------------------------------
 
 
 def test_binned_auc_equals_mann_whitney() -> None:

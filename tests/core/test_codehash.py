@@ -1,4 +1,4 @@
-"""Code identity is automatic (issue 25, goal 2): a built-in stage's fingerprint holds a digest
+"""Code identity is automatic: a built-in stage's fingerprint holds a digest
 of its module and of the curator modules of stage logic it imports, so editing a stage's code
 reruns it (and what is below it) with no number to bump, `curator status` names the module,
 and the same code installed elsewhere, copied or touched gives the same keys.

@@ -1,4 +1,4 @@
-"""Empty shards flow through every global stage, whatever made them empty (issue 24, item 1).
+"""Empty shards flow through every global stage, whatever made them empty.
 
 A source yields an empty shard for an empty file; a shard stage yields one when it drops every
 document of a shard; a global stage forwards one (``train_quality_classifier`` with ``output:

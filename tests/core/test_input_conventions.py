@@ -1,5 +1,5 @@
 """Input conventions of the file readers: BOM, the id rule, duplicate ids, the source rule,
-the size cap on JSONL lines, and source counts that add up (issue 12)."""
+the size cap on JSONL lines, and source counts that add up."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Property: ``curator validate`` accepts a pipeline exactly when no two of its output folders
-are equal or nested and none lies inside curator's own folders of the work_dir (issue 23)."""
+are equal or nested and none lies inside curator's own folders of the work_dir."""
 
 from __future__ import annotations
 

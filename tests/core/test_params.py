@@ -1,4 +1,4 @@
-"""One parameter model per stage (issue 25, goal 1; issue 24, item 5): validation, nested
+"""One parameter model per stage: validation, nested
 groups with the old flat keys still accepted, `curator stages NAME [--json]`, the docs' tables
 and the ten-line filter of docs/extending.md all come from the stage's ``Params``."""
 
@@ -298,7 +298,7 @@ def _doc_stage_entries():
 
 
 def test_every_stage_entry_in_the_docs_and_pipelines_is_valid() -> None:
-    """Issue 25: every YAML in pipelines/ and docs/ still validates (parameters, values and
+    """Every YAML in pipelines/ and docs/ validates (parameters, values and
     types against each stage's model; files named there need not exist here)."""
     seen, bad = 0, []
     for page, name, params in _doc_stage_entries():

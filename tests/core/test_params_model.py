@@ -1,7 +1,5 @@
 """Every built-in stage declares one parameter model (``class Params(StageParams)``): typed,
-defaulted fields with a help line each, constraints as types, and errors naming the YAML key.
-
-(Issue 25, goal 1. The families converted so far: filters, classifiers, io.)"""
+defaulted fields with a help line each, constraints as types, and errors naming the YAML key."""
 
 from __future__ import annotations
 

@@ -29,7 +29,7 @@ def test_format_seconds_units():
         == ["0s", "59s", "1m01s", "59m59s", "5h02m", "2d02h"]
 
 
-# -- progress inside a long shard (issue 24, item 8) --------------------------------------------
+# -- progress inside a long shard ----------------------------------------------------------------
 
 
 def test_heartbeats_show_the_shard_in_flight(tmp_path):

@@ -1,5 +1,5 @@
 """Progress inside a long shard on the Dask dashboard and as a share of the input read
-(issue 24, item 8): a shard in flight shows on the stock dashboard of a real cluster (scheduler
+: a shard in flight shows on the stock dashboard of a real cluster (scheduler
 and worker as separate processes), and the heartbeat carries how far through its (compressed)
 input file the reader is."""
 

@@ -174,7 +174,7 @@ def test_report_with_20_sources_and_35_languages_in_chromium(tmp_path: Path) -> 
 
 
 def test_report_with_20_source_stages_stays_readable_in_chromium(tmp_path: Path) -> None:
-    """Issue 24's report items: 20 source stages (20 length series), an artifact dict as wide
+    """A wide report: 20 source stages (20 length series), an artifact dict as wide
     as a corpus_stats, and a histogram with nothing in it."""
     hist = [0] * 24
     stages = []

@@ -1,4 +1,4 @@
-"""``curator inspect WORK_DIR STAGE`` and the report's examples per rejection reason (issue 24,
+"""``curator inspect WORK_DIR STAGE`` and the report's examples per rejection reason (
 item 6)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Runs you can trust (issue 11): a rerun notices changed inputs and code and redoes exactly
+"""Runs you can trust: a rerun notices changed inputs and code and redoes exactly
 the shards concerned; a package upgrade that leaves a stage's code alone reruns nothing;
 `curator status` says why; one run per work_dir. Real `curator` processes throughout."""
 
@@ -205,9 +205,9 @@ def test_status_names_changed_parameter(tmp_path):
 
 
 def test_rerun_reason_of_a_stage_below_a_changed_one_names_the_upstream(tmp_path):
-    """Issue 24: a stage below one whose parameter changed was said to have a changed
-    parameter itself. Two stages sharing their parameters through a YAML anchor were one
-    mapping, so `--set` on the first set the second's too (and ran it with that value)."""
+    """A stage below one whose parameter changed is said to rerun because of the upstream
+    stage, not of a parameter of its own. Two stages sharing their parameters through a YAML
+    anchor are two mappings: `--set` on the first leaves the second as it was."""
     data = setup(tmp_path)
     (tmp_path / "p.yaml").write_text(
         f"name: a\nwork_dir: {tmp_path / 'w'}\nprogress: off\nstages:\n"

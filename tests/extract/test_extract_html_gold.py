@@ -60,7 +60,7 @@ def test_default_beats_the_old_default_on_tuning_pages(gold) -> None:
     pages = [p for p in gold if p.split == "tuning"][::3]
     cfgs = configs()
     new = run_config("curator default", cfgs["curator default"], pages)
-    # the old default had no short-output fallback (issue 22 added it)
+    # without the short-output fallback (this option set) forum threads and docs lose text
     old = run_config("old", cfgs["curator fast=True precision, fallback empty only"], pages)
     mean = lambda xs: sum(xs) / len(xs)  # noqa: E731
     assert mean(new.f) >= mean(old.f)
@@ -74,7 +74,7 @@ def test_short_output_fallback_recovers_forum_threads(gold) -> None:
     words, precision 1.0, recall 0.10); the default (fast=auto: again with trafilatura's
     fallbacks, then resiliparse's text, when trafilatura keeps under half of resiliparse's
     words) recovers the thread, and forum pages of the tuning split as a whole score higher
-    than with the old default (fast, resiliparse for empty output only; issue 22)."""
+    than with the old default (fast, resiliparse for empty output only)."""
     from curator.extract.extract_html import extract_text
 
     page = next(p for p in gold if p.id == "wcxb/0172")

@@ -1,4 +1,4 @@
-"""Wikipedia text (issue 24, item 4): tables inside tags, empty headings, sentences around
+"""Wikipedia text: tables inside tags, empty headings, sentences around
 dropped templates, localized reference sections, and agreement with wikiextractor on a real
 dump."""
 

@@ -181,7 +181,7 @@ def test_missing_scores_and_bad_expression_in_yaml(tmp_path) -> None:
     """Documents without any score (missing, null) go to level 0 and are counted, or are
     rejected with missing: drop; a score that is not a number ("high", true) is never level 0
     silently: the document is rejected with reason quality_buckets:invalid_score, key and
-    value (issue 23); a numeric string ("7.5") is a number. A select expression that is not
+    value; a numeric string ("7.5") is a number. A select expression that is not
     allowed stops the run before it starts, with one line naming it."""
     from tests.helpers import run_cli
 

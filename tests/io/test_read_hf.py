@@ -1,4 +1,4 @@
-"""``read_hf`` (issue 24, item 7): save_to_disk folders, the hub's Parquet layout, streaming
+"""``read_hf``: save_to_disk folders, the hub's Parquet layout, streaming
 through ``datasets`` -- all offline, on local folders; the same rows as ``datasets`` reads."""
 
 from __future__ import annotations

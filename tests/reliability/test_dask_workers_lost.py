@@ -1,6 +1,6 @@
 """Every Dask worker of an external cluster killed (nanny and worker, as when their machines
 go): the run stops with one line naming the scheduler after ``executor.no_workers_timeout_s``
-instead of waiting for ever with no message (issue 23)."""
+instead of waiting for ever with no message."""
 
 from __future__ import annotations
 

@@ -270,8 +270,9 @@ def test_native_writer_that_writes_short_is_not_published(tmp_path):
 def test_enospc_in_a_fused_chain_names_the_stage_whose_file_filled_the_disk(tmp_path):
     """``read_jsonl -> min_words -> upper_first`` run fused, one pass per shard; the middle
     stage rejects most documents and ``rejected/`` is a 16 KB tmpfs. Its rejected file fills
-    it when published: the error names 'min_words' (issue 23: it named the chain's first stage,
-    'read_jsonl'), the rerun with room completes."""
+    it when published: the error names 'min_words', not the chain's first stage 'read_jsonl'
+    (one loop runs the chain; the stage that wrote is what a user can fix); the rerun with
+    room completes."""
     rng = __import__("random").Random(3)
     with open(tmp_path / "d.jsonl", "w") as f:
         for i in range(600):  # random words: the rejected file compresses badly

@@ -1,4 +1,4 @@
-"""Decompression bombs against every reader, under a real address-space limit (issue 12).
+"""Decompression bombs against every reader, under a real address-space limit.
 
 Each test builds its bomb at run time from a small compressed block repeated as concatenated
 gzip members / bz2 streams (valid files that inflate to GBs; nothing big is committed), puts

@@ -1,4 +1,4 @@
-"""``select`` on hostile expressions and documents (issue 23): a 3,000-deep expression is one
+"""``select`` on hostile expressions and documents: a 3,000-deep expression is one
 line naming the YAML key, not a 32-line RecursionError traceback; a document the expression
 cannot be evaluated on is a counted rejection with its reason, not the end of the run."""
 

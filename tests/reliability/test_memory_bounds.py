@@ -1,4 +1,4 @@
-"""Hostile input must not take unbounded memory (issue 23): each case runs ``curator run`` in a
+"""Hostile input must not take unbounded memory: each case runs ``curator run`` in a
 subprocess and bounds its peak RSS (``ru_maxrss`` of the process tree, read by a small wrapper
 process so earlier tests' children do not count). The bounds are generous (a few times a
 normal run's ~150 MB) and each fails on the code before the fix."""

@@ -1,4 +1,4 @@
-"""Files named by parameters are part of the key (issue 23, items 4 and 5).
+"""Files named by parameters are part of the key.
 
 One mechanism: a parameter typed ``FilePath`` / ``DirPath`` (curator.core.stage) contributes
 the identity of its file (a folder: of every file under it) to the stage's key, for built-in

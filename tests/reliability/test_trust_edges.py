@@ -1,4 +1,4 @@
-"""The edges of trust (issue 23): a copied work_dir, an output deleted by hand, two stages
+"""The edges of trust: a copied work_dir, an output deleted by hand, two stages
 writing one folder. Each test keeps a canary tree beside its work_dirs (and the conftest's
 beside its folder) and checks that nothing in it was touched."""
 

@@ -1,4 +1,4 @@
-"""The low items of issue 23: a removed stage's folders, ``curator.load`` with a descriptor,
+"""Smaller trust cases: a removed stage's folders, ``curator.load`` with a descriptor,
 ``curator stages | head``. (ENOSPC in a fused chain: test_disk_errors.py; string scores in
 quality_buckets: tests/filters/test_quality_buckets.py.)"""
 

@@ -1,5 +1,5 @@
 """UTF-16/32 (by BOM) and XML-declared encodings in every reader, and the run's last lines when a
-source yields nothing from input that is not empty (issue 24, item 2)."""
+source yields nothing from input that is not empty."""
 
 from __future__ import annotations
 

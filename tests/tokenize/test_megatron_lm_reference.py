@@ -1,4 +1,4 @@
-"""Tokenizer folders that Hugging Face and Megatron-LM load as they are (issue 29).
+"""Tokenizer folders that Hugging Face and Megatron-LM load as they are.
 
 The folder ``train_tokenizer`` writes loads with transformers' ``AutoTokenizer`` with the ids
 and the end-of-document token of our shards, and Megatron-LM's own ``tools/preprocess_data.py``

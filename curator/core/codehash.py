@@ -29,6 +29,12 @@ its top-level package (``curator/filters/models/lid.176.ftz`` for curator's; for
 folder; they are hashed (and their imports followed) like the rest. Files it opens and modules
 it imports while running are also recorded then (:mod:`curator.core.tracing`).
 
+A module whose output depends on an installed package's version rather than on curator's
+code (a word segmenter and its dictionary, :mod:`curator.text.words`) names those distributions
+in a top-level ``DISTRIBUTIONS = ("jieba", ...)``: every stage importing it, directly or not,
+has ``dist:<name>`` (the installed version, or ``missing``) among its digests, so results made
+with another segmenter version are not reused.
+
 Digests are of *content*, keyed by the module's path inside its package
 (``curator/filters/rules.py``): the same code installed elsewhere, copied, or with other mtimes
 gives the same keys. Comments, docstrings, blank lines and trailing spaces are left out, so
@@ -40,6 +46,7 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import importlib.metadata
 import importlib.util
 import os
 import re
@@ -67,6 +74,7 @@ class _Module:
     digest: str
     imports: tuple[str, ...]
     stamp: tuple[int, int]
+    dists: tuple[str, ...] = ()
 
 
 _CACHE: dict[str, _Module] = {}
@@ -107,6 +115,8 @@ def code_digests(roots: Iterable[str], deps: Iterable[str] = (),
             out[_key_of(name, None)] = "missing"
             continue
         out[mod.key] = mod.digest
+        for d in mod.dists:
+            out[f"dist:{d}"] = dist_version(d)
         todo += [i for i in mod.imports
                  if followed(i) or (not _is_curator(name) and is_user_module(i))]
     return dict(sorted(out.items()))
@@ -220,9 +230,32 @@ def _module(name: str) -> _Module | None:
         text, tree = parsed
         imports, doc_lines = _scan(tree, name, is_pkg, user=not _is_curator(name))
         mod = _Module(_key_of(name, path), _hash(_normalized(text, doc_lines).encode()),
-                      tuple(imports), stamp)
+                      tuple(imports), stamp, _distributions(tree))
     _CACHE[name] = mod
     return mod
+
+
+def _distributions(tree: ast.Module) -> tuple[str, ...]:
+    """The module's ``DISTRIBUTIONS = ("jieba", ...)``: installed packages (not imported at
+    module level, or not followed) whose version decides what the module computes, such as a
+    word segmenter and its dictionary. A literal tuple or list of strings at the top level."""
+    for node in tree.body:
+        target = node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 \
+            else node.target if isinstance(node, ast.AnnAssign) else None
+        if isinstance(target, ast.Name) and target.id == "DISTRIBUTIONS" and isinstance(
+                node.value, ast.Tuple | ast.List):
+            return tuple(e.value for e in node.value.elts
+                         if isinstance(e, ast.Constant) and isinstance(e.value, str))
+    return ()
+
+
+def dist_version(name: str) -> str:
+    """The installed version of distribution ``name`` (its metadata, nothing imported), or
+    ``missing``: installing, upgrading or removing it changes the keys of what used it."""
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return "missing"
 
 
 def _path_of(name: str) -> str | None:

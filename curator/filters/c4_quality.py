@@ -15,7 +15,9 @@ from curator.core.context import ShardContext
 from curator.core.params import NonNegInt, StageParams
 from curator.core.stage import ShardStage
 from curator.text.sentences import split_sentences
+from curator.text.words import segmented_language, split_words
 
+_HAS_WORD = re.compile(r"\w").search
 _CITATION = re.compile(r"\[\d*]|\[edit]|\[citation needed]")
 _C4_END = (".", "?", "!", '"', "'")
 _C4_POLICY = ["terms of use", "privacy policy", "cookie policy", "uses cookies",
@@ -52,23 +54,42 @@ class C4Quality(ShardStage):
         """Drop lines with a policy notice (terms of use, cookies...)."""
         language: str = "en"
         """`"en"` (sentence-splitting abbreviations)."""
+        word_language: str | None = None
+        """Split a line's words as this language: ``zh``, ``ja``, ``ko``, ``th`` with their
+        segmenter, any other on whitespace (C4's split); null: the document's
+        ``language_field``."""
+        language_field: str = "language"
+        """Meta key holding the document's language (as ``language_id`` writes it)."""
 
-    def clean(self, text: str, count: Any = None) -> tuple[str | None, str]:
-        """(kept text or None, reason). ``count(name)`` receives line-removal counters."""
+    def clean(self, text: str, count: Any = None, words_of: str | None = None
+              ) -> tuple[str | None, str]:
+        """(kept text or None, reason). ``count(name)`` receives line-removal counters;
+        ``words_of``: the language whose segmenter splits lines into words (None, or one
+        without a segmenter: whitespace)."""
         lines = text.splitlines() if self.split_paragraph else split_sentences(text, self.language)
         kept: list[str] = []
         sentences = 0
         few = self.min_words_per_line
+        seg = segmented_language(words_of)
         for line in lines:
             line = line.strip()
+            if seg is not None:
+                line_words = [w for w in split_words(line, seg) if _HAS_WORD(w)]
+                # judged as C4 judges whitespace words below, on the segmenter's words
+                if self.max_word_length != -1 and any(
+                        len(w) > self.max_word_length for w in line_words):
+                    count and count("c4:line_long_word")
+                    continue
+                enough = len(line_words) >= few
             # a word is part of its line: a line no longer than the limit has no longer word
-            if (self.max_word_length != -1 and len(line) > self.max_word_length
+            elif (self.max_word_length != -1 and len(line) > self.max_word_length
                     and any(len(w) > self.max_word_length for w in line.split())):
                 count and count("c4:line_long_word")
                 continue
-            # the words are counted before the citations go (as C4 and datatrove count), and
-            # only up to ``few``: split(None, few - 1) gives min(words, few) pieces
-            enough = not few or len(line.split(None, few - 1)) >= few
+            else:
+                # the words are counted before the citations go (as C4 and datatrove count),
+                # and only up to ``few``: split(None, few - 1) gives min(words, few) pieces
+                enough = not few or len(line.split(None, few - 1)) >= few
             if self.remove_citations and "[" in line:  # every citation mark starts with [
                 line = _CITATION.sub("", line)
             if self.filter_no_terminal_punct and (not line.endswith(_C4_END)
@@ -103,7 +124,9 @@ class C4Quality(ShardStage):
 
     def process(self, docs: Iterator[Document], ctx: ShardContext) -> Iterator[Document]:
         for doc in docs:
-            text, reason = self.clean(doc.text, ctx.count)
+            lang = self.word_language or doc.meta.get(self.language_field)
+            text, reason = self.clean(doc.text, ctx.count,
+                                      lang if isinstance(lang, str) else None)
             if text is None:
                 ctx.reject(doc, reason)
                 continue

@@ -14,9 +14,10 @@ from operator import itemgetter
 
 import numpy as np
 
-from curator.text.words import split_words
+from curator.text.words import segmented_language, split_words
 
 _WORD_START = re.compile(r"\w").match
+_HAS_WORD = re.compile(r"\w").search
 _LETTER = re.compile(r"[^\W\d_]")
 _FIRST = itemgetter(0)
 #: re's verdicts on the code points below 256: word character (``\w``), letter (``[^\W\d_]``).
@@ -39,10 +40,13 @@ def _pair_key(a: np.ndarray, b: np.ndarray, size: int) -> np.ndarray:
 
 
 class DocFeatures:
-    """Lazily computed views of one text (words, lines, n-grams...)."""
+    """Lazily computed views of one text (words, lines, n-grams...). ``language`` chooses
+    the word segmenter (:func:`curator.text.words.split_words`); kept as the code of
+    :data:`~curator.text.words.SEGMENTERS` it names, or None for the split by script."""
 
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, language: str | None = None) -> None:
         self.text = text
+        self.language = segmented_language(language)
 
     def known(self, name: str) -> bool:
         """Whether the feature ``name`` (``words``...) has been computed already."""
@@ -50,12 +54,16 @@ class DocFeatures:
 
     @cached_property
     def words(self) -> list[str]:
-        """All tokens: words, punctuation runs, no-space-script characters."""
-        return split_words(self.text)
+        """All tokens: words and punctuation (the language's segmenter; else by script:
+        punctuation runs, no-space-script characters one by one)."""
+        return split_words(self.text, self.language)
 
     @cached_property
     def alnum_words(self) -> list[str]:
-        """Word tokens (punctuation runs excluded); a C-level filter, no Python loop."""
+        """Word tokens (punctuation excluded); by script a C-level filter, no Python loop."""
+        if self.language:
+            return [t for t, k in zip(self.words, self.first_chars[0].tolist(), strict=True)
+                    if k]
         return list(filter(_WORD_START, self.words))
 
     @cached_property
@@ -75,6 +83,12 @@ class DocFeatures:
             cs = [chr(c) for c in chars.tolist()]
             word[high] = np.array([_WORD_START(c) is not None for c in cs])[inv]
             letter[high] = np.array([_LETTER.match(c) is not None for c in cs])[inv]
+        if self.language:
+            # a segmenter's token may start with a symbol and hold a word (jieba: "#tag",
+            # ".net"): it is a word token when it holds any word character
+            rest = np.flatnonzero(~word).tolist()
+            if rest:
+                word[rest] = [_HAS_WORD(w[i]) is not None for i in rest]
         return word, letter
 
     @cached_property
@@ -91,7 +105,8 @@ class DocFeatures:
     def n_alpha_words(self) -> int:
         r"""Number of tokens containing a letter. A token that starts with a letter holds one;
         one that starts with another word character (a digit, ``_``) is searched; the rest
-        (punctuation runs, a no-space script's non-word character) hold no ``\w`` at all."""
+        (punctuation runs, a no-space script's non-word character) hold no ``\w`` at all,
+        except a segmenter's tokens, searched too."""
         word, letter = self.first_chars
         w = self.words
         others = np.flatnonzero(word & ~letter).tolist()

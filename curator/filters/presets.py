@@ -15,6 +15,7 @@ from curator.core.params import StageParams
 from curator.core.stage import Filter
 from curator.filters.features import DocFeatures
 from curator.filters.rules import HeuristicRule
+from curator.text.words import segmented_language
 
 #: (key in reasons, e.g. ``word_count`` in ``gopher_quality:word_count``; the rule; its
 #: published parameters)
@@ -35,19 +36,19 @@ class LanguageRules(BaseModel):
 _LAST: tuple[str | None, DocFeatures | None] = (None, None)
 
 
-def features_of(text: str) -> DocFeatures:
+def features_of(text: str, language: str | None = None) -> DocFeatures:
     """The :class:`DocFeatures` of ``text``, shared with the preset that saw the same string
     object just before: in a fused chain (``gopher_repetition -> gopher_quality ->
     c4_quality -> fineweb_quality``) a document passes from one preset to the next, and
     without this each split the words again (about 2% of the Common Crawl path's CPU). The
     check is identity (``is``) on an immutable ``str``, so a stage that changes the text
-    (``c4_quality`` drops lines) gets new features; one entry, so memory stays one
-    document's."""
+    (``c4_quality`` drops lines) gets new features, and so does the same text split as
+    another language; one entry, so memory stays one document's."""
     global _LAST
     last_text, last = _LAST
-    if last is not None and last_text is text:
+    if last is not None and last_text is text and last.language == segmented_language(language):
         return last
-    f = DocFeatures(text)
+    f = DocFeatures(text, language)
     _LAST = (text, f)
     return f
 
@@ -63,12 +64,17 @@ class HeuristicPreset(Filter):
         """Rules to skip, by key (``word_count``...)."""
         overrides: dict[str, dict[str, Any]] = {}
         """Per-rule parameters by key, e.g. ``{word_count: {min_words: 100}}``."""
-        languages: dict[str, LanguageRules] | Literal["recommended"] | None = None
+        languages: dict[str, LanguageRules] | Literal["recommended", "fineweb2"] | None = None
         """Rules by the document's language (``meta.language``, set by ``language_id``): a
         language's ``disable`` and ``overrides`` apply on top of the preset's for its
         documents. ``recommended``: curator's measured table (docs/filters.md, "Languages"):
-        each language's own stop words, no word-length rule for Chinese and Japanese (a word
-        is one character there), character n-gram limits."""
+        each language's own stop words, word lengths for Chinese, Japanese, Korean and Thai.
+        ``fineweb2``: FineWeb-2's published per-language thresholds
+        (:mod:`curator.filters.fineweb2`)."""
+        language: str | None = None
+        """The language of every document (its rules in ``languages`` and its word
+        segmenter: ``zh``, ``ja``, ``ko``, ``th`` have one); null: the document's
+        ``language_field``."""
         language_field: str = "language"
         """The metadata field holding the document's language."""
         annotate: bool = False
@@ -83,6 +89,10 @@ class HeuristicPreset(Filter):
             from curator.filters.language_recipes import recommended
 
             table = recommended(self.name, self.overrides)
+        elif table == "fineweb2":
+            from curator.filters.fineweb2 import table as fineweb2_table
+
+            table = fineweb2_table(self.name, {k for k, _, _ in self.spec})
         #: language -> its rules (only languages that change something)
         self.by_language: dict[str, list[tuple[str, HeuristicRule]]] = {}
         for lang, spec in (table or {}).items():
@@ -125,10 +135,12 @@ class HeuristicPreset(Filter):
                                             f"{self.name}:empty"]
                 return None
             return f"{self.name}:empty"
-        f = features_of(doc.text)
+        lang = self.language or doc.meta.get(self.language_field)
+        lang = lang if isinstance(lang, str) else None
+        f = features_of(doc.text, lang)
         rules = self.rules
         if self.by_language:
-            rules = self.by_language.get(doc.meta.get(self.language_field), rules)
+            rules = self.by_language.get(lang, rules)
         if not self.annotate:
             for reason, rule in rules:
                 if not rule.passes(f):

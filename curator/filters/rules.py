@@ -50,6 +50,16 @@ _SPACE = re.compile(r"\s+")
 _PAREN = re.compile(r"[()\[\]]+")
 
 
+class WordParams(StageParams):
+    """The parameters of a rule that splits words: which language's segmenter splits them."""
+
+    language: str | None = None
+    """Split words as this language (``zh``, ``ja``, ``ko``, ``th`` have segmenters, the rest
+    are split by script); null: the document's language (``language_field``)."""
+    language_field: str = "language"
+    """Meta key holding the document's language (as ``language_id`` writes it)."""
+
+
 class HeuristicRule(Filter):
     """Base of the rules: ``value`` measures one feature, ``ok`` compares it to thresholds."""
 
@@ -77,8 +87,15 @@ class HeuristicRule(Filter):
         presets' filter mode asks this; ``annotate`` records the exact ``value``)."""
         return self.ok(self.value(f))
 
+    def language_of(self, doc: Document) -> str | None:
+        """The language whose segmenter splits ``doc``'s words: the ``language`` parameter,
+        else the document's ``language_field`` meta (rules without them: None, by script)."""
+        lang = getattr(self, "language", None) or doc.meta.get(
+            getattr(self, "language_field", "language"))
+        return lang if isinstance(lang, str) else None
+
     def check(self, doc: Document) -> str | None:
-        return None if self.passes(DocFeatures(doc.text)) else self.name
+        return None if self.passes(DocFeatures(doc.text, self.language_of(doc))) else self.name
 
 
 class MaxRatioRule(HeuristicRule):
@@ -119,7 +136,7 @@ class WordCount(HeuristicRule):
     name = "word_count_filter"
     source = "Gopher A.1.1 (50..100000); NeMo WordCountFilter"
 
-    class Params(StageParams):
+    class Params(WordParams):
         min_words: NonNegInt = 50
         """Fewest words kept."""
         max_words: NonNegInt = 100_000
@@ -139,7 +156,7 @@ class MeanWordLength(HeuristicRule):
     name = "mean_word_length_filter"
     source = "Gopher A.1.1 (3..10); NeMo MeanWordLengthFilter"
 
-    class Params(StageParams):
+    class Params(WordParams):
         min_length: NonNegFloat = 3.0
         """Smallest mean word length kept (characters)."""
         max_length: NonNegFloat = 10.0
@@ -159,7 +176,7 @@ class SymbolWordRatio(MaxRatioRule):
     name = "symbol_word_ratio_filter"
     source = "Gopher A.1.1 (0.1 for # and for ellipsis); NeMo SymbolsToWordsFilter"
 
-    class Params(StageParams):
+    class Params(WordParams):
         symbols: list[str] = ["#", "...", "…"]
         """Symbols counted (each occurrence in the text)."""
         max_ratio: NonNegFloat = 0.1
@@ -176,7 +193,7 @@ class AlphaWords(HeuristicRule):
     name = "alpha_words_filter"
     source = "Gopher A.1.1 (80%); NeMo WordsWithoutAlphabetsFilter"
 
-    class Params(StageParams):
+    class Params(WordParams):
         min_ratio: Ratio = 0.8
         """Smallest share of tokens with a letter kept."""
 
@@ -194,7 +211,7 @@ class StopWords(HeuristicRule):
     name = "stop_words_filter"
     source = "Gopher A.1.1 (2 of the, be, to, of, and, that, have, with); NeMo CommonEnglishWords"
 
-    class Params(StageParams):
+    class Params(WordParams):
         min_count: NonNegInt = 2
         """Fewest distinct stop words a kept document contains."""
         stop_words: list[str] = GOPHER_STOP_WORDS
@@ -345,7 +362,7 @@ class NewlineRatio(MaxRatioRule):
     name = "newline_ratio_filter"
     source = "FineWeb new_line_ratio (0.3)"
 
-    class Params(StageParams):
+    class Params(WordParams):
         max_ratio: NonNegFloat = 0.3
         """Most newlines per word kept."""
 
@@ -354,12 +371,13 @@ class NewlineRatio(MaxRatioRule):
         return _ratio(n, len(f.words)) if f.words else float(n > 0)
 
     def passes(self, f: DocFeatures) -> bool:
-        # Each whitespace-separated chunk holds at least one token (curator.text.words: every
-        # non-space character is in one), so str.split's count is a lower bound of the tokens
-        # and newlines / chunks an upper bound of the value (float division is monotone): a
-        # text under the limit by that bound passes without splitting it into tokens. In
-        # FineWeb's chain the text is c4_quality's rewrite, whose tokens nothing else needs.
-        if not f.known("words"):
+        # Split by script, each whitespace-separated chunk holds at least one token (every
+        # non-space character is in one; a segmenter may drop some: Kiwi long numbers), so
+        # str.split's count is a lower bound of the tokens and newlines / chunks an upper
+        # bound of the value (float division is monotone): a text under the limit by that
+        # bound passes without splitting it into tokens. In FineWeb's chain the text is
+        # c4_quality's rewrite, whose tokens nothing else needs.
+        if not f.known("words") and f.language is None:
             chunks = len(f.text.split())
             if chunks and self.ok(f.text.count("\n") / chunks):
                 return True
@@ -735,7 +753,7 @@ class TopNgram(MaxRatioRule):
     name = "top_ngram_filter"
     source = "Gopher table A1 (2: 0.20, 3: 0.18, 4: 0.16); NeMo RepeatingTopNGramsFilter"
 
-    class Params(StageParams):
+    class Params(WordParams):
         n: PositiveInt = 2
         """Words per n-gram."""
         max_ratio: Ratio = 0.2
@@ -754,7 +772,7 @@ class DuplicateNgrams(MaxRatioRule):
     source = ("Gopher table A1 (5: 0.15, 6: 0.14, 7: 0.13, 8: 0.12, 9: 0.11, 10: 0.10); "
               "NeMo RepeatingDuplicateNGramsFilter")
 
-    class Params(StageParams):
+    class Params(WordParams):
         n: PositiveInt = 5
         """Words per n-gram."""
         max_ratio: Ratio = 0.15

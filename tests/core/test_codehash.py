@@ -163,11 +163,13 @@ def test_editing_a_module_changes_exactly_the_stages_that_use_it(tmp_path):
             != base["modules"]["c4_quality"]["curator/filters/c4_quality.py"])
     assert now["modules"]["gopher_quality"] == base["modules"]["gopher_quality"]
 
-    # a text helper: every stage that calls it, built-in (through filters/rules.py) or custom
+    # a text helper: every stage that calls it, built-in (through filters/rules.py, or
+    # c4_quality's words per line) or custom
     base = now
     edit(pkg / "text" / "words.py", "def split_words(", "_EDITED = 2\n\n\ndef split_words(")
     now = fingerprints(root, tmp_path)
-    assert changed(base, now) == ["gopher_quality", "wordy", "exact_dedup", "write_jsonl"]
+    assert changed(base, now) == ["c4_quality", "gopher_quality", "wordy", "exact_dedup",
+                                  "write_jsonl"]
     assert "curator/text/words.py" in now["modules"]["wordy"]
 
 

@@ -43,11 +43,33 @@ def test_gopher_quality_recommended_keeps_every_language():
     assert all(v >= 0.75 for v in kept.values()), kept
 
 
-def test_repetition_of_chinese_and_japanese_characters_is_judged_as_english_words_are():
-    published = _kept("gopher_repetition", {})
+def test_chinese_and_japanese_repetition_is_judged_on_their_words():
+    # split by script (a language without a segmenter), their "words" are characters, whose
+    # n-grams repeat far more than n-grams of words
+    chars = _kept("gopher_repetition", {"language": "und"})
+    assert chars["zh"] < chars["en"] - 0.1 and chars["ja"] < chars["en"] - 0.1, chars
+    # split by their segmenters (the document's language), fewer repeat
+    words = _kept("gopher_repetition", {})
+    assert words["en"] == chars["en"]
+    assert words["zh"] > chars["zh"] and words["ja"] > chars["ja"] + 0.1, (chars, words)
+    # and with FineWeb-2's limits for their words, as many as English are kept
     kept = _kept("gopher_repetition", {"languages": "recommended"})
-    assert published["zh"] < published["en"] - 0.1 and published["ja"] < published["en"] - 0.1
-    assert min(kept["zh"], kept["ja"]) >= kept["en"] - 0.05, kept
+    assert min(kept["zh"], kept["ja"]) >= kept["en"] - 0.1, kept
+
+
+def test_fineweb2_thresholds_are_applied_per_language():
+    st = resolve("gopher_repetition").from_params({"languages": "fineweb2"}, id="g")
+    rules = dict(st.by_language["zh"])
+    assert rules["gopher_repetition:top_2gram"].max_ratio == 0.256  # FineWeb-2's configs/cmn_Hani.yml
+    assert rules["gopher_repetition:dup_10gram"].max_ratio == 0.127
+    assert "gopher_repetition:dup_para_frac" not in rules
+    assert dict(st.by_language["cmn_Hani"])["gopher_repetition:top_2gram"].max_ratio == 0.256
+    q = dict(resolve("gopher_quality").from_params({"languages": "fineweb2"},
+                                                   id="q").by_language["th"])
+    assert (q["gopher_quality:mean_word_length"].min_length, q["gopher_quality:mean_word_length"].max_length) == (2, 10)
+    assert "ที่" in q["gopher_quality:stop_words"].stop_words
+    kept = _kept("gopher_repetition", {"languages": "fineweb2"})
+    assert min(kept["zh"], kept["ja"]) >= kept["en"] - 0.12, kept
 
 
 def test_a_language_entry_adds_to_the_presets_own_settings():

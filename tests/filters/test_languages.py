@@ -59,15 +59,16 @@ def test_chinese_and_japanese_repetition_is_judged_on_their_words():
 
 def test_fineweb2_thresholds_are_applied_per_language():
     st = resolve("gopher_repetition").from_params({"languages": "fineweb2"}, id="g")
-    rules = dict(st.by_language["zh"])
-    assert rules["gopher_repetition:top_2gram"].max_ratio == 0.256  # FineWeb-2's configs/cmn_Hani.yml
-    assert rules["gopher_repetition:dup_10gram"].max_ratio == 0.127
-    assert "gopher_repetition:dup_para_frac" not in rules
-    assert dict(st.by_language["cmn_Hani"])["gopher_repetition:top_2gram"].max_ratio == 0.256
-    q = dict(resolve("gopher_quality").from_params({"languages": "fineweb2"},
-                                                   id="q").by_language["th"])
-    assert (q["gopher_quality:mean_word_length"].min_length, q["gopher_quality:mean_word_length"].max_length) == (2, 10)
-    assert "ที่" in q["gopher_quality:stop_words"].stop_words
+    rules = {k.split(":")[1]: r for k, r in st.by_language["zh"]}
+    assert rules["top_2gram"].max_ratio == 0.256  # FineWeb-2's configs/cmn_Hani.yml
+    assert rules["dup_10gram"].max_ratio == 0.127
+    assert "dup_para_frac" not in rules
+    by_name = {k.split(":")[1]: r for k, r in st.by_language["cmn_Hani"]}  # FineWeb-2's name
+    assert by_name["top_2gram"].max_ratio == 0.256
+    q = resolve("gopher_quality").from_params({"languages": "fineweb2"}, id="q")
+    th = {k.split(":")[1]: r for k, r in q.by_language["th"]}
+    assert (th["mean_word_length"].min_length, th["mean_word_length"].max_length) == (2, 10)
+    assert "ที่" in th["stop_words"].stop_words
     kept = _kept("gopher_repetition", {"languages": "fineweb2"})
     assert min(kept["zh"], kept["ja"]) >= kept["en"] - 0.12, kept
 

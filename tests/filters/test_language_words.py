@@ -163,7 +163,7 @@ def test_results_are_keyed_on_the_segmenters_version(tmp_path: Path, monkeypatch
 
 
 def test_a_missing_segmenter_stops_the_run_with_one_line(tmp_path: Path) -> None:
-    from helpers import cli_env, run_cli
+    from tests.helpers import cli_env, run_cli
 
     # failure injection: a jieba that cannot be imported, first on the path
     block = tmp_path / "block" / "jieba"

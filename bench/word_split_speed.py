@@ -5,7 +5,7 @@ machine still measures well).
 
 Run from the repository root (no network; reads the machine's gettext catalogs)::
 
-    python bench/word_split_speed.py [--min-chars 50] [--repeat 3]
+    python -m bench.word_split_speed [--min-chars 50] [--repeat 3]
 
 The text: every message of the Debian system's translation catalogs
 (``/usr/share/locale/<lang>/LC_MESSAGES/*.mo``, human translations, GPL/LGPL) of
@@ -17,13 +17,12 @@ from __future__ import annotations
 import argparse
 import gettext
 import glob
-import os
 import sys
 import time
 from collections.abc import Callable
+from typing import Any
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
+from bench.common import bench_main
 from curator.text.words import split_words
 
 LOCALES = {"zh": "zh_CN", "ja": "ja", "ko": "ko", "th": "th", "en": "de"}
@@ -71,7 +70,7 @@ def datatrove_tokenizer(lang: str) -> Callable[[str], list[str]] | None:
     return tok.word_tokenize
 
 
-def main() -> None:
+def main() -> dict[str, Any]:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--min-chars", type=int, default=50)
     ap.add_argument("--repeat", type=int, default=3)
@@ -79,6 +78,7 @@ def main() -> None:
     print("| language | docs | chars/doc | split_words(lang) docs/s | / str.split | "
           "/ by script | / datatrove | words agree with datatrove |")
     print("|---|---|---|---|---|---|---|---|")
+    figures: dict[str, Any] = {}
     for lang in LOCALES:
         docs = texts(lang, args.min_chars)
         if not docs:
@@ -93,7 +93,11 @@ def main() -> None:
         chars = sum(map(len, docs)) / len(docs)
         print(f"| {lang} | {len(docs)} | {chars:.0f} | {ours:,.0f} | {ours / ws:.4f} | "
               f"{ours / script:.3f} | {ours / dtr:.2f} | {agree:.1%} |")
+        figures[lang] = {"docs": len(docs), "docs_per_s": round(ours),
+                         "vs_str_split": round(ours / ws, 4), "vs_script": round(ours / script, 3),
+                         "vs_datatrove": round(ours / dtr, 2), "agree": round(agree, 4)}
+    return figures
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(bench_main(__file__, main))

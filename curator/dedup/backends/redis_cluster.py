@@ -47,10 +47,10 @@ from curator.dedup.backends.redis_errors import (
     NETWORK_ERRORS,
     address_in,
     auth_problem,
+    error_code,
     is_cluster_down,
     is_silence,
-    one_line,
-    transport_cause,
+    reply_line,
     unreachable_line,
 )
 
@@ -163,12 +163,6 @@ _CRC_TABLE = np.array([binascii.crc_hqx(bytes([i]), 0) for i in range(256)], dty
 
 class _Redirect(Exception):
     """A batch met a slot that moved: refresh the layout and send it again (idempotent)."""
-
-
-def _error_code(err: BaseException) -> str:
-    """``OOM``, ``MOVED``, ... : redis-py strips the code into ``status_code``."""
-    code = getattr(err, "status_code", None)
-    return f"{code} {err}" if code else str(err)
 
 
 class RedisBucketStore:
@@ -304,41 +298,9 @@ class RedisBucketStore:
 
     def _reply_error(self, err: BaseException, where: str | None) -> str | None:
         """The line for an error *reply* (the server answered, with an error), else None."""
-        from redis.exceptions import ClusterDownError, ResponseError
-
-        if not isinstance(err, (ResponseError, ClusterDownError)):
-            return None
-        text = _error_code(err)
-        code = text.split(" ", 1)[0]
         who = f"redis {where}" if where else self._cluster_name
-        if isinstance(err, ClusterDownError) or "CLUSTERDOWN" in text or \
-                "cluster is down" in text:
-            dead = self._find_dead_node()
-            if dead:
-                cause = transport_cause(dead[1], min(2.0, self.timeout_s)) or one_line(dead[1])
-                return (f"redis node {dead[0]} is down or unreachable: {cause} ({who} says "
-                        "the cluster is down); nothing was marked done: rerun when it is back")
-            return (f"{who}: the cluster is down ({one_line(err)}); nothing was marked done: "
-                    "rerun when it is healthy")
-        if code == "OOM" or "OOM command not allowed" in text:
-            return (f"{who}: out of memory (maxmemory reached); raise maxmemory or add nodes "
-                    "(docs/scale.md: Redis sizing); nothing was marked done")
-        if code == "LOADING" or "loading the dataset" in text:
-            return (f"{who}: the node restarted and is still loading its data; nothing was "
-                    "marked done: rerun when it has loaded")
-        if code == "READONLY" or code == "MASTERDOWN":
-            return (f"{who}: the node is a replica that cannot take writes ({one_line(err)}); "
-                    "give primaries in redis.nodes; nothing was marked done")
-        if code == "WRONGTYPE" or "WRONGTYPE" in text:
-            return (f"{who}: a key under the stage's prefix "
-                    f"'{self.stage_prefix.decode(errors='replace')}' holds another type (does "
-                    "another program write there? change redis.key_prefix); nothing was "
-                    "marked done")
-        if code == "BUSY":
-            return (f"{who}: busy running another script ({one_line(err)}); nothing was "
-                    "marked done: rerun")
-        return (f"{who}: the server refused fuzzy_dedup's command ({one_line(err)}); nothing "
-                "was marked done")
+        return reply_line(err, who, self.stage_prefix.decode(errors="replace"),
+                          self._find_dead_node, self.timeout_s)
 
     def _diagnose(self, err: Exception, where: str | None = None) -> str:
         """One line: wrong credentials, a TLS failure, an error reply from a node (naming it
@@ -565,7 +527,7 @@ class RedisBucketStore:
             try:
                 reply = conn.read_response()
             except ResponseError as e:
-                if _REDIRECT.search(_error_code(e)):
+                if _REDIRECT.search(error_code(e)):
                     raise _Redirect() from None
                 raise
         except (_Redirect, ResponseError):

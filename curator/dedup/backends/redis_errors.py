@@ -241,6 +241,66 @@ def is_cluster_down(err: BaseException) -> bool:
     from redis.exceptions import ClusterDownError
 
     return any(
-        isinstance(e, ClusterDownError) or "CLUSTERDOWN" in str(e) or "cluster is down" in str(e)
+        isinstance(e, ClusterDownError)
+        or "CLUSTERDOWN" in error_code(e)
+        or "cluster is down" in str(e)
         for e in chain(err)
+    )
+
+
+def error_code(err: BaseException) -> str:
+    """``OOM``, ``MOVED``, ... : redis-py strips the code into ``status_code``."""
+    code = getattr(err, "status_code", None)
+    return f"{code} {err}" if code else str(err)
+
+
+def reply_line(
+    err: BaseException, who: str, stage_prefix: str, find_dead: Any, timeout_s: float
+) -> str | None:
+    """The line for an error *reply* (the server answered, with an error) from ``who``, else
+    None; for "the cluster is down", ``find_dead()`` names the node the others miss."""
+    from redis.exceptions import ClusterDownError, ResponseError
+
+    if not isinstance(err, (ResponseError, ClusterDownError)):
+        return None
+    text = error_code(err)
+    code = text.split(" ", 1)[0]
+    if is_cluster_down(err):
+        dead = find_dead()
+        if dead:
+            cause = transport_cause(dead[1], min(2.0, timeout_s)) or one_line(dead[1])
+            return (
+                f"redis node {dead[0]} is down or unreachable: {cause} ({who} says the cluster "
+                "is down); nothing was marked done: rerun when it is back"
+            )
+        return (
+            f"{who}: the cluster is down ({one_line(err)}); nothing was marked done: rerun "
+            "when it is healthy"
+        )
+    if code == "OOM" or "OOM command not allowed" in text:
+        return (
+            f"{who}: out of memory (maxmemory reached); raise maxmemory or add nodes "
+            "(docs/scale.md: Redis sizing); nothing was marked done"
+        )
+    if code == "LOADING" or "loading the dataset" in text:
+        return (
+            f"{who}: the node restarted and is still loading its data; nothing was marked "
+            "done: rerun when it has loaded"
+        )
+    if code in ("READONLY", "MASTERDOWN"):
+        return (
+            f"{who}: the node is a replica that cannot take writes ({one_line(err)}); give "
+            "primaries in redis.nodes; nothing was marked done"
+        )
+    if code == "WRONGTYPE" or "WRONGTYPE" in text:
+        return (
+            f"{who}: a key under the stage's prefix '{stage_prefix}' holds another type (does "
+            "another program write there? change redis.key_prefix); nothing was marked done"
+        )
+    if code == "BUSY":
+        busy = f"{who}: busy running another script ({one_line(err)})"
+        return f"{busy}; nothing was marked done: rerun"
+    return (
+        f"{who}: the server refused fuzzy_dedup's command ({one_line(err)}); nothing was "
+        "marked done"
     )

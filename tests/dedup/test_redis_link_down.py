@@ -10,6 +10,7 @@ with the same output and no key left."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
@@ -149,12 +150,16 @@ def _start_frozen_at_the_bucket_step(c: Net, y: Path) -> subprocess.Popen:
         text=True,
         start_new_session=True,
     )
-    deadline = time.monotonic() + 120
-    while not list(wd.glob("stages/*/redis/offsets.npz")):
-        assert p.poll() is None, p.communicate()
-        assert time.monotonic() < deadline, "the run never reached its bucket step"
-        time.sleep(0.01)
-    os.killpg(p.pid, signal.SIGSTOP)
+    try:
+        deadline = time.monotonic() + 120
+        while not list(wd.glob("stages/*/redis/offsets.npz")):
+            assert p.poll() is None, p.communicate()
+            assert time.monotonic() < deadline, "the run never reached its bucket step"
+            time.sleep(0.01)
+        os.killpg(p.pid, signal.SIGSTOP)
+    except BaseException:
+        _ended(p)
+        raise
     return p
 
 
@@ -163,6 +168,14 @@ def _signatures(wd: Path) -> dict[str, tuple[int, int]]:
         f.name: (f.stat().st_ino, f.stat().st_mtime_ns)
         for f in wd.glob("stages/*/_phases/signatures/*.pkl")
     }
+
+
+def _ended(p: subprocess.Popen) -> None:
+    """Whatever happened in the test, the run is not left stopped or running."""
+    if p.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(p.pid, signal.SIGKILL)
+        p.communicate()
 
 
 def _finish(p: subprocess.Popen, timeout: float) -> tuple[str, float]:
@@ -180,18 +193,21 @@ def test_a_short_outage_of_a_masters_node_only_pauses_the_run(cluster, corpus, u
     y = _pipeline(cluster.tmp, "short", corpus, "redis", SHORT_DEADLINE_S)
     p = _start_frozen_at_the_bucket_step(cluster, y)
     try:
-        cluster.net.link_down("redis-b")
-        os.killpg(p.pid, signal.SIGCONT)
-        time.sleep(SHORT_S)  # the outage itself, not a wait for something to happen
+        try:
+            cluster.net.link_down("redis-b")
+            os.killpg(p.pid, signal.SIGCONT)
+            time.sleep(SHORT_S)  # the outage itself, not a wait for something to happen
+        finally:
+            cluster.net.link_up("redis-b")
+            os.killpg(p.pid, signal.SIGCONT)
+        t0 = time.monotonic()  # (measured for docs/cluster.md: when the masters say "ok" again)
+        cluster.until(
+            "no cluster_state:ok", lambda: "state:ok" in cluster.ask("redis-a", "cluster", "info")
+        )
+        ok = time.monotonic() - t0
+        err, after = _finish(p, SHORT_DEADLINE_S + 60)
     finally:
-        cluster.net.link_up("redis-b")
-        os.killpg(p.pid, signal.SIGCONT)
-    t0 = time.monotonic()  # (measured for docs/cluster.md: when the masters say "ok" again)
-    cluster.until(
-        "no cluster_state:ok", lambda: "state:ok" in cluster.ask("redis-a", "cluster", "info")
-    )
-    ok = time.monotonic() - t0
-    err, after = _finish(p, SHORT_DEADLINE_S + 60)
+        _ended(p)
     print(
         f"\nshort outage ({SHORT_S} s): cluster_state ok {ok:.1f} s and the run ended "
         f"{ok + after:.1f} s after the link was back"
@@ -216,6 +232,7 @@ def test_a_master_cut_off_past_the_deadline_is_one_line_and_the_rerun_resumes(
         err, took = _finish(p, LONG_DEADLINE_S + 60)
     finally:
         cluster.net.link_up("redis-b")
+        _ended(p)
     print(f"\nlong outage: the run ended {took:.1f} s after the link went down")
     assert p.returncode == 1, err[-3000:]
     assert "Traceback" not in err and PASSWORD not in err, err[-3000:]

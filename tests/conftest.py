@@ -20,7 +20,7 @@ def _netns_swept() -> Iterator[None]:
     """Namespaces of tests/helpers_netns.py whose owner died (its slot lock is free); those of
     live processes, another session's included, are left alone."""
     yield
-    import helpers_netns
+    from tests import helpers_netns
 
     try:
         helpers_netns.check_available()

@@ -26,9 +26,14 @@ MASK = "***"
 #: Environment variables whose values are secrets, by name.
 SECRET_ENV = re.compile(r"PASSW(OR)?D|SECRET|TOKEN|API_?KEY|ACCESS_?KEY|PRIVATE_?KEY|CREDENTIAL"
                         r"|AUTH|SESSION", re.IGNORECASE)
-#: Parameter names whose values are secrets (narrow: ``eod_token`` is a tokenizer setting).
+#: Parameter names whose values are secrets: ``hf_token``, ``access_token``, ``auth``... but
+#: not a tokenizer's special tokens (:data:`NOT_SECRET_PARAM`: ``eod_token: "</s>"``).
 SECRET_PARAM = re.compile(r"^(.*[_-])?(passw(or)?d|secret|secret_?key|api_?key|access_?key|"
-                          r"private_?key|credentials?)$", re.IGNORECASE)
+                          r"private_?key|credentials?|token|auth|authorization|bearer|"
+                          r"cookie|session_?(key|id))$", re.IGNORECASE)
+#: Names :data:`SECRET_PARAM` takes for secrets that are settings of a tokenizer.
+NOT_SECRET_PARAM = re.compile(r"^(eod|eos|bos|pad|unk|sep|cls|mask|eot|start|end|special)"
+                              r"_token$", re.IGNORECASE)
 #: Keys whose values are secrets inside ``storage_options`` (fsspec: s3fs ``key``/``secret``/
 #: ``token``, HTTP ``headers: {Authorization: ...}``), where names are the backend's.
 SECRET_OPTION = re.compile(r"key|secret|token|passw|auth|credential|session|cookie",
@@ -144,7 +149,8 @@ def redact_value(obj: Any, *, env: bool = False, mask: Masker | None = None,
         out = {}
         for k, v in obj.items():
             name = k if isinstance(k, str) else ""
-            secret = _all or bool(SECRET_PARAM.match(name)
+            secret = _all or bool((SECRET_PARAM.match(name)
+                                   and not NOT_SECRET_PARAM.match(name))
                                   or (_options and SECRET_OPTION.search(name)))
             options = name == "storage_options"
             # credentials that only reach the files (whose own identity is keyed apart):

@@ -46,10 +46,12 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import importlib.machinery
 import importlib.metadata
 import importlib.util
 import os
 import re
+import stat
 import sys
 import sysconfig
 from collections.abc import Iterable, Sequence
@@ -90,13 +92,15 @@ def followed(name: str) -> bool:
 
 
 def code_digests(roots: Iterable[str], deps: Iterable[str] = (),
-                 bases: Sequence[str] = ()) -> dict[str, str]:
+                 bases: Sequence[str] = (), visited: set[str] | None = None
+                 ) -> dict[str, str]:
     """``{"curator/filters/rules.py": digest, ...}`` for the modules ``roots`` (module names),
     the declared ``deps`` (module names, or files relative to the first of ``bases`` that holds
     them; default: the folder holding the ``curator`` package) and every module they import,
     transitively: followed curator modules from anywhere, and the user's own modules
     (:func:`is_user_module`) from the user's modules. A module or file that cannot be found is
-    recorded as ``missing`` (so it appearing later counts as a change)."""
+    recorded as ``missing`` (so it appearing later counts as a change). ``visited`` receives
+    the name of every module followed."""
     out: dict[str, str] = {}
     todo = list(roots)
     for dep in deps:
@@ -110,6 +114,8 @@ def code_digests(roots: Iterable[str], deps: Iterable[str] = (),
         if name in seen:
             continue
         seen.add(name)
+        if visited is not None:
+            visited.add(name)
         mod = _module(name)
         if mod is None:
             out[_key_of(name, None)] = "missing"
@@ -117,9 +123,45 @@ def code_digests(roots: Iterable[str], deps: Iterable[str] = (),
         out[mod.key] = mod.digest
         for d in mod.dists:
             out[f"dist:{d}"] = dist_version(d)
-        todo += [i for i in mod.imports
+        todo += [i for i in (*mod.imports, *runtime_imports(name))
                  if followed(i) or (not _is_curator(name) and is_user_module(i))]
     return dict(sorted(out.items()))
+
+
+#: Files the user's own modules read outside any task (at import, when a stage is built, in a
+#: factory), by module name; filled by the audit hook (:mod:`curator.core.tracing`).
+OWN_READS: dict[str, set[str]] = {}
+
+
+#: What a module's import opens as code (source, compiled form, extension).
+CODE_SUFFIXES = (*importlib.machinery.all_suffixes(), ".pyc")
+
+
+def runtime_imports(name: str) -> list[str]:
+    """Modules module ``name`` imported outside any task that its source does not show
+    (``importlib.import_module("helper" + x)`` at import): the audit hook saw their code
+    opened (:data:`OWN_READS`)."""
+    paths = sorted(p for p in OWN_READS.get(name, ()) if p.endswith(CODE_SUFFIXES))
+    if not paths:
+        return []
+    by_file = {os.path.abspath(f): n for n, m in list(sys.modules.items())
+               if isinstance(f := getattr(m, "__file__", None), str)}
+    return [by_file[p] for p in paths if p in by_file]
+
+
+def own_reads(modules: Iterable[str], bases: Sequence[str] = ()) -> dict[str, str]:
+    """``{file: digest}`` of what ``modules`` read outside any task: a list loaded into a
+    global at import, a table read by ``setup()``. What they made of it (a compiled pattern,
+    an array) is no value :mod:`curator.core.codeobj` can always see whole, so the file is
+    keyed instead, named relative to the first of ``bases`` that holds it (as ``code_deps``).
+    Code they opened is followed as a module instead (:func:`code_digests`)."""
+    out: dict[str, str] = {}
+    for path in sorted({p for m in modules for p in OWN_READS.get(m, ())
+                        if not p.endswith(CODE_SUFFIXES)}):
+        rel = next((os.path.relpath(path, b) for b in bases
+                    if path.startswith(b.rstrip(os.sep) + os.sep)), path)
+        out[rel.replace(os.sep, "/")] = _file_digest(path)
+    return out
 
 
 def _is_curator(name: str) -> bool:
@@ -272,13 +314,19 @@ def _path_of(name: str) -> str | None:
     except (ImportError, ValueError):
         return None
     origin = getattr(spec, "origin", None)
-    return origin if origin and origin.endswith(".py") and os.path.isfile(origin) else None
+    # a compiled module (a C extension, a sourceless ``.pyc``) is a file too: keyed on its bytes
+    return origin if origin and os.path.isabs(origin) and os.path.isfile(origin) else None
 
 
 def _key_of(name: str, path: str | None) -> str:
     """``curator/filters/rules.py``: a module named by its place in its package, never by
-    where the package is installed."""
-    tail = "/__init__.py" if path and os.path.basename(path) == "__init__.py" else ".py"
+    where the package is installed (a compiled one keeps its file's suffix:
+    ``fastlim.cpython-311-x86_64-linux-gnu.so``)."""
+    base = os.path.basename(path) if path else ""
+    if base == "__init__.py":
+        return name.replace(".", "/") + "/__init__.py"
+    last = name.rpartition(".")[2]
+    tail = base[len(last):] if base.startswith(last + ".") and not base.endswith(".py") else ".py"
     return name.replace(".", "/") + tail
 
 
@@ -289,6 +337,8 @@ def _file_digest(rel: str, bases: Sequence[str] = ()) -> str:
     path = next((p for p in candidates if os.path.exists(p)), candidates[0])
     h = hashlib.sha256()
     try:
+        if not stat.S_ISREG(os.stat(path).st_mode):  # a FIFO or device would never end
+            return "missing"
         with open(path, "rb") as f:
             while block := f.read(1 << 20):
                 h.update(block)

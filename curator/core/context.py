@@ -89,7 +89,8 @@ class GlobalContext(PhaseContext):
         key = self._work_dir_key()
         tasks = [_PhaseTask(fn, item, os.path.join(pdir, f"{k}.pkl"), self.fingerprint,
                             key, f"{self.stage_id}/{phase}/{k}",
-                            os.path.join(beats, k.replace(os.sep, "_") + ".json"))
+                            os.path.join(beats, k.replace(os.sep, "_") + ".json"),
+                            self.work_dir)
                  for item, k in zip(items, keys, strict=True)]
         out = []
         for result, note, _docs in self._measured(_run_phase_task, tasks,
@@ -179,9 +180,9 @@ def _no_docs(_pair: Any) -> int:
 
 class _PhaseTask:
     def __init__(self, fn: Callable[[Any], Any], item: Any, path: str, fp: str, key: bytes,
-                 label: str, beat: str) -> None:
+                 label: str, beat: str, work_dir: str = "") -> None:
         self.fn, self.item, self.path, self.fp = fn, item, path, fp
-        self.key, self.label, self.beat = key, label, beat
+        self.key, self.label, self.beat, self.work_dir = key, label, beat, work_dir
         #: the Dask task key's name: the item's key within the phase
         self.name = os.path.basename(path)[: -len(".pkl")]
 
@@ -193,16 +194,29 @@ def _run_phase_task(task: _PhaseTask) -> tuple[Any, str | None, int]:
     note = None
     if os.path.exists(task.path):
         try:
-            fp, result = sealed.load(task.path, task.key, task.label)
+            saved = sealed.load(task.path, task.key, task.label)
         except (sealed.Unsealed, OSError) as e:
             note = f"{task.path}: not used ({e}); recomputing"
         else:
+            # (fingerprint, result, what computing it read): a result is reused only with
+            # its record, whose inputs are all as they were; it joins the stage's record
+            fp, result, used = (*saved, None)[:3] if isinstance(saved, tuple) else (None,) * 3
             if fp == task.fp:
-                return result, None, 0
+                changes = tracing.changed(used) if isinstance(used, dict) else {}
+                if isinstance(used, dict) and not changes:
+                    tracing.carry(used)
+                    return result, None, 0
+                why = (f"{tracing.describe(changes)}, which it read, changed" if changes
+                       else "no record of what computing it read")
+                note = f"{task.path}: not used ({why}); recomputing"
     try:
-        with item_beats(task.beat) as meter:
+        with item_beats(task.beat) as meter, tracing.recording() as rec:
             result = task.fn(task.item)
-        sealed.dump(task.path, (task.fp, result), task.key, task.label)
+        used = rec.used(1, [task.work_dir] if task.work_dir else [])[0]
+        # the record first: a result on disk always has one (a kill between leaves a record
+        # alone, which only makes the next run check one more file)
+        write_json(task.path[: -len(".pkl")] + tracing.USED_SUFFIX, used)
+        sealed.dump(task.path, (task.fp, result, used), task.key, task.label)
     except OSError as e:  # disk full, no permission, read-only: one line naming stage and phase
         line = fs_error_line(e)
         if line is None or os.environ.get("CURATOR_DEBUG"):

@@ -31,7 +31,14 @@ from typing import Any
 import orjson
 
 from curator.base.errors import CuratorError
-from curator.core.codehash import code_digests, followed, source_imports
+from curator.core.codehash import (
+    code_digests,
+    followed,
+    is_user_module,
+    own_reads,
+    runtime_imports,
+    source_imports,
+)
 from curator.core.codeobj import values_digest
 from curator.storage import sealed
 
@@ -123,16 +130,21 @@ def code_identity(cls: type, builtin: bool, extra_modules: Iterable[str] = ()
         uses += source_imports(text, modname,
                                os.path.basename(getattr(mod, "__file__", "") or "")
                                == "__init__.py")
+        uses += runtime_imports(modname)  # by a computed name, as it was imported
     code: dict[str, str] = {}
     for c in own:
         attrs = {k: v for k, v in c.__dict__.items()
                  if not (k.startswith("__") and k.endswith("__")) and k != "_params_model"}
         code[f"{c.__module__}:{c.__qualname__}"] = values_digest(attrs)
     out: dict[str, Any] = {"version": version, "source": sources, "code": code}
-    modules = code_digests(mro + uses, deps, bases)
+    visited: set[str] = set()
+    modules = code_digests(mro + uses, deps, bases, visited)
     for m in sources:  # a defining module is named once, by its source
         for k in (m.replace(".", "/") + ".py", m.replace(".", "/") + "/__init__.py"):
             modules.pop(k, None)
+    # files the user's modules read at import or while the stage was built (not in a task)
+    mine = {c.__module__ for c in own} | set(extra_modules) | visited
+    modules.update(own_reads(sorted(m for m in mine if is_user_module(m)), bases))
     if modules:
         out["modules"] = modules
     return out

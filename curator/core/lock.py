@@ -51,6 +51,7 @@ class WorkDirLock:
     def acquire(self) -> WorkDirLock:
         if self._fh is not None:
             return self
+        _check_owner(self.work_dir)
         nofollow.confine(self.work_dir)
         try:
             # never through a symlink (a planted ``.lock -> ~/file`` would be truncated), and
@@ -105,6 +106,26 @@ class WorkDirLock:
 
     def __exit__(self, *exc: Any) -> None:
         self.release()
+
+
+def _check_owner(work_dir: str) -> None:
+    """A work_dir must be the user's (or root's): its owner can rename, replace and plant
+    entries in it between runs (markers, stage data that a rerun reuses as they are), so
+    another user's folder, even one set up for us, would make them an author of our results."""
+    try:
+        uid = os.stat(work_dir).st_uid
+    except OSError:
+        return  # not there yet (made by us) or unreadable (the writability check says so)
+    if uid in (os.geteuid(), 0):
+        return
+    try:
+        import pwd
+
+        name = f"{pwd.getpwuid(uid).pw_name}, uid {uid}"
+    except (ImportError, KeyError):
+        name = f"uid {uid}"
+    raise CuratorError(f"work_dir '{work_dir}' belongs to another user ({name}): its owner "
+                       "can change what every rerun reads back; use a folder of your own")
 
 
 def public_argv(argv: list[str]) -> list[str]:

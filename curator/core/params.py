@@ -126,6 +126,10 @@ class StageParams(BaseModel):
 
     #: Old key -> dotted path of its field now; accepted with a deprecation line.
     renamed: ClassVar[dict[str, str]] = {}
+    #: Field -> the values of other fields under which it applies
+    #: (``{"redis": {"backend": ("redis",)}}``). Under other values the field changes nothing,
+    #: so the stage's key holds its default instead (:meth:`curator.core.stage.Stage.key_params`).
+    applies_when: ClassVar[dict[str, dict[str, tuple[Any, ...]]]] = {}
 
     @model_validator(mode="before")
     @classmethod

@@ -506,7 +506,7 @@ def _fingerprint(pipe: Pipeline) -> None:
         extra = [] if builtin or not (":" in n.target or "." in n.target) else [
             n.target.split(":", 1)[0] if ":" in n.target else n.target.rpartition(".")[0]]
         n.identity = {"stage": n.stage.name, "code": code_identity(cls, builtin, extra),
-                      "params": redact_value(n.stage.params, mask=mask),
+                      "params": redact_value(n.stage.key_params(), mask=mask),
                       "inputs": {i: fps[i] for i in n.inputs}, "format": KEY_FORMAT}
         if n.stage.kind == "source":
             n.identity["max_doc_mb"] = pipe.config.max_doc_mb

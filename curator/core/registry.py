@@ -12,6 +12,7 @@ import difflib
 import importlib
 
 from curator.base.errors import ConfigError
+from curator.core import tracing
 from curator.core.stage import Stage
 
 #: Stage families, in the order ``curator stages`` lists them.
@@ -58,6 +59,7 @@ def load_object(target: str) -> object:
         mod_name, attr = target.split(":", 1)
     else:
         mod_name, _, attr = target.rpartition(".")
+    tracing.install()  # what the module reads as it is imported is part of its stages' keys
     mod = importlib.import_module(mod_name)
     obj: object = mod
     for part in attr.split("."):

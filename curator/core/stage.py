@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, ValidationError, create_model
+from pydantic_core import to_jsonable_python
 
 from curator.base.document import Document
 from curator.base.errors import ConfigError
@@ -52,6 +53,7 @@ from curator.core.params import (  # noqa: F401 - the path types are part of the
     path_marker,
 )
 from curator.core.shard_context import ShardContext, StageContext
+from curator.core.tracing import install as _install_tracing
 
 #: Passes an already validated model from :meth:`Stage.from_params` to ``Stage.__init__``.
 _VALIDATED = "__validated__"
@@ -211,6 +213,19 @@ class Stage:
         """Derive state from the validated parameters (compile a pattern, resolve a preset);
         runs once when the stage is built. Raise :class:`ConfigError` for a combination of
         values the model cannot express."""
+
+    def key_params(self) -> dict[str, Any]:
+        """The parameter values its results are keyed on: its parameters, each setting that
+        does not apply under the values chosen (its model's ``applies_when``: a Redis setting
+        under ``backend: embedded``) keyed as its default, so changing it reruns nothing."""
+        params = dict(getattr(self, "params", None) or {})
+        model = type(self).params_model()
+        for name, cond in (getattr(model, "applies_when", None) or {}).items():
+            field = model.model_fields.get(name)
+            if field is not None and name in params and any(
+                    params.get(k) not in values for k, values in cond.items()):
+                params[name] = to_jsonable_python(field.get_default(call_default_factory=True))
+        return params
 
     def host_needs(self) -> HostNeeds | None:
         """What each process running this stage's tasks needs (:class:`HostNeeds`); None:
@@ -559,3 +574,9 @@ def _init_params(cls: type) -> list[inspect.Parameter]:
             continue
         out.append(p)
     return out
+
+
+# From the first ``from curator import ...`` of a user's module on, what that module reads as it
+# is imported or builds its stages is seen (and keyed): the reads of a module imported by a
+# script using the Python API too, not only of those a pipeline file names.
+_install_tracing()

@@ -34,13 +34,21 @@ from __future__ import annotations
 import contextlib
 import os
 import socket
+import stat
 import sys
 import threading
 import types
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from curator.core.codehash import ROOT, followed, is_user_module, library_dirs, library_file
+from curator.core.codehash import (
+    OWN_READS,
+    ROOT,
+    followed,
+    is_user_module,
+    library_dirs,
+    library_file,
+)
 
 #: Paths never recorded: kernel and device files, and the host's own configuration (which
 #: differs between the hosts of a cluster and says nothing about a stage's data).
@@ -77,6 +85,9 @@ class Recorder:
         self.opened: dict[int, set[str]] = {}
         self.imported: dict[int, set[str]] = {}
         self.written: set[str] = set()
+        #: identities another record brought in (a result reused from an earlier run carries
+        #: what computing it read): part of every step's
+        self.carried: dict[str, Any] = {}
         self.cwd = os.getcwd()
 
     def add(self, kind: str, what: str) -> None:
@@ -112,6 +123,8 @@ class Recorder:
                         found[path] = ident
             for k in range(steps) if step < 0 or step >= steps else (step,):
                 per[k].update(found)
+        for k in range(steps) if self.carried else ():
+            per[k].update(self.carried)
         return per
 
 
@@ -131,6 +144,20 @@ def recording() -> Iterator[Recorder]:
         _local.rec = outer
         with _lock:
             _active.remove(rec)
+        if outer is not None:  # an enclosing record sees what the enclosed one saw
+            for mine, theirs in ((rec.opened, outer.opened), (rec.imported, outer.imported)):
+                for step, got in mine.items():
+                    theirs.setdefault(step, set()).update(got)
+            outer.written |= rec.written
+            outer.carried.update(rec.carried)
+
+
+def carry(used: dict[str, Any]) -> None:
+    """Add to this thread's record what an earlier run read to make a result reused now: the
+    stage's record then still holds it (else a reused result's inputs would go unchecked)."""
+    rec = getattr(_local, "rec", None)
+    if rec is not None:
+        rec.carried.update(used)
 
 
 def install() -> None:
@@ -145,14 +172,18 @@ def install() -> None:
 
 
 def _hook(event: str, args: tuple[Any, ...]) -> None:
-    if event == "open":
-        rec = getattr(_local, "rec", None) or (_active[0] if len(_active) == 1 else None)
-        if rec is None:
-            return
-        path, _mode, flags = args
-        if isinstance(path, int):
+    if event == "open" or event == "ctypes.dlopen":
+        path, flags = (args[0], args[2]) if event == "open" else (args[0], 0)
+        if path is None or isinstance(path, int):
             return
         path = os.fsdecode(path)
+        if event == "ctypes.dlopen" and os.sep not in path:  # a library found by the loader
+            return
+        rec = getattr(_local, "rec", None) or (_active[0] if len(_active) == 1 else None)
+        if rec is None:
+            if getattr(_local, "rec", None) is None and not (flags or 0) & os.O_ACCMODE:
+                _own_read(path)
+            return
         if (flags or 0) & os.O_ACCMODE != os.O_RDONLY:  # what it writes is its output
             rec.written.add(path)
         elif not path.startswith(_LIBRARY_PREFIXES):  # the many opens of library imports
@@ -161,6 +192,43 @@ def _hook(event: str, args: tuple[Any, ...]) -> None:
         rec = getattr(_local, "rec", None) or (_active[0] if len(_active) == 1 else None)
         if rec is not None and (followed(args[0]) or is_user_module(args[0])):
             rec.add("import", args[0])
+
+
+def _own_read(path: str) -> None:
+    """Keep a file read outside any task by the user's own code (at import, in ``setup()``, in
+    a factory) for the module whose frame is innermost on the stack (:func:`_users_module`):
+    a custom stage's key holds it (:func:`curator.core.codehash.own_reads`); a module's code
+    it opened (an import by a computed name) is followed as a module
+    (:func:`curator.core.codehash.runtime_imports`)."""
+    if path.startswith(_LIBRARY_PREFIXES):
+        return
+    full = os.path.abspath(path)
+    if full.endswith(".pyc"):  # a module loaded from its compiled form: its source counts
+        folder, name = os.path.split(full)
+        if os.path.basename(folder) != "__pycache__":
+            return
+        full = os.path.join(os.path.dirname(folder), name.split(".")[0] + ".py")
+    owner = _users_module()
+    if owner is not None and not full.startswith(SYSTEM_DIRS):
+        OWN_READS.setdefault(owner, set()).add(full)
+
+
+def _users_module() -> str | None:
+    """The user's module whose code is innermost on this thread's stack, looking through
+    library frames and curator's stage logic; ``None`` when curator's run machinery or
+    ``__main__`` comes first."""
+    f: types.FrameType | None = sys._getframe(3)
+    while f is not None:
+        name = f.f_globals.get("__name__") or ""
+        if name == "curator" or name.startswith("curator."):
+            if not followed(name):
+                return None
+        elif name == "__main__":
+            return None
+        elif is_user_module(name):
+            return name
+        f = f.f_back
+    return None
 
 
 def _current_step() -> int:
@@ -215,7 +283,9 @@ def _module_file(name: str) -> str | None:
     if not (followed(name) or is_user_module(name)):
         return None
     path = getattr(sys.modules.get(name), "__file__", None)
-    return os.path.abspath(path) if path and path.endswith(".py") else None
+    if not path or not (path.endswith(".py") or is_user_module(name)):  # the user's: compiled too
+        return None
+    return os.path.abspath(path)
 
 
 def identity(path: str) -> dict[str, Any] | None:
@@ -223,6 +293,8 @@ def identity(path: str) -> dict[str, Any] | None:
     try:
         st = os.stat(path)
     except OSError:
+        return None
+    if not stat.S_ISREG(st.st_mode):
         return None
     d = _digest(path, st)
     if d is None:
@@ -269,6 +341,9 @@ def changed(used: dict[str, Any] | None) -> dict[str, str]:
         except OSError:
             if was.get("host", HOST) == HOST:  # else another host's local file: not ours to see
                 out[path] = "gone"
+            continue
+        if not stat.S_ISREG(st.st_mode):  # a record naming a FIFO or device is never read
+            out[path] = "not a file"
             continue
         if (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino) == (
             was.get("size"),
@@ -332,17 +407,46 @@ class UsedState:
         return [f"what it read changed: {describe(self.changes)}"] if self.changes else []
 
 
+#: Beside a global stage's phase result ``<key>.pkl``: what computing it read (JSON).
+USED_SUFFIX = ".used.json"
+
+
 def used_state(fingerprint_file: str) -> UsedState:
-    """The :class:`UsedState` of a stage from its ``_FINGERPRINT`` (none yet: empty)."""
+    """The :class:`UsedState` of a stage: what its finished runs read (its ``_FINGERPRINT``)
+    and what every result kept in its folder read (each shard marker under ``_done/``, each
+    phase result's record under ``_phases/``), an interrupted run's among them. Any of it
+    changed moves the epoch, so the stage starts afresh: a result is never reused once
+    something its computation read (or a sibling's: a value cached in a worker is read once)
+    has changed."""
+    import glob
+
     import orjson
 
-    try:
-        with open(fingerprint_file, "rb") as f:
-            obj = orjson.loads(f.read(64 << 20))
-    except (OSError, orjson.JSONDecodeError):
-        return UsedState()
-    if not isinstance(obj, dict):
-        return UsedState()
+    def load(path: str) -> Any:
+        try:
+            with open(path, "rb") as f:
+                return orjson.loads(f.read(64 << 20))
+        except (OSError, orjson.JSONDecodeError):
+            return None
+
+    obj = load(fingerprint_file)
+    obj = obj if isinstance(obj, dict) else {}
     used = obj.get("used") if isinstance(obj.get("used"), dict) else {}
     epoch = obj.get("epoch") if isinstance(obj.get("epoch"), str) else ""
-    return UsedState(epoch, used, changed(used))
+    records = [used]
+    sdir = os.path.dirname(fingerprint_file)
+    for path in sorted(glob.glob(os.path.join(glob.escape(sdir), "_done", "*.json"))):
+        marker = load(path)
+        if isinstance(marker, dict):  # a fused chain's marker holds its stages' stats too
+            for entry in [marker, *(marker.get("group") or [])]:
+                stats = entry.get("stats") if isinstance(entry, dict) else None
+                if isinstance(stats, dict) and isinstance(stats.get("used"), dict):
+                    records.append(stats["used"])
+    pattern = os.path.join(glob.escape(sdir), "_phases", "*", "*" + USED_SUFFIX)
+    records += [r for r in map(load, sorted(glob.glob(pattern))) if isinstance(r, dict)]
+    merged: dict[str, Any] = {}
+    changes: dict[str, str] = {}
+    for r in records:
+        merged.update(r)
+        changes.update(changed(r))
+    return UsedState(epoch, merged, changes)

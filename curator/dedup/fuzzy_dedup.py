@@ -199,6 +199,10 @@ class FuzzyDedup(GlobalStage):
     name = "fuzzy_dedup"
 
     class Params(StageParams):
+        # the Redis settings change nothing under another backend: changing them reruns nothing
+        applies_when: ClassVar[dict[str, dict[str, tuple[Any, ...]]]] = {
+            "redis": {"backend": ("redis",)}}
+
         threshold: Ratio = 0.8
         """Jaccard threshold; derives `bands` x `rows` (datasketch's `_optimal_param`) and is the
         bar of `verify`."""

@@ -313,14 +313,14 @@ def test_tokenize_phase_saved_as_dicts_by_an_earlier_curator_still_merges(tmp_pa
         m.setattr(ms._MergePrefix, "__call__", crash)
         with pytest.raises(RuntimeError, match="injected crash"):
             run_pipeline(stages, tmp_path / "w")
-    phases = list((tmp_path / "w" / "stages" / "mega" / "_phases" / "tokenize").iterdir())
+    phases = list((tmp_path / "w" / "stages" / "mega" / "_phases" / "tokenize").glob("*.pkl"))
     assert phases
     key = sealed.work_dir_key(str(tmp_path / "w"))  # phase files are sealed (docs/security.md)
     for p in phases:  # rewrite the saved results the way the earlier curator saved them
         label = f"mega/tokenize/{p.stem}"
-        fp, res = sealed.load(str(p), key, label)
+        fp, res, used = sealed.load(str(p), key, label)
         res["groups"] = {g: dataclasses.asdict(gs) for g, gs in res["groups"].items()}
-        sealed.dump(str(p), (fp, res), key, label)
+        sealed.dump(str(p), (fp, res, used), key, label)
     inodes = {p: p.stat().st_ino for p in phases}
     resumed = stage_artifacts(run_pipeline(stages, tmp_path / "w"), "mega")
     assert {p: p.stat().st_ino for p in phases} == inodes  # used, not recomputed

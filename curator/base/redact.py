@@ -26,11 +26,11 @@ MASK = "***"
 #: Environment variables whose values are secrets, by name.
 SECRET_ENV = re.compile(r"PASSW(OR)?D|SECRET|TOKEN|API_?KEY|ACCESS_?KEY|PRIVATE_?KEY|CREDENTIAL"
                         r"|AUTH|SESSION", re.IGNORECASE)
-#: Parameter names whose values are secrets: ``hf_token``, ``access_token``, ``auth``... but
-#: not a tokenizer's special tokens (:data:`NOT_SECRET_PARAM`: ``eod_token: "</s>"``).
+#: Parameter names whose values are secrets: ``hf_token``, ``access_token``... but not a
+#: tokenizer's special tokens (:data:`NOT_SECRET_PARAM`: ``eod_token: "</s>"``). Narrow: the
+#: same names are looked for in reports, whose keys include stage ids (a stage ``bearer``).
 SECRET_PARAM = re.compile(r"^(.*[_-])?(passw(or)?d|secret|secret_?key|api_?key|access_?key|"
-                          r"private_?key|credentials?|token|auth|authorization|bearer|"
-                          r"cookie|session_?(key|id))$", re.IGNORECASE)
+                          r"private_?key|credentials?)$|^.+[_-]token$", re.IGNORECASE)
 #: Names :data:`SECRET_PARAM` takes for secrets that are settings of a tokenizer.
 NOT_SECRET_PARAM = re.compile(r"^(eod|eos|bos|pad|unk|sep|cls|mask|eot|start|end|special)"
                               r"_token$", re.IGNORECASE)
@@ -131,7 +131,7 @@ def redact(text: str) -> str:
     return text
 
 
-def redact_value(obj: Any, *, env: bool = False, mask: Masker | None = None,
+def redact_value(obj: Any, *, env: bool = False, mask: Masker | None = None, names: bool = True,
                  _options: bool = False, _all: bool = False) -> Any:
     """``obj`` (parameters, a report) with every string passed through :func:`redact_url`
     (:func:`redact` with ``env``; dict keys, which may be URLs, always through
@@ -140,7 +140,9 @@ def redact_value(obj: Any, *, env: bool = False, mask: Masker | None = None,
     (YAML reads ``password: 12345678`` as an int), and everything inside a mapping or list
     held by such a key (``token: {refresh: ...}``). ``mask``: what each secret becomes
     instead of :data:`MASK` (fingerprints: :func:`keyed_digest`), except under
-    ``storage_options``: credentials that only reach files, not what a stage computes."""
+    ``storage_options``: credentials that only reach files, not what a stage computes.
+    ``names=False``: text only, no key's value masked for its name (counts keyed by stage id,
+    where a stage ``my_password`` is no secret)."""
     if _all and isinstance(obj, str | int | float) and not isinstance(obj, bool) and obj != "":
         return MASK if mask is None else mask(f"{type(obj).__name__}:{obj}")
     if isinstance(obj, str):
@@ -149,17 +151,17 @@ def redact_value(obj: Any, *, env: bool = False, mask: Masker | None = None,
         out = {}
         for k, v in obj.items():
             name = k if isinstance(k, str) else ""
-            secret = _all or bool((SECRET_PARAM.match(name)
-                                   and not NOT_SECRET_PARAM.match(name))
-                                  or (_options and SECRET_OPTION.search(name)))
+            secret = _all or (names and bool((SECRET_PARAM.match(name)
+                                             and not NOT_SECRET_PARAM.match(name))
+                                            or (_options and SECRET_OPTION.search(name))))
             options = name == "storage_options"
             # credentials that only reach the files (whose own identity is keyed apart):
             # masked even in fingerprints, so rotating them reruns nothing
             out[redact_url(k, mask) if isinstance(k, str) else k] = redact_value(
-                v, env=env, mask=None if options else mask, _options=_options or options,
-                _all=secret)
+                v, env=env, mask=None if options else mask, names=names,
+                _options=_options or options, _all=secret)
         return out
     if isinstance(obj, list | tuple):
-        return type(obj)(redact_value(v, env=env, mask=mask, _options=_options, _all=_all)
-                         for v in obj)
+        return type(obj)(redact_value(v, env=env, mask=mask, names=names, _options=_options,
+                                      _all=_all) for v in obj)
     return obj

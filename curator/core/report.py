@@ -190,7 +190,13 @@ def write_report(report: RunReport, work_dir: str) -> tuple[str, str]:
     """Write ``report.json`` and ``report.html`` under ``work_dir``; return their paths."""
     jpath = os.path.join(work_dir, "report.json")
     hpath = os.path.join(work_dir, "report.html")
-    data = redact_value(report.to_json(), env=True)  # no credential of a URL or the environment
+    # no credential of a URL or the environment anywhere; secret-named keys masked where names
+    # are parameters' (counts are keyed by stage ids and sources, which are no secrets)
+    data = redact_value(report.to_json(), env=True, names=False)
+    for st in data.get("stages") or []:
+        for part in ("params", "artifacts"):
+            if isinstance(st, dict) and part in st:
+                st[part] = redact_value(st[part], env=True)
     write_json(jpath, data)
     with atomic_open(hpath, "wb") as f:
         f.write(render_html(RunReport.from_json(data)).encode("utf-8"))

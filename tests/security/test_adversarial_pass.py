@@ -140,3 +140,19 @@ def test_a_work_dir_another_user_made_is_refused(tmp_path):
         assert curator(tmp_path, "run", "p.yaml").returncode == 0
     finally:
         shutil.rmtree(shared, ignore_errors=True)
+
+
+def test_a_stage_id_named_like_a_secret_does_not_break_the_report(tmp_path):
+    _data(tmp_path)
+    (tmp_path / "p.yaml").write_text(
+        "name: t\nwork_dir: w\nprogress: off\nstages:\n"
+        "  - id: db_password\n    read_jsonl: {paths: 'data/*.jsonl'}\n"
+        "  - id: hf_token\n    word_count_filter: {min_words: 10}\n"
+        "  - write_jsonl: {path: out}\n"
+    )
+    p = curator(tmp_path, "run", "p.yaml")
+    assert p.returncode == 0 and "Traceback" not in p.stderr, p.stderr
+    report = json.loads((tmp_path / "w" / "report.json").read_text())
+    counts = {s["id"]: s["docs_out"] for s in report["stages"]}
+    assert counts == {"db_password": 20, "hf_token": 13, "write_jsonl": 13}, counts
+    assert curator(tmp_path, "report", "w").returncode == 0

@@ -19,7 +19,8 @@ import sysconfig
 from pathlib import Path
 
 import pytest
-from helpers import cli_env
+
+from tests.helpers import cli_env
 
 IMPORTED = """
 import importlib

@@ -16,7 +16,8 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from helpers import cli_env
+
+from tests.helpers import cli_env
 
 OTHER = "curator-other"
 

@@ -1,6 +1,6 @@
 """``cc_index``: targeted Common Crawl. Filter Common Crawl's columnar URL index (Parquet) with
 a small SQL-like ``where``, then fetch only the chosen WARC records with HTTP Range requests and
-extract them exactly as ``read_warc`` does (:mod:`curator.acquire.warc`).
+extract them exactly as ``read_warc`` does (:mod:`curator.acquire.warc_pages`).
 
 Why this shape: a snapshot is ~90,000 WARC files of ~1 GB, and a targeted corpus (one domain,
 one language) needs a few records of each. The index is scanned column-wise with the filter
@@ -23,13 +23,8 @@ from pydantic import Field
 
 from curator.acquire.base import DownloadParams
 from curator.acquire.download import listed_url
-from curator.acquire.warc import (
-    CC_BASE_URL,
-    MAX_MEMBER_BYTES,
-    WarcExtracting,
-    WarcParams,
-    member_records,
-)
+from curator.acquire.warc import CC_BASE_URL, MAX_MEMBER_BYTES, member_records
+from curator.acquire.warc_pages import WarcExtracting, WarcParams
 from curator.base.errors import ConfigError, InputError
 from curator.base.redact import redact
 from curator.core.context import ShardContext, StageContext

@@ -1,5 +1,6 @@
 """``common_crawl``: download a Common Crawl snapshot's WARC files and extract their HTML main
-text (WARC reading and extraction are shared with ``read_warc`` in :mod:`curator.acquire.warc`)."""
+text (WARC reading and extraction are shared with ``read_warc``: :mod:`curator.acquire.warc`,
+:mod:`curator.acquire.warc_pages`)."""
 
 from __future__ import annotations
 
@@ -9,13 +10,8 @@ from pydantic import field_validator
 
 from curator.acquire.base import DownloadParams
 from curator.acquire.download import fetch, join_url, listed_url
-from curator.acquire.warc import (
-    CC_BASE_URL,
-    SNAPSHOT_NAME,
-    WarcExtracting,
-    WarcParams,
-    parse_ranges,
-)
+from curator.acquire.warc import CC_BASE_URL, SNAPSHOT_NAME, parse_ranges
+from curator.acquire.warc_pages import WarcExtracting, WarcParams
 from curator.base.errors import ConfigError, InputError
 from curator.core.context import StageContext
 from curator.core.params import PositiveInt

@@ -1,13 +1,14 @@
 """``read_warc``: extract HTML main text from any local or remote web archives (WARC, gzip or
-LZ4 compressed or not, and ARC; reading and extraction are shared with ``common_crawl`` in
-:mod:`curator.acquire.warc`)."""
+LZ4 compressed or not, and ARC; reading and extraction are shared with ``common_crawl``:
+:mod:`curator.acquire.warc`, :mod:`curator.acquire.warc_pages`)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from curator.acquire.base import FetchParams
-from curator.acquire.warc import ARCHIVE_SUFFIXES, WarcExtracting, WarcParams, archive_kind
+from curator.acquire.warc import ARCHIVE_SUFFIXES, archive_kind
+from curator.acquire.warc_pages import WarcExtracting, WarcParams
 from curator.base.errors import ConfigError
 from curator.core.context import StageContext
 from curator.core.stage import DocumentPaths

@@ -1,5 +1,6 @@
-"""Web archives -> documents, shared by ``common_crawl`` (a snapshot from a Common Crawl mirror,
-``common_crawl.py``) and ``read_warc`` (any local or remote archives, ``read_warc.py``).
+"""Web archives -> page records, shared by ``common_crawl`` (a snapshot from a Common Crawl
+mirror, ``common_crawl.py``), ``read_warc`` (any local or remote archives, ``read_warc.py``) and
+``cc_index``; the pages become documents in :mod:`curator.acquire.warc_pages`.
 
 Containers: ``.warc.gz`` and ``.arc.gz`` are read one gzip member at a time (crawlers write one
 member per record), ``.warc.lz4`` (FastWARC's LZ4 frames) and uncompressed ``.warc``/``.arc``
@@ -14,8 +15,9 @@ headers in quirks mode, so ClueWeb's WARC/0.18 with LF-only HTTP headers parses)
 warcio (``reader: warcio``); ARC records by warcio or, for the default reader, by
 :func:`_arc_records` (FastWARC reads no ARC). Both readers give the same pages with the same
 bodies: transfer and content encodings are undone by one shared decoder
-(:func:`decode_payload`, bounded), not by either library, and the test suite checks both
-against warcio's own reading of FastWARC's and warcio's test archives.
+(:func:`~curator.acquire.http_payload.decode_payload`, bounded), not by either library, and
+the test suite checks both against warcio's own reading of FastWARC's and warcio's test
+archives.
 
 Pages are HTML ``response`` and ``resource`` records (and ARC records); the record type and
 content type are checked from the headers before the payload is read or decoded, and the raw
@@ -29,25 +31,13 @@ from __future__ import annotations
 import io
 import re
 import zlib
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from curator.acquire.base import DownloadSource
-from curator.base.document import Document
+from curator.acquire.http_payload import decode_payload
 from curator.base.errors import ConfigError
-from curator.base.urls import public_url
 from curator.core.context import ShardContext
-from curator.core.params import PositiveFloat, Ratio, StageParams
-from curator.extract.extract_html import (
-    DEFAULT_EXTRACTOR,
-    DecodeError,
-    Extractor,
-    Skipped,
-    decode_html,
-    extract_text,
-)
-from curator.extract.timeout import ExtractTimeout
 from curator.storage import read_position
 
 CC_BASE_URL = "https://data.commoncrawl.org"
@@ -573,217 +563,3 @@ def _http_fields(head: bytes) -> dict[str, str]:
         if sep:
             out.setdefault(k.strip().lower(), v.strip())
     return out
-
-
-# -- payload decoding ----------------------------------------------------------------------------
-
-def decode_payload(body: bytes, transfer: str | None, content: str | None, cap: int) -> bytes:
-    """Undo HTTP chunked transfer encoding and ``Content-Encoding`` (gzip, deflate, br; in the
-    reverse of the order listed) as warcio's ``content_stream()`` does: a payload that does not
-    decode from its first byte is kept as it is (crawlers often store the decoded page under
-    the original headers, as ClueWeb09 does), one that breaks off later keeps what decoded.
-    At most ``cap + 1`` bytes come out of each step (a decompression bomb stops there and is
-    then "page too large")."""
-    if transfer and "chunked" in transfer.lower():
-        body = _dechunk(body)
-    if content:
-        for coding in reversed([c.strip().lower() for c in content.split(",")]):
-            body = _decode_content(body, coding, cap)
-    return body
-
-
-def _dechunk(data: bytes) -> bytes:
-    out: list[bytes] = []
-    pos = 0
-    n = len(data)
-    while pos < n:
-        eol = data.find(b"\n", pos, pos + 1024)
-        if eol < 0:
-            break
-        size_s = data[pos:eol].split(b";", 1)[0].strip()
-        try:
-            size = int(size_s, 16)
-        except ValueError:
-            size = -1
-        if size < 0:
-            break
-        if size == 0:
-            return b"".join(out)
-        start = eol + 1
-        out.append(data[start:start + size])
-        pos = start + size
-        if data.startswith(b"\r\n", pos):
-            pos += 2
-        elif data.startswith(b"\n", pos):
-            pos += 1
-    # not chunked from the start: the payload as it is; broken later: what was read
-    return b"".join(out) if out else data
-
-
-def _decode_content(data: bytes, coding: str, cap: int) -> bytes:
-    if coding in ("gzip", "x-gzip"):
-        tries = (31,)
-    elif coding == "deflate":
-        tries = (15, -15)  # zlib-wrapped as the RFC says, or raw deflate as servers send
-    elif coding == "br":
-        return _brotli(data, cap)
-    else:  # identity, or a coding no browser knows either: leave the bytes alone
-        return data
-    for wbits in tries:
-        d = zlib.decompressobj(wbits)
-        out: list[bytes] = []
-        size = 0
-        try:
-            for i in range(0, len(data), _CHUNK_IN):
-                buf = data[i:i + _CHUNK_IN]
-                while buf and size <= cap:  # bounded: never more than cap + 1 bytes out
-                    piece = d.decompress(buf, cap + 1 - size)
-                    out.append(piece)
-                    size += len(piece)
-                    buf = d.unconsumed_tail
-                if d.eof or size > cap:
-                    break
-        except zlib.error:
-            if not size:  # not encoded from its first byte: the next way, or as it is
-                continue
-        return b"".join(out)
-    return data
-
-
-def _brotli(data: bytes, cap: int) -> bytes:
-    try:
-        import brotli
-    except ImportError:  # pragma: no cover - brotli is a dependency of the extract extra
-        return data
-    d = brotli.Decompressor()
-    try:
-        out = d.process(data, output_buffer_limit=cap + 1)
-    except brotli.error:
-        return data
-    return out[: cap + 1]
-
-
-_CHUNK_IN = 1 << 16
-
-
-# -- the sources ---------------------------------------------------------------------------------
-
-#: ``language_guess_below``'s default: chosen on 7,079 unique real web pages, where every
-#: page it skipped was one that ``language_id`` (``min_score`` 0.65) drops after the full
-#: extraction, at four times this value too (docs/acquire.md#language-guess).
-LANGUAGE_GUESS_BELOW = 0.05
-
-#: The primary subtag of ``<html lang="...">`` (or ``xml:lang``) in a page's first 8 KiB.
-_HTML_LANG = re.compile(r"<html\b[^<>]{0,1000}?(?:\s|:)lang\s*=\s*[\"']?\s*([a-z]{2,3})(?![a-z])",
-                        re.IGNORECASE)
-
-
-class WarcParams(StageParams):
-    """How ``read_warc`` and ``common_crawl`` turn HTML responses into documents."""
-
-    extractor: Extractor = DEFAULT_EXTRACTOR
-    """Main-text extractor: `trafilatura`, `resiliparse` (about 10-20x faster, lower F1) or
-    `justext` (docs/extract.md)."""
-    timeout_s: PositiveFloat = 10.0
-    """Time limit of extracting one page, in seconds."""
-    max_page_mb: PositiveFloat = 10.0
-    """Larger pages (after decompression) are skipped as too large."""
-    reader: Reader = "fastwarc"
-    """WARC parser: `fastwarc` (FastWARC 2.x) or `warcio`; both give the same pages."""
-    languages: list[str] | None = None
-    """Skip the full extraction of pages whose quick text is confidently in none of these
-    languages (ISO codes, as `language_id` takes them); keep `language_id` after the source
-    (see [acquire.md](acquire.md#language-guess))."""
-    language_guess_below: Ratio = LANGUAGE_GUESS_BELOW
-    """With `languages`: "confidently": each of them has a lower probability than this."""
-
-
-class WarcExtracting(DownloadSource):
-    """Shared extraction of HTML response records into documents."""
-
-    verify = "gzip"
-    extractor: Extractor = DEFAULT_EXTRACTOR
-    timeout_s: float = 10.0
-    max_bytes: int = 10 * 1024 * 1024
-    reader: Reader = "fastwarc"
-    languages: list[str] | None = None
-    language_guess_below: float = LANGUAGE_GUESS_BELOW
-
-    def check_languages(self) -> None:
-        """``languages`` are codes the language guess's model knows (a one-line error)."""
-        if self.languages:
-            from curator.filters.language_id import check_languages
-
-            check_languages(self.languages, f"{self.name}.languages")
-
-    def _precheck(self, html: str) -> Callable[[str], str | None] | None:
-        """The language guess for this page, or ``None`` where there is none to make: no
-        ``languages``, or a page that declares one of them (``<html lang="en-GB">``). Such a
-        page is extracted in full and ``language_id`` decides, as without the guess; a wrong
-        declaration costs an extraction, never a page. (On 1,994 real web pages 964 declared
-        English, and the guess would have skipped 11 of them.)"""
-        if not self.languages:
-            return None
-        m = _HTML_LANG.search(html, 0, 8192)
-        if m is not None and m.group(1).lower() in self.languages:
-            return None
-        return self._guess
-
-    def _guess(self, text: str) -> str | None:
-        """The language guess on a page's quick text (a reason to skip it, or ``None``)."""
-        from curator.filters.language_id import other_language
-
-        lang = other_language(text, self.languages or (), self.language_guess_below)
-        return None if lang is None else f"language_guess:{lang}"
-
-    def iterate(self, path: str, ctx: ShardContext) -> Iterator[WarcRecord]:
-        # Room for the largest page we accept plus headers; beyond that a record is a bomb.
-        return iter_warc(path, ctx, max(MAX_MEMBER_BYTES, 2 * self.max_bytes + (1 << 20)),
-                         self.reader)
-
-    def extract(self, rec: WarcRecord, ctx: ShardContext) -> Document | None:
-        rid = rec.record_id.strip("<>")
-        # ClueWeb's TREC id is what its relevance judgments name; ARC records have no id
-        doc_id = (rec.trec_id or rid.removeprefix("urn:uuid:")
-                  or f"{public_url(rec.file)}:{rec.offset}")  # no URL credentials in ids
-        meta = {"url": rec.url, "warc_record_id": rec.record_id, "date": rec.date,
-                "content_type": rec.content_type}
-        if rec.trec_id:
-            meta["trec_id"] = rec.trec_id
-        where = {"file": rec.file, "offset": rec.offset}
-        if not rec.body.strip():
-            ctx.quarantine(meta, "empty page", **where)
-            ctx.count("empty_pages")
-            return None
-        if len(rec.body) > self.max_bytes:
-            ctx.quarantine(meta, f"page too large: {len(rec.body)} bytes > {self.max_bytes}",
-                           **where)
-            ctx.count("pages_too_large")
-            return None
-        try:
-            html, charset = decode_html(rec.body, rec.content_type)
-        except DecodeError as e:
-            ctx.quarantine(meta, str(e), **where)
-            ctx.count("undecodable_pages")
-            return None
-        try:
-            text = extract_text(html, self.extractor, self.timeout_s,
-                                precheck=self._precheck(html))
-        except Skipped as skip:  # language_id would drop it after the full extraction
-            meta["charset"] = charset
-            ctx.count("language_guess_skipped")
-            ctx.reject(Document(doc_id, skip.text, meta), skip.reason)
-            return None
-        except ExtractTimeout:
-            ctx.quarantine(meta, f"extraction timed out after {self.timeout_s}s", **where)
-            ctx.count("extract_timeouts")
-            return None
-        meta["charset"] = charset
-        if rec.truncated:  # Common Crawl cuts payloads at 1 MiB; the text may be partial
-            meta["warc_truncated"] = rec.truncated
-            ctx.count("warc_truncated_records")
-        doc = Document(doc_id, text, meta)
-        if not text:
-            ctx.reject(doc, "extract_empty")
-            return None
-        return doc

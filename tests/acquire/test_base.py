@@ -14,7 +14,7 @@ from curator.acquire.arxiv import Arxiv
 from curator.acquire.base import DownloadParams, DownloadSource, FetchParams
 from curator.acquire.common_crawl import CommonCrawl
 from curator.acquire.read_warc import ReadWarc
-from curator.acquire.warc import WarcParams
+from curator.acquire.warc_pages import WarcParams
 from curator.acquire.wikipedia import Wikipedia
 from curator.base.errors import ConfigError
 from curator.core import pipeline as pl

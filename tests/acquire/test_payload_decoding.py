@@ -11,7 +11,8 @@ import zlib
 import brotli
 import pytest
 
-from curator.acquire.warc import decode_payload, iter_warc
+from curator.acquire.http_payload import decode_payload
+from curator.acquire.warc import iter_warc
 from curator.core.context import ShardContext
 from tests.acquire.helpers_acquire import PROSE, page
 

@@ -22,11 +22,9 @@ from typing import Any
 
 from curator.base.redact import redact_value
 from curator.core.context import write_json
+from curator.core.report_svg import funnel_svg, histogram_svg, length_labels
 from curator.core.stats import StageStats
 from curator.storage.atomic import atomic_open
-
-PALETTE = ["#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1",
-           "#ff9da7", "#9c755f", "#bab0ac", "#1f6f6f", "#8c564b"]
 
 #: Tables and plots keyed by source or language list the ``TOP_N`` largest and one "other"
 #: row (column, series) with the rest, so a run over 20 sources and 35 languages stays
@@ -221,116 +219,6 @@ def _fmt(n: Any) -> str:
     return _e(n)
 
 
-def funnel_svg(stages: list[StageReport]) -> str:
-    """Horizontal bars: documents out of each stage; in grey what it removed or set aside;
-    hatched what it did not pass on without removing it (a stage that hands only some of its
-    input to the next, as ``quality_model`` passes on the crawl it scores and not the
-    Wikipedia it trained on): such documents were never counted as removed, and the bar used
-    to show them as if they were."""
-    w, row, left = 720, 26, 190
-    h = row * len(stages) + 30
-    top = max([s.stats.docs_in for s in stages] + [s.stats.docs_out for s in stages] + [1])
-    scale = (w - left - 200) / top
-    parts = [f'<svg class="plot plot-funnel" xmlns="http://www.w3.org/2000/svg" width="{w}" '
-             f'height="{h}" viewBox="0 0 {w} {h}" role="img" aria-label="document funnel">',
-             '<defs><pattern id="passed-on" width="6" height="6" patternUnits="userSpaceOnUse" '
-             'patternTransform="rotate(45)"><rect width="6" height="6" fill="#eef3fb"/>'
-             '<line x1="0" y1="0" x2="0" y2="6" stroke="#9db7dd" stroke-width="2"/></pattern>'
-             "</defs>"]
-    for i, s in enumerate(stages):
-        y = 10 + i * row
-        docs_in, docs_out = s.stats.docs_in, s.stats.docs_out
-        removed = min(s.stats.removed + s.stats.set_aside, max(docs_in - docs_out, 0))
-        held = max(docs_in - docs_out - removed, 0)  # neither passed on nor removed
-        parts.append(f'<text x="{left - 8}" y="{y + 15}" text-anchor="end" font-size="12">'
-                     f'{_e(s.id)}</text>')
-        x = left + docs_out * scale
-        if removed:
-            parts.append(f'<rect class="removed" x="{x:.1f}" y="{y + 3}" '
-                         f'width="{removed * scale:.1f}" height="{row - 8}" fill="#d9d9d9">'
-                         f"<title>removed or set aside: {removed:,}</title></rect>")
-        if held:
-            parts.append(f'<rect class="not-passed-on" x="{x + removed * scale:.1f}" '
-                         f'y="{y + 3}" width="{held * scale:.1f}" height="{row - 8}" '
-                         f'fill="url(#passed-on)"><title>not passed on (not removed): '
-                         f"{held:,}</title></rect>")
-        parts.append(f'<rect class="bar" x="{left}" y="{y + 3}" '
-                     f'width="{max(docs_out * scale, 1):.1f}" height="{row - 8}" '
-                     f'fill="{PALETTE[0]}"><title>out: {docs_out}</title></rect>')
-        note = f" ({held:,} not passed on, not removed)" if held else ""
-        parts.append(f'<text x="{left + max(docs_in, docs_out) * scale + 6:.1f}" '
-                     f'y="{y + 15}" font-size="11">{docs_out:,}{note}</text>')
-    parts.append("</svg>")
-    return "".join(parts)
-
-
-#: Characters of a series name in a plot's legend (11 px text in a 170 px column).
-LEGEND_CHARS = 22
-#: Width of one character of a 10 px axis label, an upper bound for digits and '-'.
-LABEL_PX = 6.2
-
-
-def histogram_svg(series: list[tuple[str, list[int]]], labels: list[str], title: str,
-                  css_class: str = "plot-hist") -> str:
-    """Grouped line plot of counts over (log) bins, one line per series."""
-    w, h, pad_l, pad_b, pad_t = 720, 260, 50, 40, 20
-    n = max(len(labels), 1)
-    top = max([max(c) if c else 0 for _, c in series] + [1])
-    xs = [pad_l + (w - pad_l - 20) * i / max(n - 1, 1) for i in range(n)]
-
-    def y(v: int) -> float:
-        return h - pad_b - (h - pad_b - pad_t) * v / top
-
-    parts = [f'<svg class="plot {css_class}" xmlns="http://www.w3.org/2000/svg" width="{w}" '
-             f'height="{h + 20 * ((len(series) + 3) // 4)}" role="img" aria-label="{_e(title)}">',
-             f'<line x1="{pad_l}" y1="{h - pad_b}" x2="{w - 20}" y2="{h - pad_b}" '
-             'stroke="#888"/>',
-             f'<line x1="{pad_l}" y1="{pad_t}" x2="{pad_l}" y2="{h - pad_b}" stroke="#888"/>',
-             f'<text x="{pad_l - 6}" y="{pad_t + 4}" font-size="10" text-anchor="end">'
-             f'{top:,}</text>']
-    # every shown label fits its slot: wide labels ("1024-2047") are shown every few bins,
-    # and the last one ends at the axis instead of running off the plot
-    widest = max((len(x) for x in labels), default=1) * LABEL_PX + 8
-    slot = (w - pad_l - 20) / max(n - 1, 1)
-    step = max(1, -(-int(widest) // max(int(slot), 1)))
-    placed: list[tuple[float, float, str]] = []  # left, right, svg text
-    for i in range(0, len(labels), step):
-        half = len(labels[i]) * LABEL_PX / 2
-        end = xs[i] + half > w - 2
-        left, right = (xs[i] - 2 * half, xs[i]) if end else (xs[i] - half, xs[i] + half)
-        if placed and left < placed[-1][1] + 6:  # the last label, moved left, keeps its place
-            placed.pop()
-        placed.append((left, right, f'<text class="xlabel" x="{xs[i]:.1f}" y="{h - pad_b + 14}" '
-                       f'font-size="10" text-anchor="{"end" if end else "middle"}">'
-                       f"{_e(labels[i])}</text>"))
-    parts += [t for _, _, t in placed]
-    for k, (name, counts) in enumerate(series):
-        color = PALETTE[k % len(PALETTE)]
-        pts = " ".join(f"{xs[i]:.1f},{y(c):.1f}" for i, c in enumerate(counts[:n]))
-        parts.append(f'<polyline class="series" fill="none" stroke="{color}" stroke-width="2" '
-                     f'points="{pts}"><title>{_e(name)}</title></polyline>')
-        lx = pad_l + (k % 4) * 170
-        ly = h + 4 + 20 * (k // 4)
-        # a legend column is 170 px: a longer name is cut (full name in its tooltip), so
-        # labels never run into the next column
-        short = name if len(name) <= LEGEND_CHARS else name[: LEGEND_CHARS - 1] + "…"
-        parts.append(f'<rect x="{lx}" y="{ly}" width="12" height="12" fill="{color}"/>'
-                     f'<text class="legend" x="{lx + 16}" y="{ly + 10}" font-size="11">'
-                     f'<title>{_e(name)}</title>{_e(short)}</text>')
-    parts.append("</svg>")
-    return "".join(parts)
-
-
-def _length_labels(nbins: int) -> list[str]:
-    def human(v: int) -> str:
-        for unit, div in (("M", 1 << 20), ("k", 1 << 10)):
-            if v >= div:
-                return f"{v // div}{unit}"
-        return str(v)
-
-    return ["0"] + [human(1 << (i - 1)) for i in range(1, nbins)]
-
-
 #: Longer column names (a source named after a whole URL) are cut, the full text in a tooltip.
 MAX_HEADER = 32
 
@@ -339,7 +227,6 @@ def _header(x: Any) -> str:
     if isinstance(x, str) and len(x) > MAX_HEADER:
         return f'<span title="{_e(x)}">{_e(x[: MAX_HEADER - 1])}…</span>'
     return _e(x)
-
 
 
 def _table(columns: list[str], rows: list[list[Any]], cls: str = "") -> str:
@@ -580,9 +467,9 @@ def _all_runs(report: RunReport) -> str:
             f"</b> of this work_dir{', ' + ', '.join(cut) if cut else ''}")
 
 
-def render_html(report: RunReport) -> str:
-    stages = report.stages
-    overview = _table(
+def _overview(stages: list[StageReport]) -> str:
+    """The table of stages: documents, bytes, shards, time and memory of each."""
+    return _table(
         ["stage", "type", "docs in", "docs out", "removed", "quarantined", "MB in", "MB out",
          "shards", "seconds", "CPU s", "peak RSS MB", "note"],
         [[s.id, s.stage, s.stats.docs_in, s.stats.docs_out, s.stats.removed,
@@ -592,20 +479,16 @@ def render_html(report: RunReport) -> str:
           "skipped (done earlier)" if s.skipped else ""] for s in stages],
         "overview",
     )
-    examples = _examples(report)
-    reasons = [[s.id, r, n, examples.get((s.id, r), ("", ""))[0]]
-               for s in stages for r, n in s.stats.rejected.items()]
-    quarantine = [[s.id, r, n] for s in stages for r, n in s.stats.quarantined.items()]
-    counters = [[s.id, k, v] for s in stages for k, v in collapse_groups(
-        {k: v for k, v in s.stats.counters.items()
-         if not k.startswith((*FOUND_PREFIXES, "language:", SKIPPED_PREFIX))})]
-    skipped = [[s.id, kind, why, v, s.stats.counters.get("records_read", "-"), s.stats.docs_out]
-               for s in stages for kind, why, v in skipped_kinds(s.stats.counters)]
-    languages = per_stage_top(stages, _languages)
+
+
+def _lengths(stages: list[StageReport]) -> str:
+    """The document length plot: one line per stage that wrote documents, at most
+    :data:`MAX_SERIES` of them (the sources and the last stage), with a note when some are
+    left out."""
     hists = [s.stats.length_hist for s in stages]
     nb = max((len(h) for h in hists), default=0)
     last_nz = max((i for h in hists for i, c in enumerate(h) if c), default=1)
-    labels = _length_labels(nb)[: last_nz + 1]
+    labels = length_labels(nb)[: last_nz + 1]
     # stages that passed shards through without reading them have no histogram of their own
     series = [(s.id, s.stats.length_hist[: last_nz + 1]) for s in stages
               if s.stats.docs_out and any(s.stats.length_hist)]
@@ -621,9 +504,16 @@ def render_html(report: RunReport) -> str:
                          key=lambda x: -sum(x[1]))[: MAX_SERIES - len(tail)]
             picked = [x for x in picked if x in top or x in tail]
         series = picked
+    if not series:
+        return "<p>No documents.</p>"
     series_note = (f"<p>{len(series)} of {all_series} stages shown (the sources and the last "
                    "stage); report.json has every stage's histogram.</p>"
                    if all_series > len(series) else "")
+    return histogram_svg(series, labels, "document length") + series_note
+
+
+def _stage_details(stages: list[StageReport]) -> list[str]:
+    """The tables and plots stages added (``report_tables``, ``report_histograms``)."""
     extra: list[str] = []
     for s in stages:
         arts = s.artifacts
@@ -638,6 +528,40 @@ def render_html(report: RunReport) -> str:
             extra.append(f"<h3>{_e(s.id)}: {_e(hg['title'])}</h3>" + histogram_svg(
                 [(hg.get("series", s.id), hg["counts"])], hg["labels"], hg["title"],
                 "plot-extra"))
+    return extra
+
+
+_STYLE = """
+body { font-family: system-ui, sans-serif; margin: 2em; color: #222; max-width: 1400px; }
+table { border-collapse: collapse; margin: 0.5em 0 1.5em; font-size: 13px; }
+th, td { border: 1px solid #ccc; padding: 3px 8px; text-align: right; }
+th { background: #f3f3f3; } td { white-space: nowrap; }
+td:first-child, td:nth-child(2) { text-align: left; white-space: normal; }
+.artifacts td:nth-child(3) { text-align: left; }
+.by-source td:nth-child(2) { overflow-wrap: anywhere; }
+.overview td:first-child, .overview td:nth-child(2) { overflow-wrap: anywhere; }
+.stage-source td:nth-child(2) { text-align: right; }
+.plot { display: block; margin: 0.5em 0 1.5em; }
+.examples pre { white-space: pre-wrap; font-size: 12px; background: #f8f8f8; margin: 0.2em 0 0.8em;
+  padding: 4px; max-width: 1100px; }
+"""
+
+
+def render_html(report: RunReport) -> str:
+    """report.html: one page, its sections in the order a reader asks (what was removed and
+    why, then inputs, sources, lengths, counters), every table and plot inline."""
+    stages = report.stages
+    examples = _examples(report)
+    reasons = [[s.id, r, n, examples.get((s.id, r), ("", ""))[0]]
+               for s in stages for r, n in s.stats.rejected.items()]
+    quarantine = [[s.id, r, n] for s in stages for r, n in s.stats.quarantined.items()]
+    counters = [[s.id, k, v] for s in stages for k, v in collapse_groups(
+        {k: v for k, v in s.stats.counters.items()
+         if not k.startswith((*FOUND_PREFIXES, "language:", SKIPPED_PREFIX))})]
+    skipped = [[s.id, kind, why, v, s.stats.counters.get("records_read", "-"), s.stats.docs_out]
+               for s in stages for kind, why, v in skipped_kinds(s.stats.counters)]
+    languages = per_stage_top(stages, _languages)
+    extra = _stage_details(stages)
     artifacts = [[s.id, k, _artifact_value(v)] for s in stages
                  for k, v in s.artifacts.items() if not k.startswith("report_")]
     checks = input_checks(stages)
@@ -650,27 +574,14 @@ def render_html(report: RunReport) -> str:
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
 <title>curator report: {_e(report.name)}</title>
-<style>
-body {{ font-family: system-ui, sans-serif; margin: 2em; color: #222; max-width: 1400px; }}
-table {{ border-collapse: collapse; margin: 0.5em 0 1.5em; font-size: 13px; }}
-th, td {{ border: 1px solid #ccc; padding: 3px 8px; text-align: right; }}
-th {{ background: #f3f3f3; }} td {{ white-space: nowrap; }}
-td:first-child, td:nth-child(2) {{ text-align: left; white-space: normal; }}
-.artifacts td:nth-child(3) {{ text-align: left; }}
-.by-source td:nth-child(2) {{ overflow-wrap: anywhere; }}
-.overview td:first-child, .overview td:nth-child(2) {{ overflow-wrap: anywhere; }}
-.stage-source td:nth-child(2) {{ text-align: right; }}
-.plot {{ display: block; margin: 0.5em 0 1.5em; }}
-.examples pre {{ white-space: pre-wrap; font-size: 12px; background: #f8f8f8; margin: 0.2em 0 0.8em;
-  padding: 4px; max-width: 1100px; }}
-</style></head><body>
+<style>{_STYLE}</style></head><body>
 <h1>curator run report: {_e(report.name)}</h1>
 <p>executor <b>{_e(report.executor)}</b> with {_e(report.workers)} worker(s);
 wall time {report.seconds:.2f}s{_all_runs(report)}; work_dir <code>{_e(report.work_dir)}</code></p>
 <h2>Document funnel</h2>
-{funnel_svg(stages)}
+{funnel_svg([(s.id, s.stats) for s in stages])}
 <h2>Stages</h2>
-{overview}
+{_overview(stages)}
 <h2>Why documents were removed</h2>
 {_table(["stage", "reason", "documents", "examples"], reasons, "reasons") if reasons else
  "<p>No document was removed.</p>"}
@@ -699,8 +610,7 @@ wall time {report.seconds:.2f}s{_all_runs(report)}; work_dir <code>{_e(report.wo
 {_table(["stage", "reason", "records"], quarantine, "quarantine") if quarantine else
  "<p>No input record was quarantined.</p>"}
 <h2>Document length distribution (UTF-8 bytes, output of each stage)</h2>
-{histogram_svg(series, labels, "document length") + series_note if series else
- "<p>No documents.</p>"}
+{_lengths(stages)}
 {"<h2>Counters</h2>" + _table(["stage", "counter", "value"], counters, "counters")
  if counters else ""}
 {"<h2>Artifacts</h2>" + _table(["stage", "name", "value"], artifacts, "artifacts")

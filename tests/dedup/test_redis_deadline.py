@@ -25,7 +25,8 @@ def test_a_silent_node_is_retried_until_the_deadline_then_named():
     line = str(e.value)
     assert line.startswith(f"redis node 127.0.0.1:{port} is down or unreachable: timed out"), line
     assert "deadline executor.peer_timeout_s = 3)" in line, line
-    assert 2.5 <= took < 8, took  # several tries of 1 s (a quarter of the deadline, at least 1 s)
+    # never before the deadline; tries of 1 s (a quarter of the deadline, at least 1 s)
+    assert 3 <= took < 8, took
 
 
 def test_a_refused_connection_is_not_waited_for():

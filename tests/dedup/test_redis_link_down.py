@@ -243,7 +243,7 @@ def test_a_master_cut_off_past_the_deadline_is_one_line_and_the_rerun_resumes(
     )
     assert named and named[1] in ("redis-b:6379", f"{cluster.net.addr('redis-b')}:6379"), lines[-1]
     assert "TLS" not in lines[-1] and f"peer_timeout_s = {LONG_DEADLINE_S}" in lines[-1], lines[-1]
-    assert LONG_DEADLINE_S <= took < LONG_DEADLINE_S + 12, took
+    assert LONG_DEADLINE_S <= took < LONG_DEADLINE_S + 12, took  # the deadline plus one try
     # the link is back: the same command finishes without making the signatures again, with
     # the undisturbed output, and leaves no key
     t0 = time.monotonic()

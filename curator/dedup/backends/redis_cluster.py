@@ -254,7 +254,7 @@ class RedisBucketStore:
         ``host:port`` the call went to, when known). A node gone silent is waited for: ``fn``
         (every call made through here is idempotent) is tried again, on a fresh connection and
         after a backoff doubling to 2 s, until ``deadline_s`` has passed since the first try
-        that failed; no try starts after that."""
+        that failed (the last try starts then: the call fails at the deadline plus that try)."""
         from redis.exceptions import RedisClusterException, RedisError
 
         if self._guarding:  # a call inside a call (connecting): the outer one waits
@@ -271,14 +271,15 @@ class RedisBucketStore:
                     raise
                 except (RedisError, RedisClusterException, *NETWORK_ERRORS) as e:
                     first = began if first is None else first
-                    waited = time.monotonic() + delay - first
-                    if waited >= (self.deadline_s or 0) or not self._worth_waiting(e):
+                    late = time.monotonic() - first >= (self.deadline_s or 0)
+                    if late or not self._worth_waiting(e):
                         line = self._diagnose(e, where)
-                        if self.deadline_s and waited >= self.deadline_s:
+                        if late and self.deadline_s:
                             line += (f" (no answer for {time.monotonic() - first:.0f} s: "
                                      f"deadline executor.peer_timeout_s = {self.deadline_s:g})")
                         raise StageError(line) from None
-                time.sleep(delay)
+                left = first + (self.deadline_s or 0) - time.monotonic()
+                time.sleep(max(0.0, min(delay, left)))  # the last try starts at the deadline
                 delay = min(2 * delay, 2.0)
         finally:
             self._guarding = False

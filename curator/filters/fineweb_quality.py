@@ -3,13 +3,18 @@
 
 Only the rule list and its published parameters live here: :class:`HeuristicPreset` runs it
 (shared features, ``fineweb_quality:<key>`` reasons, ``disable``, ``overrides``, ``mode``); the
-rules are in :mod:`curator.filters.rules`.
+rules are in ``curator/filters/*_rules.py``.
 """
 
 from __future__ import annotations
 
+from curator.filters.line_rules import (
+    DuplicateLineChars,
+    LinePunctuation,
+    NewlineRatio,
+    ShortLines,
+)
 from curator.filters.presets import HeuristicPreset, RuleSpec
-from curator.filters.rules import DuplicateLineChars, LinePunctuation, NewlineRatio, ShortLines
 
 
 class FineWebQuality(HeuristicPreset):

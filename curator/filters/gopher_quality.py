@@ -3,16 +3,15 @@
 
 Only the rule list and its published parameters live here: :class:`HeuristicPreset` runs it
 (shared features, ``gopher_quality:<key>`` reasons, ``disable``, ``overrides``, ``mode``); the
-rules are in :mod:`curator.filters.rules`.
+rules are in ``curator/filters/*_rules.py``.
 """
 
 from __future__ import annotations
 
+from curator.filters.line_rules import BulletLines, EllipsisLines
 from curator.filters.presets import HeuristicPreset, RuleSpec
-from curator.filters.rules import (
+from curator.filters.word_rules import (
     AlphaWords,
-    BulletLines,
-    EllipsisLines,
     MeanWordLength,
     StopWords,
     SymbolWordRatio,

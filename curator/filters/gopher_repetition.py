@@ -3,13 +3,13 @@
 
 Only the rule list and its published parameters live here: :class:`HeuristicPreset` runs it
 (shared features, ``gopher_repetition:<key>`` reasons, ``disable``, ``overrides``, ``mode``);
-the rules are in :mod:`curator.filters.rules`.
+the rules are in ``curator/filters/*_rules.py``.
 """
 
 from __future__ import annotations
 
 from curator.filters.presets import HeuristicPreset, RuleSpec
-from curator.filters.rules import DuplicateLines, DuplicateNgrams, TopNgram
+from curator.filters.repetition_rules import DuplicateLines, DuplicateNgrams, TopNgram
 
 
 class GopherRepetition(HeuristicPreset):

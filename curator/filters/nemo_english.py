@@ -3,31 +3,28 @@ docs/filters.md for the two deliberate differences).
 
 Only the rule list and its published parameters live here: :class:`HeuristicPreset` runs it
 (shared features, ``nemo_english:<key>`` reasons, ``disable``, ``overrides``, ``mode``); the
-rules are in :mod:`curator.filters.rules`.
+rules are in ``curator/filters/*_rules.py``.
 """
 
 from __future__ import annotations
 
-from curator.filters.presets import HeuristicPreset, RuleSpec
-from curator.filters.rules import (
-    AlphaWords,
-    Boilerplate,
-    BulletLines,
-    DuplicateLines,
-    DuplicateNgrams,
-    EllipsisLines,
-    EndPunctuation,
-    LongWord,
-    MeanWordLength,
+from curator.filters.char_rules import (
     NonAlphaNumeric,
     NumbersRatio,
     ParenthesesRatio,
-    StopWords,
-    SymbolWordRatio,
-    TopNgram,
     UrlsRatio,
     UrlSubstrings,
     WhitespaceRatio,
+)
+from curator.filters.line_rules import Boilerplate, BulletLines, EllipsisLines, EndPunctuation
+from curator.filters.presets import HeuristicPreset, RuleSpec
+from curator.filters.repetition_rules import DuplicateLines, DuplicateNgrams, TopNgram
+from curator.filters.word_rules import (
+    AlphaWords,
+    LongWord,
+    MeanWordLength,
+    StopWords,
+    SymbolWordRatio,
     WordCount,
 )
 

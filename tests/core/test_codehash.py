@@ -163,7 +163,7 @@ def test_editing_a_module_changes_exactly_the_stages_that_use_it(tmp_path):
             != base["modules"]["c4_quality"]["curator/filters/c4_quality.py"])
     assert now["modules"]["gopher_quality"] == base["modules"]["gopher_quality"]
 
-    # a text helper: every stage that calls it, built-in (through filters/rules.py, or
+    # a text helper: every stage that calls it, built-in (through filters/features.py, or
     # c4_quality's words per line) or custom
     base = now
     edit(pkg / "text" / "words.py", "def split_words(", "_EDITED = 2\n\n\ndef split_words(")
@@ -181,14 +181,14 @@ def test_a_code_edit_reruns_the_stage_and_status_names_the_module(tmp_path):
     assert "nothing to do" in curator(root, tmp_path, "status", "p.yaml")
 
     # a change of behaviour in a module gopher_quality imports (the rules it is made of)
-    edit(pkg / "filters" / "rules.py", '"lorem ipsum", ', "")
+    edit(pkg / "filters" / "line_rules.py", '"lorem ipsum", ', "")
     st = curator(root, tmp_path, "status", "p.yaml")
     rows = {ln.split()[0]: ln for ln in st.splitlines()[1:-1]}
     assert " done " in rows["read_jsonl"] and " done " in rows["c4_quality"]
-    assert "code of curator/filters/rules.py changed" in rows["gopher_quality"]
+    assert "code of curator/filters/line_rules.py changed" in rows["gopher_quality"]
     assert "upstream stage 'gopher_quality' changed" in rows["wordy"]
     log = curator(root, tmp_path, "run", "p.yaml")
-    assert "[gopher_quality] rerunning: code of curator/filters/rules.py changed" in log
+    assert "[gopher_quality] rerunning: code of curator/filters/line_rules.py changed" in log
     rep = {s["id"]: s for s in json.loads((tmp_path / "w" / "report.json").read_text())
            ["stages"]}
     assert [rep[s]["skipped"] for s in ("read_jsonl", "c4_quality", "gopher_quality",

@@ -1,7 +1,7 @@
 """The code's shape: a stage is found from its YAML name, and ``curator/`` imports one way.
 
 (a) every built-in stage lives in ``curator/<family>/<name>.py``; only a module that holds
-several stages sharing code (the ``*_filter`` rules in ``filters/rules.py``, the JSONL and
+several stages sharing code (the ``*_filter`` rules in ``filters/*_rules.py``, the JSONL and
 Parquet readers and writers) may hold a stage under another file name, and then its class says
 ``name = "<name>"`` literally, so ``grep -rn '"<name>"' curator`` lands on it; the families'
 ``STAGES`` tables are written out literally (no assembled strings), so grep of

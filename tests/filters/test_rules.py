@@ -18,14 +18,43 @@ from hypothesis import strategies as st
 from curator.base.document import Document
 from curator.base.errors import ConfigError
 from curator.core.registry import resolve
-from curator.filters import rules as R
+from curator.filters.bad_words_filter import BadWords
 from curator.filters.c4_quality import C4Quality
+from curator.filters.char_rules import (
+    ContainsString,
+    NonAlphaNumeric,
+    NumbersRatio,
+    ParenthesesRatio,
+    UrlsRatio,
+    UrlSubstrings,
+    WhitespaceRatio,
+)
 from curator.filters.features import DocFeatures
 from curator.filters.fineweb_quality import FineWebQuality
 from curator.filters.gopher_quality import GopherQuality
 from curator.filters.gopher_repetition import GopherRepetition
+from curator.filters.line_rules import (
+    Boilerplate,
+    BulletLines,
+    DuplicateLineChars,
+    EllipsisLines,
+    EndPunctuation,
+    LinePunctuation,
+    NewlineRatio,
+    ShortLines,
+)
 from curator.filters.nemo_english import NemoEnglish
+from curator.filters.repetition_rules import DuplicateLines, DuplicateNgrams, TopNgram
+from curator.filters.rules import MaxRatioRule
 from curator.filters.synthetic import documents, prose, sentence
+from curator.filters.word_rules import (
+    AlphaWords,
+    LongWord,
+    MeanWordLength,
+    StopWords,
+    SymbolWordRatio,
+    WordCount,
+)
 from curator.text import split_sentences, split_words
 from tests.filters.helpers_filters import run_pipeline, write_jsonl
 
@@ -40,34 +69,34 @@ def _keeps(stage, text: str) -> bool:
 # (rule class, params, text it keeps, text it rejects) -- the reject text violates exactly the
 # property the rule measures.
 CASES = [
-    (R.WordCount, {}, PROSE, "Too short to be a document."),
-    (R.MeanWordLength, {}, PROSE, " ".join(["a b c d e f"] * 20)),
-    (R.MeanWordLength, {}, PROSE, " ".join(["incomprehensibilities"] * 60)),
-    (R.SymbolWordRatio, {}, PROSE, PROSE + " " + "#tag " * 60),
-    (R.AlphaWords, {}, PROSE, " ".join(str(i) for i in range(200))),
-    (R.StopWords, {}, PROSE, " ".join(["apple banana cherry"] * 30)),
-    (R.LongWord, {}, PROSE, PROSE + " " + "x" * 1001),
-    (R.BulletLines, {}, PROSE, "\n".join(f"- item {i}" for i in range(30))),
-    (R.EllipsisLines, {}, PROSE, "\n".join(f"line {i} goes on..." for i in range(10))),
-    (R.LinePunctuation, {}, PROSE, "\n".join(f"Menu entry {i}" for i in range(30))),
-    (R.ShortLines, {}, PROSE, "\n".join(f"Entry {i}" for i in range(30))),
-    (R.DuplicateLineChars, {}, PROSE, PROSE + "\n" + PROSE.split("\n\n")[0]),
-    (R.NewlineRatio, {}, PROSE, "\n".join("one two" for _ in range(40))),
-    (R.EndPunctuation, {}, PROSE, "\n".join(f"no end mark here {i}" for i in range(20))),
-    (R.Boilerplate, {}, PROSE, PROSE + "\n\nThis website uses cookies. Privacy Policy."),
-    (R.NonAlphaNumeric, {}, PROSE, PROSE + " " + "%$@!*&" * 200),
-    (R.NumbersRatio, {}, PROSE, PROSE + " " + "1234567890" * 100),
-    (R.WhitespaceRatio, {}, PROSE, PROSE.replace(" ", "     ")),
-    (R.ParenthesesRatio, {}, PROSE, PROSE.replace(" ", " (x) ")),
-    (R.UrlsRatio, {}, PROSE, PROSE[:200] + " " + " ".join(
+    (WordCount, {}, PROSE, "Too short to be a document."),
+    (MeanWordLength, {}, PROSE, " ".join(["a b c d e f"] * 20)),
+    (MeanWordLength, {}, PROSE, " ".join(["incomprehensibilities"] * 60)),
+    (SymbolWordRatio, {}, PROSE, PROSE + " " + "#tag " * 60),
+    (AlphaWords, {}, PROSE, " ".join(str(i) for i in range(200))),
+    (StopWords, {}, PROSE, " ".join(["apple banana cherry"] * 30)),
+    (LongWord, {}, PROSE, PROSE + " " + "x" * 1001),
+    (BulletLines, {}, PROSE, "\n".join(f"- item {i}" for i in range(30))),
+    (EllipsisLines, {}, PROSE, "\n".join(f"line {i} goes on..." for i in range(10))),
+    (LinePunctuation, {}, PROSE, "\n".join(f"Menu entry {i}" for i in range(30))),
+    (ShortLines, {}, PROSE, "\n".join(f"Entry {i}" for i in range(30))),
+    (DuplicateLineChars, {}, PROSE, PROSE + "\n" + PROSE.split("\n\n")[0]),
+    (NewlineRatio, {}, PROSE, "\n".join("one two" for _ in range(40))),
+    (EndPunctuation, {}, PROSE, "\n".join(f"no end mark here {i}" for i in range(20))),
+    (Boilerplate, {}, PROSE, PROSE + "\n\nThis website uses cookies. Privacy Policy."),
+    (NonAlphaNumeric, {}, PROSE, PROSE + " " + "%$@!*&" * 200),
+    (NumbersRatio, {}, PROSE, PROSE + " " + "1234567890" * 100),
+    (WhitespaceRatio, {}, PROSE, PROSE.replace(" ", "     ")),
+    (ParenthesesRatio, {}, PROSE, PROSE.replace(" ", " (x) ")),
+    (UrlsRatio, {}, PROSE, PROSE[:200] + " " + " ".join(
         f"https://example.com/page/{i}/index.html" for i in range(40))),
-    (R.UrlSubstrings, {}, PROSE, PROSE + " see https://pornsite.example/x"),
-    (R.ContainsString, {}, PROSE, PROSE + " Lorem ipsum dolor sit amet."),
-    (R.DuplicateLines, {}, PROSE, "\n".join(["same line here"] * 10 + ["other"])),
-    (R.DuplicateLines, {"unit": "paragraphs", "by": "chars", "max_ratio": 0.2}, PROSE,
+    (UrlSubstrings, {}, PROSE, PROSE + " see https://pornsite.example/x"),
+    (ContainsString, {}, PROSE, PROSE + " Lorem ipsum dolor sit amet."),
+    (DuplicateLines, {}, PROSE, "\n".join(["same line here"] * 10 + ["other"])),
+    (DuplicateLines, {"unit": "paragraphs", "by": "chars", "max_ratio": 0.2}, PROSE,
      "\n\n".join([PROSE.split("\n\n")[0]] * 3)),
-    (R.TopNgram, {}, PROSE, " ".join(["click here"] * 50) + " " + PROSE[:100]),
-    (R.DuplicateNgrams, {}, PROSE, PROSE + " " + PROSE),
+    (TopNgram, {}, PROSE, " ".join(["click here"] * 50) + " " + PROSE[:100]),
+    (DuplicateNgrams, {}, PROSE, PROSE + " " + PROSE),
 ]
 
 
@@ -203,21 +232,21 @@ def test_dup_ngram_fast_scan_equals_reference(words, n) -> None:
     text = " ".join(words)
     f = DocFeatures(text)
     ref = dt_gr.find_all_duplicate(f.words, n)
-    got = R.DuplicateNgrams(n=n).value(f) * len(text) if text else 0.0
+    got = DuplicateNgrams(n=n).value(f) * len(text) if text else 0.0
     assert round(got) == ref
 
 
 def test_bad_words_from_a_local_list(tmp) -> None:
     (tmp / "bad.txt").write_text("darn\nheck no\n坏词\n")
-    rule = R.BadWords.from_params({"path": str(tmp / "bad.txt")})
+    rule = BadWords.from_params({"path": str(tmp / "bad.txt")})
     assert _keeps(rule, PROSE + " darned checkout, check now")  # whole words only
     assert not _keeps(rule, PROSE + " Darn it.")
     assert not _keeps(rule, PROSE + " oh heck no")
     assert not _keeps(rule, "这是坏词的例子")
-    assert R.BadWords.from_params({"words": ["darn"], "max_count": 1}).check(
+    assert BadWords.from_params({"words": ["darn"], "max_count": 1}).check(
         Document("x", "darn " + PROSE)) is None
     with pytest.raises(ConfigError, match="cannot read"):
-        R.BadWords.from_params({"path": str(tmp / "none.txt")})
+        BadWords.from_params({"path": str(tmp / "none.txt")})
 
 
 def test_preset_reasons_overrides_disable_and_annotate() -> None:
@@ -256,9 +285,9 @@ def test_nemo_english_keeps_prose_and_rejects_junk() -> None:
 def test_word_split_handles_chinese_and_japanese_in_rules() -> None:
     zh = "今天天气很好，我们一起去公园散步吧。" * 10
     f = DocFeatures(zh)
-    assert R.WordCount().value(f) == sum(ch.isalnum() for ch in zh)
-    assert R.WordCount.from_params({"min_words": 50}).check(Document("x", zh)) is None
-    assert R.MeanWordLength().value(DocFeatures("これは日本語です")) == 1.0
+    assert WordCount().value(f) == sum(ch.isalnum() for ch in zh)
+    assert WordCount.from_params({"min_words": 50}).check(Document("x", zh)) is None
+    assert MeanWordLength().value(DocFeatures("これは日本語です")) == 1.0
 
 
 def test_presets_in_a_pipeline_record_reasons(tmp) -> None:
@@ -287,7 +316,7 @@ def test_presets_in_a_pipeline_record_reasons(tmp) -> None:
 
 def test_max_ratio_rules_keep_at_the_threshold_and_reject_above() -> None:
     """The ratio rules share one comparison (MaxRatioRule): equal to ``max_ratio`` keeps."""
-    ratio_rules = [c for c, *_ in CASES if issubclass(c, R.MaxRatioRule)]
+    ratio_rules = [c for c, *_ in CASES if issubclass(c, MaxRatioRule)]
     assert len(set(ratio_rules)) >= 15
     for cls in ratio_rules:
         rule = cls.from_params({"max_ratio": 0.25})
@@ -302,9 +331,9 @@ def test_dup_ngram_chain_equals_reference(words, start) -> None:
     text = " ".join(words)
     f = DocFeatures(text)
     if start > 1:
-        R.TopNgram(n=start).value(f)  # a full pass at this size first, as gopher_repetition
+        TopNgram(n=start).value(f)  # a full pass at this size first, as gopher_repetition
     for n in range(start + 1, 11):
-        got = R.DuplicateNgrams(n=n).value(f) * len(text) if text else 0.0
+        got = DuplicateNgrams(n=n).value(f) * len(text) if text else 0.0
         assert round(got) == dt_gr.find_all_duplicate(f.words, n)
 
 
@@ -326,9 +355,9 @@ def test_dup_ngram_chain_on_real_text() -> None:
     for text in texts:
         f = DocFeatures(text)
         for n in (2, 3, 4):
-            R.TopNgram(n=n).value(f)
+            TopNgram(n=n).value(f)
         for n in range(5, 11):
-            got = R.DuplicateNgrams(n=n).value(f) * len(text)
+            got = DuplicateNgrams(n=n).value(f) * len(text)
             assert round(got) == dt_gr.find_all_duplicate(f.words, n)
 
 
@@ -409,7 +438,7 @@ def test_fineweb_decides_like_datatrove_on_real_texts(datatrove_with_our_tokeniz
 def test_list_ratio_bound_decides_as_the_value(max_ratio: float) -> None:
     """``passes`` (the bound, then the exact value) equals ``ok(value)`` on real texts and
     lists; on most real texts it decides without splitting the text into tokens."""
-    rule = R.NewlineRatio(max_ratio=max_ratio)
+    rule = NewlineRatio(max_ratio=max_ratio)
     texts = _gold_texts() + _LISTS
     unsplit = 0
     for text in texts:
@@ -427,7 +456,7 @@ def test_list_ratio_bound_on_any_text(text: str, max_ratio: float) -> None:
     """Each whitespace chunk holds at least one token, so newlines / chunks is never below
     the value, for any text (controls, lone combining marks, no-space scripts...)."""
     assert len(text.split()) <= len(split_words(text))
-    rule = R.NewlineRatio(max_ratio=max_ratio)
+    rule = NewlineRatio(max_ratio=max_ratio)
     assert rule.passes(DocFeatures(text)) == rule.ok(rule.value(DocFeatures(text)))
 
 

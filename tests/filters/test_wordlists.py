@@ -18,7 +18,7 @@ from curator.base.document import Document
 from curator.base.errors import ConfigError
 from curator.extract.url_blocklist import UrlBlocklist, url_host
 from curator.filters import wordlists
-from curator.filters.rules import BadWords
+from curator.filters.bad_words_filter import BadWords
 from tests.filters.helpers_filters import run_pipeline, write_jsonl
 from tests.helpers import stage_error
 

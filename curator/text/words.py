@@ -20,6 +20,7 @@ as a tokenizer such as NLTK's would produce, so filters can count or ignore them
 
 from __future__ import annotations
 
+import functools
 import importlib.metadata
 import re
 import threading
@@ -70,6 +71,7 @@ class SegmenterMissing(ImportError):
     """The segmenter a language needs is not installed (the message says what to install)."""
 
 
+@functools.lru_cache(maxsize=1024)
 def segmented_language(lang: str | None) -> str | None:
     """The language code of :data:`SEGMENTERS` that ``lang`` (``zh``, ``zh-Hant``,
     ``cmn_Hani``, ``JA``...) names, or None when its words are split by script."""

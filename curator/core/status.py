@@ -116,27 +116,8 @@ def _node_status(pipe: Pipeline, node: StageNode, wd: str,
         old_identity or old_key) else []
     config = config or files_changed(done, files) or used.reasons()
     kind = node.stage.kind
-    if kind == "source":
-        specs, keys, reads = list_source(node.stage, node.id, eff, wd,
-                                         _artifacts(pipe, node, known), pipe.max_doc_bytes,
-                                         content)
-        state = digest({"fp": eff, "shards": [[sp.name, k] for sp, k in
-                                              zip(specs, keys, strict=True)]})
-        names = [sp.name for sp in specs]
-        details = [(sp.name, k, rd) for sp, k, rd in zip(specs, keys, reads, strict=True)]
-    else:
-        inputs = merge_inputs([(i, known[i]["shards"])  # type: ignore[index]
-                               for i in node.inputs])
-        keyed = eff
-        if getattr(node.stage, "surveys_input", False):  # a writer: as the runner keys it
-            cached = read_surveys(wd, node)
-            if all((s.key or s.path) in cached for s in inputs):
-                keyed = surveyed_fingerprint(eff, node.stage.prepare(  # type: ignore[attr-defined]
-                    [cached[s.key or s.path] for s in inputs], [s.name for s in inputs],
-                    [s.path for s in inputs]))
-        state = input_state(keyed, inputs)
-        names = [s.name for s in inputs]
-        details = [(s.name, shard_key(keyed, s.name, s.key or s.path), None) for s in inputs]
+    state, details = _keys(pipe, node, wd, known, eff, content)
+    names = [name for name, _, _ in details]
     gone = missing_or_foreign(written_outputs(done), wd, done.get("written_ids")) if done else []
     if done and done.get("state") == state and not gone:
         return (StageStatus(node.id, "done", len(done["shards"]), 0),
@@ -162,10 +143,59 @@ def _node_status(pipe: Pipeline, node: StageNode, wd: str,
         return st, None  # its outputs are known once it has run
     # source and shard stages: per shard, from the markers
     config_changed = old_key is not None and old_key != eff
+    redo, why = (len(details), []) if config_changed else _shards_to_redo(sdir, wd, details)
+    st.shards, st.redo = len(names), redo
+    if config_changed:
+        st.reasons = [r for r in config if not r.startswith("no record")] or [
+            "stages above it changed" if after else "configuration changed"]
+    elif why:
+        st.reasons = why + ([f"... ({redo - len(why)} more)"] if redo > len(why) else [])
+    if not done and not config_changed:
+        st.reasons.insert(0, unfinished if started else "never run")
+    removed = set(_previous_names(done)) - set(names) if done else set()
+    if removed:
+        st.reasons.append(f"{len(removed)} shard(s) gone (their outputs will be removed)")
+    shards = [{"name": n, "key": k, "path": "", "docs": 0} for n, k, _ in details]
+    if legacy:
+        st.reasons = legacy
+    return st, {"state": state, "kind": kind, "shards": shards}
+
+
+
+#: (shard name, its key now, the identity of what a source shard reads; ``None`` otherwise)
+ShardKey = tuple[str, str, dict[str, Any] | None]
+
+
+def _keys(pipe: Pipeline, node: StageNode, wd: str, known: dict[str, dict[str, Any] | None],
+          eff: str, content: bool) -> tuple[str, list[ShardKey]]:
+    """The stage's state and its shards' keys, as the runner would compute them now: a
+    source's from its listing, another stage's from its inputs' shards."""
+    if node.stage.kind == "source":
+        specs, keys, reads = list_source(node.stage, node.id, eff, wd,
+                                         _artifacts(pipe, node, known), pipe.max_doc_bytes,
+                                         content)
+        state = digest({"fp": eff, "shards": [[sp.name, k] for sp, k in
+                                              zip(specs, keys, strict=True)]})
+        return state, [(sp.name, k, rd) for sp, k, rd in zip(specs, keys, reads, strict=True)]
+    inputs = merge_inputs([(i, known[i]["shards"])  # type: ignore[index]
+                           for i in node.inputs])
+    keyed = eff
+    if getattr(node.stage, "surveys_input", False):  # a writer: as the runner keys it
+        cached = read_surveys(wd, node)
+        if all((s.key or s.path) in cached for s in inputs):
+            keyed = surveyed_fingerprint(eff, node.stage.prepare(  # type: ignore[attr-defined]
+                [cached[s.key or s.path] for s in inputs], [s.name for s in inputs],
+                [s.path for s in inputs]))
+    return input_state(keyed, inputs), [
+        (s.name, shard_key(keyed, s.name, s.key or s.path), None) for s in inputs]
+
+
+def _shards_to_redo(sdir: str, wd: str, details: list[ShardKey]) -> tuple[int, list[str]]:
+    """How many shards a rerun redoes (marker missing, key changed, output lost) and why, for
+    the first three of them."""
     redo, why = 0, []
     for name, key, read in details:
-        marker = None if config_changed else read_marker(
-            os.path.join(sdir, "_done", f"{name}.json"), wd)
+        marker = read_marker(os.path.join(sdir, "_done", f"{name}.json"), wd)
         lost = missing_or_foreign(_marker_outputs(marker), wd,
                                   marker.get("file_ids")) if marker else []
         if marker and marker.get("key") == key and not lost:
@@ -182,21 +212,7 @@ def _node_status(pipe: Pipeline, node: StageNode, wd: str,
             why.append(f"{name}: " + (describe_input_change(marker.get("read"),
                                                             redact_value(read))
                                       if read is not None else "its upstream shard changed"))
-    st.shards, st.redo = len(names), redo
-    if config_changed:
-        st.reasons = [r for r in config if not r.startswith("no record")] or [
-            "stages above it changed" if after else "configuration changed"]
-    elif why:
-        st.reasons = why + ([f"... ({redo - len(why)} more)"] if redo > len(why) else [])
-    if not done and not config_changed:
-        st.reasons.insert(0, unfinished if started else "never run")
-    removed = set(_previous_names(done)) - set(names) if done else set()
-    if removed:
-        st.reasons.append(f"{len(removed)} shard(s) gone (their outputs will be removed)")
-    shards = [{"name": n, "key": k, "path": "", "docs": 0} for n, k, _ in details]
-    if legacy:
-        st.reasons = legacy
-    return st, {"state": state, "kind": kind, "shards": shards}
+    return redo, why
 
 
 def _marker_outputs(marker: dict[str, Any]) -> list[str]:

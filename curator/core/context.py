@@ -21,16 +21,16 @@ from curator.core.shard_context import (
     Mapper,
     ShardContext,
     StageContext,
-    write_json,
 )
 from curator.core.shard_runner import run_shard_tasks
 from curator.core.stage import PhaseContext, Shard
 from curator.core.stats import HIST_BINS, ShardStats, length_bin
 from curator.core.usage import Usage, call_measured
 from curator.storage import nofollow, sealed
+from curator.storage.atomic import write_json
 
 __all__ = ["DEFAULT_MAX_DOC_BYTES", "HIST_BINS", "GlobalContext", "ShardContext", "ShardStats",
-           "StageContext", "length_bin", "write_json"]
+           "StageContext", "length_bin"]
 
 
 class GlobalContext(PhaseContext):

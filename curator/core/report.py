@@ -21,10 +21,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from curator.base.redact import redact_value
-from curator.core.context import write_json
 from curator.core.report_svg import funnel_svg, histogram_svg, length_labels
 from curator.core.stats import StageStats
-from curator.storage.atomic import atomic_open
+from curator.storage.atomic import atomic_open, write_json
 
 #: Tables and plots keyed by source or language list the ``TOP_N`` largest and one "other"
 #: row (column, series) with the rest, so a run over 20 sources and 35 languages stays

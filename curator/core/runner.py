@@ -33,7 +33,7 @@ import orjson
 from curator.base.errors import CuratorError, StageError, fs_error_line
 from curator.base.redact import redact
 from curator.core import tracing
-from curator.core.context import GlobalContext, StageContext, write_json
+from curator.core.context import GlobalContext, StageContext
 from curator.core.executors import Executor
 from curator.core.id_hashes import count_duplicate_ids
 from curator.core.identity import digest, explain
@@ -78,7 +78,12 @@ from curator.core.stage_state import (
 from curator.core.stats import ShardStats, StageStats, aggregate
 from curator.core.usage import Meter
 from curator.storage import nofollow
-from curator.storage.atomic import remove_dead_temps, remove_temps_of_dead_runs, set_run_id
+from curator.storage.atomic import (
+    remove_dead_temps,
+    remove_temps_of_dead_runs,
+    set_run_id,
+    write_json,
+)
 from curator.storage.outputs import (
     adopt,
     check_output_dir,

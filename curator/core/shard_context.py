@@ -15,9 +15,9 @@ from curator.base.errors import ConfigError
 from curator.base.redact import redact_fast, redact_value
 from curator.base.urls import public_url
 from curator.storage import nofollow
-from curator.storage.atomic import atomic_open, open_compressed_write
+from curator.storage.atomic import open_compressed_write
 from curator.storage.limits import DEFAULT_MAX_DOC_MB, mb_to_bytes
-from curator.storage.shards import RecordWriter, dumps
+from curator.storage.shards import RecordWriter
 
 DEFAULT_MAX_DOC_BYTES = mb_to_bytes(DEFAULT_MAX_DOC_MB)
 
@@ -190,8 +190,3 @@ class ShardContext(StageContext):
 
 class _Aborted(Exception):
     """Raised through a shard's open writers when the shard failed."""
-
-
-def write_json(path: str, obj: Any) -> None:
-    with atomic_open(path, "wb") as f:
-        f.write(dumps(obj))

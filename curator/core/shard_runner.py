@@ -38,11 +38,12 @@ from curator.core import tracing
 from curator.core.id_hashes import write_id_hashes
 from curator.core.identity import digest
 from curator.core.progress import heartbeat, heartbeat_path
-from curator.core.shard_context import DEFAULT_MAX_DOC_BYTES, Mapper, ShardContext, write_json
+from curator.core.shard_context import DEFAULT_MAX_DOC_BYTES, Mapper, ShardContext
 from curator.core.stage import Shard, ShardSpec, ShardStage, Source, Stage
 from curator.core.stats import ShardStats, length_bin
 from curator.core.usage import Meter, Usage
 from curator.storage import nofollow
+from curator.storage.atomic import write_json
 from curator.storage.limits import TOO_LARGE
 from curator.storage.outputs import claimed, file_ids, missing_or_foreign, rebase, trusted
 from curator.storage.shards import SHARD_SUFFIX, read_shard, record_writer

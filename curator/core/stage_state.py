@@ -18,7 +18,7 @@ from curator.base.errors import CuratorError, InputError, StageError
 from curator.base.files import files_under
 from curator.base.redact import redact_value
 from curator.core import tracing
-from curator.core.context import StageContext, write_json
+from curator.core.context import StageContext
 from curator.core.executors import Executor
 from curator.core.identity import describe_input_change, digest, identities
 from curator.core.pipeline import Pipeline, StageNode
@@ -33,6 +33,7 @@ from curator.core.shard_runner import (
 from curator.core.stage import Shard, ShardSpec, Source, Stage
 from curator.core.stats import ShardStats, StageStats
 from curator.storage import nofollow
+from curator.storage.atomic import write_json
 from curator.storage.outputs import claimed, file_ids
 from curator.storage.shards import SHARD_SUFFIX
 

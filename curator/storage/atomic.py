@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from typing import IO, Any
 
 import fsspec
+import orjson
 
 from curator.storage import nofollow, read_position
 
@@ -89,6 +90,13 @@ def atomic_open(path: str, mode: str = "wb") -> Iterator[IO[Any]]:
                 f.close()
                 fs.rm(rtmp)
             raise
+
+
+def write_json(path: str, obj: Any) -> None:
+    """``obj`` as one line of JSON in ``path``, published atomically (markers, keys, tallies:
+    a reader sees the old file or the new one, never half of one)."""
+    with atomic_open(path, "wb") as f:
+        f.write(orjson.dumps(obj, option=orjson.OPT_SERIALIZE_NUMPY) + b"\n")
 
 
 def _host_tag() -> str:

@@ -30,9 +30,10 @@ import numpy as np
 from pydantic import Field, model_validator
 
 from curator.base.errors import ConfigError
-from curator.core.context import GlobalContext, write_json
+from curator.core.context import GlobalContext
 from curator.core.params import PositiveInt, StageParams
 from curator.core.stage import GlobalStage, OutputFile, Shard
+from curator.storage.atomic import write_json
 from curator.tokenize.megatron import Index, read_index
 from curator.tokenize.megatron_shards import BUCKET_SEP
 

@@ -13,8 +13,9 @@ import os
 from typing import Any
 
 from curator.base.errors import InputError
-from curator.core.context import GlobalContext, write_json
+from curator.core.context import GlobalContext
 from curator.core.stage import GlobalStage, Shard
+from curator.storage.atomic import write_json
 from curator.train.config import TrainConfig
 
 

@@ -173,3 +173,32 @@ def test_bad_key_or_keep_is_one_line_naming_the_key(tmp_path, stage, key):
     r = run_cli("validate", str(y), check=False)
     assert r.returncode != 0 and "Traceback" not in r.stderr
     assert f"exact_dedup.{key}" in r.stderr or f"'{key}'" in r.stderr, r.stderr
+
+
+def test_url_key_keep_longest_same_on_dask_workers_and_mpi_ranks(tmp_path):
+    """``exact_dedup: {key: url, keep: longest}`` through ``curator run`` on the local, Dask
+    (2 workers) and MPI (2 ranks) executors: the same documents kept, each removal naming the
+    same kept document, which is the rule's."""
+    docs = _url_corpus(random.Random(8))
+    inputs = write_shards(tmp_path / "in", docs, 3)
+    stage = "  - exact_dedup: {key: url, keep: longest, partitions: 3}\n"
+    results = {}
+    for name, executor, ranks in (
+        ("local", "{type: local}", 0),
+        ("dask", "{type: dask, workers: 2}", 0),
+        ("mpi", "{type: mpi}", 2),
+    ):
+        wd = tmp_path / f"w{name}"
+        y = write_pipeline(tmp_path / f"{name}.yaml", wd, inputs, stage, executor)
+        r = run_cli("run", str(y), mpi=ranks, check=False)
+        assert r.returncode == 0, f"{name}: {r.stderr[-2000:]}"
+        got = {k: v["duplicate_of"] for k, v in rejected(wd, "exact_dedup").items()}
+        results[name] = (got, output_ids(wd, "exact_dedup"))
+    want = _brute(
+        file_order(docs, 3),
+        lambda d: url_key(d["url"]) if "url" in d else None,
+        lambda d: float(len(d["text"])),
+    )
+    assert len(want) > 50 and results["local"][0] == want
+    assert results["dask"] == results["local"]
+    assert results["mpi"] == results["local"]

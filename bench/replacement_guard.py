@@ -9,17 +9,18 @@ carousel pages the replacement is the whole page (title, breadcrumb, captions, "
 the fast text was the article. A guard keeps the replacement only when it holds the same
 article and brings no chrome; otherwise the fast text stays.
 
-Per page this bench computes the fast text (``extract_text(fast=True, fallback=False)``: the
-first pass alone) and the default's final text (``extract_text()``), then applies each
-candidate guard to the pair: exactly what a guard at the end of ``extract_text`` returns.
-Candidates:
+Per page this bench computes three texts: the fast pass alone
+(``extract_text(fast=True, fallback=False)``), the default without resiliparse's text
+(``extract_text(fallback=False)``: the fast pass and its ``fast=False`` reruns) and the
+default's (``extract_text()``), and applies each candidate guard to them: what guards at the
+two replacements inside ``extract_text`` would return. Guards (a replacement is kept when):
 
-- ``contain>=T``: keep the replacement if it holds >= T of the fast text's distinct words;
-- ``chrome<=R``: keep it if, of the words it adds (lines not in the fast text), at most R are
-  in lines of three words or fewer (menus, breadcrumbs, captions, "Share", "Embed");
-- ``contain>=T, chrome<=R``: both.
+- ``contain>=T``: it holds >= T of the replaced text's distinct words;
+- ``chrome<=R``: of the words it adds (lines not in the replaced text), at most R are in lines
+  of three words or fewer (menus, breadcrumbs, captions, "Share", "Embed");
+- ``contain>=T, chrome<=R``: both; ``never``: resiliparse for empty output only.
 
-An empty fast text always takes the replacement. Families: both sets (bench/family_quality.py);
+``fallback: G`` guards resiliparse's replacement only, ``both: G`` the rerun's too. An empty text is always replaced. Families: both sets (bench/family_quality.py);
 scores: F1 where a full gold exists, else the share of snippets judged right. Leave-one-family-
 out (bench/lofo.py) reports, for each family, the guard chosen on all other families and its
 score on the one left out.
@@ -30,7 +31,6 @@ from __future__ import annotations
 import argparse
 import re
 import sys
-import time
 from collections.abc import Callable
 from multiprocessing import Pool
 
@@ -62,43 +62,65 @@ def chrome_share(fast: str, replacement: str, short: int = 3) -> float:
     return sum(c for c in counts if c <= short) / total if total else 0.0
 
 
-def candidates() -> dict[str, Guard]:
-    """Every guard scored; "none" is today's default (the replacement always kept)."""
-    out: dict[str, Guard] = {"none": lambda f, r: True}
+def guards() -> dict[str, Guard]:
+    """The tests a replacement must pass (fast or current text, replacement) -> keep it."""
+    out: dict[str, Guard] = {"never": lambda f, r: False}
     for t in (0.3, 0.5, 0.7, 0.9):
         out[f"contain>={t}"] = lambda f, r, t=t: containment(f, r) >= t
     for c in (0.15, 0.25, 0.4):
         out[f"chrome<={c}"] = lambda f, r, c=c: chrome_share(f, r) <= c
     for t in (0.5, 0.7):
-        for c in (0.25, 0.4):
+        for c in (0.15, 0.25):
             out[f"contain>={t}, chrome<={c}"] = lambda f, r, t=t, c=c: (
                 containment(f, r) >= t and chrome_share(f, r) <= c
             )
     return out
 
 
-def guarded(fast: str, final: str, guard: Guard) -> str:
-    """The text a guard at the end of ``extract_text`` returns."""
-    if final == fast or not fast.strip():
-        return final
-    return final if guard(fast, final) else fast
+Texts = tuple[str, str, str]  # fast pass, with the reruns (no resiliparse), the default's
 
 
-def _texts(args: tuple[str, str]) -> tuple[str, str, str, float]:
+def candidates() -> dict[str, Callable[[Texts], str]]:
+    """Every candidate: "none" is today's default (every replacement kept); "fallback: G"
+    tests resiliparse's text against the text it would replace; "both: G" tests the
+    ``fast=False`` rerun against the fast text too. "fallback: never" is resiliparse for
+    empty output only."""
+    out: dict[str, Callable[[Texts], str]] = {"none": lambda t: t[2]}
+    for name, g in guards().items():
+        out[f"fallback: {name}"] = lambda t, g=g: guarded(t, g, rerun=False)
+        if name != "never":
+            out[f"both: {name}"] = lambda t, g=g: guarded(t, g, rerun=True)
+    return out
+
+
+def guarded(t: Texts, guard: Guard, rerun: bool) -> str:
+    """The text guards at the two replacements of ``extract_text`` return: the rerun's text
+    replaces the fast text (tested when ``rerun``), resiliparse's replaces that; an empty
+    text is always replaced."""
+    fast, nofb, final = t
+    cur = nofb
+    if rerun and nofb != fast and fast.strip() and not guard(fast, nofb):
+        cur = fast
+    if final == nofb or not cur.strip():
+        return final if final != nofb else cur
+    return final if guard(cur, final) else cur
+
+
+def _texts(args: tuple[str, str]) -> tuple[str, Texts]:
     from curator.extract.extract_html import extract_text
 
     pid, html = args
-    t0 = time.process_time()
-    fast = extract_text(html, fast=True, fallback=False)
-    final = extract_text(html)
-    return pid, fast, final, time.process_time() - t0
+    return pid, (
+        extract_text(html, fast=True, fallback=False),
+        extract_text(html, fallback=False),
+        extract_text(html),
+    )
 
 
-def texts(pages: list[Page], jobs: int) -> dict[str, tuple[str, str]]:
-    """Fast and final text of every page."""
+def texts(pages: list[Page], jobs: int) -> dict[str, Texts]:
+    """The three texts of every page."""
     with Pool(jobs) as pool:
-        rows = pool.map(_texts, [(p.id, p.html) for p in pages], chunksize=4)
-    return {pid: (fast, final) for pid, fast, final, _ in rows}
+        return dict(pool.map(_texts, [(p.id, p.html) for p in pages], chunksize=4))
 
 
 def main(argv: list[str] | None = None) -> int | tuple[dict, dict]:
@@ -109,30 +131,31 @@ def main(argv: list[str] | None = None) -> int | tuple[dict, dict]:
     ap.add_argument("--jobs", type=int, default=2)
     args = ap.parse_args(argv)
     pages = load_pages(args.which, args.split)
-    guards = candidates()
+    cands = candidates()
     if args.only:
-        unknown = [g for g in args.only if g not in guards]
+        unknown = [g for g in args.only if g not in cands]
         if unknown:
-            print(f"unknown guard(s) {unknown}; known: {list(guards)}")
+            print(f"unknown guard(s) {unknown}; known: {list(cands)}")
             return 2
-        guards = {k: v for k, v in guards.items() if k == "none" or k in args.only}
+        cands = {k: v for k, v in cands.items() if k == "none" or k in args.only}
     got = texts(pages, args.jobs)
-    replaced = sum(got[p.id][0] != got[p.id][1] for p in pages)
+    reruns = sum(got[p.id][0] != got[p.id][1] for p in pages)
+    fallbacks = sum(got[p.id][1] != got[p.id][2] for p in pages)
+    replaced = sum(got[p.id][0] != got[p.id][2] for p in pages)
     print(
-        f"{len(pages)} pages ({args.which}, {args.split}); the default replaced the fast "
-        f"text on {replaced}"
+        f"{len(pages)} pages ({args.which}, {args.split}): the rerun changed the fast text on "
+        f"{reruns}, resiliparse's text replaced it on {fallbacks}; final != fast on {replaced}"
     )
     scores: dict[str, dict[str, float]] = {}
     fams = sorted({p.family for p in pages})
     per_family: dict[str, dict[str, float]] = {}
     changed: dict[str, int] = {}
-    for name, g in guards.items():
+    for name, g in cands.items():
         s = {}
         n = 0
         for p in pages:
-            fast, final = got[p.id]
-            out = guarded(fast, final, g)
-            n += out != final
+            out = g(got[p.id])
+            n += out != got[p.id][2]
             s[p.id] = score_page(p, out, 0.0).score
         scores[name] = s
         changed[name] = n
@@ -141,10 +164,10 @@ def main(argv: list[str] | None = None) -> int | tuple[dict, dict]:
             for f in fams
         }
     print(
-        f"\nmean score per family (F1, or snippets judged right); pages where the guard kept "
-        f"the fast text\n{'guard':28s} {'kept':>5s}" + "".join(f"{f[:11]:>12s}" for f in fams)
+        f"\nmean score per family (F1, or snippets judged right); pages where the guard returned "
+        f"another text\n{'guard':34s} {'kept':>5s}" + "".join(f"{f[:11]:>12s}" for f in fams)
     )
-    for name in guards:
+    for name in cands:
         print(
             f"{name:28s} {changed[name]:5d}" + "".join(f"{per_family[name][f]:12.4f}" for f in fams)
         )
@@ -157,13 +180,15 @@ def main(argv: list[str] | None = None) -> int | tuple[dict, dict]:
         f"{name} ({changed[name]} pages kept fast)": " ".join(
             f"{f} {per_family[name][f]:.4f}" for f in fams
         )
-        for name in guards
+        for name in cands
     }
     detail = {
         "set": args.which,
         "split": args.split,
         "pages": len(pages),
         "replaced": replaced,
+        "reruns": reruns,
+        "fallbacks": fallbacks,
         "per_family": per_family,
         "kept_fast": changed,
         "lofo": [f.__dict__ for f in folds],

@@ -20,10 +20,11 @@ two replacements inside ``extract_text`` would return. Guards (a replacement is 
   of three words or fewer (menus, breadcrumbs, captions, "Share", "Embed");
 - ``contain>=T, chrome<=R``: both; ``never``: resiliparse for empty output only.
 
-``fallback: G`` guards resiliparse's replacement only, ``both: G`` the rerun's too. An empty text is always replaced. Families: both sets (bench/family_quality.py);
-scores: F1 where a full gold exists, else the share of snippets judged right. Leave-one-family-
-out (bench/lofo.py) reports, for each family, the guard chosen on all other families and its
-score on the one left out.
+``fallback: G`` guards resiliparse's replacement only, ``both: G`` the rerun's too. An empty
+text is always replaced. Families: both sets (bench/family_quality.py); scores: F1 where a
+full gold exists, else the share of snippets judged right. Leave-one-family-out
+(bench/lofo.py) reports, for each family, the guard chosen on all other families and its score
+on the one left out.
 """
 
 from __future__ import annotations

@@ -1,0 +1,46 @@
+"""The replacement guards bench/replacement_guard.py scores: what each keeps and returns."""
+
+from __future__ import annotations
+
+import pytest
+
+from bench.replacement_guard import candidates, chrome_share, containment, guarded, guards
+
+ARTICLE = "The council voted on the budget.\nIt passes next week after a second reading."
+# a whole-page replacement: the article plus breadcrumb, captions and share chrome
+PAGE = "Home\nNews\nPolitics\n" + ARTICLE + "\nShare\nEmbed\nCLOSE\nPhoto: City Hall\nSkip"
+
+
+def test_containment_and_chrome_share_of_a_whole_page_replacement() -> None:
+    assert containment(ARTICLE, PAGE) == 1.0
+    assert containment(ARTICLE, "Home\nNews") == 0.0
+    # every added line is short: all added words are chrome
+    assert chrome_share(ARTICLE, PAGE) == 1.0
+    thread = ARTICLE + "\nI agree with the council, the budget needed a second reading."
+    assert chrome_share(ARTICLE, thread) == 0.0
+
+
+def test_guards_keep_the_fast_text_against_chrome_and_take_a_longer_thread() -> None:
+    g = guards()
+    thread = ARTICLE + "\nI agree with the council, the budget needed a second reading."
+    # resiliparse brought the page chrome: the chrome guard keeps the rerun's text
+    assert guarded((ARTICLE, ARTICLE, PAGE), g["chrome<=0.25"], rerun=False) == ARTICLE
+    assert guarded((ARTICLE, ARTICLE, PAGE), g["contain>=0.5"], rerun=False) == PAGE
+    # a rerun that extends the fast text passes both tests
+    assert guarded((ARTICLE, thread, thread), g["contain>=0.5, chrome<=0.25"], rerun=True) == (
+        thread
+    )
+    # a rerun that replaces the article by something else fails containment
+    assert guarded((ARTICLE, "Home\nNews", "Home\nNews"), g["contain>=0.5"], rerun=True) == (
+        ARTICLE
+    )
+    # an empty text is always replaced, whatever the guard says
+    assert guarded(("", "", PAGE), g["never"], rerun=True) == PAGE
+    assert guarded((ARTICLE, ARTICLE, PAGE), g["never"], rerun=False) == ARTICLE
+
+
+@pytest.mark.parametrize("name", ["none", "fallback: never", "both: chrome<=0.15"])
+def test_candidates_return_one_of_the_three_texts(name: str) -> None:
+    t = (ARTICLE, ARTICLE + "\nmore words here in a sentence", PAGE)
+    assert candidates()[name](t) in t
+    assert candidates()["none"](t) == PAGE

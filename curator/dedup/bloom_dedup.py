@@ -26,7 +26,7 @@ import functools
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 import numpy as np
 
@@ -36,7 +36,7 @@ from curator.core.context import GlobalContext, ShardContext
 from curator.core.params import NonNegInt, PositiveFloat, PositiveInt, StageParams
 from curator.core.stage import GlobalStage, Shard
 from curator.dedup import bloom
-from curator.dedup.common import Normalize
+from curator.dedup.common import Normalize, Removed
 from curator.dedup.normalize import normalize_batch, resolve
 from curator.dedup.subdoc import hash_texts, load_npy, save_npy
 from curator.dedup.xxh64 import xxh64_ranges
@@ -60,6 +60,28 @@ class BloomCfg:
     partitions: int
     words: int  # 64-bit words of one partition's filter
     k: int = 1
+
+
+@dataclass(frozen=True, kw_only=True)
+class HashedItems:
+    """A ``hash`` phase result: one shard's item hashes and rows (``<prefix>.{h,r}.npy``, and
+    ``.u.npy`` line numbers), grouped by partition, its documents and its entries per
+    partition."""
+
+    prefix: str
+    docs: int
+    counts: tuple[int, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Filtered:
+    """A ``filter`` phase result: one partition's flag file (one byte per entry, 1 = seen
+    before), its entries, how many were flagged, and the filter's set bits."""
+
+    path: str
+    items: int
+    flagged: int
+    bits_set: int
 
 
 class BloomDedup(GlobalStage):
@@ -99,7 +121,7 @@ class BloomDedup(GlobalStage):
             phase="hash",
             keys=[s.name for s in shards],
         )
-        counts = np.array([h["counts"] for h in hashed], dtype=np.int64).reshape(
+        counts = np.array([h.counts for h in hashed], dtype=np.int64).reshape(
             len(hashed), self.partitions
         )
         n = int(counts.sum())
@@ -112,7 +134,7 @@ class BloomDedup(GlobalStage):
                 f"false-positive rate of {predicted:.2%}; raise memory_mb"
             )
         cfg = dataclasses.replace(cfg, k=k)
-        prefixes = [h["prefix"] for h in hashed]
+        prefixes = [h.prefix for h in hashed]
         starts = np.cumsum(counts, axis=1) - counts  # partition p's piece in each hash file
         filtered = ctx.map(
             functools.partial(_filter_task, cfg, prefixes),
@@ -121,7 +143,7 @@ class BloomDedup(GlobalStage):
             keys=[f"p{p}" for p in range(self.partitions)],
         )
         offsets = np.cumsum(counts, axis=0) - counts  # where shard s starts in each flag file
-        flag_paths = [f["path"] for f in filtered]
+        flag_paths = [f.path for f in filtered]
         removed = ctx.map(
             functools.partial(_removals_task, cfg, flag_paths),
             [
@@ -131,8 +153,8 @@ class BloomDedup(GlobalStage):
             phase="removals",
             keys=[s.name for s in shards],
         )
-        dups = sum(removed)
-        set_bits = sum(f["bits_set"] for f in filtered)
+        dups = sum(r.count for r in removed)
+        set_bits = sum(f.bits_set for f in filtered)
         fill = set_bits / m_bits
         unit = "documents" if self.level == "document" else "paragraphs"
         summary = {
@@ -148,7 +170,7 @@ class BloomDedup(GlobalStage):
             "final_fp_rate": fill**k,
             "expected_false_removals": bloom.expected_false_positives(m_bits, n - dups, k),
         }
-        ctx.count("documents", sum(h["docs"] for h in hashed))
+        ctx.count("documents", sum(h.docs for h in hashed))
         ctx.count(f"{unit}_hashed", n)
         ctx.count(f"{unit}_repeated", dups)
         ctx.artifacts["bloom"] = summary
@@ -175,7 +197,7 @@ def _line_hashes(lines: list[str]) -> np.ndarray:
     return xxh64_ranges(buf, starts, ends - starts)
 
 
-def _hash_task(cfg: BloomCfg, item: tuple[int, str, str]) -> dict[str, Any]:
+def _hash_task(cfg: BloomCfg, item: tuple[int, str, str]) -> HashedItems:
     shard_idx, name, path = item
     hs: list[np.ndarray] = []
     rows: list[np.ndarray] = []
@@ -225,11 +247,11 @@ def _hash_task(cfg: BloomCfg, item: tuple[int, str, str]) -> dict[str, Any]:
         if u.shape[0] and int(u.max()) >= 1 << 32:
             raise StageError(f"bloom_dedup: a document of shard '{name}' has 2^32 lines")
         save_npy(f"{prefix}.u.npy", u[order].astype(np.uint32))
-    return {
-        "prefix": prefix,
-        "docs": ndocs,
-        "counts": np.bincount(part, minlength=cfg.partitions).tolist(),
-    }
+    return HashedItems(
+        prefix=prefix,
+        docs=ndocs,
+        counts=tuple(np.bincount(part, minlength=cfg.partitions).tolist()),
+    )
 
 
 def _flag_path(cfg: BloomCfg, p: int) -> str:
@@ -238,7 +260,7 @@ def _flag_path(cfg: BloomCfg, p: int) -> str:
 
 def _filter_task(
     cfg: BloomCfg, prefixes: list[str], item: tuple[int, list[int], list[int]]
-) -> dict[str, Any]:
+) -> Filtered:
     """Feed partition ``p``'s entries through its filter, shard after shard; the flags are
     written as they come (memory: the filter and one chunk)."""
     p, counts, starts = item
@@ -261,17 +283,17 @@ def _filter_task(
                 seen = bloom.insert_test(words, cfg.k, np.asarray(h[a:b]))
                 flagged += int(seen.sum())
                 out.write(seen.view(np.uint8).tobytes())
-    return {
-        "path": path,
-        "items": sum(counts),
-        "flagged": flagged,
-        "bits_set": bloom.bits_set(words),
-    }
+    return Filtered(
+        path=path,
+        items=sum(counts),
+        flagged=flagged,
+        bits_set=bloom.bits_set(words),
+    )
 
 
 def _removals_task(
     cfg: BloomCfg, flag_paths: list[str], item: tuple[int, str, str, list[int], list[int]]
-) -> int:
+) -> Removed:
     """One shard's flagged rows (and lines), gathered from every partition's flag file."""
     _, name, prefix, counts, offsets = item
     rows = load_npy(f"{prefix}.r.npy", "bloom_dedup removals")
@@ -298,7 +320,7 @@ def _removals_task(
     os.makedirs(os.path.dirname(base), exist_ok=True)
     save_npy(f"{base}.rows.npy", r[o])
     save_npy(f"{base}.units.npy", u[o])
-    return int(idx.shape[0])
+    return Removed(count=int(idx.shape[0]))
 
 
 class BloomRemover:

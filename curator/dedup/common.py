@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import os
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
@@ -33,6 +34,23 @@ class PartitionParams(StageParams):
     """Hash partitions; 0: enough to keep each under ``partition_mb``."""
     partition_mb: PositiveInt = 256
     """Memory budget of one partition, in MB."""
+
+@dataclass(frozen=True, kw_only=True)
+class Groups:
+    """A ``groups`` phase result: one partition's removal file (or file prefix) ``path``, the
+    entries it removes and the groups that had a repeat."""
+
+    path: str
+    removed: int
+    groups: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class Removed:
+    """A ``removals`` phase result: how many documents (or lines, spans) one shard loses."""
+
+    count: int
+
 
 ROW_BITS = np.uint64(32)
 ROW_MASK = np.uint64(0xFFFFFFFF)

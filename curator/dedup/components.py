@@ -7,7 +7,18 @@ follows the number of candidate duplicates, not the corpus size.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
+
+
+@dataclass(frozen=True, kw_only=True)
+class EdgeFile:
+    """A phase result: candidate duplicate edges written to ``path`` (arrays ``u``, ``v`` of
+    document references), and how many."""
+
+    path: str
+    edges: int
 
 
 def connected_components(u: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

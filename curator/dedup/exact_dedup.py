@@ -19,7 +19,8 @@ from __future__ import annotations
 import functools
 import math
 import os
-from typing import Annotated, Any
+from dataclasses import dataclass
+from typing import Annotated
 
 import numpy as np
 import orjson
@@ -30,8 +31,10 @@ from curator.base.document import Document, meta_value
 from curator.core.context import GlobalContext
 from curator.core.stage import GlobalStage, Shard
 from curator.dedup.common import (
+    Groups,
     Normalize,
     PartitionParams,
+    Removed,
     Remover,
     gather_partition,
     load_npz,
@@ -51,6 +54,18 @@ _ENTRY_BYTES = 104
 #: ``key:`` and ``keep:`` values (``meta.<field>``: a dotted path into the document's meta).
 KeySpec = Annotated[str, Field(pattern=r"^(text|url|meta\..+)$")]
 KeepSpec = Annotated[str, Field(pattern=r"^(first|longest|meta\..+)$")]
+
+
+@dataclass(frozen=True, kw_only=True)
+class HashedShard:
+    """A ``hash`` phase result: one shard's key hashes split by partition (``path``,
+    ``parts`` entries per partition), its ids, documents read and documents with a key."""
+
+    path: str
+    ids: str
+    docs: int
+    keyed: int
+    parts: tuple[int, ...]
 
 
 class ExactDedup(GlobalStage):
@@ -86,21 +101,21 @@ class ExactDedup(GlobalStage):
         hashed = ctx.map(functools.partial(_hash_task, sdir, parts, rule),
                          [(i, s.name, s.path) for i, s in enumerate(shards)],
                          phase="hash", keys=[s.name for s in shards])
-        expected = np.sum([h["parts"] for h in hashed], axis=0) if hashed else []
+        expected = np.sum([h.parts for h in hashed], axis=0) if hashed else []
         groups = ctx.map(functools.partial(_group_task, sdir),
-                         [(p, [h["path"] for h in hashed], int(expected[p]))
+                         [(p, [h.path for h in hashed], int(expected[p]))
                           for p in range(parts)],
                          phase="groups", keys=[str(p) for p in range(parts)])
-        ids_paths = [h["ids"] for h in hashed]
-        group_paths = [g["path"] for g in groups]
+        ids_paths = [h.ids for h in hashed]
+        group_paths = [g.path for g in groups]
         removed = ctx.map(functools.partial(_removals_task, sdir, group_paths, ids_paths),
                           [(i, s.name) for i, s in enumerate(shards)],
                           phase="removals", keys=[s.name for s in shards])
-        ctx.count("documents", sum(h["docs"] for h in hashed))
+        ctx.count("documents", sum(h.docs for h in hashed))
         if self.key != "text":
-            ctx.count("documents_without_key", sum(h["docs"] - h["keyed"] for h in hashed))
-        ctx.count("duplicates", sum(removed))
-        ctx.count("duplicate_groups", sum(g["groups"] for g in groups))
+            ctx.count("documents_without_key", sum(h.docs - h.keyed for h in hashed))
+        ctx.count("duplicates", sum(r.count for r in removed))
+        ctx.count("duplicate_groups", sum(g.groups for g in groups))
         return ctx.write_shards(Remover(sdir, "exact_duplicate"), shards)
 
 
@@ -131,7 +146,7 @@ class _Rule:
 
 
 def _hash_task(sdir: str, parts: int, rule: _Rule, item: tuple[int, str, str]
-               ) -> dict[str, Any]:
+               ) -> HashedShard:
     shard_idx, name, path = item
     ids: list[str] = []
     his: list[int] = []
@@ -181,11 +196,11 @@ def _hash_task(sdir: str, parts: int, rule: _Rule, item: tuple[int, str, str]
     save_npz(out, **arrays)
     ids_path = os.path.join(sdir, "hash", f"{shard_idx:06d}-{name}.ids.json")
     save_json(ids_path, ids)
-    return {"path": out, "ids": ids_path, "docs": len(ids), "keyed": len(rows),
-            "parts": np.bincount(part, minlength=parts).tolist()}
+    return HashedShard(path=out, ids=ids_path, docs=len(ids), keyed=len(rows),
+                       parts=tuple(np.bincount(part, minlength=parts).tolist()))
 
 
-def _group_task(sdir: str, item: tuple[int, list[str], int]) -> dict[str, Any]:
+def _group_task(sdir: str, item: tuple[int, list[str], int]) -> Groups:
     p, paths, expected = item
     hs, ls, rs, ps = [], [], [], []
     for path in paths:
@@ -209,11 +224,11 @@ def _group_task(sdir: str, item: tuple[int, list[str], int]) -> dict[str, Any]:
     out = os.path.join(sdir, "groups", f"p{p:05d}.npz")
     save_npz(out, removed=removed[o], kept=kept[o])
     groups = int(np.unique(kept).shape[0]) if kept.shape[0] else 0
-    return {"path": out, "removed": int(removed.shape[0]), "groups": groups}
+    return Groups(path=out, removed=int(removed.shape[0]), groups=groups)
 
 
 def _removals_task(sdir: str, group_paths: list[str], ids_paths: list[str],
-                   item: tuple[int, str]) -> int:
+                   item: tuple[int, str]) -> Removed:
     shard_idx, name = item
     lo_ref = np.uint64(shard_idx) << np.uint64(32)
     hi_ref = np.uint64(shard_idx + 1) << np.uint64(32)
@@ -229,4 +244,4 @@ def _removals_task(sdir: str, group_paths: list[str], ids_paths: list[str],
     removed, keep = removed[order], keep[order]
     dup_of = lookup_ids(ref_shard(keep).tolist(), ref_row(keep).tolist(), ids_paths.__getitem__)
     write_removals(sdir, name, ref_row(removed).tolist(), dup_of)
-    return int(removed.shape[0])
+    return Removed(count=int(removed.shape[0]))

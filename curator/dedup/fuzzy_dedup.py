@@ -27,7 +27,7 @@ import math
 import os
 import shutil
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 import numpy as np
 from pydantic import Field, model_validator
@@ -43,21 +43,19 @@ from curator.dedup.common import (
     load_json,
     load_npz,
     lookup_ids,
-    pack_refs,
     ref_row,
     ref_shard,
     save_json,
     save_npz,
     write_removals,
 )
-from curator.dedup.lsh import resolve_bands
+from curator.dedup.components import EdgeFile
+from curator.dedup.fuzzy_redis import RedisTarget, claim_edges
+from curator.dedup.lsh import bucket_entries, resolve_bands
 from curator.dedup.minhash import MinHasher, band_digests, shingle_hashes
 from curator.dedup.normalize import resolve, word_splitter
 from curator.storage.atomic import atomic_open
 from curator.storage.shards import read_shard
-
-if TYPE_CHECKING:  # pragma: no cover
-    from curator.dedup.backends.redis_cluster import RedisAuth
 
 #: Memory of one bucket entry while its partition is grouped: 16 bytes stored (digest, ref)
 #: plus the sort's index and sorted copies (measured peak ~4x).
@@ -90,29 +88,6 @@ class Hashing:
 
 
 @dataclass(frozen=True, kw_only=True)
-class RedisTarget:
-    """Where the ``redis`` backend keeps bucket keys: ``prefix`` holds this run's keys,
-    ``stage_prefix`` every key of the stage whatever the run (what cleanup removes)."""
-
-    nodes: tuple[str, ...] = ()
-    prefix: str = ""
-    stage_prefix: str = ""
-    batch: int = 10_000
-    ttl_s: int = 0
-    auth: RedisAuth | None = None  # no secret inside: the password is read from the env
-    buckets: int = 1  # bucket hashes (``buckets_for`` the run's entries)
-    deadline_s: float = 120.0  # a silent node is waited for this long (executor.peer_timeout_s)
-
-    def store(self) -> Any:
-        from curator.dedup.backends.redis_cluster import RedisBucketStore
-
-        return RedisBucketStore(list(self.nodes), self.prefix, self.batch,
-                                stage_prefix=self.stage_prefix, ttl_s=self.ttl_s,
-                                auth=self.auth, buckets=self.buckets,
-                                deadline_s=self.deadline_s)
-
-
-@dataclass(frozen=True, kw_only=True)
 class FuzzyConfig:
     """What the mapped tasks need (small and picklable)."""
 
@@ -122,22 +97,58 @@ class FuzzyConfig:
     score_field: str
     verify: bool
     threshold: float
-    redis: RedisTarget = RedisTarget()
+    redis: RedisTarget
+
+
+@dataclass(frozen=True, kw_only=True)
+class SavedIndex:
+    """A saved LSH index given in ``against`` (``index.json`` read and checked)."""
+
+    dir: str
+    shards: tuple[str, ...]
+    docs: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class ShardSigs:
+    """A ``signatures`` (or ``index_split``) result: one shard's band digests and ids
+    (``sig_path``), its bucket entries split by partition (``parts_path``, ``parts`` entries
+    per partition), and its shingle sets when ``verify`` is on."""
+
+    docs: int
+    sig_path: str
+    parts_path: str
+    parts: tuple[int, ...]
+    shingles: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class ComponentsJob:
+    """What the ``components`` phase reads: every edge file, and per shard (index shards
+    first) its document count and signature file."""
+
+    edges: tuple[str, ...]
+    counts: tuple[int, ...]
+    sig: tuple[str, ...]
+    index_shards: int
+    shards: tuple[str, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Components:
+    """The ``components`` result: documents removed, clusters, edges read, and the cluster
+    size histogram (``size_counts[i]`` clusters of ``size_labels[i]`` documents)."""
+
+    removed: int
+    clusters: int
+    edges: int
+    size_labels: tuple[int, ...]
+    size_counts: tuple[int, ...]
 
 
 def _ids_path(sig_path: str) -> str:
     """The document ids beside a shard's signature file (``sig/<shard>.npz``)."""
     return sig_path[:-4] + ".ids.json"
-
-
-def _entries(shard_idx: int, dig: np.ndarray,
-             valid: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
-    """One shard's bucket entries: (band digest, document ref), one per band of each valid
-    document (a document without a whole shingle under ``fineweb`` gets none)."""
-    refs = pack_refs(shard_idx, dig.shape[0])
-    if valid is not None:
-        dig, refs = dig[valid], refs[valid]
-    return dig.reshape(-1), np.repeat(refs, dig.shape[1])
 
 
 class RedisTLS(StageParams):
@@ -279,7 +290,7 @@ class FuzzyDedup(GlobalStage):
         self.hashing = Hashing(num_perm=self.num_perm, seed=self.seed, scheme=self.scheme,
                                ngram=self.ngram, shingle=self.shingle, normalize=preset,
                                language=self.language, bands=n_bands, rows=n_rows)
-        from curator.dedup.backends.redis_cluster import RedisAuth
+        from curator.dedup.backends.redis_auth import RedisAuth
 
         r, tls = self.redis, self.redis.tls
         self.redis_auth = RedisAuth(
@@ -305,9 +316,9 @@ class FuzzyDedup(GlobalStage):
 
             require_cudf()
         indexes = [self._open_index(ctx, p) for p in self.against]
-        index_shards = [(ix["dir"], name) for ix in indexes for name in ix["shards"]]
+        index_shards = [(ix.dir, name) for ix in indexes for name in ix.shards]
         k = len(index_shards)
-        total_docs = sum(s.docs for s in shards) + sum(ix["docs"] for ix in indexes)
+        total_docs = sum(s.docs for s in shards) + sum(ix.docs for ix in indexes)
         hx = self.hashing
         parts = self.partitions or max(
             1, math.ceil(total_docs * hx.bands * _ENTRY_BYTES / (self.partition_mb << 20)))
@@ -347,76 +358,59 @@ class FuzzyDedup(GlobalStage):
                           phase="index_split", keys=[f"{i}-{n}" for i, (_, n) in
                                                      enumerate(index_shards)])
         all_res = idx_res + sig_res  # shard index order
-        counts = [r["docs"] for r in all_res]
-        ctx.count("documents", sum(r["docs"] for r in sig_res))
+        counts = [r.docs for r in all_res]
+        ctx.count("documents", sum(r.docs for r in sig_res))
 
         # 2. candidate edges
         if self.backend == "redis":
-            edge_files = self._redis_edges(ctx, cfg, all_res)
+            edge_files = claim_edges(ctx, cfg.redis, cfg.stage_dir,
+                                     [r.sig_path for r in all_res], counts)
         else:
-            expected = np.sum([r["parts"] for r in all_res], axis=0) if all_res else []
+            expected = np.sum([r.parts for r in all_res], axis=0) if all_res else []
             edge_files = ctx.map(functools.partial(_bucket_task, cfg, self.backend),
-                                 [(p, [r["parts_path"] for r in all_res], int(expected[p]))
+                                 [(p, [r.parts_path for r in all_res], int(expected[p]))
                                   for p in range(parts)],
                                  phase="buckets", keys=[str(p) for p in range(parts)])
-        ctx.count("candidate_pairs", sum(e["edges"] for e in edge_files))
+        ctx.count("candidate_pairs", sum(e.edges for e in edge_files))
 
         # 3. optional exact Jaccard verification
         if self.verify:
-            shingle_paths = [r.get("shingles") for r in all_res]
+            shingle_paths = [r.shingles for r in all_res]
             edge_files = ctx.map(functools.partial(_verify_task, cfg, shingle_paths),
                                  edge_files, phase="verify",
-                                 keys=[os.path.basename(e["path"]) for e in edge_files])
-            ctx.count("verified_pairs", sum(e["edges"] for e in edge_files))
+                                 keys=[os.path.basename(e.path) for e in edge_files])
+            ctx.count("verified_pairs", sum(e.edges for e in edge_files))
 
         # 4. components and keep rule -> removal lists per input shard
-        comp = ctx.map(functools.partial(_components_task, cfg, self.keep),
-                       [{"edges": [e["path"] for e in edge_files], "counts": counts,
-                         "sig": [r["sig_path"] for r in all_res], "index_shards": k,
-                         "shards": [s.name for s in shards]}],
+        job = ComponentsJob(edges=tuple(e.path for e in edge_files), counts=tuple(counts),
+                            sig=tuple(r.sig_path for r in all_res), index_shards=k,
+                            shards=tuple(s.name for s in shards))
+        comp = ctx.map(functools.partial(_components_task, cfg, self.keep), [job],
                        phase="components", keys=["all"])[0]
-        ctx.count("duplicates", comp["removed"])
-        ctx.count("duplicate_clusters", comp["clusters"])
+        ctx.count("duplicates", comp.removed)
+        ctx.count("duplicate_clusters", comp.clusters)
 
         # 5. write the shards without the removed documents
         out = ctx.write_shards(Remover(ctx.stage_dir, "fuzzy_duplicate"), shards)
         if self.save_index:
             dest = ctx.output_path(self.save_index)
             ctx.map(functools.partial(_save_index_task, cfg, dest),
-                    [[(s.name, r["sig_path"]) for s, r in zip(shards, sig_res)]])
+                    [[(s.name, r.sig_path) for s, r in zip(shards, sig_res)]])
             ctx.artifacts["fuzzy_dedup_index"] = dest
-        if comp["size_labels"]:  # (the core report cannot draw an empty histogram)
+        if comp.size_labels:  # (the core report cannot draw an empty histogram)
             ctx.artifacts["report_histograms"] = [{
                 "title": "duplicate cluster sizes (documents per cluster)",
-                "labels": [str(x) for x in comp["size_labels"]],
-                "counts": comp["size_counts"]}]
+                "labels": [str(x) for x in comp.size_labels],
+                "counts": list(comp.size_counts)}]
         ctx.artifacts["report_tables"] = [{
             "title": "fuzzy dedup", "columns": ["key", "value"],
             "rows": [["backend", self.backend], ["bands x rows", f"{hx.bands} x {hx.rows}"],
-                     ["partitions", parts], ["candidate pairs", comp["edges"]],
-                     ["clusters", comp["clusters"]], ["removed", comp["removed"]],
+                     ["partitions", parts], ["candidate pairs", comp.edges],
+                     ["clusters", comp.clusters], ["removed", comp.removed],
                      ["against indexes", len(indexes)]]}]
         return out
 
-    def _redis_edges(self, ctx: GlobalContext, cfg: FuzzyConfig,
-                     all_res: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """Claim every shard's buckets in the cluster (edges to each bucket's owner). Not
-        phase-cached: a restarted node may have lost its keys, so a rerun starts clean."""
-        offsets = os.path.join(cfg.stage_dir, "redis", "offsets.npz")
-        save_npz(offsets, offsets=np.concatenate(
-            ([0], np.cumsum([r["docs"] for r in all_res])))[:-1].astype(np.int64))
-        items = [(i, r["sig_path"], offsets) for i, r in enumerate(all_res)]
-        begun = ctx.map(functools.partial(_redis_task, cfg, "begin"), [None])[0]
-        files = ctx.map(functools.partial(_redis_task, cfg, "claim"), items)
-        witness: dict[str, int] = {}
-        for f in files:
-            for k, n in f.pop("witness").items():
-                witness[k] = witness.get(k, 0) + n
-        ctx.map(functools.partial(_redis_task, cfg, "verify"), [(begun, witness)])
-        ctx.map(functools.partial(_redis_task, cfg, "cleanup"), [None])
-        return files
-
-    def _open_index(self, ctx: GlobalContext, path: str) -> dict[str, Any]:
+    def _open_index(self, ctx: GlobalContext, path: str) -> SavedIndex:
         d = ctx.output_path(path)
         try:
             meta = load_json(os.path.join(d, "index.json"))
@@ -434,17 +428,18 @@ class FuzzyDedup(GlobalStage):
         if diff:
             raise ConfigError(f"fuzzy_dedup.against: index '{path}' was built with different "
                               f"settings: {', '.join(diff)}")
-        return {"dir": d, "shards": meta["shards"], "docs": meta["docs"]}
+        return SavedIndex(dir=d, shards=tuple(meta["shards"]), docs=int(meta["docs"]))
 
 
 # -- mapped tasks (module level: picklable for Dask and MPI) ---------------------------------
 
 
 def _split_parts(cfg: FuzzyConfig, shard_idx: int, dig: np.ndarray, name: str,
-                 valid: np.ndarray | None = None) -> dict[str, Any]:
-    """Write one shard's bucket entries split by partition; returns per-partition counts.
-    Documents not ``valid`` (no whole shingle under ``fineweb``) get no entries."""
-    flat, refs = _entries(shard_idx, dig, valid)
+                 valid: np.ndarray | None = None) -> tuple[str, tuple[int, ...]]:
+    """Write one shard's bucket entries split by partition; returns the file and the entries
+    per partition. Documents not ``valid`` (no whole shingle under ``fineweb``) get no
+    entries."""
+    flat, refs = bucket_entries(shard_idx, dig, valid)
     part = (flat % np.uint64(cfg.partitions)).astype(np.int64)
     order = np.argsort(part, kind="stable")
     counts = np.bincount(part, minlength=cfg.partitions)
@@ -456,10 +451,10 @@ def _split_parts(cfg: FuzzyConfig, shard_idx: int, dig: np.ndarray, name: str,
         arrays[f"r{p}"] = ro[bounds[p]:bounds[p + 1]]
     path = os.path.join(cfg.stage_dir, "parts", f"{shard_idx:06d}-{name}.npz")
     save_npz(path, **arrays)
-    return {"parts_path": path, "parts": counts.tolist()}
+    return path, tuple(counts.tolist())
 
 
-def _signature_task(cfg: FuzzyConfig, item: tuple[int, str, str]) -> dict[str, Any]:
+def _signature_task(cfg: FuzzyConfig, item: tuple[int, str, str]) -> ShardSigs:
     shard_idx, name, path = item
     hx = cfg.hashing
     hasher = hx.hasher()
@@ -506,27 +501,28 @@ def _signature_task(cfg: FuzzyConfig, item: tuple[int, str, str]) -> dict[str, A
              lengths=np.concatenate(lens) if lens else np.empty(0, dtype=np.int64),
              scores=np.asarray(scores, dtype=np.float64))
     save_json(_ids_path(sig_path), ids)
-    out: dict[str, Any] = {"docs": len(ids), "sig_path": sig_path,
-                           **_split_parts(cfg, shard_idx, dig, name, valid)}
+    parts_path, parts = _split_parts(cfg, shard_idx, dig, name, valid)
+    sh = None
     if cfg.verify:
         sh = os.path.join(cfg.stage_dir, "shingles", f"{name}.npz")
         save_npz(sh, hashes=np.concatenate(shingle_h) if shingle_h else np.empty(0, np.uint32),
                  offsets=np.asarray(shingle_off + [base], dtype=np.int64))
-        out["shingles"] = sh
-    return out
+    return ShardSigs(docs=len(ids), sig_path=sig_path, parts_path=parts_path, parts=parts,
+                     shingles=sh)
 
 
-def _index_split_task(cfg: FuzzyConfig, item: tuple[int, str, str]) -> dict[str, Any]:
+def _index_split_task(cfg: FuzzyConfig, item: tuple[int, str, str]) -> ShardSigs:
     shard_idx, index_dir, name = item
     sig_path = os.path.join(index_dir, "sig", f"{name}.npz")
     z = load_npz(sig_path, "fuzzy_dedup index")
     dig = z["digests"]
-    return {"docs": int(dig.shape[0]), "sig_path": sig_path,
-            **_split_parts(cfg, shard_idx, dig, f"index-{name}", z.get("valid"))}
+    parts_path, parts = _split_parts(cfg, shard_idx, dig, f"index-{name}", z.get("valid"))
+    return ShardSigs(docs=int(dig.shape[0]), sig_path=sig_path, parts_path=parts_path,
+                     parts=parts)
 
 
 def _bucket_task(cfg: FuzzyConfig, backend: str,
-                 item: tuple[int, list[str], int]) -> dict[str, Any]:
+                 item: tuple[int, list[str], int]) -> EdgeFile:
     p, part_paths, expected = item
     ds, rs = [], []
     for path in part_paths:
@@ -544,44 +540,14 @@ def _bucket_task(cfg: FuzzyConfig, backend: str,
         u, v = star_edges(d, r)
     path = os.path.join(cfg.stage_dir, "edges", f"p{p:05d}.npz")
     save_npz(path, u=u, v=v)
-    return {"path": path, "edges": int(u.shape[0])}
-
-
-def _redis_task(cfg: FuzzyConfig, verb: str, item: Any) -> Any:
-    """``begin`` (remove the stage's old keys, write the sentinels), ``claim`` (one shard),
-    ``verify`` (no key lost since ``begin``) or ``cleanup``."""
-    from curator.dedup.backends.redis_cluster import redis_edges
-
-    store = cfg.redis.store()
-    try:
-        store.check()
-        if verb == "cleanup":
-            return store.cleanup()
-        if verb == "begin":
-            store.cleanup()
-            return store.begin()
-        if verb == "verify":
-            begun, witness = item
-            store.verify(begun, witness)
-            return None
-        shard_idx, sig_path, offsets = item
-        z = load_npz(sig_path, "fuzzy_dedup redis")
-        flat, refs = _entries(shard_idx, z["digests"], z.get("valid"))
-        off = load_npz(offsets, "fuzzy_dedup redis")["offsets"]
-        u, v = redis_edges(store, flat, refs, off)
-        path = os.path.join(cfg.stage_dir, "edges", f"redis-{shard_idx:06d}.npz")
-        save_npz(path, u=u, v=v)
-        return {"path": path, "edges": int(u.shape[0]),
-                "witness": {k.hex(): n for k, n in store.witness.items()}}
-    finally:
-        store.close()
+    return EdgeFile(path=path, edges=int(u.shape[0]))
 
 
 def _verify_task(cfg: FuzzyConfig, shingle_paths: list[str | None],
-                 item: dict[str, Any]) -> dict[str, Any]:
+                 item: EdgeFile) -> EdgeFile:
     """Keep only candidate pairs whose exact Jaccard over shingle sets reaches the threshold
     (pairs that involve a document of an ``against`` index are kept unverified)."""
-    z = load_npz(item["path"], "fuzzy_dedup verify")
+    z = load_npz(item.path, "fuzzy_dedup verify")
     u, v = z["u"], z["v"]
     cache: dict[int, tuple[np.ndarray, np.ndarray]] = {}
 
@@ -605,23 +571,23 @@ def _verify_task(cfg: FuzzyConfig, shingle_paths: list[str | None],
         inter = np.intersect1d(sa, sb, assume_unique=True).shape[0]
         union = sa.shape[0] + sb.shape[0] - inter
         keep[i] = union > 0 and inter / union >= cfg.threshold
-    path = item["path"][:-4] + ".verified.npz"
+    path = item.path[:-4] + ".verified.npz"
     save_npz(path, u=u[keep], v=v[keep])
-    return {"path": path, "edges": int(keep.sum())}
+    return EdgeFile(path=path, edges=int(keep.sum()))
 
 
-def _components_task(cfg: FuzzyConfig, keep_rule: str, item: dict[str, Any]) -> dict[str, Any]:
+def _components_task(cfg: FuzzyConfig, keep_rule: str, item: ComponentsJob) -> Components:
     from curator.dedup.components import choose_keepers, connected_components
 
     us, vs = [], []
-    for path in item["edges"]:
+    for path in item.edges:
         z = load_npz(path, "fuzzy_dedup components")
         us.append(z["u"])
         vs.append(z["v"])
     u = np.concatenate(us) if us else np.empty(0, np.uint64)
     v = np.concatenate(vs) if vs else np.empty(0, np.uint64)
-    counts = np.asarray(item["counts"], dtype=np.int64)
-    k, names = item["index_shards"], item["shards"]
+    counts = np.asarray(item.counts, dtype=np.int64)
+    k, names = item.index_shards, item.shards
     offsets = np.concatenate(([0], np.cumsum(counts)))
     removed_total = clusters = 0
     per_shard: dict[int, tuple[list[int], list[str]]] = {}
@@ -637,7 +603,7 @@ def _components_task(cfg: FuzzyConfig, keep_rule: str, item: dict[str, Any]) -> 
         for s in np.unique(shard_of).tolist():
             if s < k:
                 continue  # index documents always win; their length/score do not matter
-            z = load_npz(item["sig"][s], "fuzzy_dedup components")
+            z = load_npz(item.sig[s], "fuzzy_dedup components")
             m = shard_of == s
             lengths[m] = z["lengths"][row_of[m]]
             scores[m] = z["scores"][row_of[m]]
@@ -657,7 +623,7 @@ def _components_task(cfg: FuzzyConfig, keep_rule: str, item: dict[str, Any]) -> 
         gone = gone[shard_of[gone] >= k]  # index documents are never removed
         kept = keepers[gone]
         dup_ids = lookup_ids(shard_of[kept].tolist(), row_of[kept].tolist(),
-                             lambda s: _ids_path(item["sig"][s]))
+                             lambda s: _ids_path(item.sig[s]))
         for g, dup in zip(gone.tolist(), dup_ids):
             rows, dups = per_shard.setdefault(int(shard_of[g]), ([], []))
             rows.append(int(row_of[g]))
@@ -667,11 +633,12 @@ def _components_task(cfg: FuzzyConfig, keep_rule: str, item: dict[str, Any]) -> 
         rows, dups = per_shard.get(k + i, ([], []))
         write_removals(cfg.stage_dir, name, rows, dups)
     labels_sorted = sorted(size_hist)
-    return {"removed": removed_total, "clusters": clusters, "edges": int(u.shape[0]),
-            "size_labels": labels_sorted, "size_counts": [size_hist[x] for x in labels_sorted]}
+    return Components(removed=removed_total, clusters=clusters, edges=int(u.shape[0]),
+                      size_labels=tuple(labels_sorted),
+                      size_counts=tuple(size_hist[x] for x in labels_sorted))
 
 
-def _save_index_task(cfg: FuzzyConfig, dest: str, shards: list[tuple[str, str]]) -> str:
+def _save_index_task(cfg: FuzzyConfig, dest: str, shards: list[tuple[str, str]]) -> None:
     """Copy the corpus's band digests and ids to ``dest`` (a reusable index)."""
     os.makedirs(os.path.join(dest, "sig"), exist_ok=True)
     docs = 0
@@ -685,4 +652,3 @@ def _save_index_task(cfg: FuzzyConfig, dest: str, shards: list[tuple[str, str]])
         docs += int(z["digests"].shape[0])
     save_json(os.path.join(dest, "index.json"), {
         **cfg.hashing.index_meta(), "shards": [n for n, _ in shards], "docs": docs})
-    return dest

@@ -1,4 +1,5 @@
-"""LSH banding parameters: explicit ``bands x rows`` or derived from a Jaccard threshold.
+"""LSH banding parameters (explicit ``bands x rows`` or derived from a Jaccard threshold), and
+the bucket entries that banded digests give.
 
 The derivation is datasketch's ``_optimal_param``: choose ``(b, r)`` with ``b * r <= num_perm``
 minimising the weighted area under the S-curve ``1 - (1 - s**r)**b`` on the wrong side of the
@@ -11,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from curator.base.errors import ConfigError
+from curator.dedup.common import pack_refs
 
 _GRID = 2001  # odd: Simpson's rule
 
@@ -53,3 +55,13 @@ def resolve_bands(num_perm: int, threshold: float, bands: int | None, rows: int 
         raise ConfigError(f"bands x rows = {bands} x {rows} must be >= 1 and at most "
                           f"num_perm ({num_perm})")
     return bands, rows
+
+
+def bucket_entries(shard_idx: int, dig: np.ndarray,
+                   valid: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """One shard's bucket entries: (band digest, document ref), one per band of each valid
+    document (a document without a whole shingle under ``fineweb`` gets none)."""
+    refs = pack_refs(shard_idx, dig.shape[0])
+    if valid is not None:
+        dig, refs = dig[valid], refs[valid]
+    return dig.reshape(-1), np.repeat(refs, dig.shape[1])

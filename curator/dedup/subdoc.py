@@ -25,7 +25,6 @@ import math
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import xxhash
@@ -34,7 +33,7 @@ from curator.base.document import Document
 from curator.base.errors import StageError
 from curator.core.context import GlobalContext, ShardContext
 from curator.core.stage import Shard
-from curator.dedup.common import ROW_BITS, gather_partition, ref_row
+from curator.dedup.common import ROW_BITS, Groups, Removed, gather_partition, ref_row
 from curator.dedup.normalize import normalize_batch
 from curator.storage.atomic import atomic_open
 from curator.storage.shards import read_shard
@@ -61,6 +60,17 @@ class SubdocCfg:
     span: int = 3
     language: str = "en"
     batch_mb: float = BATCH_MB
+
+
+@dataclass(frozen=True, kw_only=True)
+class HashedUnits:
+    """A ``hash`` phase result: one shard's unit hashes, references and unit numbers
+    (``<prefix>.{h,r,u}.npy``, sorted by hash), its documents, and its entries per hash range
+    (the top :data:`RANGE_BITS` bits)."""
+
+    prefix: str
+    docs: int
+    ranges: tuple[int, ...]
 
 
 # -- units ------------------------------------------------------------------------------------
@@ -151,30 +161,32 @@ def run_subdoc(cfg: SubdocCfg, shards: list[Shard], ctx: GlobalContext, partitio
     hashed = ctx.map(functools.partial(_hash_task, cfg),
                      [(i, s.name, s.path) for i, s in enumerate(shards)],
                      phase="hash", keys=[s.name for s in shards])
-    per_range = np.sum([h["ranges"] for h in hashed], axis=0) if hashed else \
+    per_range = np.sum([h.ranges for h in hashed], axis=0) if hashed else \
         np.zeros(1 << RANGE_BITS, dtype=np.int64)
     total = int(per_range.sum())
     parts = partitions or max(1, math.ceil(total * ENTRY_BYTES / (partition_mb << 20)))
     plan = plan_partitions(per_range, parts)
-    groups = ctx.map(functools.partial(_group_task, cfg, [h["prefix"] for h in hashed]),
+    groups = ctx.map(functools.partial(_group_task, cfg, [h.prefix for h in hashed]),
                      [(p, lo, hi, int(per_range[lo:hi].sum())) for p, (lo, hi) in
                       enumerate(plan)],
                      phase="groups", keys=[f"{p}-{lo}-{hi}" for p, (lo, hi) in enumerate(plan)])
-    removed = ctx.map(functools.partial(_removals_task, cfg, [g["prefix"] for g in groups]),
+    removed = ctx.map(functools.partial(_removals_task, cfg, [g.path for g in groups]),
                       [(i, s.name) for i, s in enumerate(shards)],
                       phase="removals", keys=[s.name for s in shards])
     unit = "lines" if cfg.stage == "line_dedup" else "spans"
-    ctx.count("documents", sum(h["docs"] for h in hashed))
+    n_removed = sum(r.count for r in removed)
+    n_groups = sum(g.groups for g in groups)
+    ctx.count("documents", sum(h.docs for h in hashed))
     ctx.count(f"{unit}_hashed", total)
-    ctx.count(f"{unit}_duplicate", sum(removed))
-    ctx.count(f"{unit}_repeated_groups", sum(g["groups"] for g in groups))
+    ctx.count(f"{unit}_duplicate", n_removed)
+    ctx.count(f"{unit}_repeated_groups", n_groups)
     out = ctx.write_shards(SubdocRemover(cfg, reason), shards)
     ctx.artifacts["report_tables"] = [{
         "title": cfg.stage, "columns": ["key", "value"],
         "rows": [["normalize", cfg.normalize], ["max_occurrences", cfg.max_occurrences],
                  ["keep_first", cfg.keep_first], ["partitions", len(plan)],
-                 [f"{unit} hashed", total], [f"{unit} removed", sum(removed)],
-                 ["repeated groups", sum(g["groups"] for g in groups)]]}]
+                 [f"{unit} hashed", total], [f"{unit} removed", n_removed],
+                 ["repeated groups", n_groups]]}]
     return out
 
 
@@ -194,7 +206,7 @@ def plan_partitions(per_range: np.ndarray, parts: int) -> list[tuple[int, int]]:
 # -- mapped tasks -----------------------------------------------------------------------------
 
 
-def _hash_task(cfg: SubdocCfg, item: tuple[int, str, str]) -> dict[str, Any]:
+def _hash_task(cfg: SubdocCfg, item: tuple[int, str, str]) -> HashedUnits:
     shard_idx, name, path = item
     hs: list[np.ndarray] = []
     rows: list[np.ndarray] = []
@@ -248,7 +260,7 @@ def _hash_task(cfg: SubdocCfg, item: tuple[int, str, str]) -> dict[str, Any]:
         save_npy(f"{prefix}.{suffix}.npy", arr)
     ranges = np.bincount((h >> np.uint64(64 - RANGE_BITS)).astype(np.int64),
                          minlength=1 << RANGE_BITS)
-    return {"prefix": prefix, "docs": ndocs, "ranges": ranges.tolist()}
+    return HashedUnits(prefix=prefix, docs=ndocs, ranges=tuple(ranges.tolist()))
 
 
 def _range_slice(h: np.ndarray, lo: int, hi: int) -> tuple[int, int]:
@@ -261,7 +273,7 @@ def _range_slice(h: np.ndarray, lo: int, hi: int) -> tuple[int, int]:
 
 
 def _group_task(cfg: SubdocCfg, prefixes: list[str], item: tuple[int, int, int, int]
-                ) -> dict[str, Any]:
+                ) -> Groups:
     p, lo, hi, expected = item
     hs, rs, us = [], [], []
     for prefix in prefixes:
@@ -291,10 +303,10 @@ def _group_task(cfg: SubdocCfg, prefixes: list[str], item: tuple[int, int, int, 
     os.makedirs(os.path.dirname(prefix), exist_ok=True)
     save_npy(f"{prefix}.r.npy", r[o])
     save_npy(f"{prefix}.u.npy", u[o])
-    return {"prefix": prefix, "removed": int(r.shape[0]), "groups": groups}
+    return Groups(path=prefix, removed=int(r.shape[0]), groups=groups)
 
 
-def _removals_task(cfg: SubdocCfg, prefixes: list[str], item: tuple[int, str]) -> int:
+def _removals_task(cfg: SubdocCfg, prefixes: list[str], item: tuple[int, str]) -> Removed:
     shard_idx, name = item
     lo_ref = np.uint64(shard_idx) << np.uint64(32)
     hi_ref = np.uint64(shard_idx + 1) << np.uint64(32)
@@ -312,7 +324,7 @@ def _removals_task(cfg: SubdocCfg, prefixes: list[str], item: tuple[int, str]) -
     os.makedirs(os.path.dirname(base), exist_ok=True)
     save_npy(f"{base}.rows.npy", rows)
     save_npy(f"{base}.units.npy", u[o])
-    return int(r.shape[0])
+    return Removed(count=int(r.shape[0]))
 
 
 class SubdocRemover:

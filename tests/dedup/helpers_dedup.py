@@ -186,17 +186,19 @@ class RedisCluster:
 # -- freezing a run at a deterministic point (failure injection) --------------------------------
 
 #: ``python freeze.py run pipeline.yaml``: curator, with ``RedisBucketStore.claim`` (or the
-#: method named in ``$FREEZE_AFTER``) wrapped so that the process stops itself (SIGSTOP) right
-#: after its first call returned.
+#: method named in ``$FREEZE_AFTER``, or a ``<module>.<function>`` of ``curator.dedup.backends``)
+#: wrapped so that the process stops itself (SIGSTOP) right after its first call returned.
 FREEZE = '''
-import os, runpy, signal, sys
+import importlib, os, runpy, signal, sys
 from curator.dedup.backends import redis_cluster as rc
 
-after = os.environ.get("FREEZE_AFTER", "claim")
-claim = getattr(rc.RedisBucketStore, after)
+module, _, after = os.environ.get("FREEZE_AFTER", "claim").rpartition(".")
+owner = importlib.import_module(f"curator.dedup.backends.{module}") if module \
+    else rc.RedisBucketStore
+real = getattr(owner, after)
 
-def frozen_after_first(self, *a, **k):
-    out = claim(self, *a, **k)
+def frozen_after_first(*a, **k):
+    out = real(*a, **k)
     marker = os.environ["FREEZE_MARKER"]
     if not os.path.exists(marker):
         with open(marker, "w") as f:
@@ -204,7 +206,7 @@ def frozen_after_first(self, *a, **k):
         os.kill(os.getpid(), signal.SIGSTOP)
     return out
 
-setattr(rc.RedisBucketStore, after, frozen_after_first)
+setattr(owner, after, frozen_after_first)
 sys.argv = ["curator", *sys.argv[1:]]
 runpy.run_module("curator", run_name="__main__", alter_sys=True)
 '''
@@ -213,7 +215,7 @@ runpy.run_module("curator", run_name="__main__", alter_sys=True)
 def start_frozen_run(tmp: Path, args: list[str], env: dict[str, str],
                      after: str = "claim") -> subprocess.Popen:
     """Start ``curator *args`` under :data:`FREEZE` (own process group) and return once it is
-    stopped after its first call of ``RedisBucketStore.<after>`` (state ``T`` in ``/proc``)."""
+    stopped after its first call of ``<after>`` (``FREEZE`` above; state ``T`` in ``/proc``)."""
     (tmp / "freeze.py").write_text(FREEZE)
     marker = tmp / "frozen.pid"
     run = subprocess.Popen([sys.executable, str(tmp / "freeze.py"), *args], cwd=REPO,

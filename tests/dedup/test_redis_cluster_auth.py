@@ -17,7 +17,8 @@ import redis
 from redis.crc import key_slot
 
 from curator.base.errors import StageError
-from curator.dedup.backends.redis_cluster import RedisAuth, RedisBucketStore
+from curator.dedup.backends.redis_auth import RedisAuth
+from curator.dedup.backends.redis_cluster import RedisBucketStore
 from tests.dedup.helpers_dedup import (
     REPO,
     RedisCluster,

@@ -22,6 +22,7 @@ import pytest
 import redis
 
 from curator.base.errors import StageError
+from curator.dedup.backends import redis_watch
 from curator.dedup.backends.redis_cluster import RedisBucketStore
 from tests.dedup.helpers_dedup import (
     REPO,
@@ -261,11 +262,11 @@ def test_lost_writes_behind_a_surviving_sentinel_are_detected(redis_cluster):
     witness counters, incremented after each batch's writes, fall short."""
     store = RedisBucketStore(redis_cluster.nodes, "curator:test-lag:", buckets=50)
     try:
-        begun = store.begin()
+        begun = redis_watch.begin(store)
         d = np.random.default_rng(3).integers(0, 2**64 - 1, size=2000, dtype=np.uint64)
         store.claim(d, np.arange(2000, dtype=np.uint64))
         witness = {k.hex(): n for k, n in store.witness.items()}
-        store.verify(begun, witness)  # nothing lost: passes
+        redis_watch.verify(store, begun, witness)  # nothing lost: passes
         # the node of one counter loses its last batch: the data and the increment after it
         from redis.crc import key_slot
 
@@ -277,7 +278,7 @@ def test_lost_writes_behind_a_surviving_sentinel_are_detected(redis_cluster):
         node.decrby(key, 1)
         with pytest.raises(StageError, match=rf"^redis 127\.0\.0\.1:{port}: 1 of \d+ bucket "
                                              "writes of this run are missing"):
-            store.verify(begun, witness)
+            redis_watch.verify(store, begun, witness)
     finally:
         store.cleanup()
         store.close()

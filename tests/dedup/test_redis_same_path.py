@@ -70,7 +70,8 @@ def test_two_runs_at_the_same_work_dir_path_never_share_buckets(tmp_path):
             assert len(expected["a"]) > 20
             _point(link, real_a)
             (tmp_path / "fa").mkdir()
-            runs["a"] = start_frozen_run(tmp_path / "fa", ["run", str(y)], env, after="begin")
+            runs["a"] = start_frozen_run(tmp_path / "fa", ["run", str(y)], env,
+                                         after="redis_watch.begin")
             _point(link, real_b)
             (tmp_path / "fb").mkdir()
             runs["b"] = start_frozen_run(tmp_path / "fb", ["run", str(y)], env)

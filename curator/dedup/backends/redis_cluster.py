@@ -13,18 +13,18 @@ One Lua script call per batch and node claims a batch of entries: ``HSETNX`` (fi
 wins), ``HGET`` for the owner otherwise; it returns only the entries that found an owner,
 and adds the batch size to a per-node *witness counter* as its last write. Keys carry a TTL.
 
-Loss detection: :meth:`begin` writes a sentinel key on each primary before the first claim;
-:meth:`verify` checks after the last claim that every sentinel is still there, that every
-witness counter holds what the claims were told, and that no node evicted keys. A flush, a
-restart or failover to a replica without the data, an eviction or an expiry during the run
-therefore stops the stage with one line instead of giving fewer duplicates. Every reply
-error other than a redirection (MOVED/ASK/TRYAGAIN) is fatal, with one line naming the node
-and the cause (e.g. out of memory), and no key bytes in any message.
+Loss detection (:mod:`curator.dedup.backends.redis_watch`): ``begin`` writes a sentinel key on
+each primary before the first claim; ``verify`` checks after the last claim that every sentinel
+is still there, that every witness counter holds what the claims were told, and that no node
+evicted keys. A flush, a restart or failover to a replica without the data, an eviction or an
+expiry during the run therefore stops the stage with one line instead of giving fewer
+duplicates. Every reply error other than a redirection (MOVED/ASK/TRYAGAIN) is fatal, with one
+line naming the node and the cause (e.g. out of memory), and no key bytes in any message.
 
-Credentials and TLS come from :class:`RedisAuth`; the password is read from an environment
-variable when a connection is made, so it is never part of the pipeline file, the fingerprint,
-the pickled task or any message. A connection failure becomes one line: wrong credentials,
-a TLS failure and a node that is down each have their own.
+Credentials and TLS come from :class:`~curator.dedup.backends.redis_auth.RedisAuth`; the
+password is read from an environment variable when a connection is made, so it is never part of
+the pipeline file, the fingerprint, the pickled task or any message. A connection failure
+becomes one line: wrong credentials, a TLS failure and a node that is down each have their own.
 """
 
 from __future__ import annotations
@@ -36,12 +36,12 @@ import os
 import re
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import numpy as np
 
 from curator.base.errors import ConfigError, CuratorError, StageError
+from curator.dedup.backends.redis_auth import RedisAuth, parse_nodes, retry
 from curator.dedup.backends.redis_errors import (
     ADDR,
     NETWORK_ERRORS,
@@ -57,14 +57,6 @@ from curator.dedup.backends.redis_errors import (
 T = TypeVar("T")
 
 
-def _retry(attempts: int) -> Any:
-    """A short retry for transient errors; redis-py's default spends ~4 s on a dead node."""
-    from redis.backoff import ExponentialBackoff
-    from redis.retry import Retry
-
-    return Retry(ExponentialBackoff(cap=0.5, base=0.05), attempts)
-
-
 #: Average fields per bucket hash: half of Redis' default ``hash-max-listpack-entries`` (128),
 #: so that (Poisson) almost no hash outgrows the compact encoding.
 BUCKET_FILL = 64
@@ -75,66 +67,12 @@ DEFAULT_TTL_S = 7 * 24 * 3600
 _GLOB = re.compile(rb"([*?\[\]\\])")
 
 
-@dataclass(frozen=True)
-class RedisAuth:
-    """How to authenticate and encrypt: picklable, and without the secret itself (only the
-    name of the environment variable that holds it, read where the connection is made)."""
-
-    username: str | None = None
-    password_env: str | None = None
-    tls: bool = False
-    tls_ca_file: str | None = None
-    tls_cert_file: str | None = None
-    tls_key_file: str | None = None
-
-    def password(self) -> str | None:
-        if not self.password_env:
-            return None
-        value = os.environ.get(self.password_env)
-        if value is None:
-            raise ConfigError(f"fuzzy_dedup.redis.password_env: environment variable "
-                              f"'{self.password_env}' is not set (it must be set wherever the "
-                              "stage's tasks run)")
-        return value
-
-    def connection_kwargs(self) -> dict[str, Any]:
-        """Keyword arguments for redis-py's ``Redis`` / ``RedisCluster``."""
-        kw: dict[str, Any] = {}
-        password = self.password()
-        if password is not None:
-            kw["password"] = password
-        if self.username:
-            kw["username"] = self.username
-        if self.tls:
-            kw.update(ssl=True, ssl_cert_reqs="required", ssl_ca_certs=self.tls_ca_file,
-                      ssl_certfile=self.tls_cert_file, ssl_keyfile=self.tls_key_file)
-        return kw
-
-
-def parse_nodes(nodes: list[str]) -> list[tuple[str, int]]:
-    from curator.base.redact import redact_url
-
-    out = []
-    for n in nodes:
-        if "://" in n or "@" in n:  # a URL would be split into a "host" that never resolves
-            raise CuratorError(
-                f"redis node '{redact_url(n)}' is not 'host:port': write the address alone, "
-                "the password in redis.password_env and TLS in redis.tls")
-        host, _, port = n.rpartition(":")
-        if not host or not port.isdigit():
-            raise CuratorError(f"redis node '{n}' is not 'host:port'")
-        out.append((host, int(port)))
-    if not out:
-        raise CuratorError("backend 'redis' needs at least one node in 'redis.nodes'")
-    return out
-
-
 #: The claim script. ARGV: ttl (0: none), witness counter key, then (key, field, value) per
 #: entry. Keys are passed as arguments, not declared: declared keys must share one hash slot,
 #: while ``allow-cross-slot-keys`` lets the script touch any key *of this node*. Returns
 #: ``{entry number, owner, ...}`` for the entries whose bucket already had an owner. The
 #: counter is the last write, so a node that loses the tail of its writes (a replica that lagged,
-#: a flush) loses the increments that followed them, which :meth:`RedisBucketStore.verify` sees.
+#: a flush) loses the increments that followed them, which ``redis_watch.verify`` sees.
 #: No ``allow-oom`` flag: a node over ``maxmemory`` refuses the whole call with ``OOM``.
 CLAIM_SCRIPT = b"""#!lua flags=allow-cross-slot-keys
 local ttl = tonumber(ARGV[1])
@@ -201,7 +139,7 @@ class RedisBucketStore:
         self.key_width = max(1, math.ceil(self.buckets.bit_length() / 8))
         self.field_width = max(1, math.ceil(((2**64 - 1) // self.buckets).bit_length() / 8))
         self.nonce = os.urandom(6).hex().encode()  # this store's witness counters
-        #: witness counter key -> entries that its node acknowledged (see :meth:`verify`)
+        #: witness counter key -> entries that its node acknowledged (see :mod:`.redis_watch`)
         self.witness: dict[bytes, int] = {}
         self._tags: dict[str, bytes] = {}
         self._rc: Any = None
@@ -217,7 +155,7 @@ class RedisBucketStore:
             except ImportError as e:  # pragma: no cover - depends on install
                 raise CuratorError("backend 'redis' needs the redis extra: "
                                    "pip install 'curator-pipeline[redis]'") from e
-            self._rc = self._guard(self._connect)
+            self._rc = self.guard(self._connect)
         return self._rc
 
     def _connect(self) -> Any:
@@ -238,8 +176,8 @@ class RedisBucketStore:
             retry=self._retry(), require_full_coverage=True, **kw)
 
     def _retry(self) -> Any:
-        # with a deadline, :meth:`_guard` repeats calls itself, and knows when to stop
-        return _retry(0 if self.deadline_s else 2)
+        # with a deadline, :meth:`guard` repeats calls itself, and knows when to stop
+        return retry(0 if self.deadline_s else 2)
 
     def _probe(self, host: str, port: int) -> Any:
         """A connection for diagnosis: one try, short timeouts."""
@@ -247,9 +185,9 @@ class RedisBucketStore:
 
         wait = min(2.0, self.timeout_s)
         return redis.Redis(host, port, socket_timeout=wait, socket_connect_timeout=wait,
-                           retry=_retry(0), **self.auth.connection_kwargs())
+                           retry=retry(0), **self.auth.connection_kwargs())
 
-    def _guard(self, fn: Callable[[], T], where: str | None = None) -> T:
+    def guard(self, fn: Callable[[], T], where: str | None = None) -> T:
         """Run ``fn``; any redis error becomes one :class:`StageError` line (``where``: the
         ``host:port`` the call went to, when known). A node gone silent is waited for: ``fn``
         (every call made through here is idempotent) is tried again, on a fresh connection and
@@ -360,7 +298,7 @@ class RedisBucketStore:
                     raise ClusterDownError(f"redis node {node.host}:{node.port} reports "
                                            f"cluster_state '{state}'")
 
-        self._guard(probe)
+        self.guard(probe)
 
     # -- keys --------------------------------------------------------------------------------
     def _split(self, digests: np.ndarray) -> tuple[np.ndarray, bytes, bytes]:
@@ -397,7 +335,7 @@ class RedisBucketStore:
             slots[i] = key_slot(head + kb[i * w:(i + 1) * w])
         return slots
 
-    def _meta_key(self, node: str, kind: bytes) -> bytes:
+    def meta_key(self, node: str, kind: bytes) -> bytes:
         """A key of ``kind`` (sentinel ``s``, counter ``c<nonce>``) that lives on ``node``:
         its hash tag is searched for a slot that the node serves."""
         tag = self._tags.get(node)
@@ -406,7 +344,7 @@ class RedisBucketStore:
             if not self.plain:
                 from redis.crc import key_slot
 
-                owner = self._slot_owners()
+                owner = self.slot_owners()
                 for i in range(1 << 20):
                     t = str(i).encode()
                     if owner.get(key_slot(self.prefix + b"m{" + t + b"}")) == node:
@@ -415,7 +353,7 @@ class RedisBucketStore:
             self._tags[node] = tag
         return self.prefix + b"m{" + tag + b"}" + kind
 
-    def _slot_owners(self) -> dict[int, str]:
+    def slot_owners(self) -> dict[int, str]:
         return {s: ns[0].name for s, ns in self.rc.nodes_manager.slots_cache.items() if ns}
 
     # -- bucket verbs ----------------------------------------------------------------------
@@ -434,7 +372,7 @@ class RedisBucketStore:
                         return seen, no_ttl
             return seen, no_ttl
 
-        return self._guard(run)
+        return self.guard(run)
 
     def claim(self, digests: np.ndarray, refs: np.ndarray) -> np.ndarray:
         """For each entry, atomically make ``refs[i]`` (a document number) the owner of bucket
@@ -460,17 +398,17 @@ class RedisBucketStore:
                 for s in range(0, len(idx), self.batch):
                     part = idx[s:s + self.batch]
                     try:
-                        self._guard(lambda node=node, part=part: self._claim_batch(
+                        self.guard(lambda node=node, part=part: self._claim_batch(
                             node, kb, fb, vals, part, owners), where=node)
                     except _Redirect:
                         redo.append(part)
             if not redo:
                 return owners
             pending = np.concatenate(redo)
-            self._guard(self.rc.nodes_manager.initialize)  # the slots moved: new layout
+            self.guard(self.rc.nodes_manager.initialize)  # the slots moved: new layout
             self._tags.clear()
             time.sleep(0.05 * 2 ** attempt)  # TRYAGAIN: a migration is under way
-        self._guard(lambda: self._claim_slowly(kb, fb, vals, pending, owners))
+        self.guard(lambda: self._claim_slowly(kb, fb, vals, pending, owners))
         return owners
 
     def _by_node(self, kb: bytes, idx: np.ndarray) -> list[tuple[str, np.ndarray]]:
@@ -480,7 +418,7 @@ class RedisBucketStore:
             return [(f"{h}:{p}", idx)]
         w = self.key_width
         slots = self._slots(b"".join(kb[i * w:(i + 1) * w] for i in idx.tolist()))
-        owner = self._slot_owners()
+        owner = self.slot_owners()
         names = sorted(set(owner.values()))
         number = {name: j for j, name in enumerate(names)}
         table = np.full(16384, -1, dtype=np.int64)
@@ -488,7 +426,7 @@ class RedisBucketStore:
             table[s] = number[name]
         where = table[slots]
         if (where < 0).any():  # a slot nobody serves: the layout is stale or the cluster down
-            self._guard(rc.nodes_manager.initialize)
+            self.guard(rc.nodes_manager.initialize)
             self.check()
             raise StageError(f"{self._cluster_name}: some hash slots have no node; nothing was "
                              "marked done: rerun when the cluster is healthy")
@@ -511,7 +449,7 @@ class RedisBucketStore:
         head = self.prefix + b"b"
         klen = b"$%d\r\n" % (len(head) + kw)
         flen = b"$%d\r\n" % fw
-        counter = self._meta_key(node, b"c" + self.nonce)
+        counter = self.meta_key(node, b"c" + self.nonce)
         ttl = b"%d" % self.ttl_s
         parts = [b"*%d\r\n$4\r\nEVAL\r\n$%d\r\n%s\r\n$1\r\n0\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n"
                  % (5 + 3 * len(idx), len(CLAIM_SCRIPT), CLAIM_SCRIPT, len(ttl), ttl,
@@ -564,77 +502,13 @@ class RedisBucketStore:
                 owners[i] = int(got)
 
     # -- loss detection ----------------------------------------------------------------------
-    def _primaries(self) -> list[tuple[str, Any]]:
+    def primaries(self) -> list[tuple[str, Any]]:
         """(host:port, client) of every primary."""
         rc = self.rc
         if self.plain:
             h, p = self.nodes[0]
             return [(f"{h}:{p}", rc)]
         return [(n.name, rc.get_redis_connection(n)) for n in rc.get_primaries()]
-
-    def begin(self) -> dict[str, Any]:
-        """Before the first claim: a sentinel key on every primary and each node's eviction
-        count. Picklable (hex keys), for :meth:`verify`."""
-        out: dict[str, Any] = {"sentinels": [], "nodes": {}}
-        serving = set(self._slot_owners().values()) if not self.plain else None
-        for name, r in self._guard(self._primaries):
-            if serving is not None and name not in serving:
-                continue  # a primary without slots (just added) holds no bucket
-            key = self._meta_key(name, b"s")
-
-            def mark(r: Any = r, key: bytes = key) -> tuple[str, int]:
-                r.set(key, b"1", ex=self.ttl_s or None)
-                info = r.info()
-                return str(info.get("run_id", "")), int(info.get("evicted_keys", 0))
-
-            run_id, evicted = self._guard(mark, where=name)
-            out["sentinels"].append(key.hex())
-            out["nodes"][name] = [run_id, evicted]
-        return out
-
-    def verify(self, begun: dict[str, Any], witness: dict[str, int]) -> None:
-        """After the last claim: fail with one line, naming the node, if keys of this run were
-        lost while it ran (the buckets would be incomplete: fewer duplicates found)."""
-        from redis.crc import key_slot
-
-        rc = self.rc
-        gone = (f"the buckets are incomplete, so nothing was marked done: rerun "
-                f"(redis_key_ttl_s is {self.ttl_s})")
-
-        def owner_of(key: bytes) -> str:
-            if self.plain:
-                h, p = self.nodes[0]
-                return f"{h}:{p}"
-            self._guard(rc.nodes_manager.initialize)
-            return self._slot_owners().get(key_slot(key), "?")
-
-        for name, r in self._guard(self._primaries):
-            before = begun["nodes"].get(name)
-            info = self._guard(r.info, where=name)
-            if before and before[0] == str(info.get("run_id", "")) and \
-                    int(info.get("evicted_keys", 0)) > before[1]:
-                policy = self._guard(lambda r=r: r.config_get("maxmemory-policy"),
-                                     where=name).get("maxmemory-policy", "?")
-                raise StageError(
-                    f"redis {name}: out of memory: it evicted "
-                    f"{int(info['evicted_keys']) - before[1]} keys during the run "
-                    f"(maxmemory-policy {policy}); raise maxmemory or add nodes, and use "
-                    f"maxmemory-policy noeviction; {gone}")
-        for hx in begun["sentinels"]:
-            key = bytes.fromhex(hx)
-            if not self._guard(lambda key=key: rc.exists(key)):
-                raise StageError(
-                    f"redis {owner_of(key)}: keys of this run vanished while it ran (the node "
-                    "was flushed, restarted empty or replaced by a replica without the data, "
-                    f"or the keys expired); {gone}")
-        for hx, sent in sorted(witness.items()):
-            key = bytes.fromhex(hx)
-            got = int(self._guard(lambda key=key: rc.get(key)) or 0)
-            if got < sent:
-                raise StageError(
-                    f"redis {owner_of(key)}: {sent - got} of {sent} bucket writes of this run "
-                    "are missing (the node lost writes: flushed, restarted, or failed over to "
-                    f"a replica that had not received them); {gone}")
 
     def cleanup(self) -> int:
         """Delete every key under the stage prefix on every primary (this run's and those of
@@ -656,7 +530,7 @@ class RedisBucketStore:
                     n += self._unlink(r, batch)
             return n
 
-        return self._guard(run)
+        return self.guard(run)
 
     @staticmethod
     def _unlink(r: Any, keys: list[bytes]) -> int:

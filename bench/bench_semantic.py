@@ -333,7 +333,7 @@ def _stage_selection(texts: list[str], static: np.ndarray, cap: int, score_cut: 
     ``curator.models.candidates.first_pass_mask``. Returns the kept mask."""
     import math
 
-    from curator.dedup.semantic_dedup import Clustering, _kmeans, _nearest, _split
+    from curator.dedup.semantic_cluster import Clustering, _kmeans, _nearest, _split
     from curator.models.candidates import first_pass_mask, word_sets
 
     n = len(texts)

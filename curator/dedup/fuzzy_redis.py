@@ -17,14 +17,15 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from curator.dedup.backends import redis_watch
+from curator.dedup.backends.redis_auth import RedisAuth
+from curator.dedup.backends.redis_watch import Begun
 from curator.dedup.common import load_npz, save_npz
 from curator.dedup.components import EdgeFile
 from curator.dedup.lsh import bucket_entries
 
 if TYPE_CHECKING:  # pragma: no cover
     from curator.core.stage import PhaseContext
-    from curator.dedup.backends.redis_auth import RedisAuth
-    from curator.dedup.backends.redis_watch import Begun
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -110,8 +111,6 @@ def claim_edges(
 
 def begin_task(target: RedisTarget, _: None) -> Begun:
     """Remove every key the stage left (any run), then write this run's sentinels."""
-    from curator.dedup.backends import redis_watch
-
     store = target.store()
     try:
         store.check()
@@ -143,8 +142,6 @@ def claim_task(target: RedisTarget, stage_dir: str, job: ClaimJob) -> Claimed:
 
 def verify_task(target: RedisTarget, job: VerifyJob) -> None:
     """Fail with one line if keys of this run were lost since :func:`begin_task`."""
-    from curator.dedup.backends import redis_watch
-
     store = target.store()
     try:
         store.check()

@@ -200,7 +200,8 @@ def _own_read(path: str) -> None:
     a custom stage's key holds it (:func:`curator.core.codehash.own_reads`); a module's code
     it opened (an import by a computed name) is followed as a module
     (:func:`curator.core.codehash.runtime_imports`)."""
-    if path.startswith(_LIBRARY_PREFIXES):
+    owner = _users_module()
+    if owner is None or path.startswith(_LIBRARY_PREFIXES):
         return
     full = os.path.abspath(path)
     if full.endswith(".pyc"):  # a module loaded from its compiled form: its source counts
@@ -208,8 +209,7 @@ def _own_read(path: str) -> None:
         if os.path.basename(folder) != "__pycache__":
             return
         full = os.path.join(os.path.dirname(folder), name.split(".")[0] + ".py")
-    owner = _users_module()
-    if owner is not None and not full.startswith(SYSTEM_DIRS):
+    if not full.startswith(SYSTEM_DIRS):
         OWN_READS.setdefault(owner, set()).add(full)
 
 

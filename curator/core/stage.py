@@ -53,6 +53,7 @@ from curator.core.params import (  # noqa: F401 - the path types are part of the
     path_marker,
 )
 from curator.core.shard_context import ShardContext, StageContext
+from curator.core.tracing import building as _tracing_building
 from curator.core.tracing import install as _install_tracing
 
 #: Passes an already validated model from :meth:`Stage.from_params` to ``Stage.__init__``.
@@ -580,3 +581,4 @@ def _init_params(cls: type) -> list[inspect.Parameter]:
 # is imported or builds its stages is seen (and keyed): the reads of a module imported by a
 # script using the Python API too, not only of those a pipeline file names.
 _install_tracing()
+_tracing_building(Stage.__init__, Stage.from_params.__func__)

@@ -200,8 +200,10 @@ def _own_read(path: str) -> None:
     a custom stage's key holds it (:func:`curator.core.codehash.own_reads`); a module's code
     it opened (an import by a computed name) is followed as a module
     (:func:`curator.core.codehash.runtime_imports`)."""
+    if path.startswith(_LIBRARY_PREFIXES) or path.startswith(SYSTEM_DIRS):
+        return
     owner = _users_module()
-    if owner is None or path.startswith(_LIBRARY_PREFIXES):
+    if owner is None:
         return
     full = os.path.abspath(path)
     if full.endswith(".pyc"):  # a module loaded from its compiled form: its source counts
@@ -214,21 +216,41 @@ def _own_read(path: str) -> None:
 
 
 def _users_module() -> str | None:
-    """The user's module whose code is innermost on this thread's stack, looking through
-    library frames and curator's stage logic; ``None`` when curator's run machinery or
-    ``__main__`` comes first."""
+    """The user's module whose code is innermost on this thread's stack (looking through
+    library frames and curator's stage logic) while a module of the user's is being imported
+    or a stage is being built; ``None`` otherwise: curator's run machinery or ``__main__``
+    comes first, or the user's code is merely running (a helper that reads a run's output
+    between two runs of the Python API is not what a stage was made from)."""
     f: types.FrameType | None = sys._getframe(3)
+    owner = None
     while f is not None:
         name = f.f_globals.get("__name__") or ""
-        if name == "curator" or name.startswith("curator."):
-            if not followed(name):
+        code = f.f_code
+        if owner is None:
+            if name == "curator" or name.startswith("curator."):
+                if not followed(name):
+                    return None
+            elif name == "__main__":
                 return None
-        elif name == "__main__":
-            return None
-        elif is_user_module(name):
-            return name
+            elif is_user_module(name):
+                owner = name
+        if owner is not None:
+            if code.co_name == "<module>" and name != "__main__" and is_user_module(name):
+                return owner  # being imported
+            if code in _BUILD_CODES:
+                return owner  # being built
         f = f.f_back
     return None
+
+
+#: Code of the methods that build a stage (:class:`curator.core.stage.Stage`), registered by
+#: that module: a read under them is part of what the stage was made from.
+_BUILD_CODES: set[types.CodeType] = set()
+
+
+def building(*functions: Any) -> None:
+    """Frames running these functions build a stage (``Stage.__init__``, ``from_params``)."""
+    _BUILD_CODES.update(getattr(fn, "__code__", fn) for fn in functions)
 
 
 def _current_step() -> int:

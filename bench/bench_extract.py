@@ -27,7 +27,8 @@ from curator.acquire.read_warc import ReadWarc  # noqa: E402
 from curator.acquire.warc import iter_warc  # noqa: E402
 from curator.core.context import ShardContext  # noqa: E402
 from curator.core.stage import ShardSpec  # noqa: E402
-from curator.extract.extract_html import EXTRACTORS, decode_html, extract_text  # noqa: E402
+from curator.extract.charset import decode_html  # noqa: E402
+from curator.extract.extract_html import EXTRACTORS, extract_text  # noqa: E402
 
 SAMPLE = os.path.join(REPO, "data/sample/commoncrawl/crawl-data/CC-MAIN-2024-10/segments/"
                       "*/warc/*.warc.gz")

@@ -1,12 +1,13 @@
 """CPU of ``extract_text`` before and after one of its exact changes, alternating page by
 page (order flipped each page) so a shared machine's load falls on both; also counts pages
 whose texts differ (must be 0). Changes: ``link-density`` (trafilatura's link-density loop
-vs curator's twin, curator/extract/link_density.py), ``strip-spans`` (``strip_tags`` alone
-vs ``_strip_spans`` on large code blocks, curator/extract/extract_html.py),
-``cleaning-present-tags`` (trafilatura's ``tree_cleaning`` vs curator's, whose deletion loop
-walks only for the tags the tree has, curator/extract/cleaning.py), ``body-rerun-from-stash``
-(the ``<body>``/thin reruns parsed afresh vs started from the fast pass's pruned raw tree,
-curator/extract/resume.py), ``cleaning+body-rerun`` (both).
+vs the fast path's, curator/extract/fastpath/htmlprocessing.py), ``strip-spans``
+(``strip_tags`` alone vs ``_strip_spans`` on large code blocks, curator/extract/tree_edits.py),
+``cleaning-present-tags`` (trafilatura's ``tree_cleaning`` vs the fast path's, whose deletion
+loop walks only for the tags the tree has), ``body-rerun-from-stash`` (the ``<body>``/thin
+reruns parsed afresh vs started from the fast pass's pruned raw tree,
+curator/extract/fastpath/core.py), ``cleaning+body-rerun`` (both). The "before" side puts
+trafilatura's function in the fast path's module for the block (trafilatura is not touched).
 
     PYTHONPATH=. python bench/extract_ab.py WARC --change strip-spans [--every 20]
         [--host-has .docs.] [--rounds 3]
@@ -29,40 +30,67 @@ from contextlib import AbstractContextManager, contextmanager
 from fastwarc.warc import ArchiveIterator, WarcRecordType
 
 from bench.common import bench_main
-from curator.extract import cleaning, extract_html, link_density, resume
-from curator.extract.extract_html import decode_html, extract_text, prepare
+from curator.extract import tree_edits
+from curator.extract.charset import decode_html
+from curator.extract.extract_html import extract_text, prepare
 
 
 @contextmanager
 def _strip_tags_alone() -> Iterator[None]:
-    few = extract_html._FEW_CHILDREN
-    extract_html._FEW_CHILDREN = 10**9
+    few = tree_edits._FEW_CHILDREN
+    tree_edits._FEW_CHILDREN = 10**9
     try:
         yield
     finally:
-        extract_html._FEW_CHILDREN = few
+        tree_edits._FEW_CHILDREN = few
 
 
 @contextmanager
-def _fresh_body_reruns() -> Iterator[None]:
-    restartable = resume.Stash.restartable
-    resume.Stash.restartable = lambda self, key: False  # type: ignore[method-assign]
+def _swapped(pairs: list[tuple[object, str, object]]) -> Iterator[None]:
+    """Each ``(module, name, value)``: ``module.name = value`` inside the block."""
+    saved = [(m, n, getattr(m, n)) for m, n, _ in pairs]
+    for m, n, v in pairs:
+        setattr(m, n, v)
     try:
         yield
     finally:
-        resume.Stash.restartable = restartable  # type: ignore[method-assign]
+        for m, n, v in saved:
+            setattr(m, n, v)
+
+
+def _trafilatura_link_density() -> AbstractContextManager[None]:
+    import trafilatura.htmlprocessing as h
+
+    from curator.extract.fastpath import main_extractor
+
+    return _swapped([(main_extractor, "delete_by_link_density", h.delete_by_link_density)])
+
+
+def _trafilatura_cleaning() -> AbstractContextManager[None]:
+    import trafilatura.htmlprocessing as h
+
+    from curator.extract.fastpath import core, external
+
+    return _swapped([(core, "tree_cleaning", h.tree_cleaning),
+                     (external, "tree_cleaning", h.tree_cleaning)])
+
+
+def _fresh_body_reruns() -> AbstractContextManager[None]:
+    from curator.extract.fastpath.core import Stash
+
+    return _swapped([(Stash, "restartable", lambda self, key: False)])
 
 
 @contextmanager
 def _cpu34a() -> Iterator[None]:
-    with cleaning.stock(), _fresh_body_reruns():
+    with _trafilatura_cleaning(), _fresh_body_reruns():
         yield
 
 
 #: change -> what puts the code as it was back inside a block
 BEFORE: dict[str, Callable[[], AbstractContextManager[None]]] = {
-    "link-density": link_density.stock,
-    "cleaning-present-tags": cleaning.stock,
+    "link-density": _trafilatura_link_density,
+    "cleaning-present-tags": _trafilatura_cleaning,
     "body-rerun-from-stash": _fresh_body_reruns,
     "cleaning+body-rerun": _cpu34a,
     "strip-spans": _strip_tags_alone,

@@ -81,13 +81,8 @@ def _traf(**kw: object) -> Callable[[str], str]:
     def run(html: str) -> str:
         import trafilatura
 
-        from curator.extract import cleaning, copies, justext_classify, link_density, repair
-        from curator.extract.discard import stock
-
-        # trafilatura as it ships, whatever curator's configs installed
-        with stock(), copies.stock(), link_density.stock(), repair.stock(), \
-                justext_classify.stock(), cleaning.stock():
-            return trafilatura.extract(html, deduplicate=False, **kw) or ""
+        # trafilatura as it ships: curator's fast path is its own code and changes nothing here
+        return trafilatura.extract(html, deduplicate=False, **kw) or ""
     return run
 
 

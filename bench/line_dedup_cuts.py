@@ -37,7 +37,7 @@ OPTIONS = {"old default (fast, precision, no shaping)":
 def pages() -> list[tuple[str, str]]:
     from warcio.archiveiterator import ArchiveIterator
 
-    from curator.extract.extract_html import decode_html
+    from curator.extract.charset import decode_html
 
     out = []
     for path in sorted(glob.glob(f"{SAMPLE}/**/*.warc.gz", recursive=True)):

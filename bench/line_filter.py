@@ -256,7 +256,8 @@ def _host(url: str) -> str:
 
 
 def _wcxb_page(args: tuple[str, dict, set[str], bool]) -> dict | None:
-    from curator.extract.extract_html import decode_html, extract_text
+    from curator.extract.charset import decode_html
+    from curator.extract.extract_html import extract_text
 
     fid, m, gold_hosts, extract = args
     gt = json.loads(_git(f"{m['split']}/ground-truth/{fid}.json"))

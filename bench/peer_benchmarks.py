@@ -78,7 +78,7 @@ def gold_text(raw: bytes, comments: bool = False) -> str:
 
 
 def load(data: str, comments: bool = False) -> list[GoldPage]:
-    from curator.extract.extract_html import decode_html
+    from curator.extract.charset import decode_html
 
     pages = []
     for name in SETS:

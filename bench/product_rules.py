@@ -24,6 +24,8 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 from bench.gold_set import GoldPage, load_gold, prf  # noqa: E402
 from curator.extract import extract_html as E  # noqa: E402
+from curator.extract import html_repair, prune_ui  # noqa: E402
+from curator.extract.adapters import trafilatura_text  # noqa: E402
 
 #: a page that declares itself a product: Open Graph ``og:type`` product, or schema.org
 #: ``Product`` (JSON-LD or microdata). Tuning: 29 of 35 product pages, 5 of 22 collections,
@@ -46,7 +48,7 @@ REVIEWS = re.compile(r"(?:^|[-_])reviews?(?:$|[-_])|yotpo|okendo|jdgm|stamped|tr
 def dropping(test: Callable[[list[str]], bool]) -> Iterator[None]:
     """Drop the elements whose class/id tokens pass ``test`` before trafilatura runs (not one
     that holds the ``<h1>``)."""
-    orig = E._prepare_tree
+    orig = trafilatura_text.prepare_tree
 
     def prep(tree: Any, shape: bool, html: str, post_meta: bool = False) -> None:
         for el in tree.xpath("//body//*[@class or @id]"):
@@ -54,27 +56,27 @@ def dropping(test: Callable[[list[str]], bool]) -> Iterator[None]:
                 continue
             toks = (el.get("class") or "").split() + (el.get("id") or "").split()
             if test(toks) and not el.xpath(".//h1"):
-                E._drop_tree(el)
+                prune_ui.drop_tree(el)
         orig(tree, shape, html, post_meta)
 
-    E._prepare_tree = prep
+    trafilatura_text.prepare_tree = prep
     try:
         yield
     finally:
-        E._prepare_tree = orig
+        trafilatura_text.prepare_tree = orig
 
 
 def first_rerun_in_default_balance(html: str) -> str:
     """The default, but the rerun for a text under half of resiliparse's words runs in
     trafilatura's default balance (as the ``<body>`` and thin-page reruns do)."""
-    html = E.close_noscript_iframes(html)
+    html = html_repair.close_noscript_iframes(html)
     E.prepare("trafilatura")
-    fast = E._trafilatura(html, True).strip()
+    fast = trafilatura_text.page_text(html, True).strip()
     alt, rtree = E._yardstick(html)
     del rtree
     if fast and E._words(fast) >= 0.5 * E._words(alt):
         return E.extract_text(html)
-    text = E._trafilatura(html, False, "default").strip() or fast
+    text = trafilatura_text.page_text(html, False, "default").strip() or fast
     return alt if not text or E._words(text) < 0.5 * E._words(alt) else text
 
 

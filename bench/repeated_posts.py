@@ -107,11 +107,11 @@ def pick(cands: list[dict[str, Any]]) -> dict[str, Any] | None:
 
 def apply(html: str, text: str) -> str | None:
     """The group's text where the rule fires on this page and default text, else None."""
-    from curator.extract.extract_html import _body_words, _resiliparse_tree
+    from curator.extract.adapters.resiliparse_text import body_words, text_and_tree
 
     ours = tokens(text)
     n_ours = sum(ours.values())
-    if n_ours >= 0.3 * _body_words(_resiliparse_tree(html)[1]):
+    if n_ours >= 0.3 * body_words(text_and_tree(html)[1]):
         return None
     best = pick(groups(html))
     if best is None or best["words"] < 2 * n_ours:

@@ -79,7 +79,7 @@ def prune_comments(tree: Any) -> int:
     returns how many went."""
     from trafilatura.core import _forum_thread_page
 
-    from curator.extract.extract_html import _drop_tree
+    from curator.extract.prune_ui import drop_tree
 
     if _forum_thread_page(tree):
         return 0
@@ -95,7 +95,7 @@ def prune_comments(tree: Any) -> int:
         if sum(len(t) for t in el.itertext()) <= 0.5 * total:
             gone.append(el)
     for el in gone:
-        _drop_tree(el)
+        drop_tree(el)
     return len(gone)
 
 
@@ -112,22 +112,24 @@ VARIANTS: dict[str, Callable[[dict], str]] = {
 
 def _page(args: tuple[str, str, str, str, str]) -> dict:
     from curator.extract import extract_html as eh
+    from curator.extract import html_repair
+    from curator.extract.adapters import trafilatura_text
 
     pid, html, gold, kind, lang = args
     text = eh.extract_text(html)
-    alt, rtree = eh._yardstick(eh.close_noscript_iframes(html))
+    alt, rtree = eh._yardstick(html_repair.close_noscript_iframes(html))
     del rtree
-    orig = eh._prepare_tree
+    orig = trafilatura_text.prepare_tree
 
     def pruned(tree: Any, *a: Any, **k: Any) -> None:
         orig(tree, *a, **k)
         prune_comments(tree)
 
-    eh._prepare_tree = pruned
+    trafilatura_text.prepare_tree = pruned
     try:
         with_prune = eh.extract_text(html)
     finally:
-        eh._prepare_tree = orig
+        trafilatura_text.prepare_tree = orig
     return {"id": pid, "gold": gold, "type": kind, "lang": lang, "text": text, "alt": alt,
             "pruned": with_prune}
 

@@ -41,7 +41,7 @@ PUBLISHED = {"rs-trafilatura": (0.859, 0.893), "trafilatura": (0.791, 0.833),
 
 def load_pages(wcxb: str, split: str) -> list[tuple[str, str, str]]:
     """``(file id, decoded HTML, URL)`` of every page of the split, read once for every config."""
-    from curator.extract.extract_html import decode_html
+    from curator.extract.charset import decode_html
 
     pages = []
     for fid in sorted(f.removesuffix(".json")

@@ -85,7 +85,7 @@ def scrapinghub() -> list[dict]:
     gt = json.loads(git_show(SCRAPINGHUB, "ground-truth.json"))
     import gzip
 
-    from curator.extract.extract_html import decode_html
+    from curator.extract.charset import decode_html
 
     rows = []
     for key, item in sorted(gt.items()):
@@ -97,7 +97,7 @@ def scrapinghub() -> list[dict]:
 
 
 def readability() -> list[dict]:
-    from curator.extract.extract_html import decode_html
+    from curator.extract.charset import decode_html
 
     rows = []
     base = "test/test-pages"
@@ -117,7 +117,7 @@ def readability() -> list[dict]:
 
 
 def newspaper() -> list[dict]:
-    from curator.extract.extract_html import decode_html
+    from curator.extract.charset import decode_html
 
     html: dict[str, bytes] = {}
     txt: dict[str, str] = {}
@@ -138,7 +138,7 @@ def newspaper() -> list[dict]:
 
 def pydocs(limit: int = 40) -> list[dict]:
     from bench.gold_set import sphinx_gold
-    from curator.extract.extract_html import decode_html
+    from curator.extract.charset import decode_html
 
     files = sorted(f for f in glob.glob(f"{PYDOCS}/**/*.html", recursive=True)
                    if os.path.getsize(f) > 8000 and "/whatsnew/" not in f)
@@ -162,7 +162,7 @@ def pydocs(limit: int = 40) -> list[dict]:
 def harvest() -> list[dict]:
     """Forum threads of fhgr/harvest's gold corpus: the page as its authors downloaded it and
     the text of each post, marked by hand (``post_text.surface_form``, one post per line)."""
-    from curator.extract.extract_html import decode_html
+    from curator.extract.charset import decode_html
 
     rows = []
     base = "corpus/goldDocuments"
@@ -191,7 +191,7 @@ def wcxb() -> list[dict]:
     README). Articles and docs are left out: the set has enough of them."""
     import gzip
 
-    from curator.extract.extract_html import decode_html
+    from curator.extract.charset import decode_html
 
     meta = json.loads(git_show(WCXB, "metadata.json"))["files"]
     sizes = {}
@@ -247,7 +247,7 @@ def hand_rules() -> list[dict]:
     """Listing, product and service pages of trafilatura's evaluation set with gold made by
     an explicit per-page rule (bench/gold/hand_rules.py)."""
     from bench.gold.hand_rules import RULES, rule_gold
-    from curator.extract.extract_html import decode_html
+    from curator.extract.charset import decode_html
 
     evaldata = json.loads(git_show(TRAFILATURA, "tests/evaldata.json"))
     urls = {v["file"]: u for u, v in evaldata.items()}

@@ -91,7 +91,7 @@ def head_commit(repo: str) -> str:
 
 
 def decode(raw: bytes) -> str:
-    from curator.extract.extract_html import decode_html
+    from curator.extract.charset import decode_html
 
     return decode_html(raw)[0]
 

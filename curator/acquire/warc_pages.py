@@ -16,14 +16,8 @@ from curator.base.document import Document
 from curator.base.urls import public_url
 from curator.core.context import ShardContext
 from curator.core.params import PositiveFloat, Ratio, StageParams
-from curator.extract.extract_html import (
-    DEFAULT_EXTRACTOR,
-    DecodeError,
-    Extractor,
-    Skipped,
-    decode_html,
-    extract_text,
-)
+from curator.extract.charset import DecodeError, decode_html
+from curator.extract.extract_html import DEFAULT_EXTRACTOR, Extractor, Skipped, extract_text
 from curator.extract.timeout import ExtractTimeout
 
 #: ``language_guess_below``'s default: chosen on 7,079 unique real web pages, where every

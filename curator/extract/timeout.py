@@ -15,7 +15,7 @@ Python around lxml/regex calls). A single long C call (one lxml parse, one resil
 interrupted when it returns to Python, so the limit can overshoot by that call's duration.
 resiliparse is fast, except that its main-content pass is quadratic in the nesting depth of
 ``<div>``s (100,000 nested: 6 minutes in one call): such pages do not reach it
-(``extract_html.DEEP_DIVS``). No child process and no
+(``adapters/resiliparse_text.DEEP_DIVS``). No child process and no
 per-document pickling is needed, which keeps the per-document overhead at a few microseconds.
 """
 

@@ -11,7 +11,7 @@ import pytest
 
 from curator.acquire.warc import iter_warc
 from curator.core.context import ShardContext
-from curator.extract.extract_html import DecodeError, decode_html
+from curator.extract.charset import DecodeError, decode_html
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PEERS = os.path.join(HERE, "data", "peers")

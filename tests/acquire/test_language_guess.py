@@ -13,6 +13,7 @@ import yaml
 import zstandard
 
 from curator.extract import extract_html as E
+from curator.extract import html_repair
 from curator.filters.language_id import other_language, predict_languages
 from tests.acquire.helpers_acquire import (
     read_output,
@@ -47,7 +48,7 @@ def test_the_guess_skips_only_pages_language_id_drops() -> None:
     skipped: dict[str, str] = {}
     rows = _gold()
     for r in rows:
-        quick, _ = E._yardstick(E.close_noscript_iframes(r["html"]))
+        quick, _ = E._yardstick(html_repair.close_noscript_iframes(r["html"]))
         lang = other_language(quick, ["en"], 0.05)
         if lang is not None:
             skipped[r["id"]] = r["lang"]

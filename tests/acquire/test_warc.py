@@ -14,7 +14,7 @@ import pytest
 
 from curator.acquire.warc import parse_ranges
 from curator.base.errors import ConfigError
-from curator.extract.extract_html import decode_html
+from curator.extract.charset import decode_html
 from curator.extract.timeout import ExtractTimeout, time_limit
 from tests.acquire.helpers_acquire import (
     PROSE,

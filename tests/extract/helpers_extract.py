@@ -1,7 +1,7 @@
-"""What the twin tests (repair, link density, jusText, copies) share: the real pages they
-run trafilatura's own function and curator's twin on (every ``every``-th gold page, of all
-types and languages, and the documentation and collection pages of tests/extract/data), and
-the check that a twin is in place."""
+"""What the extract tests share: the real pages the fast path's equality tests (repair, link
+density, jusText, cleaning) run trafilatura's own function and curator's on (every
+``every``-th gold page, of all types and languages, and the documentation and collection pages
+of tests/extract/data), and a ``curator run`` of the ``extract_html`` stage."""
 
 from __future__ import annotations
 
@@ -9,9 +9,7 @@ import functools
 import gzip
 import subprocess
 from collections.abc import Callable
-from contextlib import AbstractContextManager
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 from bench.gold_set import load_gold
@@ -32,17 +30,6 @@ def gold_and_doc_pages(every: int, gold: Callable[[str], str] = lambda html: htm
         with gzip.open(path, "rt", encoding="utf-8") as f:
             picked.append(f.read())
     return picked
-
-
-def assert_swapped(module: ModuleType, name: str, twin: Any,
-                   stock: Callable[[], AbstractContextManager[None]]) -> None:
-    """``module.name`` is curator's ``twin``; inside ``stock()`` it is trafilatura's own
-    function (defined in ``module``), and the twin is back after the block."""
-    assert getattr(module, name) is twin
-    with stock():
-        assert getattr(module, name) is not twin
-        assert getattr(module, name).__module__ == module.__name__
-    assert getattr(module, name) is twin
 
 
 def run_extract_html(tmp_path: Path, src: str, options: str) -> subprocess.CompletedProcess:

@@ -13,7 +13,7 @@ import pytest
 from lxml.etree import XPath, tostring
 from trafilatura.utils import load_html
 
-import curator.extract.extract_html as eh
+from curator.extract import prune_ui, tree_edits
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -25,7 +25,7 @@ DOCS = Path(__file__).parent / "data" / "docpages"
 def _tokens() -> list[str]:
     """Every class/id token _POST_META accepts, read from its pattern (``-?`` both ways), so a
     token added to the rule without a needle fails here."""
-    m = re.search(r"\(\?:\^\|\[-_ \]\)\(\?:(.*)\)\(\?:\[-_ \]\|\$\)", eh._POST_META.pattern)
+    m = re.search(r"\(\?:\^\|\[-_ \]\)\(\?:(.*)\)\(\?:\[-_ \]\|\$\)", prune_ui._POST_META.pattern)
     assert m, "the _POST_META pattern changed shape: update this test and the needles"
     out = []
     for alt in m.group(1).split("|"):
@@ -37,16 +37,16 @@ def _tokens() -> list[str]:
 @pytest.mark.parametrize("token", _tokens())
 def test_every_author_box_token_opens_the_gate(token: str) -> None:
     for value in (token, token.upper(), token.title(), f"post {token}-box", f"x_{token}"):
-        assert eh._POST_META.search(value)
-        assert eh._may_have_post_meta(f"\nnav\n{value}\n")
+        assert prune_ui._POST_META.search(value)
+        assert prune_ui._may_have_post_meta(f"\nnav\n{value}\n")
 
 
 @pytest.mark.parametrize("value", ["userınfo", "USERİNFO", "Signature", "uſerinfo"])
 def test_values_that_only_ignorecase_matches_open_the_gate(value: str) -> None:
     """Python's IGNORECASE matches "ı"/"İ" to i and "ſ" to s, which lower() does not map:
     such values take the regex itself (a lower-and-search gate failed on these)."""
-    assert eh._POST_META.search(value)
-    assert eh._may_have_post_meta(f"\nmain\n{value}\n")
+    assert prune_ui._POST_META.search(value)
+    assert prune_ui._may_have_post_meta(f"\nmain\n{value}\n")
 
 
 def test_a_box_with_a_dotless_i_class_is_dropped() -> None:
@@ -54,28 +54,28 @@ def test_a_box_with_a_dotless_i_class_is_dropped() -> None:
             "<p>" + "Die Rosen blühen dieses Jahr früh im Garten. " * 8 + "</p></div>"
             "</body></html>")
     tree = load_html(html)
-    eh._prepare_tree(tree, True, html)
+    tree_edits.prepare_tree(tree, True, html)
     assert "Beiträge" not in tostring(tree, encoding="unicode")
 
 
 def test_pages_without_candidates_skip_the_gate() -> None:
-    assert not eh._may_have_post_meta("\nnav\nmain-content\nuser\nprofile\n")
-    assert not eh._has("<a class='src'>", "\nsrcset\nmy-src\n", "=src")
-    assert eh._has("", "\nx\nsrc\n", "=src")
+    assert not prune_ui._may_have_post_meta("\nnav\nmain-content\nuser\nprofile\n")
+    assert not prune_ui._has("<a class='src'>", "\nsrcset\nmy-src\n", "=src")
+    assert prune_ui._has("", "\nx\nsrc\n", "=src")
 
 
 def _ungated(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(eh, "_may_have_post_meta", lambda attrs: True)
-    monkeypatch.setattr(eh, "_has", lambda html, attrs, needle: True)
+    monkeypatch.setattr(prune_ui, "_may_have_post_meta", lambda attrs: True)
+    monkeypatch.setattr(prune_ui, "_has", lambda html, attrs, needle: True)
     # and the whole author-box XPath, not the candidates of the matching values
-    monkeypatch.setattr(eh, "_post_meta_candidates", lambda tree, attrs, sets: None)
+    monkeypatch.setattr(prune_ui, "_post_meta_candidates", lambda tree, attrs, sets: None)
 
 
 def _prepared(html: str) -> str | None:
     tree = load_html(html)
     if tree is None:
         return None
-    eh._prepare_tree(tree, True, html)
+    tree_edits.prepare_tree(tree, True, html)
     return tostring(tree, encoding="unicode")  # type: ignore[no-any-return]
 
 
@@ -87,12 +87,12 @@ def test_same_trees_as_without_the_gates_on_real_pages(monkeypatch: pytest.Monke
     pages += [gzip.decompress(f.read_bytes()).decode("utf-8", "replace")
               for f in sorted(DOCS.glob("*.html.gz"))]
     gated = [_prepared(h) for h in pages]
-    attrs = [eh._attr_values(t) for t in map(load_html, pages) if t is not None]
+    attrs = [prune_ui.attr_values(t) for t in map(load_html, pages) if t is not None]
     with monkeypatch.context() as m:
         _ungated(m)
         ungated = [_prepared(h) for h in pages]
     assert gated == ungated
-    opened = sum(map(eh._may_have_post_meta, attrs))
+    opened = sum(map(prune_ui._may_have_post_meta, attrs))
     assert 20 <= opened <= len(pages) // 2
 
 
@@ -102,5 +102,5 @@ def test_entity_written_src_class_is_found() -> None:
     html = ("<html><body><main><p>Some text of the page.</p>"
             "<a class='&#115;rc' href='../src/a.rs'>source</a></main></body></html>")
     tree = load_html(html)
-    whole = set(XPath(eh._UI_XPATH)(tree))
-    assert whole and set(eh._ui_elements(tree, html)) == whole
+    whole = set(XPath(prune_ui._UI_XPATH)(tree))
+    assert whole and set(prune_ui.ui_elements(tree, html)) == whole

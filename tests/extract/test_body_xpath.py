@@ -1,7 +1,7 @@
-"""trafilatura's BODY_XPATH (the content frame) evaluated in Python (curator/extract/discard.py,
-:class:`FirstFrame`): the first element of every expression equals the XPath's, on crafted
-attributes for each branch, on gold and documentation pages, and in every call trafilatura
-makes while extracting; other trafilatura versions keep their XPath."""
+"""trafilatura's BODY_XPATH (the content frame) evaluated in Python
+(curator/extract/fastpath/xpaths.py, :class:`FirstFrame`): the first element of every
+expression equals the XPath's, on crafted attributes for each branch and on gold and
+documentation pages; the fast path's ``_extract`` reads only that first element."""
 
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-import curator.extract.discard as discard
 from bench.gold_set import load_gold
-from curator.extract.discard import FirstFrame, replacement, stock
-from curator.extract.extract_html import extract_text, prepare
-from tests.extract.test_discard import _trees
+from curator.extract.fastpath import main_extractor
+from curator.extract.fastpath import xpaths as discard
+from curator.extract.fastpath.xpaths import FirstFrame
+from tests.extract.test_discard import _trees, replacement
 
 DOCS = Path(__file__).parent / "data" / "docpages"
 # (expression index, the frame written as trafilatura would meet it); decoys before it
@@ -89,28 +89,11 @@ def test_same_frames_as_the_xpath_on_real_pages() -> None:
     assert min(found) > 0, found  # every expression finds frames on these pages
 
 
-def test_extraction_unchanged_with_the_twin() -> None:
-    prepare("trafilatura")
-    import trafilatura.main_extractor as main
+def test_extract_reads_only_the_first_element() -> None:
+    """What :class:`FirstFrame` relies on: ``_extract`` takes the first element of each
+    expression's result and nothing else."""
+    import inspect
 
-    assert isinstance(main.BODY_XPATH[0], FirstFrame)
-    for page in load_gold("all")[::15]:
-        for fast in (True, False):
-            ours = extract_text(page.html, fast=fast, fallback=False)
-            with stock():
-                assert main.BODY_XPATH is _stock()
-                theirs = extract_text(page.html, fast=fast, fallback=False)
-            assert ours == theirs, page.id
-    assert isinstance(main.BODY_XPATH[0], FirstFrame)
-
-
-def test_other_trafilatura_versions_keep_their_body_xpath(monkeypatch) -> None:
-    from lxml.etree import XPath
-
-    exprs = list(_stock())
-    exprs[3] = XPath(exprs[3].path.replace("'content'", "'contents'"),
-                     namespaces={"re": "http://exslt.org/regular-expressions"})
-    assert replacement(exprs, "BODY_XPATH") is None
-    # an _extract that reads more than the first element of a result
-    monkeypatch.setattr(discard, "BODY_USE", "subtree = expr(tree)[-1]")
-    assert replacement(_stock(), "BODY_XPATH") is None
+    source = inspect.getsource(main_extractor._extract)
+    assert discard.BODY_USE in source
+    assert source.count("expr(tree)") == 1

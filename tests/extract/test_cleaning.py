@@ -1,11 +1,11 @@
-"""trafilatura's ``tree_cleaning`` with its per-tag deletion walks run only for the tags the
-tree has (curator/extract/cleaning.py): the same tree as trafilatura's function on real pages
-and on random trees whose cleaned tags nest in each other (lxml's walk then stops early), the
-same text through ``extract_text``, a handful of walks instead of fifty, and another
-trafilatura keeps trafilatura's function."""
+"""The fast path's ``tree_cleaning`` with its per-tag deletion walks run only for the tags the
+tree has (curator/extract/fastpath/htmlprocessing.py): the same tree as trafilatura's function
+on real pages and on random trees whose cleaned tags nest in each other (lxml's walk then stops
+early), and a handful of walks instead of fifty."""
 
 from __future__ import annotations
 
+import copy
 import random
 from typing import Any
 
@@ -14,9 +14,9 @@ from lxml import etree
 from lxml import html as lhtml
 from lxml.etree import tostring
 
-from curator.extract import cleaning
-from curator.extract import extract_html as eh
-from tests.extract.helpers_extract import assert_swapped, gold_and_doc_pages
+from curator.extract import tree_edits
+from curator.extract.fastpath import htmlprocessing, load_html
+from tests.extract.helpers_extract import gold_and_doc_pages
 
 #: the cleaned tags that nest in pages (and in each other), a few kept ones, text and tails
 _TAGS = ["aside", "nav", "footer", "figure", "svg", "use", "button", "label", "noscript",
@@ -54,40 +54,21 @@ def _both(make: Any, options: Any) -> tuple[Any, Any]:
     """``tree_cleaning`` of two equal trees (``make()``): trafilatura's and curator's."""
     import trafilatura.htmlprocessing as h
 
-    eh.prepare("trafilatura")
-    with cleaning.stock():
-        stock = h.tree_cleaning(make(), options)
-    ours = h.tree_cleaning(make(), options)
-    return stock, ours
-
-
-def test_installed_for_this_trafilatura() -> None:
-    eh.prepare("trafilatura")
-    import trafilatura.core as core
-    import trafilatura.external as external
-    import trafilatura.htmlprocessing as h
-
-    for module in (h, core, external):
-        with cleaning.stock():
-            assert module.tree_cleaning is not cleaning.tree_cleaning
-        assert module.tree_cleaning is cleaning.tree_cleaning
-    assert_swapped(h, "tree_cleaning", cleaning.tree_cleaning, cleaning.stock)
+    return h.tree_cleaning(make(), options), htmlprocessing.tree_cleaning(make(), options)
 
 
 def test_same_tree_as_trafilatura_on_real_pages(pages: list[str]) -> None:
     """Each page parsed as extract_text parses it, cleaned under 12 option sets; the pages
     include ones where lxml's walk stops at a nested element (counted)."""
-    from trafilatura.utils import load_html
-
     stopped = 0
     for html in pages:
         tree = load_html(html)
         if tree is None:
             continue
-        eh._prepare_tree(tree, True, html)
+        tree_edits.prepare_tree(tree, True, html)
         stopped += _stops_early(tree)
         for kw in OPTION_SETS:
-            stock, ours = _both(lambda t=tree: eh.copy.copy(t), _options(**kw))
+            stock, ours = _both(lambda t=tree: copy.copy(t), _options(**kw))
             assert _state(stock) == _state(ours)
     assert stopped >= 3
 
@@ -125,7 +106,7 @@ def test_same_tree_as_trafilatura_on_random_trees(seed: int) -> None:
     parsed = lhtml.document_fromstring(f"<html><body>{body}</body></html>")
     built = _built(rng)
     kw = OPTION_SETS[seed % len(OPTION_SETS)]
-    for make in (lambda: eh.copy.copy(parsed), lambda: eh.copy.copy(built),
+    for make in (lambda: copy.copy(parsed), lambda: copy.copy(built),
                  lambda: _inside(parsed)):
         stock, ours = _both(make, _options(**kw))
         assert _state(stock) == _state(ours)
@@ -133,7 +114,7 @@ def test_same_tree_as_trafilatura_on_random_trees(seed: int) -> None:
 
 def _inside(doc: Any) -> Any:
     """A copy of ``doc``'s <body> still in its document (its parent is <html>)."""
-    return eh.copy.copy(doc).find("body")
+    return copy.copy(doc).find("body")
 
 
 def _built(rng: random.Random) -> Any:
@@ -158,14 +139,6 @@ def test_the_stock_walk_ends_inside_a_nested_element() -> None:
     assert [el.text for el in ours.iter("aside")] == ["c"]
 
 
-def test_same_text_as_trafilatura(pages: list[str]) -> None:
-    for html in pages[::3]:
-        for fast in (True, "auto", False):
-            with cleaning.stock():
-                stock = eh.extract_text(html, fast=fast)
-            assert eh.extract_text(html, fast=fast) == stock
-
-
 class _Counting(lhtml.HtmlElement):
     walks: list[tuple[Any, ...]] = []
 
@@ -177,8 +150,7 @@ class _Counting(lhtml.HtmlElement):
 def test_walks_only_for_the_tags_the_page_has(pages: list[str]) -> None:
     """trafilatura's function walks the tree once per cleaned tag (about fifty times);
     curator's once for all of them, then once per cleaned tag the page has."""
-    eh.prepare("trafilatura")
-    import trafilatura.core as core
+    import trafilatura.htmlprocessing as h
     from trafilatura.settings import MANUALLY_CLEANED
 
     parser = lhtml.HTMLParser()
@@ -190,21 +162,11 @@ def test_walks_only_for_the_tags_the_page_has(pages: list[str]) -> None:
 
     def walks(fn: Any) -> list[tuple[Any, ...]]:
         _Counting.walks = []
-        fn(eh.copy.copy(tree), _options(recall=True))
+        fn(copy.copy(tree), _options(recall=True))
         found = [w for w in _Counting.walks if w and set(w) <= set(cleaned)]
         assert found[0] == ("math",)  # recover_math's, before the loop
         return found[1:]
 
-    with cleaning.stock():
-        assert walks(core.tree_cleaning) == [(t,) for t in cleaned]
-    assert walks(core.tree_cleaning) == [tuple(cleaned)] + [(t,) for t in cleaned if t in has]
-
-
-def test_another_trafilatura_keeps_its_own_function() -> None:
-    eh.prepare("trafilatura")
-    with cleaning.stock():
-        assert cleaning.install({"tree_cleaning": "def tree_cleaning(tree, options): ..."}) \
-            is False
-        assert cleaning.install({"delete_element": "def delete_element(e): ..."}) is False
-        assert not cleaning.installed()
-    assert cleaning.installed()
+    assert walks(h.tree_cleaning) == [(t,) for t in cleaned]
+    assert walks(htmlprocessing.tree_cleaning) == [tuple(cleaned)] + [(t,) for t in cleaned
+                                                                      if t in has]

@@ -1,4 +1,4 @@
-"""``collapsed_panels`` (curator/extract/extract_html.py): the elements a page names in an
+"""``collapsed_panels`` (curator/extract/prune_ui.py): the elements a page names in an
 ``aria-controls`` (accordion answers, tab panels) are read although they are hidden until a
 click; every other hidden element is still dropped. Real page: bench/gold tuning (WCXB)."""
 

@@ -1,6 +1,6 @@
-"""trafilatura's discard XPaths evaluated in Python (curator/extract/discard.py, a CPU
-saving) select the same elements in the same order as the XPath, on real pages of
-bench/gold and on crafted attribute orders, and leave every extraction unchanged."""
+"""trafilatura's discard XPaths evaluated in Python (curator/extract/fastpath/xpaths.py, a CPU
+saving) select the same elements in the same order as the XPath, on real pages of bench/gold
+and on crafted attribute orders; the vendored expressions are trafilatura's text."""
 
 from __future__ import annotations
 
@@ -9,10 +9,9 @@ from pathlib import Path
 
 import pytest
 
-import curator.extract.discard as discard
 from bench.gold_set import load_gold
-from curator.extract.discard import ContainsFrames, FrameDiscard, install, replacement, stock
-from curator.extract.extract_html import extract_text, prepare
+from curator.extract.fastpath import xpaths as discard
+from curator.extract.fastpath.xpaths import ContainsFrames, FrameDiscard
 
 DOCS = Path(__file__).parent / "data" / "docpages"
 NAMES = ("OVERALL_DISCARD_XPATH", "RAW_TREE_PRUNE_XPATH", "REMOVE_COMMENTS_AND_LISTS_XPATH")
@@ -22,6 +21,20 @@ def _stock_exprs(name: str = "OVERALL_DISCARD_XPATH") -> list:
     import trafilatura.xpaths as xpaths
 
     return getattr(xpaths, name)
+
+
+def replacement(_exprs: list, name: str) -> list:
+    """The fast path's list ``name``, built afresh (a new per-value memo)."""
+    return discard._lists()[name]
+
+
+def test_the_vendored_expressions_are_trafilaturas() -> None:
+    """The text the Python equivalents were built from is the installed trafilatura's (the
+    pinned version); the module's lists are those equivalents."""
+    for name, paths in discard.PATHS.items():
+        assert list(paths) == [e.path for e in _stock_exprs(name)], name
+    assert isinstance(discard.OVERALL_DISCARD_XPATH[0], FrameDiscard)
+    assert isinstance(discard.TEASER_DISCARD_XPATH[0], ContainsFrames)
 
 
 CRAFTED = (
@@ -97,39 +110,6 @@ def test_same_elements_as_the_xpath_on_gold_pages() -> None:
                     n[name] += len(expected)
     # the pages do have what the expressions look for
     assert n["OVERALL_DISCARD_XPATH"] > 2_000 and min(n.values()) > 0, n
-
-
-def test_extraction_unchanged_on_real_pages() -> None:
-    prepare("trafilatura")
-    # and BODY_XPATH (test_body_xpath.py), the caption and teaser prunes (below)
-    assert install() == len(NAMES) + 1 + len(CONTAINS)
-    import trafilatura.main_extractor as main
-
-    assert isinstance(main.OVERALL_DISCARD_XPATH[0], FrameDiscard)
-    for page in load_gold("tuning")[::12]:
-        for fast in (True, False):
-            ours = extract_text(page.html, fast=fast, fallback=False)
-            with stock():
-                assert not isinstance(main.OVERALL_DISCARD_XPATH[0], FrameDiscard)
-                theirs = extract_text(page.html, fast=fast, fallback=False)
-            assert ours == theirs, page.id
-    assert isinstance(main.OVERALL_DISCARD_XPATH[0], FrameDiscard)
-
-
-@pytest.mark.parametrize("edit", ["pattern", "predicate", "list"])
-def test_other_trafilatura_versions_keep_their_own_xpath(edit: str) -> None:
-    """A trafilatura whose expressions differ by one character is left as it is."""
-    from lxml.etree import XPath
-
-    exprs = _stock_exprs()
-    path = exprs[0].path
-    path = (path.replace("'cookie'", "'cookies'") if edit == "pattern"
-            else path.replace("self::span", "self::aside"))
-    changed = [XPath(path, namespaces={"re": "http://exslt.org/regular-expressions"}),
-               exprs[1]]
-    if edit == "list":  # another list's expressions under this list's name
-        changed = _stock_exprs("RAW_TREE_PRUNE_XPATH")
-    assert replacement(changed) is None
 
 
 # The walk decides an element whose only tested attribute is its class by that value alone
@@ -254,16 +234,3 @@ def test_contains_prunes_on_real_pages() -> None:
                 assert new[0](tree) == expected, name
                 n[name] += len(expected)
     assert min(n.values()) > 0, n
-
-
-@pytest.mark.parametrize("edit", ["needle", "tags", "test"])
-def test_other_trafilatura_versions_keep_their_contains_prunes(edit: str) -> None:
-    from lxml.etree import XPath
-
-    for name in CONTAINS:
-        path = _stock_exprs(name)[0].path
-        path = {"needle": path.replace("'caption'", "'captions'").replace("'teaser'", "'teasers'"),
-                "tags": path.replace("self::span", "self::aside"),
-                "test": path.replace(" or contains(", " and contains(")}[edit]
-        assert replacement([XPath(path)], name) is None
-        assert replacement(_stock_exprs("OVERALL_DISCARD_XPATH"), name) is None

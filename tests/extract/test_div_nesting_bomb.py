@@ -4,7 +4,8 @@ interrupt), so beyond ``DEEP_DIVS`` the page gets no resiliparse text instead.""
 
 from __future__ import annotations
 
-from curator.extract.extract_html import DEEP_DIVS, _deep_divs, _resiliparse_tree, extract_text
+from curator.extract.adapters.resiliparse_text import DEEP_DIVS, _deep_divs, text_and_tree
+from curator.extract.extract_html import extract_text
 
 PROSE = "<p>Deep text here for the reader, a whole sentence of prose about the weather.</p>"
 
@@ -24,7 +25,7 @@ def test_nesting_deeper_than_the_limit_is_found_in_any_case() -> None:
 
 
 def test_a_nesting_bomb_gets_no_resiliparse_text_and_a_shallow_page_keeps_it() -> None:
-    assert _resiliparse_tree(_nested(20_000))[0] == ""  # was the prose, after ~12 s in C
-    assert "weather" in _resiliparse_tree(_nested(DEEP_DIVS))[0]
+    assert text_and_tree(_nested(20_000))[0] == ""  # was the prose, after ~12 s in C
+    assert "weather" in text_and_tree(_nested(DEEP_DIVS))[0]
     assert extract_text(_nested(20_000), timeout_s=30) == ""
     assert "weather" in extract_text(_nested(50))

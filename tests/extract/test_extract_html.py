@@ -79,11 +79,11 @@ def test_fast_auto_uses_the_body_when_resiliparse_keeps_nothing() -> None:
     cascade on any text over 2,500 characters): the whole thread."""
 
     from bench.gold_set import load_gold, prf
-    from curator.extract.extract_html import _resiliparse
+    from curator.extract.adapters.resiliparse_text import page_text
 
     page = next(p for p in load_gold("tuning") if p.id.startswith(
         "harvest/www.med1.de.forum.beruf-alltag-und-umwelt.corona"))
-    assert _resiliparse(page.html).strip() == ""
+    assert page_text(page.html).strip() == ""
     default = extract_text(page.html)
     without = extract_text(page.html, body_ratio=0.0)
     assert prf(without, page.gold)[2] < 0.3

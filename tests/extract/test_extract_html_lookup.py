@@ -1,13 +1,15 @@
-"""The C-level element class lookup that curator gives trafilatura's HTML parser (a CPU
-saving) wraps every node in the class lxml.html's own lookup picks, and extraction output
-is the same with either (real pages of bench/gold, crafted tags)."""
+"""The C-level element class lookup of the fast path's HTML parser (a CPU saving) wraps every
+node in the class lxml.html's own lookup picks, and extraction output is the same with either
+(real pages of bench/gold, crafted tags); trafilatura's own parser keeps lxml.html's."""
 
 from __future__ import annotations
 
 import pytest
 
 from bench.gold_set import load_gold
-from curator.extract.extract_html import extract_text, html_class_lookup, prepare
+from curator.extract.extract_html import extract_text, prepare
+from curator.extract.fastpath import utils
+from curator.extract.fastpath.utils import html_class_lookup
 
 CRAFTED = [
     "<html><body><form action='/x'><label for=a>Name</label><input id=a value=v>"
@@ -58,15 +60,14 @@ def test_same_class_for_every_node(pages: list[str]) -> None:
 
 def test_extraction_unchanged(pages: list[str]) -> None:
     from lxml import html as lhtml
-    from trafilatura.utils import HTML_PARSER
 
     prepare("trafilatura")
     sample = pages[::6] + CRAFTED
     fast = [extract_text(h) for h in sample]
-    HTML_PARSER.set_element_class_lookup(lhtml.HtmlElementClassLookup())
+    utils.HTML_PARSER.set_element_class_lookup(lhtml.HtmlElementClassLookup())
     try:
         slow = [extract_text(h) for h in sample]
     finally:
-        HTML_PARSER.set_element_class_lookup(html_class_lookup())
+        utils.HTML_PARSER.set_element_class_lookup(html_class_lookup())
     assert fast == slow
     assert sum(bool(t) for t in fast) > len(sample) // 2

@@ -198,7 +198,7 @@ def test_on_a_page_with_code_only_the_codes_lines_keep_their_indentation() -> No
     bench = _bench()
     pages = {p.id: p.html for p in bench.load_gold("all")  # type: ignore[attr-defined]
              if p.id in ("pydocs/c-api/init_config.html", "readability/mercurial")}
-    from curator.extract.extract_html import _code_lines
+    from curator.extract.shape import _code_lines
 
     for html in pages.values():
         text = extract_text(html)
@@ -220,7 +220,7 @@ def test_code_lines_are_read_in_linear_time(junk: str) -> None:
     """Unclosed code tags by the ten thousand, or open tags without ">": an end-tag search
     over the rest of the page for each of them is quadratic (1.8 s for 40,000 unclosed
     ``<code>``, a hundred times that for ten times as many); the page still extracts."""
-    from curator.extract.extract_html import _code_lines
+    from curator.extract.shape import _code_lines
 
     html = f"<html><body><pre>  kept\n</pre>{junk}</body></html>"
     assert "kept" in _code_lines(html)

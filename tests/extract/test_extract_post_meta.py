@@ -1,5 +1,5 @@
 """Forum posts' author boxes and signatures are dropped before trafilatura reads a thread
-(``post_meta``, curator/extract/extract_html.py), on real threads of bench/gold's tuning
+(``post_meta``, curator/extract/prune_ui.py), on real threads of bench/gold's tuning
 split (fhgr/harvest, posts marked by hand)."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Text that only screen readers get (``sr-only``, ``visually-hidden``...) is left out of the
-main text (``screen_reader_text``, curator/extract/extract_html.py), masked before trafilatura
+main text (``screen_reader_text``, curator/extract/prune_ui.py), masked before trafilatura
 so that trafilatura keeps the same blocks; on real pages of bench/gold's tuning split (WCXB
 Shopify collections) and crafted ones."""
 
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from bench.gold_set import prf
-from curator.extract import extract_html as eh
+from curator.extract import prune_ui
 from curator.extract.extract_html import extract_text
 from tests.extract.helpers_extract import tuning_pages as _tuning
 
@@ -37,7 +37,7 @@ def test_masked_not_dropped_so_trafilatura_keeps_the_same_blocks() -> None:
     Dropping the elements instead changed blocks: wcxb/2897's cards, left with only their
     title links, went as link-dense (F1 0.48 -> 0.11)."""
     pages = [p for p in _tuning().values()
-             if any(f'"{n}' in p.html or f" {n}" in p.html for n in eh.SCREEN_READER_CLASSES)]
+             if any(f'"{n}' in p.html or f" {n}" in p.html for n in prune_ui.SCREEN_READER_CLASSES)]
     assert len(pages) > 40
     changed = 0
     for page in pages:
@@ -53,7 +53,7 @@ def test_masked_not_dropped_so_trafilatura_keeps_the_same_blocks() -> None:
 def test_pages_without_the_classes_are_unchanged() -> None:
     """Every 10th tuning page without any of the classes gives the same text both ways."""
     pages = [p for p in _tuning().values()
-             if not any(n in p.html for n in eh.SCREEN_READER_CLASSES)][::10]
+             if not any(n in p.html for n in prune_ui.SCREEN_READER_CLASSES)][::10]
     assert len(pages) > 20
     for page in pages:
         assert extract_text(page.html) == extract_text(page.html, screen_reader_text=True)
@@ -73,7 +73,7 @@ def test_labels_go_and_the_rest_of_the_line_stays() -> None:
     text = extract_text(_shop())
     kept = extract_text(_shop(), screen_reader_text=True)
     assert "Regular price" in kept and "per item" in kept
-    assert "Regular" not in text and "per item" not in text and eh._MASK not in text
+    assert "Regular" not in text and "per item" not in text and prune_ui.MASK not in text
     assert "no two are alike" in text and "$23.00" in text
 
 

@@ -1,11 +1,11 @@
 """jusText's paragraph classification with each paragraph's text built once
-(curator/extract/justext_classify.py): the same classes and headings as jusText's own
+(curator/extract/fastpath/external.py): the same classes and headings as jusText's own
 ``classify_paragraphs`` on every paragraph of real pages and on any paragraphs (hypothesis), the
-same texts out of ``extract_text``, one text read per paragraph, and another jusText source
-keeps its own function."""
+same texts as trafilatura's ``fast=False`` extraction, one text read per paragraph."""
 
 from __future__ import annotations
 
+import copy
 from types import SimpleNamespace
 from typing import Any
 
@@ -14,8 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bench.gold_set import load_gold
-from curator.extract import extract_html as eh
-from curator.extract import justext_classify
+from curator.extract.fastpath import core, external, load_html
 from tests.extract.helpers_extract import gold_and_doc_pages
 
 #: trafilatura's arguments (external.try_justext) and jusText's defaults.
@@ -28,10 +27,9 @@ def pages() -> list[str]:
 
 
 def _stock() -> Any:
-    import trafilatura.external as ext
+    from justext.core import classify_paragraphs
 
-    with justext_classify.stock():
-        return ext.classify_paragraphs
+    return classify_paragraphs
 
 
 def _classes(classify: Any, paragraphs: list[Any], stoplist: Any, args: tuple) -> list:
@@ -42,30 +40,16 @@ def _classes(classify: Any, paragraphs: list[Any], stoplist: Any, args: tuple) -
     return [(p.cf_class, p.heading) for p in paragraphs]
 
 
-def test_installed_for_this_justext() -> None:
-    eh.prepare("trafilatura")
-    import justext.core as core
-    import trafilatura.external as ext
-
-    assert ext.classify_paragraphs is justext_classify.classify_paragraphs
-    with justext_classify.stock():
-        assert ext.classify_paragraphs is core.classify_paragraphs
-    assert ext.classify_paragraphs is justext_classify.classify_paragraphs
-    assert core.classify_paragraphs is not justext_classify.classify_paragraphs  # jusText's own
-
-
 def test_same_classes_as_justext_on_real_pages(pages: list[str]) -> None:
     """Every paragraph jusText makes of trafilatura's cleaned tree of real pages, with
     trafilatura's settings and jusText's defaults, with trafilatura's stop list (all languages)
     and jusText's German one."""
-    eh.prepare("trafilatura")
     from justext import get_stoplist
     from justext.core import ParagraphMaker
-    from trafilatura.external import basic_cleaning, jt_stoplist_init
-    from trafilatura.utils import load_html
+    from trafilatura.external import basic_cleaning
 
     stock = _stock()
-    stoplists = [jt_stoplist_init(), get_stoplist("German")]
+    stoplists = [external.jt_stoplist(), get_stoplist("German")]
     seen: set[str] = set()
     n = 0
     for html in pages:
@@ -77,7 +61,7 @@ def test_same_classes_as_justext_on_real_pages(pages: list[str]) -> None:
         for stoplist in stoplists:
             for args in SETTINGS:
                 want = _classes(stock, paragraphs, stoplist, args)
-                got = _classes(justext_classify.classify_paragraphs, paragraphs, stoplist, args)
+                got = _classes(external.classify_paragraphs, paragraphs, stoplist, args)
                 assert got == want, html[:200]
                 seen.update(c for c, _ in want)
     assert n > 5_000
@@ -118,31 +102,32 @@ def test_same_classes_as_justext_on_any_paragraphs(paragraphs, length_low, lengt
             no_headings)
     stoplist = frozenset({"the", "and", "of", "a", "der", "und"})
     want = _classes(stock, paragraphs, stoplist, args)
-    assert _classes(justext_classify.classify_paragraphs, paragraphs, stoplist, args) == want
+    assert _classes(external.classify_paragraphs, paragraphs, stoplist, args) == want
 
 
-def test_same_text_as_trafilatura(pages: list[str]) -> None:
-    """``extract_text`` with its defaults gives the same texts with jusText's function and the
-    twin (gold pages 310-420: the ``fast=False`` comparison calls jusText on 14 of them)."""
-    eh.prepare("trafilatura")
-    import trafilatura.external as ext
+def test_same_text_as_trafilatura(pages: list[str], monkeypatch) -> None:
+    """The fast path's ``fast=False`` extraction in default balance gives trafilatura's texts
+    (gold pages 310-420, where the comparison and the recall escalation call jusText),
+    through curator's function."""
+    import trafilatura
 
     calls = 0
-    twin = ext.classify_paragraphs
+    ours = external.classify_paragraphs
 
     def counted(*a: Any, **kw: Any) -> Any:
         nonlocal calls
         calls += 1
-        return twin(*a, **kw)
+        return ours(*a, **kw)
 
+    monkeypatch.setattr(external, "classify_paragraphs", counted)
     for html in [p.html for p in load_gold("all")[310:420]] + pages[::4]:
-        with justext_classify.stock():
-            want = eh.extract_text(html)
-        ext.classify_paragraphs = counted
-        try:
-            got = eh.extract_text(html)
-        finally:
-            ext.classify_paragraphs = twin
+        tree = load_html(html)
+        if tree is None:
+            continue
+        want = trafilatura.extract(copy.copy(tree), fast=False, include_comments=False,
+                                   deduplicate=False) or ""
+        got = core.extract(tree, fast=False, favor_precision=False, favor_recall=False,
+                           include_comments=False, include_tables=True)
         assert got == want, html[:200]
     assert calls > 5  # the comparison did run on real pages
 
@@ -150,12 +135,9 @@ def test_same_text_as_trafilatura(pages: list[str]) -> None:
 def test_paragraph_text_is_built_once(pages: list[str], monkeypatch) -> None:
     """The point of the twin: trafilatura's classification reads each paragraph's ``text``
     (a join and a whitespace regex) once; jusText's own function reads it seven times."""
-    eh.prepare("trafilatura")
-    import trafilatura.external as ext
     from justext.core import ParagraphMaker
     from justext.paragraph import Paragraph
-    from trafilatura.external import basic_cleaning, jt_stoplist_init
-    from trafilatura.utils import load_html
+    from trafilatura.external import basic_cleaning
 
     paragraphs = ParagraphMaker.make_paragraphs(basic_cleaning(load_html(pages[0])))
     reads = 0
@@ -167,21 +149,8 @@ def test_paragraph_text_is_built_once(pages: list[str], monkeypatch) -> None:
         return text.fget(self)
 
     monkeypatch.setattr(Paragraph, "text", property(counted))
-    ext.classify_paragraphs(paragraphs, jt_stoplist_init(), *SETTINGS[0])
+    external.classify_paragraphs(paragraphs, external.jt_stoplist(), *SETTINGS[0])
     assert len(paragraphs) > 10 and reads == len(paragraphs)
-
-
-def test_another_justext_keeps_its_own_function() -> None:
-    eh.prepare("trafilatura")
-    import justext.core as core
-    import trafilatura.external as ext
-
-    with justext_classify.stock():
-        assert justext_classify.install("def classify_paragraphs(paragraphs, stoplist): ...") \
-            is False
-        assert ext.classify_paragraphs is core.classify_paragraphs
-        assert justext_classify.install() is True  # jusText's own text: it goes in
-    assert ext.classify_paragraphs is justext_classify.classify_paragraphs
 
 
 class _CountedHash(tuple):
@@ -198,27 +167,25 @@ def test_stoplist_defined_once_per_object(pages: list[str]) -> None:
     """trafilatura hands the same tuple of every jusText stop word (~154,000) to each call;
     jusText's ``define_stoplist`` cache hashed it again on every call (~0.8 ms). The twin keeps
     the frozen set of the object it was given last, with the same classes as jusText."""
-    eh.prepare("trafilatura")
     from justext.core import ParagraphMaker
-    from trafilatura.external import basic_cleaning, jt_stoplist_init
-    from trafilatura.utils import load_html
+    from trafilatura.external import basic_cleaning
 
     stock = _stock()
-    words = _CountedHash(jt_stoplist_init())
+    words = _CountedHash(external.jt_stoplist())
     other = _CountedHash(("the", "of", "and"))
     for html in pages[:6]:
         paragraphs = ParagraphMaker.make_paragraphs(basic_cleaning(load_html(html)))
         for stoplist in (words, words, other, words):
             _CountedHash.hashed = 0
-            got = _classes(justext_classify.classify_paragraphs, paragraphs, stoplist,
+            got = _classes(external.classify_paragraphs, paragraphs, stoplist,
                            SETTINGS[0])
             assert _CountedHash.hashed <= 1  # only when another object came in between
             assert got == _classes(stock, paragraphs, stoplist, SETTINGS[0])
     _CountedHash.hashed = 0
-    justext_classify.classify_paragraphs([], words)
-    justext_classify.classify_paragraphs([], words)
+    external.classify_paragraphs([], words)
+    external.classify_paragraphs([], words)
     assert _CountedHash.hashed == 0
     # a mutable stop list is never remembered: a set's words can change between calls
     fresh = ["the", "of"]
     with pytest.raises(TypeError):  # jusText's own cache refuses it as well
-        justext_classify.classify_paragraphs([], fresh)
+        external.classify_paragraphs([], fresh)

@@ -1,18 +1,19 @@
-"""trafilatura's link density test without lxml's ElementPath layer
-(curator/extract/link_density.py): the same answer as trafilatura's own function for every
-element trafilatura tests on real pages, in every balance and fast mode, and another
-trafilatura source keeps its own function."""
+"""The fast path's link density test without lxml's ElementPath layer, and its loop reading
+each link's text once (curator/extract/fastpath/htmlprocessing.py): the same answer as
+trafilatura's own function for every element the extraction tests on real pages, in every
+balance and fast mode, and the same trees out of every loop."""
 
 from __future__ import annotations
 
+import copy
 import re
 from typing import Any
 
 import pytest
+from lxml import etree
 
-from curator.extract import extract_html as eh
-from curator.extract import link_density
-from tests.extract.helpers_extract import assert_swapped, gold_and_doc_pages
+from curator.extract.fastpath import core, htmlprocessing, load_html, main_extractor
+from tests.extract.helpers_extract import gold_and_doc_pages
 
 OPTION_SETS = [{"fast": fast, "favor_precision": balance == "precision",
                 "favor_recall": balance == "recall"}
@@ -21,119 +22,69 @@ OPTION_SETS = [{"fast": fast, "favor_precision": balance == "precision",
 
 @pytest.fixture(scope="module")
 def pages() -> list[str]:
-    return gold_and_doc_pages(9)
+    return gold_and_doc_pages(18)
 
 
-def test_installed_for_this_trafilatura() -> None:
-    eh.prepare("trafilatura")
-    import trafilatura.htmlprocessing as h
+def _extract(html: str, **kw: Any) -> None:
+    tree = load_html(html)
+    if tree is not None:
+        core.extract(tree, include_comments=True, include_tables=True, **kw)
 
-    assert_swapped(h, "link_density_test", link_density.link_density_test, link_density.stock)
 
+def test_same_answer_as_trafilatura_for_every_tested_element(pages: list[str],
+                                                             monkeypatch) -> None:
+    """Each call the loop makes is answered by both functions on the same element, before
+    the loop acts on the answer: links, images, short and long elements, farms."""
+    from trafilatura.htmlprocessing import link_density_test as stock
 
-def test_same_answer_as_trafilatura_for_every_tested_element(pages: list[str]) -> None:
-    """Each call trafilatura makes is answered by both functions on the same element, before
-    trafilatura acts on the answer: links, images, short and long elements, farms."""
-    eh.prepare("trafilatura")
-    import trafilatura
-    import trafilatura.htmlprocessing as h
-
-    with link_density.stock():
-        stock = h.link_density_test
+    ours = htmlprocessing.link_density_test
     calls: list[tuple[bool, bool]] = []
 
-    def both(element: Any, favor_precision: bool = False) -> tuple[bool, bool]:
+    def both(element: Any, favor_precision: bool = False,
+             lengths: dict[Any, int] | None = None) -> tuple[bool, bool]:
         want = stock(element, favor_precision)
-        assert link_density.link_density_test(element, favor_precision) == want
+        assert ours(element, favor_precision, lengths) == want
+        assert ours(element, favor_precision) == want  # without the loop's lengths too
         calls.append(want)
         return want
 
-    saved, h.link_density_test = h.link_density_test, both
-    try:
-        for html in pages:
-            for kw in OPTION_SETS:
-                trafilatura.extract(html, deduplicate=False, **kw)
-    finally:
-        h.link_density_test = saved
+    monkeypatch.setattr(htmlprocessing, "link_density_test", both)
+    for html in pages:
+        for kw in OPTION_SETS:
+            _extract(html, **kw)
     # every branch of the test was taken
     assert {(False, False), (True, False), (False, True), (True, True)} <= set(calls)
-    assert len(calls) > 10_000
+    assert len(calls) > 5_000
 
 
-def test_same_text_as_trafilatura(pages: list[str]) -> None:
-    eh.prepare("trafilatura")
-    for html in pages[::2]:
-        for kw in OPTION_SETS[::2]:
-            with link_density.stock():
-                want = eh.extract_text(html, fast=kw["fast"])
-            assert eh.extract_text(html, fast=kw["fast"]) == want
-
-
-def test_another_trafilatura_keeps_its_own_function() -> None:
-    eh.prepare("trafilatura")
-    import trafilatura.htmlprocessing as h
-
-    with link_density.stock():
-        assert link_density.install("def link_density_test(element): ...") is False
-        assert h.link_density_test is not link_density.link_density_test
-
-
-def test_the_loop_is_installed_in_both_modules() -> None:
-    """main_extractor imported the loop by name: both names must be the twin, and stock()
-    must give both back (benchmarks time trafilatura as it ships)."""
-    eh.prepare("trafilatura")
-    import trafilatura.htmlprocessing as h
-    import trafilatura.main_extractor as m
-
-    assert link_density.loop_installed()
-    assert h.delete_by_link_density is m.delete_by_link_density is \
-        link_density.delete_by_link_density
-    with link_density.stock():
-        assert m.delete_by_link_density.__module__ == "trafilatura.htmlprocessing"
-        assert h.delete_by_link_density is m.delete_by_link_density
-    assert m.delete_by_link_density is link_density.delete_by_link_density
-
-
-def test_the_loop_deletes_what_trafilatura_deletes(pages: list[str]) -> None:
-    """Every loop trafilatura runs on real pages (every tag, both balances, backtracking or
-    not) is run by trafilatura's function on a copy of the subtree and by the twin on the
+def test_the_loop_deletes_what_trafilatura_deletes(pages: list[str], monkeypatch) -> None:
+    """Every loop the extraction runs on real pages (every tag, both balances, backtracking or
+    not) is run by trafilatura's function on a copy of the subtree and by curator's on the
     subtree itself: the trees left are the same."""
-    eh.prepare("trafilatura")
-    import copy
+    from trafilatura.htmlprocessing import delete_by_link_density as stock
 
-    import trafilatura
-    import trafilatura.main_extractor as m
-    from lxml import etree
-
-    with link_density.stock():
-        stock = m.delete_by_link_density
-    assert stock is not link_density.delete_by_link_density
+    ours = htmlprocessing.delete_by_link_density
     seen: list[str] = []
 
     def both(subtree: Any, tagname: str, backtracking: bool = False,
              favor_precision: bool = False) -> Any:
         want = etree.tostring(stock(copy.deepcopy(subtree), tagname, backtracking,
                                     favor_precision))
-        got = link_density.delete_by_link_density(subtree, tagname, backtracking,
-                                                  favor_precision)
+        got = ours(subtree, tagname, backtracking, favor_precision)
         assert etree.tostring(got) == want
         seen.append(tagname)
         return got
 
-    saved, m.delete_by_link_density = m.delete_by_link_density, both
-    try:
-        for html in pages[::3]:
-            for kw in OPTION_SETS[:3]:
-                trafilatura.extract(html, deduplicate=False, **kw)
-    finally:
-        m.delete_by_link_density = saved
+    monkeypatch.setattr(main_extractor, "delete_by_link_density", both)
+    for html in pages[::3]:
+        for kw in OPTION_SETS[:3]:
+            _extract(html, **kw)
     assert {"div", "list", "p", "head", "quote"} <= set(seen)
 
 
-def test_a_link_is_read_once_per_loop() -> None:
+def test_a_link_is_read_once_per_loop(monkeypatch) -> None:
     """Nested blocks of one sidebar: trafilatura reads the ten links' text once per ancestor
-    that holds more than four links; the loop reads each once."""
-    eh.prepare("trafilatura")
+    that holds more than four links; curator's loop reads each once."""
     import trafilatura.htmlprocessing as h
     from lxml import html as lhtml
 
@@ -146,27 +97,12 @@ def test_a_link_is_read_once_per_loop() -> None:
         calls.append(text)
         return trim(text)
 
-    def reads(loop: Any) -> int:
+    def reads(module: Any, loop: Any) -> int:
         calls.clear()
-        h.trim = counting
-        try:
+        with monkeypatch.context() as m:
+            m.setattr(module, "trim", counting)
             loop(lhtml.fromstring(page), "div", True)
-        finally:
-            h.trim = trim
         return sum(re.fullmatch(r"link number \d", c) is not None for c in calls)
 
-    with link_density.stock():
-        import trafilatura.main_extractor as m
-
-        assert reads(m.delete_by_link_density) == 60
-    assert reads(link_density.delete_by_link_density) == 10
-
-
-def test_another_trafilatura_keeps_its_own_loop() -> None:
-    eh.prepare("trafilatura")
-    import trafilatura.main_extractor as m
-
-    with link_density.stock():
-        assert link_density.install(loop_sources={"collect_link_info": "def f(): ..."})
-        assert not link_density.loop_installed()
-        assert m.delete_by_link_density is not link_density.delete_by_link_density
+    assert reads(h, h.delete_by_link_density) == 60
+    assert reads(htmlprocessing, htmlprocessing.delete_by_link_density) == 10

@@ -10,7 +10,8 @@ import re
 
 import pytest
 
-from curator.extract.extract_html import close_noscript_iframes, extract_text
+from curator.extract.extract_html import extract_text
+from curator.extract.html_repair import close_noscript_iframes
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -88,17 +89,17 @@ def test_gold_pages_only_the_affected_change_and_none_gets_worse() -> None:
     touched = [p for p in pages if close_noscript_iframes(p.html) is not p.html]
     assert len(touched) == 16
     assert {p.type for p in touched} == {"forum"}
-    import curator.extract.extract_html as eh
+    from curator.extract import extract_html
 
     gained = 0
     for p in touched:
         new = prf(extract_text(p.html, post_meta=True), p.gold)[2]
-        old_fn = eh.close_noscript_iframes
-        eh.close_noscript_iframes = lambda html: html  # type: ignore[assignment]
+        old_fn = extract_html.close_noscript_iframes
+        extract_html.close_noscript_iframes = lambda html: html  # type: ignore[assignment]
         try:
             old = prf(extract_text(p.html, post_meta=True), p.gold)[2]
         finally:
-            eh.close_noscript_iframes = old_fn
+            extract_html.close_noscript_iframes = old_fn
         assert new >= old - 1e-9, (p.id, old, new)
         gained += new > old + 0.1
     assert gained >= 1

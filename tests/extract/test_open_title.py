@@ -1,4 +1,4 @@
-"""A ``<title>`` without ``</title>`` (curator/extract/extract_html.py ``close_open_title``):
+"""A ``<title>`` without ``</title>`` (curator/extract/html_repair.py ``close_open_title``):
 the parsers made the rest of the page the title, so the page had no text at all."""
 
 from __future__ import annotations
@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 import trafilatura
 
-from curator.extract.extract_html import close_open_title, extract_text
+from curator.extract.extract_html import extract_text
+from curator.extract.html_repair import close_open_title
 from curator.extract.timeout import ExtractTimeout, time_limit
 
 BODY = ("<p>HONOLULU - South Korean golfer Choi Kyung-ju won the Sony Open on Sunday, beating "

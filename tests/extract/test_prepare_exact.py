@@ -17,8 +17,8 @@ import pytest
 from lxml.etree import XPath, strip_tags, tostring
 from trafilatura.utils import load_html
 
-import curator.extract.extract_html as eh
 from bench.gold_set import load_gold
+from curator.extract import html_repair, prune_ui, tree_edits
 
 DATA = Path(__file__).parent / "data"
 
@@ -27,7 +27,7 @@ _REF_WRAPPED = XPath("//text()[contains(., '\n')][normalize-space()][not(ancesto
                      " or ancestor::plaintext or ancestor::code[contains(., '\n')]"
                      " or ancestor::script or ancestor::style)]")
 _REF_CLASS, _REF_ID = XPath("//@class", smart_strings=False), XPath("//@id", smart_strings=False)
-_REF_META = XPath(eh._POST_META_XPATH)
+_REF_META = XPath(prune_ui.POST_META_XPATH)
 
 
 def _reference(tree: Any, shape: bool, html: str, post_meta: bool = False) -> None:
@@ -35,28 +35,28 @@ def _reference(tree: Any, shape: bool, html: str, post_meta: bool = False) -> No
     for el in tree.iter("pre", "code"):
         strip_tags(el, "span")
     attrs = "\n" + "\n".join(_REF_CLASS(tree) + _REF_ID(tree)) + "\n"
-    for el in eh._ui_elements(tree, html, attrs):
-        eh._drop_tree(el)
+    for el in prune_ui.ui_elements(tree, html, attrs):
+        prune_ui.drop_tree(el)
     if "toctree-wrapper" in attrs:  # Sphinx toctrees unlinked (no cheaper form)
-        eh._unlink_toctrees(tree)
-    if not post_meta and eh._may_have_post_meta(attrs):
+        prune_ui.unlink_toctrees(tree)
+    if not post_meta and prune_ui._may_have_post_meta(attrs):
         for el in _REF_META(tree):
             if el.tag in ("html", "body") or el.getparent() is None:
                 continue
-            if not eh._POST_META.search(f"{el.get('class') or ''} {el.get('id') or ''}"):
+            if not prune_ui._POST_META.search(f"{el.get('class') or ''} {el.get('id') or ''}"):
                 continue
-            if len(" ".join(el.itertext()).split()) <= eh._POST_META_WORDS:
-                eh._drop_tree(el)
-    if eh._MASK not in html:  # screen-reader-only text masked (a later step, same XPath form)
-        for el in tree.xpath(" | ".join(f"//*[{eh._CLS.format(n)}]"
-                                        for n in eh.SCREEN_READER_CLASSES)):
+            if len(" ".join(el.itertext()).split()) <= prune_ui._POST_META_WORDS:
+                prune_ui.drop_tree(el)
+    if prune_ui.MASK not in html:  # screen-reader-only text masked (a later step, same XPath form)
+        for el in tree.xpath(" | ".join(f"//*[{prune_ui._CLS.format(n)}]"
+                                        for n in prune_ui.SCREEN_READER_CLASSES)):
             for node in el.iter():
                 if node.text:
-                    node.text = eh._NONSPACE.sub(eh._MASK, node.text)
+                    node.text = prune_ui._NONSPACE.sub(prune_ui.MASK, node.text)
                 if node is not el and node.tail:
-                    node.tail = eh._NONSPACE.sub(eh._MASK, node.tail)
+                    node.tail = prune_ui._NONSPACE.sub(prune_ui.MASK, node.tail)
     if "aria-controls" in html:  # collapsed panels opened (a later step, no cheaper form)
-        eh._open_panels(tree)
+        prune_ui.open_panels(tree)
     if not shape:
         return
     for dd in tree.iter("dd"):
@@ -66,14 +66,15 @@ def _reference(tree: Any, shape: bool, html: str, post_meta: bool = False) -> No
         parent = node.getparent()
         if parent is None:
             continue
-        joined = eh._join_lines(node)
+        joined = tree_edits._join_lines(node)
         try:
             if node.is_text:
                 parent.text = joined
             elif node.is_tail:
                 parent.tail = joined
         except ValueError:
-            setattr(parent, "text" if node.is_text else "tail", eh._XML_ILLEGAL.sub("", joined))
+            setattr(parent, "text" if node.is_text else "tail",
+                    html_repair.XML_ILLEGAL.sub("", joined))
 
 
 def _document(tree: Any) -> list[str]:
@@ -93,7 +94,7 @@ def _check(html: str, options: list[tuple[bool, bool]] = OPTIONS) -> bool:
         if old is None:
             return False
         _reference(old, shape, html, post_meta)
-        eh._prepare_tree(new, shape, html, post_meta)
+        tree_edits.prepare_tree(new, shape, html, post_meta)
         assert _document(new) == _document(old), (shape, post_meta, html[:300])
     return True
 
@@ -158,7 +159,7 @@ def test_body_and_html_boxes_are_kept() -> None:
             "<p>" + WORDS + "</p></body></html>")
     assert _check(html)
     tree = load_html(html)
-    eh._prepare_tree(tree, True, html)
+    tree_edits.prepare_tree(tree, True, html)
     assert tree.get("class") == "userinfo" and "Rosen" in tostring(tree, encoding="unicode")
 
 
@@ -167,7 +168,7 @@ def test_a_pre_beside_the_root_keeps_its_lines() -> None:
     are looked up beside the root element too), the other wrapped text is joined."""
     html = _page("<p>a\nb</p>", after="<div><pre>x\ny</pre>p\nq</div>")
     tree = load_html(html)
-    eh._prepare_tree(tree, True, html)
+    tree_edits.prepare_tree(tree, True, html)
     beside = "".join(_document(tree)[1:])
     assert "<pre>x\ny</pre>p q" in beside and "<p>a b</p>" in _document(tree)[0]
     assert _check(html)
@@ -181,10 +182,10 @@ def test_author_box_candidates_match_the_whole_xpath() -> None:
     n = 0
     for html in pages:
         tree = load_html(html)
-        sets = eh._attr_sets(tree)
-        cands = eh._post_meta_candidates(tree, eh._attr_values(tree, sets), sets)
+        sets = prune_ui.attr_sets(tree)
+        cands = prune_ui._post_meta_candidates(tree, prune_ui.attr_values(tree, sets), sets)
         whole = [el for el in _REF_META(tree)
-                 if eh._POST_META.search(f"{el.get('class') or ''} {el.get('id') or ''}")]
+                 if prune_ui._POST_META.search(f"{el.get('class') or ''} {el.get('id') or ''}")]
         if cands is None:  # a value with a newline, or both quotes: the whole XPath runs
             values = [v for s in sets for v in s]
             assert any("\n" in v for v in values) or (any("'" in v for v in values)
@@ -203,10 +204,10 @@ def test_same_tree_on_real_pages() -> None:
               for f in sorted((DATA / "docpages").glob("*.html.gz"))]
     pages += [gzip.decompress(f.read_bytes()).decode("utf-8", "replace")
               for f in sorted((DATA / "wcxb").glob("*.html.gz"))]
-    parsed = sum(_check(eh.close_noscript_iframes(h), OPTIONS[:1]) for h in pages)
+    parsed = sum(_check(html_repair.close_noscript_iframes(h), OPTIONS[:1]) for h in pages)
     assert parsed >= 600
     for h in pages[::5]:
-        _check(eh.close_noscript_iframes(h), OPTIONS[1:])
+        _check(html_repair.close_noscript_iframes(h), OPTIONS[1:])
 
 
 PIECES = [

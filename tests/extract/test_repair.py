@@ -1,17 +1,16 @@
-"""trafilatura's HTML repair without a regex pass over pages that need none
-(curator/extract/repair.py): the same string as trafilatura's own ``repair_faulty_html`` on
-real pages and on every illegal character, doctype and ``<html/>`` case, the same texts out of
-``extract_text``, and another trafilatura source keeps its own function."""
+"""The fast path's HTML repair without a regex pass over pages that need none
+(curator/extract/fastpath/utils.py): the same string as trafilatura's ``repair_faulty_html``
+on real pages and on every illegal character, doctype and ``<html/>`` case, and the same tree
+out of ``load_html``."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
+from lxml.etree import tostring
 
-from curator.extract import extract_html as eh
-from curator.extract import repair
-from tests.extract.helpers_extract import assert_swapped, gold_and_doc_pages
+from curator.extract import html_repair
+from curator.extract.fastpath import utils
+from tests.extract.helpers_extract import gold_and_doc_pages
 
 ILLEGAL = [chr(c) for c in (*range(0x00, 0x09), 0x0B, 0x0C, *range(0x0E, 0x20))] + [
     "\ufffe", "\uffff"]
@@ -22,15 +21,7 @@ LEGAL = ["\t", "\n", "\r", " ", "\x7f", "\x80", "\x9f", "é", "\u2019", "\ufffd"
 
 @pytest.fixture(scope="module")
 def pages() -> list[str]:
-    eh.prepare("trafilatura")
-    return gold_and_doc_pages(3, eh.close_noscript_iframes)
-
-
-def _stock() -> Any:
-    import trafilatura.utils as u
-
-    with repair.stock():
-        return u.repair_faulty_html
+    return gold_and_doc_pages(3, html_repair.close_noscript_iframes)
 
 
 def _near_misses() -> list[str]:
@@ -53,73 +44,56 @@ def _near_misses() -> list[str]:
     return out
 
 
-def test_installed_for_this_trafilatura() -> None:
-    eh.prepare("trafilatura")
-    import trafilatura.utils as u
-
-    assert_swapped(u, "repair_faulty_html", repair.repair_faulty_html, repair.stock)
-
-
 def test_illegal_characters_are_found_as_trafilatura_finds_them() -> None:
     import trafilatura.utils as u
 
     for s in _near_misses():
-        assert repair.has_illegal_chars(s) == (u.INVALID_XML_CHARS.search(s) is not None), s
+        assert utils.has_illegal_chars(s) == (u.INVALID_XML_CHARS.search(s) is not None), s
 
 
 def test_same_string_as_trafilatura(pages: list[str]) -> None:
-    stock = _stock()
+    from trafilatura.utils import repair_faulty_html
+
     cases = pages + _near_misses()
     changed = 0
     for html in cases:
         beginning = html[:50].lower()
-        want = stock(html, beginning)
-        assert repair.repair_faulty_html(html, beginning) == want, html[:200]
+        want = repair_faulty_html(html, beginning)
+        assert utils.repair_faulty_html(html, beginning) == want, html[:200]
         changed += want != html
     assert changed > 100  # repairs of every kind happened, not only pass-throughs
 
 
-def test_same_text_as_trafilatura(pages: list[str]) -> None:
-    eh.prepare("trafilatura")
+def test_same_tree_as_trafilatura(pages: list[str]) -> None:
+    """``load_html`` of pages as they come and with illegal characters put in: the tree
+    trafilatura's ``load_html`` parses, element classes included (curator's parser chooses
+    them with a C-level table)."""
+    from trafilatura.utils import load_html
+
     dirty = [p[:5000] + "\x0b\x1f\ufffe" + p[5000:] for p in pages[:6]]
-    for html in pages[::4] + dirty:
-        with repair.stock():
-            want = eh.extract_text(html)
-        assert eh.extract_text(html) == want
+    for html in pages[::4] + dirty + ["", "x", "<p>a</p>", "<!doctype html>\n<p>a</p>"]:
+        want, got = load_html(html), utils.load_html(html)
+        assert (want is None) == (got is None), html[:200]
+        if want is not None:
+            assert tostring(got) == tostring(want)
+            assert [type(e) for e in got.iter()] == [type(e) for e in want.iter()]
 
 
 def test_clean_pages_skip_the_regex(pages: list[str], monkeypatch) -> None:
-    """The point of the twin: trafilatura's ``sub`` runs only on a page that holds an illegal
-    character (it ran on every page before)."""
-    eh.prepare("trafilatura")
-    import trafilatura.utils as u
-
+    """The point of the change: the ``sub`` runs only on a page that holds an illegal
+    character (trafilatura runs it on every page)."""
+    pattern = utils.INVALID_XML_CHARS
     calls: list[int] = []
-    pattern = u.INVALID_XML_CHARS
 
     class Counted:
         def sub(self, repl: str, s: str) -> str:
             calls.append(len(s))
             return pattern.sub(repl, s)
 
-        def search(self, s: str) -> Any:
-            return pattern.search(s)
-
-    monkeypatch.setattr(u, "INVALID_XML_CHARS", Counted())
+    monkeypatch.setattr(utils, "INVALID_XML_CHARS", Counted())
     clean = [p for p in pages[:40] if pattern.search(p) is None]
     for html in clean:
-        u.load_html(html)
+        utils.load_html(html)
     assert clean and calls == []
-    u.load_html(clean[0] + "\x02")
+    utils.load_html(clean[0] + "\x02")
     assert len(calls) == 1
-
-
-def test_another_trafilatura_keeps_its_own_function() -> None:
-    eh.prepare("trafilatura")
-    import trafilatura.utils as u
-
-    with repair.stock():
-        assert repair.install("def repair_faulty_html(htmlstring, beginning): ...") is False
-        assert u.repair_faulty_html is not repair.repair_faulty_html
-        assert repair.install() is True  # trafilatura's own text: it goes in
-    assert u.repair_faulty_html is repair.repair_faulty_html

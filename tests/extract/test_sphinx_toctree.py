@@ -1,4 +1,4 @@
-"""Sphinx toctrees (curator/extract/extract_html.py ``_unlink_toctrees``): an index page's
+"""Sphinx toctrees (curator/extract/prune_ui.py ``unlink_toctrees``): an index page's
 table of contents is its content, though it is all links; real pages from bench/gold's tuning
 split (the Python documentation)."""
 
@@ -45,15 +45,15 @@ def test_toctree_kept_sidebar_links_not() -> None:
 def test_pages_without_a_toctree_are_unchanged() -> None:
     """The docs pages of the tuning split without a toctree come out as before (the step is
     skipped when no class value holds ``toctree-wrapper``)."""
-    import curator.extract.extract_html as eh
+    from curator.extract import tree_edits
 
     pages = [p for p in _tuning().values() if p.source == "python-docs"
              and "toctree-wrapper" not in p.html][:8]
     assert len(pages) >= 5
     now = [extract_text(p.html) for p in pages]
-    saved = eh._unlink_toctrees
-    eh._unlink_toctrees = lambda tree: (_ for _ in ()).throw(AssertionError("called"))
+    saved = tree_edits.unlink_toctrees
+    tree_edits.unlink_toctrees = lambda tree: (_ for _ in ()).throw(AssertionError("called"))
     try:
         assert [extract_text(p.html) for p in pages] == now
     finally:
-        eh._unlink_toctrees = saved
+        tree_edits.unlink_toctrees = saved

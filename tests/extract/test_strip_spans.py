@@ -1,5 +1,5 @@
 """Code blocks' highlighting spans stripped with each run of text in one text node
-(`extract_html._strip_spans`): the tree reads as `strip_tags` leaves it (elements, texts,
+(`tree_edits._strip_spans`): the tree reads as `strip_tags` leaves it (elements, texts,
 tails, serialisation), while each run is one text node, so lxml reads it in linear time."""
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from lxml import html as lhtml
 from lxml.etree import strip_tags, tostring
 
 import curator.extract.extract_html as eh
+from curator.extract import tree_edits
 
 
 def _state(el: Any) -> list[Any]:
@@ -54,7 +55,7 @@ def _block(rng: random.Random, depth: int = 0) -> str:
 
 @pytest.mark.parametrize("seed", range(300))
 def test_reads_as_strip_tags_leaves_it(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(eh, "_FEW_CHILDREN", 0)  # the walk on every block, small ones too
+    monkeypatch.setattr(tree_edits, "_FEW_CHILDREN", 0)  # the walk on every block, small ones too
     rng = random.Random(seed)
     body = _block(rng)
     outer = rng.choice(["<pre>{}</pre>", "<pre><code>{}</code></pre>", "<code>{}</code>",
@@ -64,7 +65,7 @@ def test_reads_as_strip_tags_leaves_it(seed: int, monkeypatch: pytest.MonkeyPatc
     for el in want.iter("pre", "code"):
         strip_tags(el, "span")
     for el in got.iter("pre", "code"):
-        eh._strip_spans(el)
+        tree_edits._strip_spans(el)
     assert _state(got) == _state(want)
     assert "<span" not in tostring(got, encoding="unicode")
 
@@ -77,7 +78,7 @@ def test_each_run_is_one_text_node() -> None:
     want, got = lhtml.fromstring(page), lhtml.fromstring(page)
     code_want, code_got = next(want.iter("code")), next(got.iter("code"))
     strip_tags(code_want, "span")
-    eh._strip_spans(code_got)
+    tree_edits._strip_spans(code_got)
     assert code_got.text == code_want.text
     assert _text_nodes(code_want) == 10_000
     assert _text_nodes(code_got) == 1
@@ -94,15 +95,15 @@ def test_prepare_tree_uses_it_on_large_blocks() -> None:
     page = (f"<html><body><h1>Source</h1><p>{'Some prose here. ' * 20}</p>"
             f"<pre class=\"rust\"><code>{lines}</code></pre></body></html>")
     tree = load_html(page)
-    eh._prepare_tree(tree, True, page)
+    tree_edits.prepare_tree(tree, True, page)
     assert _text_nodes(next(tree.iter("code"))) == 1
     text = eh.extract_text(page)
-    few = eh._FEW_CHILDREN
-    eh._FEW_CHILDREN = 10**9  # strip_tags alone
+    few = tree_edits._FEW_CHILDREN
+    tree_edits._FEW_CHILDREN = 10**9  # strip_tags alone
     try:
         assert eh.extract_text(page) == text
     finally:
-        eh._FEW_CHILDREN = few
+        tree_edits._FEW_CHILDREN = few
     assert "fn f399() {}" in text
 
 
@@ -113,7 +114,7 @@ def test_a_character_lxml_cannot_set_leaves_the_run_as_it_was() -> None:
     page = f"<html><body><pre>{spans}<b>x</b>{spans}</pre></body></html>"
     want, got = lhtml.fromstring(page), lhtml.fromstring(page)
     strip_tags(next(want.iter("pre")), "span")
-    eh._strip_spans(next(got.iter("pre")))
+    tree_edits._strip_spans(next(got.iter("pre")))
     assert "\x1a" in next(got.iter("pre")).text
     assert _state(got) == _state(want)
 
@@ -126,7 +127,7 @@ def test_a_block_nested_as_deep_as_the_parser_allows() -> None:
     page = f"<html><body><pre>{flat}{deep}</pre></body></html>"
     want, got = lhtml.fromstring(page), lhtml.fromstring(page)
     strip_tags(next(want.iter("pre")), "span")
-    eh._strip_spans(next(got.iter("pre")))
+    tree_edits._strip_spans(next(got.iter("pre")))
     depth, el = 0, next(got.iter("pre"))
     while len(el):
         el, depth = el[-1], depth + 1

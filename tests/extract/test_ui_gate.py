@@ -11,7 +11,7 @@ import pytest
 from lxml.etree import XPath
 from trafilatura.utils import load_html
 
-from curator.extract.extract_html import _UI_XPATH, _ui_elements
+from curator.extract.prune_ui import _UI_XPATH, ui_elements
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -44,7 +44,7 @@ def _both(html: str) -> tuple[set, set]:
     tree = load_html(html)
     if tree is None:
         return set(), set()
-    return set(XPath(_UI_XPATH)(tree)), set(_ui_elements(tree, html))
+    return set(XPath(_UI_XPATH)(tree)), set(ui_elements(tree, html))
 
 
 @pytest.mark.parametrize("snippet", CRAFTED)

@@ -32,7 +32,8 @@ from hypothesis import strategies as st
 from curator.acquire.warc import iter_warc
 from curator.core.context import ShardContext
 from curator.core.stage import ShardSpec
-from curator.extract.extract_html import DecodeError, decode_html, extract_text
+from curator.extract.charset import DecodeError, decode_html
+from curator.extract.extract_html import extract_text
 from curator.extract.latex import LatexError, submission_text
 from curator.extract.wikitext import wikitext_to_text
 from curator.io.jsonl import ReadJsonl

@@ -1,39 +1,122 @@
-"""trafilatura's regex XPath prunes evaluated with Python's ``re`` instead of EXSLT
-``re:test`` callbacks: the same elements in the same order, for less CPU.
+# Derived from trafilatura 2.3.1 (trafilatura/xpaths.py: the expressions' text), Copyright
+# 2019-present, Adrien Barbaresi and contributors, under the Apache License 2.0
+# (LICENSE-trafilatura.txt here). Changed: see the package docstring.
+"""trafilatura's regex XPath lists evaluated with Python's ``re`` instead of EXSLT ``re:test``
+callbacks: the same elements in the same order, for less CPU.
 
 trafilatura prunes navigation, share bars, hidden blocks... of every candidate content frame
-with ``OVERALL_DISCARD_XPATH`` (``main_extractor.prune_unwanted_sections``), and the raw tree
-of every page with ``RAW_TREE_PRUNE_XPATH`` and (comments off) ``REMOVE_COMMENTS_AND_LISTS_XPATH``.
-Their predicates call ``re:test`` on the id and class of every candidate element; lxml
-answers each call with a Python callback that converts the attribute node-set to strings:
-the three lists were about a fifth of the default extraction's CPU (OVERALL_DISCARD_XPATH
-alone 4.3 ms of ~32 ms per page on the gold set). Here a C-level XPath picks the elements of
-the right tags that have the tested attributes, and the regular expressions (the very patterns
-of trafilatura's XPath text, run by the same ``re`` module lxml's callbacks use) are applied in
-Python. The walk itself is lxml's C tag filter (``iterdescendants``), not the XPath: libxml2's
-walk with attribute predicates cost more than all the tests (on the Python docs 2.7 of 3.6 s;
-the walk with the tests now ~0.5 s), and an element whose only tested attribute is its class
-is decided by that value, remembered per value (a page repeats its classes). Same node lists
-on the gold pages and on crafted attribute sets (tests/extract/test_discard.py).
+with ``OVERALL_DISCARD_XPATH`` (``prune_unwanted_sections``), and the raw tree of every page
+with ``RAW_TREE_PRUNE_XPATH`` and (comments off) ``REMOVE_COMMENTS_AND_LISTS_XPATH``. Their
+predicates call ``re:test`` on the id and class of every candidate element; lxml answers each
+call with a Python callback that converts the attribute node-set to strings: the three lists
+were about a fifth of the default extraction's CPU. Here lxml's C tag filter
+(``iterdescendants``) walks the elements of the right tags, and the regular expressions (the
+very patterns of the XPath text, :data:`PATHS`, run by the same ``re`` module lxml's callbacks
+use) are applied in Python; an element whose only tested attribute is its class is decided by
+that value, remembered per value (a page repeats its classes).
 
-``BODY_XPATH`` (``main_extractor._extract``: the content frame, the first element of the first
-expression that has one) is evaluated the same way with a stop at the first match
-(:class:`FirstFrame`, ~2 ms a page less; same frame on every call over the gold and bench
-pages, tests/extract/test_body_xpath.py). The ``contains()`` prunes of image captions (every
-frame, images being off) and teasers (precision and default balance) are the same walk with a
-Python ``in`` (:class:`ContainsFrames`).
-
-:func:`install` replaces a list only when its expressions are exactly the ones this was
-written for (their text's SHA-256, :data:`TARGETS`); any other trafilatura version keeps its
-own XPath.
+``BODY_XPATH`` (``_extract``: the content frame, the first element of the first expression
+that has one) is evaluated the same way with a stop at the first match (:class:`FirstFrame`).
+The ``contains()`` prunes of image captions (every frame, images being off) and teasers
+(precision and default balance) are the same walk with a Python ``in``
+(:class:`ContainsFrames`). Same node lists as the XPath on the gold pages and on crafted
+attribute sets: tests/extract/test_discard.py, tests/extract/test_body_xpath.py.
 """
+
 from __future__ import annotations
 
-import hashlib
 import re
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any
+
+#: The text of trafilatura 2.3.1's expression lists (trafilatura/xpaths.py) that this module
+#: evaluates in Python (tests/extract/test_discard.py: the same text as the installed
+#: trafilatura's, and the same elements as the XPath).
+PATHS: dict[str, tuple[str, ...]] = {
+    "OVERALL_DISCARD_XPATH": (
+        '\n        .//*[self::div or self::item or self::list or self::p or self::'
+        'section or self::span][\n        @data-lp-replacement-content or\n        '
+        "contains(translate(@role, 'N', 'n'), 'nav') or\n        contains(@data-co"
+        "mponent, 'MostPopularStories') or\n        re:test(@id|@class, 'cookie') "
+        "or\n        re:test(@id, '^shar|social|viral|newsletter|syndication|tags|"
+        'sidebar|banner|bread-?crumb|button|author|^(?:jp-|dpsp-content)|bmdh|foo'
+        'ter|Footer|share|Share|nav|Nav|menu|related|message-container|premium|^a'
+        "d-') or\n        re:test(@class, '^shar|social|viral|newsletter|syndicati"
+        'on|tags|sidebar|banner|bread-?crumb|button|author|^(?:nav|post-nav|Zende'
+        'skForm)|subnav|avigation|navbar|navbox|menu|bar| ad |-ad-|(?:^| )ad-|dfp'
+        '[Aa]d|outbrain|taboola|criteo|paid-?content|widget|footer|Footer|byline|'
+        'Byline|share-|sociable|embedded|embed|tag-list|consent|modal-content|per'
+        'mission|elated|next-|-stories|most-popular|more-on|meta|rating|attachmen'
+        't|timestamp|user-info|user-profile|-icon|article-infos|message-container'
+        '|slide|viewport|overlay|options|expand|obfuscated|blurred|mol-factbox|yi'
+        "n|zlylin|nfoline')]\n        ",
+        "\n        .//*[@class='comments-title' or\n        starts-with(@id|@class,"
+        " 'reply-') or\n        re:test(@id|@style, 'hidden') or\n        contains("
+        "@style, 'display:none') or contains(@style, 'display: none') or\n        "
+        "re:test(@id, 'reader-comments|akismet') or\n        re:test(@class, '^hid"
+        'e-|comments-title|nocomments|-reply-|message|akismet|suggest-links|-hide'
+        "-|hide-print| hidden| hide|noprint|notloaded') or @aria-hidden='true']\n "
+        '       ',
+    ),
+    "RAW_TREE_PRUNE_XPATH": (
+        '\n        .//*[self::div or self::section or self::aside][\n        re:tes'
+        "t(@id, 'mvp-post-add-(?:box|wrap)|infinite-?scroll') or\n        re:test("
+        "@class, 'mvp-post-add-(?:box|wrap)|infinite-?scroll')][\n        not(.//h"
+        "1) or re:test(@id, 'mvp-post-add-(?:box|wrap)') or re:test(@class, 'mvp-"
+        "post-add-(?:box|wrap)')]\n        ",
+        ".//*[self::div or self::section or self::aside][contains(@class, 'elemen"
+        "tor-share-buttons')]",
+    ),
+    "REMOVE_COMMENTS_AND_LISTS_XPATH": (
+        '\n        .//*[self::div or self::list or self::section or self::details '
+        "or self::ol or self::ul][\n        re:test(@id, '^(?:[Cc]omment(?!ary)|co"
+        "mol|disqus_thread|dsq-comments)') or\n        re:test(@class, '^[Cc]ommen"
+        "t(?!ary)|(?:article|post)-comments')][\n        not(self::ol or self::ul)"
+        " or re:test(@id, '^(?:[Cc]omment(?!ary)|comol)') or re:test(@class, '^[C"
+        "c]omment(?!ary)|(?:article|post)-comments')]\n        ",
+    ),
+    "BODY_XPATH": (
+        '\n        .//*[self::article or self::div or self::main or self::section]'
+        "[\n        @class='post' or @class='entry' or\n        @itemprop='articleB"
+        "ody' or @id='articleContent' or\n        re:test(@id, '(?:entry|article|a"
+        "rt)-content|article__content|article(?:-|__)?body|articleBody|body-text'"
+        ") or\n        re:test(@class, 'post[-_]text|post-body|post-?entry|post[-_"
+        ']?content|postContent|post_inner_wrapper|article-?text|articleText|(?:en'
+        'try|page|text|article|art)-content|article__content|article(?:-|__)?body'
+        "|articleBody|ArticleContent|body-text|article__container')\n        ][1]\n"
+        '        ',
+        '(.//article)[1]',
+        '\n        (.//*[self::article or self::div or self::main or self::section'
+        "][\n        @role='article' or\n        @id='article' or @id='story' or\n  "
+        "      @class='postarea' or @class='art-postcontent' or @class='text' or "
+        "@class='cell' or @class='story' or\n        re:test(@id, '^primary|story-"
+        "body') or\n        re:test(@class, 'fulltext', 'i') or\n        re:test(@c"
+        "lass, '^article |post-bodycopy|story-?content|(?:theme|blog|section|sing"
+        'le)-content|single-post|main-column|wpb_text_column|story-body|field-bod'
+        "y')\n        ])[1]\n        ",
+        '\n        (.//*[self::article or self::div or self::main or self::section'
+        "][\n        @id='content' or @class='content' or\n        re:test(@id, 'co"
+        "ntent-main|content-body|contentBody') or\n        re:test(@class, 'conten"
+        "t[-_]main|content(?:-|__)body') or\n        contains(translate(@id, 'CM',"
+        "'cm'), 'main-content') or contains(translate(@class, 'CM','cm'), 'main-c"
+        "ontent') or\n        contains(translate(@class, 'CP','cp'), 'page-content"
+        "')\n        ])[1]\n        ",
+        '\n        (.//*[self::article or self::div or self::section][\n        sta'
+        "rts-with(@class, 'main') or starts-with(@id, 'main') or starts-with(@rol"
+        "e, 'main')])[1]|(.//main)[1]\n        ",
+    ),
+    "DISCARD_IMAGE_ELEMENTS": (
+        '\n    .//*[self::div or self::item or self::list or self::p or self::sect'
+        "ion or self::span][\n    contains(@id, 'caption') or contains(@class, 'ca"
+        "ption')]\n    ",
+    ),
+    "TEASER_DISCARD_XPATH": (
+        '\n    .//*[self::div or self::item or self::list or self::p or self::sect'
+        "ion or self::span][\n    contains(translate(@id, 'T', 't'), 'teaser') or "
+        "contains(translate(@class, 'T', 't'), 'teaser')]\n    ",
+    ),
+}
+
 
 _RE_TEST = re.compile(r"re:test\((@[\w|@-]+), '([^']*)'\)")
 
@@ -145,7 +228,7 @@ class FrameDiscard(_AttributeDiscard):
                     or self.special(_first(a, "id", "class")))
 
     def by_class(self, c: str) -> bool:
-        # marked(): @id|@class is the class; ids('') never matches (replacement() checks)
+        # marked(): @id|@class is the class; ids('') never matches (_lists() checks)
         return bool(self.special(c) or self.classes(c))
 
 
@@ -204,7 +287,7 @@ class RegexFrames:
                 continue
             i = i or ""
             c = c or ""
-            # ids('') and classes('') never match (replacement() checks)
+            # ids('') and classes('') never match (_lists() checks)
             if ((i and ids(i)) or (c and classes(c))) and self.last(el, i, c):
                 out.append(el)
         return out
@@ -248,10 +331,6 @@ def _comments_and_lists(exprs: list[Any]) -> list[Any] | None:
     return [RegexFrames(("div", "list", "section", "details", "ol", "ul"), ids, classes, extra)]
 
 
-def digest(paths: list[str]) -> str:
-    return hashlib.sha256("\0".join(paths).encode()).hexdigest()
-
-
 def _overall(exprs: list[Any]) -> list[Any] | None:
     first = _RE_TEST.findall(exprs[0].path)
     second = _RE_TEST.findall(exprs[1].path)
@@ -261,84 +340,10 @@ def _overall(exprs: list[Any]) -> list[Any] | None:
     return [FrameDiscard(*(p for _, p in first)), HiddenDiscard(*(p for _, p in second))]
 
 
-#: (trafilatura module, list name, SHA-256 of its expressions' text joined by NUL, builder):
-#: the lists this was written for and checked against (trafilatura 2.3.1 as ``.[all]``
-#: installs it). A list whose text differs keeps trafilatura's own XPath.
-TARGETS: tuple[tuple[str, str, str, Callable[[list[Any]], list[Any] | None]], ...] = (
-    ("trafilatura.main_extractor", "OVERALL_DISCARD_XPATH",
-     "e0f0992fedd02ac196225237652051a55faeb25833b6f992cc290c51f4a72600", _overall),
-    ("trafilatura.core", "RAW_TREE_PRUNE_XPATH",
-     "06426494c87a26ace4eab8248571a59e4bbb321c9910c815a602dae30589b275", _raw_prune),
-    ("trafilatura.core", "REMOVE_COMMENTS_AND_LISTS_XPATH",
-     "9cc18d34e6e2d258172b5df02bc44e578c95ef709b8e06722846c7a410c3a46f", _comments_and_lists),
-    ("trafilatura.main_extractor", "BODY_XPATH",
-     "1cbf719d5948b3bbd5a27762b0d60452eb214d7434c84f4e67a535539c704570",
-     lambda exprs: _body(exprs)),
-    ("trafilatura.main_extractor", "DISCARD_IMAGE_ELEMENTS",
-     "cb1ab981e44913f706048bad10e9f027314ffccb36c56ffc66c8ff5e1e340c58",
-     lambda exprs: _contains(exprs)),
-    ("trafilatura.main_extractor", "TEASER_DISCARD_XPATH",
-     "ebb02f066626551dbb0222a6cb631691f6ccacf0477c1381263f112b0bc9cdfa",
-     lambda exprs: _contains(exprs)),
-)
-
-
-def replacement(exprs: list[Any], name: str = "OVERALL_DISCARD_XPATH") -> list[Any] | None:
-    """Python equivalents of trafilatura's expression list ``name``, or None when ``exprs``
-    are not the expressions they were written for (or a pattern would match an element
-    without the attribute: '' would match, and the C-level pre-selection would miss it)."""
-    target = next((t for t in TARGETS if t[1] == name), None)
-    paths = [getattr(e, "path", None) for e in exprs]
-    if (target is None or not all(isinstance(p, str) for p in paths)
-            or digest(paths) != target[2]):  # type: ignore[arg-type]
-        return None
-    if any(re.search(p, "") for path in paths for _, p in _RE_TEST.findall(path)):  # type: ignore[arg-type]
-        return None
-    return target[3](exprs)
-
-
-def install() -> int:
-    """Use the Python equivalents in trafilatura (returns how many lists were replaced)."""
-    import importlib
-
-    done = 0
-    for module, name, _, _ in TARGETS:
-        mod = importlib.import_module(module)
-        current = getattr(mod, name)
-        if current and isinstance(current[0], (FrameDiscard, RegexFrames, FirstFrame,
-                                               ContainsFrames)):
-            done += 1
-            continue
-        new = replacement(current, name)
-        if new is not None:
-            setattr(mod, name, new)
-            done += 1
-    return done
-
-
-@contextmanager
-def stock() -> Iterator[None]:
-    """trafilatura's own XPaths inside the block (benchmarks time peers as they ship)."""
-    import importlib
-
-    import trafilatura.xpaths as xpaths
-
-    saved = []
-    for module, name, _, _ in TARGETS:
-        mod = importlib.import_module(module)
-        saved.append((mod, name, getattr(mod, name)))
-        setattr(mod, name, getattr(xpaths, name))
-    try:
-        yield
-    finally:
-        for mod, name, value in saved:
-            setattr(mod, name, value)
-
-
 # -- trafilatura's BODY_XPATH: the content frame ------------------------------------------------
 
-#: The line of trafilatura's ``_extract`` that reads a BODY_XPATH result: only its first
-#: element (in document order) is used, so :class:`FirstFrame` returns only that one.
+#: The line of ``_extract`` (fastpath/main_extractor.py) that reads a BODY_XPATH result: only
+#: its first element (in document order) is used, so :class:`FirstFrame` returns only that one.
 BODY_USE = "subtree = next((s for s in expr(tree) if s is not None), None)"
 
 
@@ -351,7 +356,7 @@ class FirstFrame:
     callback per candidate (BODY_XPATH was ~8% of extraction CPU)."""
 
     def __init__(self, path: str, tags: tuple[str, ...], test: Callable[[Any], bool]) -> None:
-        self.path = path  # trafilatura's expression, for digest() and the tests
+        self.path = path  # the expression's text, for the tests
         self.tags = tags
         self.test = test
 
@@ -369,12 +374,6 @@ _FRAME_TAGS = ("article", "div", "main", "section")
 def _body(exprs: list[Any]) -> list[Any] | None:
     """BODY_XPATH: expressions 0, 2, 3 and 4 as :class:`FirstFrame` (1, ``(.//article)[1]``,
     stays an XPath), their patterns read from trafilatura's text."""
-    import inspect
-
-    import trafilatura.main_extractor as me
-
-    if BODY_USE not in inspect.getsource(me._extract):
-        return None
     tests = [[(a, p) for a, p, _ in re.findall(r"re:test\((@\w+), '([^']*)'(?:, '(i)')?\)",
                                                 e.path)] for e in exprs]
     flags = [re.findall(r"re:test\(@\w+, '[^']*', '(i)'\)", e.path) for e in exprs]
@@ -436,7 +435,7 @@ class ContainsFrames:
     def __init__(self, xpath: Any, tags: tuple[str, ...], needle: str,
                  fold: tuple[str, str] | None) -> None:
         self.xpath = xpath
-        self.path = xpath.path  # trafilatura's expression, for digest() and the tests
+        self.path = xpath.path  # the expression's text, for the tests
         self.tags = tags
         self.needle = needle
         self.fold = fold
@@ -458,7 +457,7 @@ class ContainsFrames:
 
 
 def _contains(exprs: list[Any]) -> list[Any] | None:
-    """One expression: the tags and the two tests read from its text (which its digest
+    """One expression: the tags and the two tests read from its text (which :data:`PATHS`
     pins): the same needle and translation on @id then @class."""
     if len(exprs) != 1:
         return None
@@ -470,3 +469,36 @@ def _contains(exprs: list[Any]) -> list[Any] | None:
         return None
     _, a, b, needle = tests[0]
     return [ContainsFrames(exprs[0], tags, needle, (a, b) if a else None)]
+
+
+def _lists() -> dict[str, list[Any]]:
+    """Each list of :data:`PATHS` built: its expressions compiled as trafilatura compiles them,
+    then the Python equivalents; a list whose text the builders do not read as written (or a
+    pattern that would match an element without the attribute: '' would match, and the
+    C-level walk would miss it) is an error at import, not a slower path."""
+    from lxml.etree import XPath
+
+    builders: dict[str, Callable[[list[Any]], list[Any] | None]] = {
+        "OVERALL_DISCARD_XPATH": _overall, "RAW_TREE_PRUNE_XPATH": _raw_prune,
+        "REMOVE_COMMENTS_AND_LISTS_XPATH": _comments_and_lists, "BODY_XPATH": _body,
+        "DISCARD_IMAGE_ELEMENTS": _contains, "TEASER_DISCARD_XPATH": _contains}
+    out = {}
+    for name, paths in PATHS.items():
+        exprs = [XPath(p, namespaces={"re": REGEXP_NS}) for p in paths]
+        if any(re.search(p, "") for path in paths for _, p in _RE_TEST.findall(path)):
+            raise RuntimeError(f"{name}: a pattern matches the empty string")
+        built = builders[name](exprs)
+        if built is None:
+            raise RuntimeError(f"{name}: the expressions are not the ones the builders read")
+        out[name] = built
+    return out
+
+
+REGEXP_NS = "http://exslt.org/regular-expressions"
+_LISTS = _lists()
+OVERALL_DISCARD_XPATH = _LISTS["OVERALL_DISCARD_XPATH"]
+RAW_TREE_PRUNE_XPATH = _LISTS["RAW_TREE_PRUNE_XPATH"]
+REMOVE_COMMENTS_AND_LISTS_XPATH = _LISTS["REMOVE_COMMENTS_AND_LISTS_XPATH"]
+BODY_XPATH = _LISTS["BODY_XPATH"]
+DISCARD_IMAGE_ELEMENTS = _LISTS["DISCARD_IMAGE_ELEMENTS"]
+TEASER_DISCARD_XPATH = _LISTS["TEASER_DISCARD_XPATH"]

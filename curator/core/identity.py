@@ -289,8 +289,14 @@ def explain(old: dict[str, Any] | None, new: dict[str, Any]) -> list[str]:
     # a function's code or the values it uses, when no source said so already
     mods += [m for m in _changed_keys(oc.get("code"), nc.get("code"))
              if m.partition(":")[0] not in edited]
+    # an installed package a module names in DISTRIBUTIONS (codehash): its version, not code
+    dists = [m for m in mods if m.startswith("dist:")]
+    mods = [m for m in mods if not m.startswith("dist:")]
     if mods:
         out.append(f"code of {', '.join(mods)} changed")
+    om, nm = oc.get("modules") or {}, nc.get("modules") or {}
+    out += [f"installed {d[5:]} changed ({om.get(d, 'missing')} -> {nm.get(d, 'missing')})"
+            for d in dists]
     for k, was, now in _changed_params(old.get("params") or {}, new.get("params") or {}):
         out.append(f"parameter '{k}' changed ({_short(was)} -> {_short(now)})")
     if old.get("max_doc_mb") != new.get("max_doc_mb"):  # absent: the default

@@ -173,6 +173,12 @@ def test_results_are_keyed_on_the_segmenters_version(tmp_path: Path, monkeypatch
     ]
     node = {n.id: n for n in pipeline.load("p.yaml").nodes}["word_count_filter"]
     assert node.identity["code"]["modules"]["dist:jieba"] == "99.0"
+    # what curator status and the run log say
+    from curator.core.identity import explain
+
+    monkeypatch.syspath_prepend(str(_dist(tmp_path / "site2", "jieba", "98.0")))
+    again = {n.id: n for n in pipeline.load("p.yaml").nodes}["word_count_filter"]
+    assert explain(node.identity, again.identity) == ["installed jieba changed (99.0 -> 98.0)"]
 
 
 def test_a_missing_segmenter_stops_the_run_with_one_line(tmp_path: Path) -> None:

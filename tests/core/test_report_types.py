@@ -86,6 +86,11 @@ def test_a_run_now_writes_what_main_wrote(tmp_path: Path) -> None:
     assert now.pop("all_runs")["runs"] == 1
     # and the readers' metadata_field parameter (datatrove's nested metadata)
     assert now["stages"][0]["params"].pop("metadata_field") == "metadata"
+    # and the word rules' language parameters (per-language word splitting)
+    for stage in now["stages"]:
+        if "language_field" in stage["params"]:
+            assert stage["params"].pop("language") is None
+            assert stage["params"].pop("language_field") == "language"
     assert json.dumps(_without_timings(now)) == json.dumps(_without_timings(then))
 
 

@@ -12,13 +12,27 @@ missing=()
 for p in "${APT_PACKAGES[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
 done
+# The system packages, the Triton virtualenv and .venv do not depend on each other: they are
+# installed side by side (most of each is waiting on the network and the disk), and the
+# script waits for all three before it says done.
+trap 'kill $(jobs -p) 2>/dev/null || true' EXIT
+apt_pid=""
 if [ ${#missing[@]} -gt 0 ]; then
   SUDO=""
   [ "$(id -u)" -eq 0 ] || SUDO="sudo"
   echo "setup: installing system packages: ${missing[*]}"
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+  { $SUDO apt-get update -qq &&
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null; } &
+  apt_pid=$!
 fi
+triton_pid=""
+if [ -f scripts/setup_triton.sh ]; then
+  bash scripts/setup_triton.sh &
+  triton_pid=$!
+fi
+wait_for() {  # PID WHAT: fail the setup when that background part failed
+  [ -z "$1" ] || wait "$1" || { echo "setup: $2 failed" >&2; exit 1; }
+}
 
 PY=${PYTHON:-python3}
 "$PY" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else 1)' || {
@@ -40,7 +54,6 @@ pip_install -e ".[all,test]"
 # the first dedup run
 .venv/bin/python -c "import curator.dedup.minhash as m; m.warm_up()" || {
   echo "setup: compiling the MinHash kernels failed" >&2; exit 1; }
-if [ -f scripts/setup_triton.sh ]; then
-  bash scripts/setup_triton.sh
-fi
+wait_for "$apt_pid" "installing the system packages"
+wait_for "$triton_pid" "scripts/setup_triton.sh"
 echo "setup: done"

@@ -6,17 +6,20 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 
 import pytest
 
 from curator.train.demo import sentences, write_demo_blend
+from tests.helpers import built_once
 
 
 @pytest.fixture(scope="session")
 def blend_path(tmp_path_factory: pytest.TempPathFactory) -> str:
-    """The demo blend users try ``train`` with (``python -m curator.train.demo``), smaller."""
-    return write_demo_blend(str(tmp_path_factory.mktemp("corpus")), {"web": 300, "wiki": 150},
-                            split="90,10,0", vocab_size=320)
+    """The demo blend users try ``train`` with (``python -m curator.train.demo``), smaller;
+    made once per run and read by every worker (:func:`tests.helpers.built_once`)."""
+    return built_once(tmp_path_factory, "corpus", lambda d: write_demo_blend(
+        str(d), {"web": 300, "wiki": 150}, split="90,10,0", vocab_size=320))
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -29,33 +32,35 @@ def pytest_configure(config: pytest.Config) -> None:
 def example_run(blend_path: str, tmp_path_factory: pytest.TempPathFactory) -> dict:
     """The shipped ``pipelines/train-example.yaml`` run with ``curator run`` on the fixture
     blend: read -> train (20 steps) -> export_triton. Returns its work_dir, output and the
-    stage markers."""
+    stage markers; run once per test run, whichever worker asks first."""
     import subprocess
     import sys
 
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    tmp = tmp_path_factory.mktemp("example")
-    docs = tmp / "docs.jsonl"
-    docs.write_text("".join(json.dumps({"id": f"d{i}", "text": s}) + "\n"
-                            for i, s in enumerate(sentences(7, seed=9))))
-    work = tmp / "work"
-    env = {**os.environ, "PYTHONPATH": root}
-    sets = [f"stages.read_jsonl.paths={docs}", f"stages.train.blend={blend_path}",
-            "stages.train.train_iters=20", "stages.train.eval_interval=0",
-            "stages.train.num_threads=1", "stages.export_triton.max_batch_size=4"]
-    cmd = [sys.executable, "-m", "curator", "run",
-           os.path.join(root, "pipelines", "train-example.yaml"), "--work-dir", str(work)]
-    for s in sets:
-        cmd += ["--set", s]
-    p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
-    assert p.returncode == 0, p.stderr[-3000:]
-    markers = {}
-    for stage in ("train", "export_triton"):
-        with open(work / "stages" / stage / "_SUCCESS.json") as f:
-            markers[stage] = json.load(f)
-    return {"work": str(work), "stderr": p.stderr, "markers": markers,
-            "checkpoint": markers["train"]["artifacts"]["checkpoint"],
-            "repository": markers["export_triton"]["artifacts"]["triton_repository"]}
+    def run(tmp: Path) -> dict:
+        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        docs = tmp / "docs.jsonl"
+        docs.write_text("".join(json.dumps({"id": f"d{i}", "text": s}) + "\n"
+                                for i, s in enumerate(sentences(7, seed=9))))
+        work = tmp / "work"
+        env = {**os.environ, "PYTHONPATH": root}
+        sets = [f"stages.read_jsonl.paths={docs}", f"stages.train.blend={blend_path}",
+                "stages.train.train_iters=20", "stages.train.eval_interval=0",
+                "stages.train.num_threads=1", "stages.export_triton.max_batch_size=4"]
+        cmd = [sys.executable, "-m", "curator", "run",
+               os.path.join(root, "pipelines", "train-example.yaml"), "--work-dir", str(work)]
+        for s in sets:
+            cmd += ["--set", s]
+        p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
+        assert p.returncode == 0, p.stderr[-3000:]
+        markers = {}
+        for stage in ("train", "export_triton"):
+            with open(work / "stages" / stage / "_SUCCESS.json") as f:
+                markers[stage] = json.load(f)
+        return {"work": str(work), "stderr": p.stderr, "markers": markers,
+                "checkpoint": markers["train"]["artifacts"]["checkpoint"],
+                "repository": markers["export_triton"]["artifacts"]["triton_repository"]}
+
+    return built_once(tmp_path_factory, "example", run)
 
 
 @pytest.fixture(scope="session")

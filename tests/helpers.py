@@ -7,7 +7,11 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 ROOT = Path(__file__).resolve().parents[1]
 #: The virtualenv's bin folder (``mpiexec`` from the mpich wheel, console scripts).
@@ -86,3 +90,31 @@ def stage_error(kind: str, params: dict) -> str:
     except ConfigError as e:
         return str(e)
     raise AssertionError(f"{kind}: {params} was accepted")
+
+
+def built_once(factory: Any, name: str, build: Callable[[Path], T]) -> T:
+    """``build(folder)`` once per test run, not once per xdist worker: a session fixture whose
+    product is files (a trained checkpoint, a tokenized blend) is made by the first worker
+    that asks, under a lock in the run's shared temp folder, and its JSON result is read by
+    the others. Without xdist it is simply built. ``factory`` is ``tmp_path_factory``."""
+    import fcntl
+    import json
+    import shutil
+    import tempfile
+
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return build(factory.mktemp(name))
+    root = factory.getbasetemp().parent  # this run's folder, above each worker's own
+    done = root / f"built-once-{name}.json"
+    with open(root / f"built-once-{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if done.exists():
+            return json.loads(done.read_text())
+        folder = Path(tempfile.mkdtemp(prefix=f"{name}-", dir=root))
+        try:
+            result = build(folder)
+        except BaseException:
+            shutil.rmtree(folder, ignore_errors=True)
+            raise
+        done.write_text(json.dumps(result))
+        return result

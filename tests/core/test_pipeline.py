@@ -137,7 +137,8 @@ def test_set_overrides_by_stage_id_and_index(tmp_path):
     assert p.node("min_words").stage.params["n"] == 42
     assert p.config.executor.type == "dask" and p.config.executor.workers == 3
     assert p.node("write_jsonl").stage.params["path"] == "elsewhere"
-    assert "stages[1].tests.core.helpers_core:min_words.n" in err(text, overrides=["stages.min_words.n=many"])
+    assert "stages[1].tests.core.helpers_core:min_words.n" in err(
+        text, overrides=["stages.min_words.n=many"])
 
 
 def test_set_on_a_whole_stage_or_inside_a_list_names_the_override(tmp_path):

@@ -556,8 +556,7 @@ def make_executor(cfg: Any, log: Callable[[str], None] | None = None) -> Executo
     """Build the executor named by the pipeline's ``executor`` section."""
     if cfg.type == "local":
         if cfg.workers and cfg.workers > 1 and log:
-            # --workers used to be ignored here without a word: one shard at a time, while the
-            # user waited on N.
+            # said, not ignored: this executor runs one shard at a time, whatever N asks for
             log(f"executor 'local' runs one shard at a time in this process; workers: "
                 f"{cfg.workers} is for Dask (--executor dask --workers {cfg.workers}) or MPI "
                 f"(mpiexec -n {cfg.workers} curator run ... --executor mpi)")

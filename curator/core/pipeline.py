@@ -365,8 +365,8 @@ def _locate_setup_error(msg: str, name: str, kind: str, i: int, loc: tuple[Any, 
                         where: Any) -> str:
     """A stage's own check of its parameters (``gopher_quality: unknown rule 'x'``,
     ``language_id.languages: 'english' is not a language ...``) with the file, the YAML line
-    and the key path in front, as the model's errors have: it used to be the bare message,
-    with no line to look at."""
+    and the key path in front, as the model's errors have: a bare message has no line to
+    look at."""
     head, sep, rest = msg.partition(": ")
     parts = head.split(".")
     if sep and parts[0] == name and all(parts[1:]):
@@ -514,7 +514,7 @@ MAX_ERRORS = 10
 def _format_error(e: ValidationError, prefix: tuple[Any, ...], where: Any,
                   label: str | None = None, model: type[BaseModel] | None = None) -> str:
     """Every error of ``e``, one line each naming file:line and key (at most
-    :data:`MAX_ERRORS`, then how many more): "(and 1 more)" used to hide the second. A typo
+    :data:`MAX_ERRORS`, then how many more): "(and 1 more)" would hide the second. A typo
     shows up twice (unknown key + the missing key it was meant as); the unknown key, with
     its did-you-mean, says both."""
     order = {"extra_forbidden": 0, "missing": 2}

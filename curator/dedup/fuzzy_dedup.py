@@ -326,7 +326,7 @@ class FuzzyDedup(GlobalStage):
         # (work_dir, stage id), so cleaning it also removes keys that a killed run with other
         # parameters (another fingerprint tag) left; short tags keep keys compact. The work_dir
         # is named by its path and its own random tag: two work_dirs at the same path on two
-        # machines sharing one Redis used to clear each other's keys mid-run.
+        # machines sharing one Redis must not clear each other's keys mid-run.
         stage_tag = hashlib.sha1(f"{os.path.abspath(ctx.work_dir)}\0{ctx.stage_id}\0"
                                  f"{ctx.work_dir_tag('redis')}".encode(), usedforsecurity=False)
         stage_prefix = f"{self.redis.key_prefix}:{stage_tag.hexdigest()[:12]}:"

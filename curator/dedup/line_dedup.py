@@ -29,7 +29,8 @@ class LineDedup(GlobalStage):
         batch_mb: PositiveFloat = BATCH_MB
         """Text (MB) normalised and hashed together in the hashing phase: memory is about 30x this
         plus 16 bytes per line of the shard (a 62 MB shard of 100 KB pages: 277 MB peak; a batch
-        of 512 documents used to take the whole shard, 1.75 GB, and 3.35 GB for a 187 MB shard).
+        of 512 documents instead of a size would take the whole shard, 1.75 GB, and 3.35 GB for a
+        187 MB shard).
         CPU time is the same from 2 MB up."""
 
     def setup(self) -> None:

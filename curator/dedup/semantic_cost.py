@@ -2,7 +2,7 @@
 and what a run will cost, said in one line before it starts.
 
 The estimate is CPU time from per-token costs measured on a quiet 2-core machine
-(bench/RESULTS.md "Semantic encoders"; docs/dedup.md "semantic_dedup: cost"): the full model's
+(docs/performance.md "Semantic encoders"; docs/dedup.md "semantic_dedup: cost"): the full model's
 encoder costs about its weight size times the tokens it reads, a static model a fixed small
 cost per document, the first pass's clustering about 0.6 CPU s per 1,000 documents, and the
 first pass keeps about 45% of the documents for the full model (36-46% on the measured

@@ -14,7 +14,7 @@ still block.
 
 A host name longer than 253 characters (RFC 1035's limit) is no real host: such a URL is
 rejected as ``url_invalid_host`` before any lookup, which also bounds the parent-domain list
-built per URL (a hostile 100 KB host of 50,000 labels used to cost 2.4 GB and 12 s).
+built per URL (a hostile 100 KB host of 50,000 labels would cost 2.4 GB and 12 s).
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ def page_text(html: str, language: str = "English") -> str:
     from lxml.etree import ParserError
 
     # lxml refuses XML-illegal control characters (ValueError) and tag-free or empty input
-    # (ParserError); either used to fail the whole shard from one odd page.
+    # (ParserError); cleaned here so that one odd page does not fail the whole shard.
     html = XML_ILLEGAL.sub(" ", html)
     try:
         paragraphs = justext.justext(html.encode("utf-8", "replace"), stop, encoding="utf-8")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import math
 import os
+from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, model_validator
@@ -140,13 +141,13 @@ class TrainQualityClassifier(GlobalStage):
         from curator.filters.decontaminate import verify_file
 
         for p in parts:  # resumed phases: their files must still be there, complete
-            verify_file(p["train"], p["train_bytes"], ctx.stage_id)
-            verify_file(p["holdout"], p["holdout_bytes"], ctx.stage_id)
-            if "teacher" in p:
-                verify_file(p["teacher"], p["teacher_bytes"], ctx.stage_id)
+            verify_file(p.train, p.train_bytes, ctx.stage_id)
+            verify_file(p.holdout, p.holdout_bytes, ctx.stage_id)
+            if p.teacher is not None:
+                verify_file(p.teacher, p.teacher_bytes, ctx.stage_id)
         (result,) = ctx.map(_Train(self, out_dir), [parts], phase="train", keys=["model"])
-        verify_file(result["model"], result["model_bytes"], ctx.stage_id)
-        m = result["metrics"]
+        verify_file(result.model, result.model_bytes, ctx.stage_id)
+        m = result.metrics
         if self.labels_from is not None:
             what = f"{self.labels_from} >= {self.threshold:g} vs below"
         else:
@@ -155,31 +156,58 @@ class TrainQualityClassifier(GlobalStage):
             what = f"positive_sources {sorted(self.positive_sources)} vs {neg}"
         check_auc(m, self.min_auc, self.holdout, f"stage '{ctx.stage_id}'",
                   "train_quality_classifier.holdout", what)
-        ctx.artifacts["quality_model"] = result["model"]
+        ctx.artifacts["quality_model"] = result.model
         ctx.artifacts["quality_metrics"] = m
         cols = ["train hq", "train lq", "held-out docs", "ROC AUC", "precision", "recall",
                 "f1", "accuracy", "model MB"]
         row = [m.get("train_hq"), m.get("train_lq"), m.get("holdout_docs"), m.get("auc"),
                m.get("precision"), m.get("recall"), m.get("f1"), m.get("accuracy"),
-               round(result["model_bytes"] / 1e6, 2)]
+               round(result.model_bytes / 1e6, 2)]
         if self.labels_from is not None:  # agreement with the teacher's ranking
             cols.insert(4, f"Spearman vs {self.labels_from}")
             row.insert(4, m.get("spearman"))
         ctx.artifacts["report_tables"] = [{
             "title": "Quality classifier (held-out, hq label)", "columns": cols, "rows": [row]}]
-        ctx.count("quality_train:model_bytes", result["model_bytes"])
+        ctx.count("quality_train:model_bytes", result.model_bytes)
         labels = [f"{i / 10:.1f}-{(i + 1) / 10:.1f}" for i in range(10)]
         ctx.artifacts["report_histograms"] = [
             {"title": f"held-out P(hq) of {name} documents", "series": name, "labels": labels,
              "counts": m.get(f"score_hist_{key}", [0] * 10)}
             for key, name in (("hq", "high-quality"), ("lq", "other"))]
         for p in parts:
-            ctx.count("quality_train:hq_docs", p["hq"])
-            ctx.count("quality_train:lq_docs", p["lq"])
+            ctx.count("quality_train:hq_docs", p.hq)
+            ctx.count("quality_train:lq_docs", p.lq)
         if self.output == "all":
             return ctx.passthrough(shards)
         # Pass on the shards that hold documents to filter (those with no positive docs).
-        return ctx.passthrough([s for s, p in zip(shards, parts) if p["hq"] == 0])
+        return ctx.passthrough([s for s, p in zip(shards, parts) if p.hq == 0])
+
+
+@dataclass(frozen=True, kw_only=True)
+class SampledShard:
+    """A ``sample`` phase result: one shard's labelled lines in its train, holdout and (with
+    ``labels_from``) teacher files, their sizes, and its documents per label."""
+
+    shard: str
+    train: str
+    holdout: str
+    teacher: str | None
+    train_bytes: int
+    holdout_bytes: int
+    teacher_bytes: int | None
+    hq: int
+    lq: int
+    skipped: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class TrainedModel:
+    """The ``train`` phase result: the model file, its size and its held-out metrics (the
+    ``quality_metrics`` artifact)."""
+
+    model: str
+    model_bytes: int
+    metrics: dict[str, Any]
 
 
 class _Sample:
@@ -188,7 +216,7 @@ class _Sample:
     def __init__(self, stage: TrainQualityClassifier, out_dir: str) -> None:
         self.stage, self.out_dir = stage, out_dir
 
-    def __call__(self, shard: Shard) -> dict[str, Any]:
+    def __call__(self, shard: Shard) -> SampledShard:
         st = self.stage
         counts = {"hq": 0, "lq": 0, "skipped": 0}
         kinds = ("train", "holdout", "teacher") if st.labels_from else ("train", "holdout")
@@ -210,8 +238,12 @@ class _Sample:
                         fte.write(f"{st.teacher_score(doc)!r}\n".encode())
                 else:
                     ftr.write(line)
-        sizes = {f"{k}_bytes": os.path.getsize(v) for k, v in paths.items()}
-        return {"shard": shard.name, **paths, **sizes, **counts}
+        teacher = paths.get("teacher")
+        return SampledShard(
+            shard=shard.name, train=paths["train"], holdout=paths["holdout"], teacher=teacher,
+            train_bytes=os.path.getsize(paths["train"]),
+            holdout_bytes=os.path.getsize(paths["holdout"]),
+            teacher_bytes=os.path.getsize(teacher) if teacher else None, **counts)
 
 
 class _Train:
@@ -220,13 +252,14 @@ class _Train:
     def __init__(self, stage: TrainQualityClassifier, out_dir: str) -> None:
         self.stage, self.out_dir = stage, out_dir
 
-    def __call__(self, parts: list[dict[str, Any]]) -> dict[str, Any]:
+    def __call__(self, parts: list[SampledShard]) -> TrainedModel:
         st = self.stage
-        return train_from_parts([p["train"] for p in parts], [p["holdout"] for p in parts],
-                                self.out_dir, epoch=st.epoch, lr=st.lr, dim=st.dim,
-                                word_ngrams=st.word_ngrams, min_count=st.min_count,
-                                bucket=st.bucket, quantize=st.quantize,
-                                seed=st.seed, balance=st.balance,
-                                max_docs_per_label=st.max_docs_per_label,
-                                teacher_parts=[p["teacher"] for p in parts]
-                                if st.labels_from else None)
+        r = train_from_parts([p.train for p in parts], [p.holdout for p in parts],
+                             self.out_dir, epoch=st.epoch, lr=st.lr, dim=st.dim,
+                             word_ngrams=st.word_ngrams, min_count=st.min_count,
+                             bucket=st.bucket, quantize=st.quantize,
+                             seed=st.seed, balance=st.balance,
+                             max_docs_per_label=st.max_docs_per_label,
+                             teacher_parts=[p.teacher for p in parts if p.teacher]
+                             if st.labels_from else None)
+        return TrainedModel(model=r["model"], model_bytes=r["model_bytes"], metrics=r["metrics"])

@@ -7,6 +7,7 @@ publishes ``triton_repository`` (the folder to give ``tritonserver --model-repos
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 from pydantic import Field
@@ -15,6 +16,18 @@ from curator.core.context import GlobalContext, StageContext
 from curator.core.params import NonNegInt, PositiveInt, StageParams
 from curator.core.stage import DirPath, GlobalStage, OutputDir, Shard
 from curator.deploy.export import MODEL_NAME
+
+
+@dataclass(frozen=True, kw_only=True)
+class Exported:
+    """What the export task wrote: the repository, its ensemble and models, the checkpoint
+    iteration and the sequence length."""
+
+    repository: str
+    ensemble: str
+    models: tuple[str, ...]
+    checkpoint_iteration: int
+    seq_length: int
 
 
 class ExportTriton(GlobalStage):
@@ -63,16 +76,19 @@ class ExportTriton(GlobalStage):
             ctx.artifacts["report_tables"] = [{
                 "title": "Triton model repository",
                 "columns": ["repository", "ensemble", "models", "checkpoint iteration"],
-                "rows": [[summary["repository"], summary["ensemble"],
-                          ", ".join(summary["models"]), summary["checkpoint_iteration"]]],
+                "rows": [[summary.repository, summary.ensemble,
+                          ", ".join(summary.models), summary.checkpoint_iteration]],
             }]
         ctx.artifacts["triton_repository"] = out
         ctx.artifacts["triton_model"] = self.model_name
         return ctx.passthrough(shards)
 
 
-def _export(task: tuple[str, str, dict[str, Any]]) -> dict[str, Any]:
+def _export(task: tuple[str, str, dict[str, Any]]) -> Exported:
     from curator.deploy.export import export_repository
 
     checkpoint, out, kw = task
-    return export_repository(checkpoint, out, **kw)  # claimed by the runner already
+    s = export_repository(checkpoint, out, **kw)  # claimed by the runner already
+    return Exported(repository=s["repository"], ensemble=s["ensemble"],
+                    models=tuple(s["models"]), checkpoint_iteration=s["checkpoint_iteration"],
+                    seq_length=s["seq_length"])

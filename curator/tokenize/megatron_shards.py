@@ -227,6 +227,35 @@ class PartWriter:
             raise _Aborted  # leaving the files with an error discards their temporaries
 
 
+@dataclass(frozen=True, kw_only=True)
+class TokenizedShard:
+    """A ``tokenize`` phase result: one input shard's numbers per group (each group's part
+    is ``GroupStats.part``)."""
+
+    shard: str
+    groups: tuple[tuple[str, GroupStats], ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class MergeJob:
+    """One ``merge`` task: the output ``prefix`` of ``group``, made of ``slices`` of parts
+    (``(part prefix, first document, end document)``)."""
+
+    group: str
+    prefix: str
+    slices: tuple[tuple[str, int, int], ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class MergedPrefix:
+    """A ``merge`` phase result: the prefix written, its documents, sequences and tokens."""
+
+    prefix: str
+    documents: int
+    sequences: int
+    tokens: int
+
+
 class _TokenizeShard:
     """Phase 1 task: one input shard -> one part per group. Picklable (plain data only)."""
 
@@ -235,7 +264,7 @@ class _TokenizeShard:
         self.spec = spec
         self.parts_dir = parts_dir
 
-    def __call__(self, shard: tuple[str, str]) -> dict[str, Any]:
+    def __call__(self, shard: tuple[str, str]) -> TokenizedShard:
         name, path = shard
         st = self.stage
         enc = load_encoder(self.spec, st.eod_token)
@@ -270,8 +299,7 @@ class _TokenizeShard:
             for w in writers.values():
                 w.abort()
             raise
-        groups = {g: w.close() for g, w in writers.items()}
-        return {"shard": name, "groups": groups}
+        return TokenizedShard(shard=name, groups=tuple((g, w.close()) for g, w in writers.items()))
 
 
 def _valid_unicode(s: str) -> str:
@@ -289,9 +317,9 @@ def _one_line(s: str) -> str:
 class _MergePrefix:
     """Phase 2 task: one output prefix from slices of parts."""
 
-    def __call__(self, job: dict[str, Any]) -> dict[str, Any]:
-        slices = [megatron.Slice(*s) for s in job["slices"]]
-        out = job["prefix"]
+    def __call__(self, job: MergeJob) -> MergedPrefix:
+        slices = [megatron.Slice(*s) for s in job.slices]
+        out = job.prefix
         os.makedirs(os.path.dirname(out), exist_ok=True)
         res = megatron.merge(slices, out)
         with atomic_open(out + ".ids", "wb") as f:
@@ -299,7 +327,7 @@ class _MergePrefix:
                 with open(s.prefix + ".ids", "rb") as src:
                     for line in itertools.islice(src, s.doc_lo, s.doc_hi):
                         f.write(line)
-        return {"prefix": out, **res}
+        return MergedPrefix(prefix=out, **res)
 
 
 class MegatronShards(GlobalStage):
@@ -398,10 +426,8 @@ class MegatronShards(GlobalStage):
         # group -> parts in shard order
         groups: dict[str, list[GroupStats]] = {}
         for r in results:
-            for g, gs in r["groups"].items():
-                # (a dict: a phase result saved by curator before GroupStats travelled whole)
-                groups.setdefault(g, []).append(gs if isinstance(gs, GroupStats)
-                                                else GroupStats(**gs))
+            for g, gs in r.groups:
+                groups.setdefault(g, []).append(gs)
         dtype = megatron.token_dtype(enc.vocab_size)
         itemsize = np.dtype(dtype).itemsize
         target = int(self.prefix_size_mb * 1e6)
@@ -411,7 +437,7 @@ class MegatronShards(GlobalStage):
                                                 for g in groups},
                                    names={g: part_name(g) for g in groups}, seed=self.seed,
                                    memory_mb=self.shuffle_memory_mb, dtype=np.dtype(dtype).name)
-        jobs: list[dict[str, Any]] = []
+        jobs: list[MergeJob] = []
         names: dict[str, str] = {}
         for g in sorted(groups):
             base = safe_name(g)
@@ -423,16 +449,17 @@ class MegatronShards(GlobalStage):
             plan = megatron.plan_split(parts, target, itemsize)
             for k, slices in enumerate(plan):
                 stem = base if target <= 0 else f"{base}-{k:05d}"
-                jobs.append({"group": g, "prefix": os.path.join(out_dir, f"{stem}_text_document"),
-                             "slices": [(s.prefix, s.doc_lo, s.doc_hi) for s in slices]})
+                jobs.append(MergeJob(
+                    group=g, prefix=os.path.join(out_dir, f"{stem}_text_document"),
+                    slices=tuple((s.prefix, s.doc_lo, s.doc_hi) for s in slices)))
         merged = ctx.map(_MergePrefix(), jobs, phase="merge",
-                         keys=[os.path.basename(j["prefix"]) for j in jobs])
+                         keys=[os.path.basename(j.prefix) for j in jobs])
 
         prefixes: dict[str, list[str]] = {}
         for j, m in zip(jobs, merged, strict=True):
-            prefixes.setdefault(j["group"], []).append(m["prefix"])
+            prefixes.setdefault(j.group, []).append(m.prefix)
         if ctx.is_root:
-            remove_stale(out_dir, list(names.values()), {m["prefix"] for m in merged})
+            remove_stale(out_dir, list(names.values()), {m.prefix for m in merged})
         self._publish(ctx, desc, groups, prefixes, dtype, out_dir)
         return ctx.passthrough(shards)
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import math
 import os
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -50,6 +51,34 @@ def bucket_of(keys: np.ndarray, buckets: int) -> np.ndarray:
     return ((keys >> np.uint64(32)) * np.uint64(buckets)) >> np.uint64(32)
 
 
+@dataclass(frozen=True, kw_only=True)
+class KeyedPart:
+    """A ``shuffle-keys`` phase result: how many keys one part's ``.keys`` file holds."""
+
+    documents: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class SortJob:
+    """One ``shuffle-sort`` task: key range ``bucket`` of ``buckets`` over a group's
+    ``parts``, written as the part ``prefix`` with tokens of ``dtype``."""
+
+    group: str
+    bucket: int
+    buckets: int
+    parts: tuple[str, ...]
+    dtype: str
+    prefix: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class SortedPart:
+    """A ``shuffle-sort`` phase result: the new part and its documents."""
+
+    prefix: str
+    documents: int
+
+
 def shuffle_groups(
     ctx: Any,
     parts: dict[str, list[str]],
@@ -75,25 +104,25 @@ def shuffle_groups(
         n_b = buckets_for(documents[g], memory_mb)
         for b in range(n_b):
             jobs.append(
-                {
-                    "group": g,
-                    "bucket": b,
-                    "buckets": n_b,
-                    "parts": parts[g],
-                    "dtype": dtype,
-                    "prefix": os.path.join(ctx.stage_dir, "shuffled", names[g], f"b{b:05d}"),
-                }
+                SortJob(
+                    group=g,
+                    bucket=b,
+                    buckets=n_b,
+                    parts=tuple(parts[g]),
+                    dtype=dtype,
+                    prefix=os.path.join(ctx.stage_dir, "shuffled", names[g], f"b{b:05d}"),
+                )
             )
     done = ctx.map(
         SortRange(),
         jobs,
         phase="shuffle-sort",
-        keys=[f"{names[j['group']]}-b{j['bucket']:05d}" for j in jobs],
+        keys=[f"{names[j.group]}-b{j.bucket:05d}" for j in jobs],
     )
     out: dict[str, list[str]] = {g: [] for g in parts}
     for j, r in zip(jobs, done, strict=True):
-        if r["documents"]:
-            out[j["group"]].append(r["prefix"])
+        if r.documents:
+            out[j.group].append(r.prefix)
     return out
 
 
@@ -103,24 +132,24 @@ class KeyPart:
     def __init__(self, seed: int) -> None:
         self.seed = seed
 
-    def __call__(self, part: str) -> int:
+    def __call__(self, part: str) -> KeyedPart:
         with open(part + ".ids", "rb") as f:
             keys = np.fromiter(
                 (doc_key(self.seed, line.rstrip(b"\n")) for line in f), dtype=np.uint64
             )
         with atomic_open(part + ".keys", "wb") as out:
             out.write(keys.tobytes())
-        return len(keys)
+        return KeyedPart(documents=len(keys))
 
 
 class SortRange:
     """``sort`` phase task: the documents of every part whose key falls in range ``b``, in
     key order, as one new part."""
 
-    def __call__(self, job: dict[str, Any]) -> dict[str, Any]:
-        b, n_b, out = job["bucket"], job["buckets"], job["prefix"]
+    def __call__(self, job: SortJob) -> SortedPart:
+        b, n_b, out = job.bucket, job.buckets, job.prefix
         keys, where, pos, ids = [], [], [], []
-        for i, part in enumerate(job["parts"]):
+        for i, part in enumerate(job.parts):
             k = np.fromfile(part + ".keys", dtype=np.uint64)
             sel = np.flatnonzero(bucket_of(k, n_b) == b)
             keys.append(k[sel])
@@ -134,9 +163,9 @@ class SortRange:
         order = np.argsort(key, kind="stable")  # ties: input order (part, then position)
         del key, keys, where, pos
         os.makedirs(os.path.dirname(out), exist_ok=True)
-        indices = [megatron.read_index(p + ".idx") for p in job["parts"]]
-        writer = megatron.IndexedWriter(out, np.dtype(job["dtype"]).type)
-        fds = [os.open(p + ".bin", os.O_RDONLY) for p in job["parts"]]
+        indices = [megatron.read_index(p + ".idx") for p in job.parts]
+        writer = megatron.IndexedWriter(out, np.dtype(job.dtype).type)
+        fds = [os.open(p + ".bin", os.O_RDONLY) for p in job.parts]
         try:
             with atomic_open(out + ".ids", "wb") as id_out:
                 for lo in range(0, len(order), _BATCH):
@@ -151,7 +180,7 @@ class SortRange:
             for fd in fds:
                 os.close(fd)
         megatron.verify(out)
-        return {"prefix": out, "documents": len(order)}
+        return SortedPart(prefix=out, documents=len(order))
 
 
 def _lines_at(path: str, positions: np.ndarray) -> list[bytes]:

@@ -21,6 +21,7 @@ import re
 import shutil
 import uuid
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 import numpy as np
@@ -41,11 +42,52 @@ from curator.tokenize.load import EOD_CANDIDATES
 OVERSAMPLE = 2.0
 
 
+@dataclass(frozen=True, kw_only=True)
+class ShardSample:
+    """A ``sample`` phase result: one shard's sampled documents (``path``: JSON lines
+    ``[key, text]`` by ascending key), their keys and UTF-8 sizes, and the shard's cut (it
+    kept exactly the keys below it)."""
+
+    path: str
+    keys: np.ndarray
+    sizes: np.ndarray
+    cut: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class TrainJob:
+    """The ``train`` task: every shard's sample file and the key threshold of the sample."""
+
+    paths: tuple[str, ...]
+    threshold: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class TrainedTokenizer:
+    """A ``train`` phase result: the tokenizer written (``huggingface`` or
+    ``sentencepiece``), its vocabulary size and end-of-document id."""
+
+    type: str
+    path: str
+    vocab_size: int
+    eod_id: int | None
+    vocab_file: str | None = None  # BPE only
+    merges_file: str | None = None  # BPE only
+
+    def artifact(self) -> dict[str, Any]:
+        """The ``tokenizer`` artifact downstream stages read (JSON)."""
+        out = {"type": self.type, "path": self.path, "vocab_size": self.vocab_size,
+               "eod_id": self.eod_id}
+        if self.vocab_file is not None:
+            out.update(vocab_file=self.vocab_file, merges_file=self.merges_file)
+        return out
+
+
 class _SampleShard:
     def __init__(self, seed: int, max_docs: int, max_bytes: int, out_dir: str) -> None:
         self.seed, self.max_docs, self.max_bytes, self.out_dir = seed, max_docs, max_bytes, out_dir
 
-    def __call__(self, shard: tuple[str, str]) -> dict[str, Any]:
+    def __call__(self, shard: tuple[str, str]) -> ShardSample:
         name, path = shard
         heap: list[tuple[int, int, str]] = []  # (-key, size, text): a max-heap on key
         size = 0
@@ -71,21 +113,21 @@ class _SampleShard:
         with atomic_open(out, "wb") as f:
             for k, _, text in heap:
                 f.write(orjson.dumps([-k, text]) + b"\n")
-        return {"path": out, "keys": keys, "sizes": sizes, "cut": cut}
+        return ShardSample(path=out, keys=keys, sizes=sizes, cut=cut)
 
 
-def _threshold(samples: list[dict[str, Any]], max_docs: int, max_bytes: int) -> int:
+def _threshold(samples: list[ShardSample], max_docs: int, max_bytes: int) -> int:
     """The largest key such that the documents at or below it fit both budgets, and below
     every shard's cut (so no shard is missing documents under the threshold)."""
-    keys = np.concatenate([s["keys"] for s in samples]) if samples else np.zeros(0, np.uint64)
+    keys = np.concatenate([s.keys for s in samples]) if samples else np.zeros(0, np.uint64)
     if len(keys) == 0:
         return -1
-    sizes = np.concatenate([s["sizes"] for s in samples])
+    sizes = np.concatenate([s.sizes for s in samples])
     order = np.argsort(keys, kind="stable")
     keys, csize = keys[order], np.cumsum(sizes[order])
     n = min(max_docs, int(np.searchsorted(csize, max_bytes, side="right")))
     n = max(n, 1)  # at least one document, even if it alone exceeds max_bytes
-    return min(int(keys[min(n, len(keys)) - 1]), min(s["cut"] for s in samples) - 1)
+    return min(int(keys[min(n, len(keys)) - 1]), min(s.cut for s in samples) - 1)
 
 
 def _iter_sample(paths: list[str], threshold: int) -> Iterator[str]:
@@ -103,8 +145,8 @@ class _Train:
         self.stage = stage
         self.out_dir = out_dir
 
-    def __call__(self, job: dict[str, Any]) -> dict[str, Any]:
-        texts = _iter_sample(job["paths"], job["threshold"])
+    def __call__(self, job: TrainJob) -> TrainedTokenizer:
+        texts = _iter_sample(list(job.paths), job.threshold)
         if self.stage.type == "bpe":
             return train_bpe(self.stage, texts, self.out_dir)
         return train_sentencepiece(self.stage, texts, self.out_dir)
@@ -135,7 +177,7 @@ def _read_merges(path: str) -> list[tuple[str, str]]:
     return out
 
 
-def train_bpe(stage: TrainTokenizer, texts: Iterator[str], out_dir: str) -> dict[str, Any]:
+def train_bpe(stage: TrainTokenizer, texts: Iterator[str], out_dir: str) -> TrainedTokenizer:
     """Byte-level BPE like GPT-2's; writes tokenizer.json, vocab.json and merges.txt."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
@@ -193,10 +235,10 @@ def train_bpe(stage: TrainTokenizer, texts: Iterator[str], out_dir: str) -> dict
     # a complete Hugging Face folder: AutoTokenizer and Megatron's HuggingFaceTokenizer read
     # the end-of-document token from it (EOS), the same id the shards end documents with
     write_hf_config(out_dir, special_token_roles(list(stage.special_tokens), eod))
-    return {"type": "huggingface", "path": os.path.abspath(path),
-            "vocab_size": tok.get_vocab_size(with_added_tokens=True), "eod_id": eod_id,
-            "vocab_file": os.path.abspath(vocab_file),
-            "merges_file": os.path.abspath(merges_file)}
+    return TrainedTokenizer(type="huggingface", path=os.path.abspath(path),
+                            vocab_size=tok.get_vocab_size(with_added_tokens=True),
+                            eod_id=eod_id, vocab_file=os.path.abspath(vocab_file),
+                            merges_file=os.path.abspath(merges_file))
 
 
 def _chunks(texts: Iterator[str], max_bytes: int) -> Iterator[str]:
@@ -231,7 +273,7 @@ _VOCAB_ENTRY_END = re.compile(rb"\t-?[0-9][0-9.e+-]*\r?\n?$")
 
 
 def train_sentencepiece(stage: TrainTokenizer, texts: Iterator[str], out_dir: str
-                        ) -> dict[str, Any]:
+                        ) -> TrainedTokenizer:
     """SentencePiece (BPE by default); writes tokenizer.model and tokenizer.vocab.
 
     By default the model is lossless: no normalization (``identity``: full-width CJK
@@ -303,8 +345,9 @@ def train_sentencepiece(stage: TrainTokenizer, texts: Iterator[str], out_dir: st
     if eod and eod_id == sp.unk_id() and eod != sp.id_to_piece(sp.unk_id()):
         raise ConfigError(f"eod_token '{eod}' is not a piece of the trained model; add it to "
                           "special_tokens")
-    return {"type": "sentencepiece", "path": os.path.abspath(prefix + ".model"),
-            "vocab_size": sp.get_piece_size(), "eod_id": eod_id if eod_id >= 0 else None}
+    return TrainedTokenizer(type="sentencepiece", path=os.path.abspath(prefix + ".model"),
+                            vocab_size=sp.get_piece_size(),
+                            eod_id=eod_id if eod_id >= 0 else None)
 
 
 def _remove_dead_sp_temporaries(out_dir: str) -> None:
@@ -427,13 +470,14 @@ class TrainTokenizer(GlobalStage):
         threshold = _threshold(samples, self.max_docs, max_bytes)
         if threshold < 0:
             raise InputError(f"stage '{ctx.stage_id}': no text to train a tokenizer on")
-        in_sample = sum(int((s["keys"] <= np.uint64(threshold)).sum()) for s in samples)
-        sample_bytes = sum(int(s["sizes"][s["keys"] <= np.uint64(threshold)].sum())
-                           for s in samples)
+        in_sample = sum(int((s.keys <= np.uint64(threshold)).sum()) for s in samples)
+        sample_bytes = sum(int(s.sizes[s.keys <= np.uint64(threshold)].sum()) for s in samples)
         out_dir = ctx.output_path(self.output_dir) if self.output_dir else ctx.artifact_dir
-        (tok,) = ctx.map(_Train(self, out_dir),
-                         [{"paths": [s["path"] for s in samples], "threshold": threshold}],
-                         phase="train", keys=["tokenizer"])
+        (trained,) = ctx.map(_Train(self, out_dir),
+                             [TrainJob(paths=tuple(s.path for s in samples),
+                                       threshold=threshold)],
+                             phase="train", keys=["tokenizer"])
+        tok = trained.artifact()
         if ctx.is_root:
             shutil.rmtree(sample_dir, ignore_errors=True)
         ctx.count("sample_docs", in_sample)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import dataclass
 from typing import Any
 
 from curator.base.errors import InputError
@@ -17,6 +18,30 @@ from curator.core.context import GlobalContext
 from curator.core.stage import GlobalStage, Shard
 from curator.storage.atomic import write_json
 from curator.train.config import TrainConfig
+
+
+@dataclass(frozen=True, kw_only=True)
+class TrainSummary:
+    """The ``train`` phase result: what the run did (``train_summary.json``'s fields)."""
+
+    checkpoint: str
+    iteration: int
+    resumed_from: int | None
+    steps_run: int
+    losses: tuple[float, ...]
+    valid_losses: tuple[float, ...]
+    seconds: float
+    tokens_per_second: float
+    layout: dict[str, Any]
+    device: str
+    model_config: dict[str, Any]
+    train_samples: int
+
+    @classmethod
+    def of(cls, summary: dict[str, Any]) -> TrainSummary:
+        """From the trainer's summary (a mapping, as ``train_summary.json`` holds it)."""
+        return cls(**{**summary, "losses": tuple(summary["losses"]),
+                      "valid_losses": tuple(summary["valid_losses"])})
 
 
 class Train(GlobalStage):
@@ -56,22 +81,22 @@ class Train(GlobalStage):
                           phase="train", keys=["run"])[0]
         if ctx.is_root:
             self._report(summary, ctx)
-        ctx.artifacts["model_config"] = summary["model_config"]
+        ctx.artifacts["model_config"] = summary.model_config
         ctx.artifacts["checkpoint"] = cfg.save
         return ctx.passthrough(shards)
 
     @staticmethod
-    def _report(summary: dict[str, Any], ctx: GlobalContext) -> None:
-        losses = summary["losses"]
-        ctx.count("train_steps", summary["steps_run"])
+    def _report(summary: TrainSummary, ctx: GlobalContext) -> None:
+        losses = summary.losses
+        ctx.count("train_steps", summary.steps_run)
         ctx.artifacts["report_tables"] = [{
             "title": "Training run",
             "columns": ["device", "iterations", "steps run", "first loss", "last loss",
                         "tokens/s", "checkpoint"],
-            "rows": [[summary["device"], summary["iteration"], summary["steps_run"],
+            "rows": [[summary.device, summary.iteration, summary.steps_run,
                       round(losses[0], 4) if losses else None,
                       round(losses[-1], 4) if losses else None,
-                      round(summary["tokens_per_second"]), summary["checkpoint"]]],
+                      round(summary.tokens_per_second), summary.checkpoint]],
         }]
 
 
@@ -117,7 +142,7 @@ def _check_data(save: str, blend: str) -> str | None:
     return None
 
 
-def _run_training(task: dict[str, Any]) -> dict[str, Any]:
+def _run_training(task: dict[str, Any]) -> TrainSummary:
     """Train in this process (one CPU rank) or as local rank processes; returns the summary."""
     from curator.train.launch import run_local_ranks
     from curator.train.trainer import resolve_device, train
@@ -130,4 +155,4 @@ def _run_training(task: dict[str, Any]) -> dict[str, Any]:
         run_local_ranks(cfg, nproc, log=lambda m: print(m, flush=True))
         with open(os.path.join(cfg.save, "train_summary.json")) as f:
             summary = json.load(f)
-    return summary
+    return TrainSummary.of(summary)

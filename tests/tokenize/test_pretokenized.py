@@ -41,7 +41,7 @@ def _fuzz(seed: int, n: int) -> list[str]:
 def bpe(tmp_path_factory):
     d = tmp_path_factory.mktemp("tok")
     texts = _fuzz(0, 400) + ["The quick brown fox jumps over the lazy dog. " * 20] * 5
-    return train_bpe(TrainTokenizer(vocab_size=700), iter(texts), str(d))
+    return train_bpe(TrainTokenizer(vocab_size=700), iter(texts), str(d)).artifact()
 
 
 def _reference(tok: Tokenizer, texts: list[str]) -> list[list[int]]:

@@ -2,7 +2,8 @@
 a document kept before them (SemDeDup, Abbas et al. 2023): paraphrases, templated pages and
 reworded copies that share no MinHash shingle. CPU first; a GPU is used when there is one.
 
-Phases (each a resumable ``ctx.map``; results never depend on the number of workers):
+Phases (each a resumable ``ctx.map``; results never depend on the number of workers; steps 2-4
+are :mod:`curator.dedup.semantic_cluster`):
 
 1. ``embed`` (per input shard): the model's vectors, stored as float16 under
    ``<work_dir>/cache/<stage id>/<encoder key>/``, outside the stage folder and keyed by the

@@ -38,7 +38,7 @@ def test_gold_set_size_languages_types_and_fixed_split(gold) -> None:
 def test_hand_built_gold_is_the_text_of_its_recorded_rule(gold) -> None:
     """Gold built here is reproducible from the page and the rule written for it (and from
     nothing else, no extractor): each hand-ruled page's stored gold is its rule's text."""
-    from hand_rules import RULES, rule_gold
+    from bench.gold.hand_rules import RULES, rule_gold
 
     hand = {p.id.split("/", 1)[1]: p for p in gold if p.source == "trafilatura-hand"}
     assert len(hand) == len(RULES) >= 8

@@ -153,10 +153,9 @@ def test_control_character_reference_next_to_a_dropped_element(box: str, where: 
 
 
 def _bench() -> object:
+    from bench import gold_set
 
-    from bench import extraction_quality
-
-    return extraction_quality
+    return gold_set
 
 
 @pytest.mark.parametrize("page_id", [

@@ -59,7 +59,8 @@ def test_curator_run_reaches_a_filter_decision_in_five_calls(tmp_path: Path) -> 
     yaml = tmp_path / "p.yaml"
     yaml.write_text(f"name: hops\nwork_dir: {tmp_path / 'wd'}\nprogress: off\nstages:\n"
                     f"  - read_jsonl: {{paths: \"{data}/*.jsonl\"}}\n"
-                    f"  - tests.core.test_call_path:StackProbe: {{out: \"{tmp_path / 'stack.json'}\"}}\n")
+                    "  - tests.core.test_call_path:StackProbe:"
+                    f" {{out: \"{tmp_path / 'stack.json'}\"}}\n")
     assert main(["run", str(yaml)]) == 0
     assert json.loads((tmp_path / "stack.json").read_text()) == PATH
     assert len(PATH) - 1 == 5  # hops: cmd_run -> ... -> Filter.process, which decides

@@ -166,7 +166,8 @@ def test_derived_state_comes_from_setup_and_params_stay_as_given() -> None:
     sw = resolve("stop_words_filter").from_params({"stop_words": ["The", "of"],
                                                    "lowercase": True})
     assert sw.stop_words == frozenset({"the", "of"})
-    assert sw.params == {"min_count": 2, "stop_words": ["The", "of"], "lowercase": True}
+    assert sw.params == {"min_count": 2, "stop_words": ["The", "of"], "lowercase": True,
+                         "language": None, "language_field": "language"}
     g = resolve("gopher_quality").from_params({"mode": "annotate", "disable": ["stop_words"]})
     assert g.annotate is True and g.params["annotate"] is False
     assert [k for k, _ in g.rules][-1] == "gopher_quality:alpha_words"

@@ -78,19 +78,41 @@ def guards() -> dict[str, Guard]:
     return out
 
 
-Texts = tuple[str, str, str]  # fast pass, with the reruns (no resiliparse), the default's
+# fast pass, with the reruns (no resiliparse), the default's; whether the page declares itself
+# an article
+Texts = tuple[str, str, str, bool]
+
+_OG_ARTICLE = re.compile(
+    r"<meta[^>]+(?:property=[\"']og:type[\"'][^>]*content=[\"']article"
+    r"|content=[\"']article[\"'][^>]*property=[\"']og:type)",
+    re.I,
+)
+_LD_ARTICLE = re.compile(
+    r"\"@type\"\s*:\s*\"(?:News|Reportage|Analysis|Opinion)?Article\"|\"@type\"\s*:\s*\"BlogPosting\""
+)
+
+
+def declares_article(html: str) -> bool:
+    """The page says it is an article: ``og:type`` article, or schema.org JSON-LD of type
+    (News)Article or BlogPosting (forum posts, products and listings use other types)."""
+    return bool(_OG_ARTICLE.search(html) or _LD_ARTICLE.search(html))
 
 
 def candidates() -> dict[str, Callable[[Texts], str]]:
     """Every candidate: "none" is today's default (every replacement kept); "fallback: G"
     tests resiliparse's text against the text it would replace; "both: G" tests the
     ``fast=False`` rerun against the fast text too. "fallback: never" is resiliparse for
-    empty output only."""
+    empty output only; "article pages, fallback: G" guards only on pages that declare
+    themselves articles."""
     out: dict[str, Callable[[Texts], str]] = {"none": lambda t: t[2]}
     for name, g in guards().items():
         out[f"fallback: {name}"] = lambda t, g=g: guarded(t, g, rerun=False)
         if name != "never":
             out[f"both: {name}"] = lambda t, g=g: guarded(t, g, rerun=True)
+        if name in ("never", "chrome<=0.25", "contain>=0.7", "contain>=0.5, chrome<=0.25"):
+            out[f"article pages, fallback: {name}"] = lambda t, g=g: (
+                guarded(t, g, rerun=False) if t[3] else t[2]
+            )
     return out
 
 
@@ -98,7 +120,7 @@ def guarded(t: Texts, guard: Guard, rerun: bool) -> str:
     """The text guards at the two replacements of ``extract_text`` return: the rerun's text
     replaces the fast text (tested when ``rerun``), resiliparse's replaces that; an empty
     text is always replaced."""
-    fast, nofb, final = t
+    fast, nofb, final = t[:3]
     cur = nofb
     if rerun and nofb != fast and fast.strip() and not guard(fast, nofb):
         cur = fast
@@ -115,6 +137,7 @@ def _texts(args: tuple[str, str]) -> tuple[str, Texts]:
         extract_text(html, fast=True, fallback=False),
         extract_text(html, fallback=False),
         extract_text(html),
+        declares_article(html),
     )
 
 

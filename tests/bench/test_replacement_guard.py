@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from bench.replacement_guard import candidates, chrome_share, containment, guarded, guards
+from bench.replacement_guard import (
+    candidates,
+    chrome_share,
+    containment,
+    declares_article,
+    guarded,
+    guards,
+)
 
 ARTICLE = "The council voted on the budget.\nIt passes next week after a second reading."
 # a whole-page replacement: the article plus breadcrumb, captions and share chrome
@@ -39,8 +46,25 @@ def test_guards_keep_the_fast_text_against_chrome_and_take_a_longer_thread() -> 
     assert guarded((ARTICLE, ARTICLE, PAGE), g["never"], rerun=False) == ARTICLE
 
 
-@pytest.mark.parametrize("name", ["none", "fallback: never", "both: chrome<=0.15"])
+@pytest.mark.parametrize(
+    "name",
+    ["none", "fallback: never", "both: chrome<=0.15", "article pages, fallback: never"],
+)
 def test_candidates_return_one_of_the_three_texts(name: str) -> None:
-    t = (ARTICLE, ARTICLE + "\nmore words here in a sentence", PAGE)
-    assert candidates()[name](t) in t
+    t = (ARTICLE, ARTICLE + "\nmore words here in a sentence", PAGE, True)
+    assert candidates()[name](t) in t[:3]
     assert candidates()["none"](t) == PAGE
+
+
+def test_article_pages_only_guard_leaves_other_pages_alone() -> None:
+    guard = candidates()["article pages, fallback: never"]
+    assert guard((ARTICLE, ARTICLE, PAGE, True)) == ARTICLE
+    assert guard((ARTICLE, ARTICLE, PAGE, False)) == PAGE
+
+
+def test_declares_article_reads_og_type_and_json_ld() -> None:
+    assert declares_article('<meta property="og:type" content="article">')
+    assert declares_article("<meta content='article' property='og:type' />")
+    assert declares_article('<script type="application/ld+json">{"@type": "NewsArticle"}')
+    assert not declares_article('<meta property="og:type" content="website">')
+    assert not declares_article('{"@type": "DiscussionForumPosting"}')

@@ -24,8 +24,9 @@ import re
 import sys
 from collections import Counter
 from collections.abc import Iterator
+from dataclasses import dataclass
 from operator import methodcaller
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 import numpy as np
 import orjson
@@ -121,13 +122,33 @@ def verify_file(path: str, size: int, stage_id: str) -> None:
                          "changed since it was written; delete the stage folder to rebuild it")
 
 
+@dataclass(frozen=True, kw_only=True)
+class TaskNgrams:
+    """An ``eval_ngrams`` phase result: one evaluation task's n-gram file (``bytes`` long, so
+    a resumed run can tell it is still complete), its texts and distinct n-grams."""
+
+    task: str
+    path: str
+    texts: int
+    bytes: int
+    ngrams: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class ShardMatches:
+    """A ``count`` phase result: per matched n-gram hash, how many of one shard's documents
+    contain it."""
+
+    docs: dict[int, int]
+
+
 class _BuildTask:
     """Phase 1 worker: hash one task's evaluation n-grams into ``<artifact_dir>/<task>.npz``."""
 
     def __init__(self, n: int, min_words: int, fields: list[str] | None, out_dir: str) -> None:
         self.n, self.min_words, self.fields, self.out_dir = n, min_words, fields, out_dir
 
-    def __call__(self, item: tuple[str, list[str]]) -> dict[str, Any]:
+    def __call__(self, item: tuple[str, list[str]]) -> TaskNgrams:
         task, paths = item
         by_len: dict[int, list[np.ndarray]] = {}
         texts = 0
@@ -142,8 +163,8 @@ class _BuildTask:
         path = os.path.join(self.out_dir, f"{task}.npz")
         with atomic_open(path, "wb") as f:
             np.savez(f, **arrays)
-        return {"task": task, "path": path, "texts": texts, "bytes": os.path.getsize(path),
-                "ngrams": int(sum(a.size for a in arrays.values()))}
+        return TaskNgrams(task=task, path=path, texts=texts, bytes=os.path.getsize(path),
+                          ngrams=int(sum(a.size for a in arrays.values())))
 
 
 def _load_task_arrays(path: str) -> dict[int, np.ndarray]:
@@ -223,13 +244,13 @@ class _CountTask:
     def __init__(self, matcher: Matcher) -> None:
         self.matcher = matcher
 
-    def __call__(self, shard: Shard) -> dict[int, int]:
+    def __call__(self, shard: Shard) -> ShardMatches:
         docs: Counter[int] = Counter()
         for doc in read_shard(shard.path):
             hits = self.matcher.matches(doc.text)
             if hits:
                 docs.update({h for _, _, _, h in hits})
-        return dict(docs)
+        return ShardMatches(docs=dict(docs))
 
 
 def cut_windows(text: str, hits: list[tuple[int, int]], cut_chars: int
@@ -341,12 +362,12 @@ class Decontaminate(GlobalStage):
         built = ctx.map(_BuildTask(self.n, self.min_ngram_words, self.fields, ctx.artifact_dir),
                         items, phase="eval_ngrams", keys=list(self.tasks))
         for b in built:  # a resumed phase must still have its file, complete
-            verify_file(b["path"], b["bytes"], ctx.stage_id)
-        task_paths = {b["task"]: b["path"] for b in built}
+            verify_file(b.path, b.bytes, ctx.stage_id)
+        task_paths = {b.task: b.path for b in built}
         counts: Counter[int] = Counter()
         for c in ctx.map(_CountTask(Matcher(task_paths)), shards, phase="count",
                          keys=[s.name for s in shards]):
-            counts.update(c)
+            counts.update(c.docs)
         common = frozenset(h for h, c in counts.items() if c > self.max_matches)
         matcher = Matcher(task_paths, common)
         out = ctx.write_shards(_Process(matcher, self.mode, self.cut_chars,
@@ -361,14 +382,14 @@ class Decontaminate(GlobalStage):
         summary = {}
         rows = []
         for b in built:
-            t = b["task"]
-            row = {"eval_texts": b["texts"], "eval_ngrams": b["ngrams"],
+            t = b.task
+            row = {"eval_texts": b.texts, "eval_ngrams": b.ngrams,
                    "docs_matched": totals.get(f"decontam:{t}:docs", 0),
                    "ngram_matches": totals.get(f"decontam:{t}:ngrams", 0)}
             summary[t] = row
             rows.append([t, row["eval_texts"], row["eval_ngrams"], row["docs_matched"],
                          row["ngram_matches"]])
-            ctx.count(f"decontam:{t}:eval_ngrams", b["ngrams"])
+            ctx.count(f"decontam:{t}:eval_ngrams", b.ngrams)
         ctx.artifacts["decontamination"] = {
             "tasks": summary, "ignored_common_ngrams": len(common),
             "docs_cut": totals.get("decontam:docs_cut", 0),

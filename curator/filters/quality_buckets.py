@@ -45,6 +45,14 @@ class _Sample:
     values: dict[str, int]
 
 
+@dataclass(frozen=True)
+class _Edges:
+    """Phase 2 result: per score key, the ``resolution - 1`` corpus-wide percentile cut points
+    (empty: the key was never seen)."""
+
+    cuts: dict[str, list[float]]
+
+
 def _number(v: Any) -> float | None:
     """A score as a float: a number, or a string holding one ("0.73", as some tools write
     them); ``None`` for anything else (missing, null, NaN, "high", a bool)."""
@@ -100,8 +108,7 @@ def _sample_task(keys: tuple[str, ...], limit: int, seed: int, out_dir: str,
     return _Sample(out, n, {k: int(arrays[f"k{i}"].size) for i, k in enumerate(keys)})
 
 
-def _edges_task(keys: tuple[str, ...], resolution: int, samples: list[_Sample]
-                ) -> dict[str, list[float]]:
+def _edges_task(keys: tuple[str, ...], resolution: int, samples: list[_Sample]) -> _Edges:
     out: dict[str, list[float]] = {}
     qs = np.arange(1, resolution) / resolution
     for i, k in enumerate(keys):
@@ -111,7 +118,7 @@ def _edges_task(keys: tuple[str, ...], resolution: int, samples: list[_Sample]
                 parts.append(z[f"k{i}"])
         v = np.concatenate(parts) if parts else np.zeros(0)
         out[k] = np.quantile(v, qs).tolist() if v.size else []
-    return out
+    return _Edges(out)
 
 
 class _Assign:
@@ -216,7 +223,7 @@ class QualityBuckets(GlobalStage):
                               os.path.join(ctx.stage_dir, "samples")),
             [(s.name, s.path) for s in shards], phase="sample", keys=[s.name for s in shards])
         edges = ctx.map(functools.partial(_edges_task, keys, self.resolution),
-                        [samples], phase="edges", keys=["all"])[0]
+                        [samples], phase="edges", keys=["all"])[0].cuts
         sampled = {k: sum(s.values[k] for s in samples) for k in keys}
         for k in keys:
             ctx.count(f"sampled:{k}", sampled[k])

@@ -169,13 +169,14 @@ def _confined(work_dir: str, fn: Callable[[Any], Any], item: Any
     return result, usage, rec.used(1, [work_dir])[0]
 
 
-def _phase_docs(pair: Any) -> int:
-    """Documents a finished phase task counted (``((result, note, docs), usage, used)``)."""
-    return int(pair[0][2])
+def _phase_docs(pair: Any) -> int | None:
+    """Documents a finished phase task counted (``((result, note, docs), usage, used)``;
+    None: it counts none)."""
+    return pair[0][2]
 
 
-def _no_docs(_pair: Any) -> int:
-    return 0
+def _no_docs(_pair: Any) -> None:
+    return None
 
 
 class _PhaseTask:
@@ -187,8 +188,9 @@ class _PhaseTask:
         self.name = os.path.basename(path)[: -len(".pkl")]
 
 
-def _run_phase_task(task: _PhaseTask) -> tuple[Any, str | None, int]:
-    """(result, a line to log or None, documents counted). A saved result is used only if its
+def _run_phase_task(task: _PhaseTask) -> tuple[Any, str | None, int | None]:
+    """(result, a line to log or None, documents counted: None when the task counts none,
+    or its result was saved by an earlier run). A saved result is used only if its
     HMAC verifies under the work_dir's key (it was written by a run of ours, for this place):
     unpickling an unverified file could run code planted in a shared work_dir."""
     note = None
@@ -205,7 +207,7 @@ def _run_phase_task(task: _PhaseTask) -> tuple[Any, str | None, int]:
                 changes = tracing.changed(used) if isinstance(used, dict) else {}
                 if isinstance(used, dict) and not changes:
                     tracing.carry(used)
-                    return result, None, 0
+                    return result, None, None
                 why = (f"{tracing.describe(changes)}, which it read, changed" if changes
                        else "no record of what computing it read")
                 note = f"{task.path}: not used ({why}); recomputing"
@@ -224,4 +226,4 @@ def _run_phase_task(task: _PhaseTask) -> tuple[Any, str | None, int]:
         pdir = os.path.dirname(task.path)  # <work_dir>/stages/<id>/_phases/<phase>
         stage = os.path.basename(os.path.dirname(os.path.dirname(pdir)))
         raise StageError(f"stage '{stage}', phase '{os.path.basename(pdir)}': {line}") from None
-    return result, note, meter.docs
+    return result, note, meter.docs_counted()

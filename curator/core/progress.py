@@ -11,7 +11,9 @@ A global stage's phases (``ctx.map(fn, items, phase=...)``) get a line of their 
 ``[<stage>:<phase>] 3/7 tasks, ...``; a mapped function reports the documents it has handled
 with :func:`step` (and their number up front with :func:`expect`), which writes the same
 heartbeat files under ``stages/<id>/_progress/<phase>/``, so a single long task (a shard
-through a sentence encoder) shows its documents, rate and ETA while it runs.
+through a sentence encoder) shows its documents, rate and ETA while it runs. A phase none of
+whose tasks counts documents (a k-means fit, a merge of hash groups) shows tasks only: its
+line never claims "0 docs" for work that is not counted in documents.
 """
 
 from __future__ import annotations
@@ -118,11 +120,13 @@ class _ItemMeter:
     small thread while it runs: the documents it counted with :func:`step`, else those it
     read through :func:`curator.storage.shards.read_shard` (so a task that only reads
     shards needs no call), and its share done (:func:`expect`, else the share of the file
-    read)."""
+    read). A task that did neither counts no documents (:meth:`docs_counted` is None)."""
 
     def __init__(self, path: str, every: float) -> None:
         self.path, self.every = path, every
         self.docs = 0
+        #: :func:`step` or :func:`expect` was called: the task counts its own units
+        self.stepped = False
         self.total: int | None = None
         self.started = time.time()
         self.wrote = False
@@ -136,9 +140,18 @@ class _ItemMeter:
             return self.docs
         return self.pos.docs
 
+    def docs_counted(self) -> int | None:
+        """The documents this task handled, or None if it counts none (no :func:`step`, no
+        document read through ``read_shard``)."""
+        if self.stepped or (self.pos is not None and self.pos.docs):
+            return self.counted()
+        return None
+
     def beat(self, now: float) -> None:
-        beat: dict[str, Any] = {"docs": self.counted(), "bytes": 0, "started": self.started,
-                                "at": now}
+        beat: dict[str, Any] = {"bytes": 0, "started": self.started, "at": now}
+        docs = self.docs_counted()
+        if docs is not None:  # no "docs" key: the line shows this task without a count
+            beat["docs"] = docs
         frac = (min(self.docs / self.total, 1.0) if self.total
                 else self.pos.fraction() if self.pos is not None else None)
         if frac is not None:
@@ -158,6 +171,23 @@ def step(n: int = 1) -> None:
     m: _ItemMeter | None = getattr(_item, "meter", None)
     if m is not None:
         m.docs += n
+        m.stepped = True
+
+
+def stepper() -> Callable[[int], None]:
+    """:func:`step` bound to the phase task running in this thread, callable from any thread:
+    for documents a library pulls on threads of its own (a tokenizer trainer reading its
+    texts from Rust threads, where :func:`step` would find no task)."""
+    m: _ItemMeter | None = getattr(_item, "meter", None)
+    if m is None:
+        return lambda n=1: None
+
+    def count(n: int = 1) -> None:
+        m.docs += n
+        m.stepped = True
+
+    count(0)  # the task counts documents from now on, even before its first
+    return count
 
 
 def expect(total: int) -> None:
@@ -166,6 +196,7 @@ def expect(total: int) -> None:
     m: _ItemMeter | None = getattr(_item, "meter", None)
     if m is not None:
         m.total = max(int(total), 0)
+        m.stepped = True
 
 
 @contextlib.contextmanager
@@ -205,10 +236,10 @@ def live_summary() -> dict[str, Any]:
             left = shard_eta(beat, now)
             text += f" {frac:.0%}" + (f" ETA {format_seconds(left)}" if left is not None else "")
         shards.append(text)
-    rate = sum(int(b["docs"]) / max(float(b["at"]) - float(b["started"]), 1e-3)
+    rate = sum(int(b.get("docs", 0)) / max(float(b["at"]) - float(b["started"]), 1e-3)
                for _, b in beats)
     return {"curator_shard": ", ".join(shards),
-            "curator_docs": sum(int(b["docs"]) for _, b in beats),
+            "curator_docs": sum(int(b.get("docs", 0)) for _, b in beats),
             "curator_mb": round(sum(int(b["bytes"]) for _, b in beats) / 1e6, 1),
             "curator_docs_per_s": round(rate)}
 
@@ -273,12 +304,16 @@ class Progress:
 
     def __init__(self, stage_id: str, *, enabled: bool = True, mode: str = "auto",
                  stream: Any = None, live_dir: str | None = None, unit: str = "shards",
-                 docs_of: Callable[[Any], int] | None = None, min_s: float = 0.0) -> None:
+                 docs_of: Callable[[Any], int | None] | None = None, min_s: float = 0.0) -> None:
         #: the name shown (and the Dask task keys': ``curator:<stage_id>``)
         self.stage_id = stage_id
         self.unit = unit
-        #: documents a finished item handled, from its result (default: a shard's stats)
+        #: documents a finished item handled, from its result (default: a shard's stats);
+        #: None: the item counts no documents
         self.docs_of = docs_of or _docs_in
+        #: show documents: a shard stage always; a phase once a task has counted some
+        self._always_docs = docs_of is None
+        self._counted = False
         #: log mode: no line before this many seconds, none at all for a shorter run (a phase
         #: that takes a moment is not worth a line)
         self.min_s = min_s
@@ -304,6 +339,7 @@ class Progress:
 
     def start(self, total: int) -> None:
         self.total, self.done, self.docs = total, 0, 0
+        self._counted = False
         self._beats = {}
         self.t0 = time.perf_counter()
         if self.min_s:
@@ -318,7 +354,10 @@ class Progress:
         with self._lock:
             self.done += 1
             self._beats = {}  # the finished shard may be among them: read afresh next time
-            self.docs += self.docs_of(stats)
+            n = self.docs_of(stats)
+            if n is not None:
+                self.docs += n
+                self._counted = True
             if self.mode == "off":
                 return
             now = time.perf_counter()
@@ -335,6 +374,8 @@ class Progress:
         (with the share of its input read and its ETA where the input's size is known)."""
         beats = read_beats(self.live_dir) if self.live_dir else {}
         self._beats = beats
+        if any("docs" in b for b in beats.values()):
+            self._counted = True
         docs = sum(int(b.get("docs", 0)) for b in beats.values())
         size = sum(int(b.get("bytes", 0)) for b in beats.values())
         rate = sum(int(b.get("docs", 0)) / max(float(b["at"]) - float(b["started"]), 1e-3)
@@ -351,17 +392,25 @@ class Progress:
         docs, size, rate, name = self._inflight()
         if not name:
             return ""
+        if not self._shows_docs():
+            return f"; in flight: {name}"
         return (f"; in flight: {docs:,} docs, " + (f"{_mb(size)}, " if size else "")
                 + f"{rate:,.0f} docs/s" + (f" ({name})" if name else ""))
+
+    def _shows_docs(self) -> bool:
+        """Whether the line has documents: a shard stage's always, a phase's once any of
+        its tasks (finished or in flight) counted some."""
+        return self._always_docs or self._counted
 
     def _draw(self, now: float) -> None:
         rate = self.docs / max(now - self.t0, 1e-9)
         width = 24
         filled = int(width * self.done / max(self.total, 1))
         live = self._live_text()
+        docs = f"{rate:,.0f} docs/s  " if self._shows_docs() else ""
         self.stream.write(
             f"\r[{self.stage_id}] |{'#' * filled}{'.' * (width - filled)}| "
-            f"{self.done}/{self.total} {self.unit}  {rate:,.0f} docs/s  ETA {self.eta(now)}"
+            f"{self.done}/{self.total} {self.unit}  {docs}ETA {self.eta(now)}"
             f"{live}\033[K")
         self.stream.flush()
 
@@ -369,8 +418,9 @@ class Progress:
         self._last_log = now
         self._lines += 1
         rate = self.docs / max(now - self.t0, 1e-9)
+        docs = f"{self.docs} docs, {rate:,.0f} docs/s, " if self._shows_docs() else ""
         self.stream.write(f"[{self.stage_id}] {self.done}/{self.total} {self.unit}, "
-                          f"{self.docs} docs, {rate:,.0f} docs/s, ETA {self.eta(now)}{live}\n")
+                          f"{docs}ETA {self.eta(now)}{live}\n")
         self.stream.flush()
 
     def _watch(self) -> None:
@@ -423,16 +473,21 @@ class Progress:
             self.stream.flush()
 
     def phase(self, label: str, unit: str = "tasks",
-              docs_of: Callable[[Any], int] | None = None) -> Progress:
+              docs_of: Callable[[Any], int | None] | None = None) -> Progress:
         """A line of its own for one phase of this (global) stage, shown as
-        ``[<label>]``, in the same mode, with its heartbeats under ``_progress/<phase>``."""
+        ``[<label>]``, in the same mode, with its heartbeats under ``_progress/<phase>``;
+        ``docs_of`` (None: the phase counts no documents) reads a finished task's count."""
         phase = label.rpartition(":")[2]
         live = os.path.join(self.live_dir, phase) if self.live_dir and phase != label else None
         p = Progress(label, enabled=self.mode != "off", mode=self.mode, stream=self.stream,
-                     live_dir=live, unit=unit, docs_of=docs_of,
+                     live_dir=live, unit=unit, docs_of=docs_of or _no_docs,
                      min_s=min(PHASE_QUIET_S, self.line_s))
         p.line_s = self.line_s
         return p
+
+
+def _no_docs(_result: Any) -> None:
+    return None
 
 
 def _docs_in(stats: Any) -> int:

@@ -274,11 +274,13 @@ def _assign_task(cl: Clustering, cent_path: str, sv: ShardVectors) -> Assigned:
     k = cent.shape[0]
     m = max(1, min(cl.assign, k))
     labels = np.empty(0, dtype=np.int64)
+    progress.expect(int(rows.size))  # the assign phase's line counts the documents placed
     if rows.size:
         parts = []
         for s in range(0, rows.size, 65536):
             r = rows[s:s + 65536].astype(np.uint64)
             parts.append(_nearest(g(r), cent, m).ravel())
+            progress.step(int(r.size))
         labels = np.concatenate(parts)
     rows = np.repeat(rows, m)
     order = np.lexsort((rows, labels))

@@ -31,6 +31,7 @@ import numpy as np
 
 from curator.base.document import Document, meta_value
 from curator.base.errors import ConfigError
+from curator.core import progress
 from curator.core.context import GlobalContext, StageContext
 from curator.core.params import NonNegFloat, PositiveFloat, PositiveInt, Ratio, StageParams
 from curator.core.stage import DirPath, FilePath, GlobalStage, OutputDir, Shard
@@ -322,6 +323,7 @@ class _MergePrefix:
         out = job.prefix
         os.makedirs(os.path.dirname(out), exist_ok=True)
         res = megatron.merge(slices, out)
+        progress.step(sum(s.doc_hi - s.doc_lo for s in slices))  # documents merged
         with atomic_open(out + ".ids", "wb") as f:
             for s in slices:
                 with open(s.prefix + ".ids", "rb") as src:

@@ -20,7 +20,7 @@ import os
 import re
 import shutil
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
@@ -30,6 +30,7 @@ import xxhash
 from pydantic import Field, model_validator
 
 from curator.base.errors import ConfigError, InputError
+from curator.core import progress
 from curator.core.context import GlobalContext, StageContext
 from curator.core.params import NonNegInt, PositiveFloat, PositiveInt, Ratio, StageParams
 from curator.core.stage import FilePath, GlobalStage, OutputDir, Shard
@@ -131,12 +132,19 @@ def _threshold(samples: list[ShardSample], max_docs: int, max_bytes: int) -> int
 
 
 def _iter_sample(paths: list[str], threshold: int) -> Iterator[str]:
+    """The sampled texts, each counted on the train phase's progress line: the counter is
+    bound now, in the task's thread, as the tokenizers trainer pulls texts on its own."""
+    return _texts(paths, threshold, progress.stepper())
+
+
+def _texts(paths: list[str], threshold: int, step: Callable[[int], None]) -> Iterator[str]:
     for p in paths:
         with open(p, "rb") as f:
             for line in f:
                 key, text = orjson.loads(line)
                 if key > threshold:
                     break  # files are sorted by key
+                step(1)
                 yield text
 
 

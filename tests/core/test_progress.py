@@ -145,9 +145,9 @@ def test_a_global_stage_shows_its_phases_in_log_mode(tmp_path):
     live = [m for m in map(re.fullmatch, [pat] * len(lines), lines) if m]
     seen = [int(m.group(2).replace(",", "")) for m in live]
     # a line every interval while the task runs, in flight once its first beat is written
-    # (the count grows; a first beat may come before the first document)
-    assert all(ln.startswith("[dedup:hash] 0/1 tasks, 0 docs, 0 docs/s, ETA ")
-               for ln in lines[:-1]), r.stderr
+    # (the count grows; before its first document the line shows the task without a count)
+    assert all(ln.startswith(("[dedup:hash] 0/1 tasks, 0 docs, 0 docs/s, ETA ",
+                              "[dedup:hash] 0/1 tasks, ETA ")) for ln in lines[:-1]), r.stderr
     assert live and seen == sorted(seen), r.stderr
     assert any(0 < n < 100_000 for n in seen), seen
     assert all(int(m.group(3).replace(",", "")) > 0 for m, n in zip(live, seen) if n)
@@ -159,8 +159,8 @@ def test_a_global_stage_shows_its_phases_in_log_mode(tmp_path):
 
 def test_a_phase_line_every_interval_even_without_news():
     """A phase task that counts nothing (one k-means fit) still gets a line every interval
-    in log mode, so a long one is seen to be alive; a phase shorter than the interval gets
-    none."""
+    in log mode, so a long one is seen to be alive, showing tasks only (never "0 docs" for
+    work not counted in documents); a phase shorter than the interval gets none."""
     out = io.StringIO()
     stage = Progress("sd", stream=out, mode="log")
     stage.line_s = 0.05
@@ -173,9 +173,8 @@ def test_a_phase_line_every_interval_even_without_news():
     p((None, None))
     p.finish()
     lines = out.getvalue().splitlines()
-    assert all(ln.startswith("[sd:kmeans] 0/1 tasks, 0 docs, 0 docs/s, ETA ?")
-               for ln in lines[:-1]), lines
-    assert lines[-1].startswith("[sd:kmeans] 1/1 tasks, 0 docs")
+    assert all(ln == "[sd:kmeans] 0/1 tasks, ETA ?" for ln in lines[:-1]), lines
+    assert lines[-1] == "[sd:kmeans] 1/1 tasks, ETA 0s"
     quiet = io.StringIO()
     q = Progress("sd", stream=quiet, mode="log").phase("sd:assign")
     q.start(1)
@@ -205,3 +204,51 @@ def test_a_phase_bar_on_a_terminal():
     q(None)
     q.finish()
     assert slow.getvalue().endswith("\033[K\n") and "1/1 tasks" in slow.getvalue()
+
+
+def test_global_stage_phase_lines_count_their_documents(tmp_path):
+    """A real run in log mode through exact_dedup, fuzzy_dedup, train_tokenizer and
+    megatron_shards: each phase that handles documents ends on the corpus size (the
+    tokenizer's train phase, fed on the trainer's own threads, and the shard merge
+    included); a phase not counted in documents (hash groups, LSH buckets, components)
+    shows tasks only: no phase line ever ends on "0 docs"."""
+    import json
+    import random
+    import subprocess
+    import sys
+
+    from tests.helpers import cli_env
+
+    rng = random.Random(7)
+    vocab = [f"w{i}x{rng.randrange(10**6)}" for i in range(3000)]
+    n = 240
+    for i in range(n):  # three files: three shards, so phases have several tasks
+        with open(tmp_path / f"c{i % 3}.jsonl", "a") as f:
+            text = " ".join(rng.choice(vocab) for _ in range(60))
+            f.write(json.dumps({"id": str(i), "text": text}) + "\n")
+    (tmp_path / "p.yaml").write_text(
+        "name: p\nwork_dir: work\nprogress: log\nreport: false\nstages:\n"
+        "  - {id: c, read_jsonl: {paths: 'c*.jsonl'}}\n"
+        "  - exact_dedup: {}\n  - fuzzy_dedup: {}\n"
+        "  - train_tokenizer: {type: bpe, vocab_size: 300}\n"
+        "  - megatron_shards: {output_dir: mg}\n")
+    # a tiny interval: every phase, however short, ends on a line
+    env = {**cli_env(), "CURATOR_PROGRESS_S": "0.005"}
+    r = subprocess.run([sys.executable, "-m", "curator", "run", "p.yaml"],
+                       cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert f"[fuzzy_dedup] {n} -> {n} docs" in r.stderr  # nothing removed: all phases see n
+    last: dict[str, str] = {}
+    for ln in r.stderr.splitlines():
+        m = re.match(r"\[(\w+:\w+)\] ", ln)
+        if m:
+            last[m.group(1)] = ln
+    counted = ["exact_dedup:hash", "fuzzy_dedup:signatures", "train_tokenizer:sample",
+               "train_tokenizer:train", "megatron_shards:tokenize", "megatron_shards:merge"]
+    for phase in counted:
+        assert re.fullmatch(rf"\[{phase}\] (\d+)/\1 tasks, {n} docs, [\d,]+ docs/s, ETA 0s",
+                            last.get(phase, "")), (phase, r.stderr)
+    uncounted = set(last) - set(counted)
+    assert {"exact_dedup:groups", "fuzzy_dedup:components"} <= uncounted, sorted(last)
+    for phase in uncounted:
+        assert re.fullmatch(rf"\[{phase}\] (\d+)/\1 tasks, ETA 0s", last[phase]), last[phase]

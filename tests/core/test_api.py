@@ -68,7 +68,7 @@ def test_errors_raise_instead_of_exiting(tmp_path):
         curator.load(str(tmp_path / "missing.yaml"))
     pipe = curator.load(str(tmp_path / "p.yaml"))
     assert [n.id for n in pipe.nodes] == ["read_jsonl", "min_words", "write_jsonl"]
-    assert pipe.imported_modules() == ["helpers_core"]
+    assert pipe.imported_modules() == ["tests.core.helpers_core"]
 
 
 def test_string_override_values_stay_strings(tmp_path):

@@ -7,7 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-APT_PACKAGES=(redis-server chromium libmagic1 util-linux python3.11-doc openssl iproute2)
+APT_PACKAGES=(redis-server chromium libmagic1 util-linux python3.11-doc openssl iproute2 gcc)
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -8,18 +8,14 @@ from __future__ import annotations
 import gzip
 import json
 import os
-import pwd
 import shutil
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-import pytest
-
 from tests.helpers import cli_env
-
-OTHER = "curator-other"
+from tests.security.helpers_security import OTHER, other_user
 
 MODULE = """
 from curator import filter
@@ -86,26 +82,8 @@ def test_a_secret_in_a_parameter_named_like_a_token_reaches_no_output(tmp_path):
     assert "'</s>'" in json.dumps(report) or "</s>" in json.dumps(report)
 
 
-def _other_user() -> tuple[int, int]:
-    """uid and gid of a real account other than the test's (created when missing)."""
-    if os.geteuid() != 0:
-        if os.environ.get("CI") == "true":
-            pytest.fail("needs root (to act as another user); CI runs as root")
-        pytest.skip("needs root to act as another user")
-    try:
-        pw = pwd.getpwnam(OTHER)
-    except KeyError:
-        subprocess.run(
-            ["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", OTHER],
-            capture_output=True,
-        )
-        pw = pwd.getpwnam(OTHER)  # made here, or by a test running beside this one
-    assert pw.pw_uid != os.geteuid()
-    return pw.pw_uid, pw.pw_gid
-
-
 def test_a_work_dir_another_user_made_is_refused(tmp_path):
-    uid, gid = _other_user()
+    uid, gid = other_user()
     _data(tmp_path)
     shared = Path(tempfile.mkdtemp(prefix="curator-shared-", dir="/tmp"))
     try:

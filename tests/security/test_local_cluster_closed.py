@@ -7,10 +7,8 @@ from __future__ import annotations
 
 import json
 import os
-import pwd
 import re
 import shlex
-import shutil
 import subprocess
 import sys
 import threading
@@ -20,8 +18,7 @@ import pytest
 
 from tests.core.helpers_core import make_corpus
 from tests.helpers import cli_env, stop_process_groups
-
-OTHER = "curator-other"
+from tests.security.helpers_security import other_user
 
 ATTACK = r"""
 import json, os, sys
@@ -41,24 +38,6 @@ for name, target, sec in (("plain", f"tcp://127.0.0.1:{port}", None),
         out[name] = f"refused: {type(e).__name__}"
 print(json.dumps(out), flush=True)
 """
-
-
-def _other_user() -> tuple[int, int]:
-    """uid and gid of a real account other than the test's (created when missing)."""
-    if os.geteuid() != 0:
-        if os.environ.get("CI") == "true":
-            pytest.fail("needs root (to act as another user); CI runs as root")
-        pytest.skip("needs root to act as another user")
-    if shutil.which("setpriv") is None:
-        pytest.fail("setpriv (util-linux) is missing: scripts/setup.sh installs it")
-    try:
-        pw = pwd.getpwnam(OTHER)
-    except KeyError:
-        subprocess.run(["useradd", "--system", "--no-create-home", "--shell",
-                        "/usr/sbin/nologin", OTHER], capture_output=True)
-        pw = pwd.getpwnam(OTHER)  # made here, or by a test running beside this one
-    assert pw.pw_uid != os.geteuid()
-    return pw.pw_uid, pw.pw_gid
 
 
 def _tree(root: int) -> set[int]:
@@ -90,7 +69,7 @@ def _listening(pids: set[int]) -> list[str]:
 
 
 def test_another_user_cannot_run_code_on_the_local_cluster(tmp_path):
-    uid, gid = _other_user()
+    uid, gid = other_user()
     make_corpus(str(tmp_path / "in.jsonl"), 20, seed=3)
     fifo = tmp_path / "gate"
     os.mkfifo(fifo)

@@ -260,14 +260,13 @@ def _module(name: str) -> _Module | None:
     if hit is not None and hit.stamp == stamp:
         return hit
     try:
-        with open(path, "rb") as f:
-            raw = f.read()
+        raw, big = _read_source(path)
     except OSError:
         return None
     is_pkg = os.path.basename(path) == "__init__.py"
-    parsed = _parse(raw)
+    parsed = None if raw is None else _parse(raw)
     if parsed is None:
-        mod = _Module(_key_of(name, path), _hash(raw), (), stamp)
+        mod = _Module(_key_of(name, path), big if raw is None else _hash(raw), (), stamp)
     else:
         text, tree = parsed
         imports, doc_lines = _scan(tree, name, is_pkg, user=not _is_curator(name))
@@ -358,10 +357,11 @@ def source_digest(path: str) -> str | None:
         if mod is not None and _path_of(rel.removesuffix(".__init__")) == path:
             return mod.digest
     try:
-        with open(path, "rb") as f:
-            raw = f.read()
+        raw, big = _read_source(path)
     except OSError:
         return None
+    if raw is None:
+        return big
     parsed = _parse(raw)
     if parsed is None:
         return _hash(raw)
@@ -387,6 +387,22 @@ def _parse(raw: bytes) -> tuple[str, ast.Module] | None:
 
 def _hash(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()[:16]
+
+
+def _read_source(path: str) -> tuple[bytes | None, str]:
+    """``(source, "")`` of a file small enough to parse, else ``(None, digest of its bytes)``
+    read in 1 MiB blocks: a file over ``_MAX_PARSE`` is keyed on its bytes, never held whole."""
+    with open(path, "rb") as f:
+        if os.fstat(f.fileno()).st_size <= _MAX_PARSE:
+            raw = f.read(_MAX_PARSE + 1)
+            if len(raw) <= _MAX_PARSE:
+                return raw, ""
+            h = hashlib.sha256(raw)
+        else:
+            h = hashlib.sha256()
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return None, h.hexdigest()[:16]
 
 
 def _scan(tree: ast.Module, name: str, is_pkg: bool, user: bool = False

@@ -110,14 +110,26 @@ class _Watchdog:
         try:
             yield
         finally:
-            with self._cv:
-                self._active.pop(token, None)
-                fired = token in self._fired
-                self._fired.discard(token)
+            fired = self._release(token)
             if fired:
-                # The exception may still be pending if the block ended just as it fired;
-                # clear it so it cannot hit unrelated code later.
-                _set_async_exc(tid, None)
+                _consume_pending()
+
+    def _release(self, token: int) -> bool:
+        """Drop ``token`` (no interrupt comes for it after this); whether it ever fired.
+
+        An interrupt still pending for this thread can land on any Python call in here: the
+        release is retried until it completes, so the watchdog never keeps firing at a thread
+        whose block has ended."""
+        fired = False
+        while True:
+            try:
+                with self._cv:
+                    self._active.pop(token, None)
+                    fired = fired or token in self._fired
+                    self._fired.discard(token)
+                return fired
+            except ExtractTimeout:
+                continue
 
     def _loop(self) -> None:
         while True:
@@ -138,9 +150,25 @@ class _Watchdog:
                 _set_async_exc(tid, ExtractTimeout)
 
 
-def _set_async_exc(tid: int, exc: type[BaseException] | None) -> None:
-    ctypes.pythonapi.PyThreadState_SetAsyncExc(
-        ctypes.c_ulong(tid), ctypes.py_object(exc) if exc is not None else None)
+def _set_async_exc(tid: int, exc: type[BaseException]) -> None:
+    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(tid), ctypes.py_object(exc))
+
+
+def _noop() -> None:
+    """A Python call: the interpreter delivers a pending asynchronous exception on entry."""
+
+
+def _consume_pending() -> None:
+    """Take, in this thread, an interrupt that was still pending when its block ended.
+
+    It is raised and caught here rather than cleared with ``PyThreadState_SetAsyncExc(tid,
+    NULL)``: on CPython 3.11 clearing leaves the interpreter's "asynchronous exception pending"
+    flag set for good, which sends every thread through the slow path at each check and makes
+    the first call under ``sys.setprofile`` (a profiler, a coverage tool) spin forever."""
+    try:
+        _noop()
+    except ExtractTimeout:
+        pass
 
 
 _WATCHDOG = _Watchdog()

@@ -58,3 +58,44 @@ def test_a_block_that_ends_in_time_is_left_alone() -> None:
     for i in range(2_000_000):  # well past the deadline: no late interrupt lands here
         x += i
     assert x > 0
+
+
+PROFILED_AFTER_TIMEOUT = """
+import sys, threading, time
+from curator.extract.timeout import ExtractTimeout, time_limit
+
+def late():
+    try:
+        with time_limit(0.05):
+            while True:
+                pass
+    except ExtractTimeout:
+        pass
+
+def ended_as_it_fired():
+    try:
+        with time_limit(0.05):
+            time.sleep(0.3)  # one C call: the interrupt is still pending when it returns
+    except ExtractTimeout:
+        pass
+
+for target in (late, ended_as_it_fired):
+    t = threading.Thread(target=target)
+    t.start()
+    t.join()
+sys.setprofile(lambda *a: None)
+print(sum(abs(i) for i in range(1000)))
+sys.setprofile(None)
+"""
+
+
+def test_a_timed_out_thread_leaves_no_pending_interrupt_behind() -> None:
+    # Clearing a pending interrupt with PyThreadState_SetAsyncExc(tid, NULL) left CPython 3.11's
+    # interpreter-wide flag set: the next call under sys.setprofile then spun forever.
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", PROFILED_AFTER_TIMEOUT], capture_output=True,
+                         text=True, timeout=60)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "499500"

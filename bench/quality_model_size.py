@@ -109,13 +109,13 @@ def main() -> None:
                     r = train_from_parts([tr], [ho], os.path.join(d, "m"), seed=seed,
                                          **params)
                     secs.append(time.perf_counter() - t0)
-                    accs.append(r["metrics"]["accuracy"])
-                    sizes.append(r["model_bytes"])
+                    accs.append(r.metrics.accuracy)
+                    sizes.append(r.model_bytes)
             row = {"task": task, "config": label, "accuracy": [round(a, 4) for a in accs],
                    "mean_accuracy": round(sum(accs) / len(accs), 4),
                    "model_mb": round(max(sizes) / 1e6, 2),
                    "train_s": round(sum(secs) / len(secs), 2),
-                   "holdout_docs": r["metrics"]["holdout_docs"]}
+                   "holdout_docs": r.metrics.holdout_docs}
             results.append(row)
             print(json.dumps(row), flush=True)
 

@@ -44,16 +44,16 @@ def cmd_train(args: argparse.Namespace) -> int:
                                   quantize=args.quantize, **sizes,
                                   max_docs_per_label=args.max_docs_per_label,
                                   teacher_parts=[te] if te else None)
-        check_auc(result["metrics"], args.min_auc, args.holdout, "train-quality-classifier",
+        check_auc(result.metrics, args.min_auc, args.holdout, "train-quality-classifier",
                   "--split", sources, "--min-auc 0")
-        os.replace(result["model"], out)
+        os.replace(result.model, out)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    m = result["metrics"]
+    m = result.metrics
     if args.labels_from:  # the headline a user checks first; stdout stays one JSON object
-        sys.stderr.write(f"held-out ROC AUC {m.get('auc')}, Spearman {m.get('spearman')} vs "
-                         f"{args.labels_from} ({m.get('holdout_docs')} documents)\n")
-    print(json.dumps({"model": out, **counts, **m}, indent=2))
+        sys.stderr.write(f"held-out ROC AUC {m.auc}, Spearman {m.spearman} vs "
+                         f"{args.labels_from} ({m.holdout_docs} documents)\n")
+    print(json.dumps({"model": out, **counts, **m.to_json()}, indent=2))
     return 0
 
 

@@ -27,6 +27,7 @@ import re
 import shutil
 import threading
 from collections.abc import Iterator
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -160,16 +161,64 @@ def binned_auc(pos: np.ndarray, neg: np.ndarray) -> float | None:
     return u / (n_pos * n_neg)
 
 
-def check_auc(metrics: dict[str, Any], min_auc: float, holdout: float, what: str,
+@dataclass(frozen=True, kw_only=True)
+class HoldoutMetrics:
+    """How a model scored its held-out documents; :meth:`to_json` is the ``quality_metrics``
+    artifact (and what ``curator train-quality-classifier`` prints)."""
+
+    holdout_docs: int
+    holdout_hq: int
+    auc: float | None
+    #: With a teacher's scores: Spearman's rho of P(hq) with them (``None``: undefined) over
+    #: ``spearman_docs`` documents; without a teacher both are ``None`` and left out of JSON.
+    spearman: float | None = None
+    spearman_docs: int | None = None
+    #: Of the hq label at P(hq) >= 0.5; ``None`` (and left out of JSON) with no held-out docs.
+    precision: float | None = None
+    recall: float | None = None
+    f1: float | None = None
+    accuracy: float | None = None
+    #: Held-out documents per tenth of P(hq), by gold label (empty with no held-out docs).
+    score_hist_hq: tuple[int, ...] = ()
+    score_hist_lq: tuple[int, ...] = ()
+    #: Filled in by :func:`train_from_parts`: training lines per label, the model's size.
+    train_hq: int = 0
+    train_lq: int = 0
+    model_bytes: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON form, keys in the order the report and earlier runs wrote them."""
+        out: dict[str, Any] = {"holdout_docs": self.holdout_docs, "holdout_hq": self.holdout_hq}
+        if self.spearman_docs is not None:
+            out.update(spearman=self.spearman, spearman_docs=self.spearman_docs)
+        out["auc"] = self.auc
+        if self.holdout_docs:
+            out.update(precision=self.precision, recall=self.recall, f1=self.f1,
+                       accuracy=self.accuracy, score_hist_hq=list(self.score_hist_hq),
+                       score_hist_lq=list(self.score_hist_lq))
+        out.update(train_hq=self.train_hq, train_lq=self.train_lq, model_bytes=self.model_bytes)
+        return out
+
+
+@dataclass(frozen=True, kw_only=True)
+class TrainedModel:
+    """A trained quality model: its file, its size and its held-out metrics."""
+
+    model: str
+    model_bytes: int
+    metrics: HoldoutMetrics
+
+
+def check_auc(metrics: HoldoutMetrics, min_auc: float, holdout: float, what: str,
               holdout_key: str, sources: str, accept: str = "min_auc: 0") -> None:
     """Stop with one line when the held-out ROC AUC is below ``min_auc`` or cannot be
     computed (no held-out document of one label); ``min_auc <= 0`` accepts any model. A
     larger held-out share is suggested only when it would help, never the share that failed."""
     if min_auc <= 0:
         return
-    auc = metrics.get("auc")
+    auc = metrics.auc
     if auc is None:
-        n, hq = metrics.get("holdout_docs", 0), metrics.get("holdout_hq", 0)
+        n, hq = metrics.holdout_docs, metrics.holdout_hq
         have = f"{hq} high-quality and {n - hq} other held-out documents"
         scarce = min(hq, n - hq)
         if holdout <= 0:
@@ -215,7 +264,7 @@ def spearman(a: np.ndarray, b: np.ndarray) -> float | None:
 
 
 def evaluate(model_path: str, holdout_file: str, threshold: float = 0.5,
-             batch: int = 10_000, teacher_file: str | None = None) -> dict[str, Any]:
+             batch: int = 10_000, teacher_file: str | None = None) -> HoldoutMetrics:
     """Held-out precision/recall/F1 of the hq label and accuracy (streamed in batches); with
     ``teacher_file`` (one teacher score per held-out line) also the Spearman correlation of
     the model's P(hq) with the teacher's scores."""
@@ -260,24 +309,24 @@ def evaluate(model_path: str, holdout_file: str, threshold: float = 0.5,
         score(gold, texts)
     n = tp + fp + fn + tn
     if not n:
-        return {"holdout_docs": 0, "holdout_hq": 0, "auc": None}
+        return HoldoutMetrics(holdout_docs=0, holdout_hq=0, auc=None)
     prec = tp / (tp + fp) if tp + fp else 0.0
     rec = tp / (tp + fn) if tp + fn else 0.0
     auc = binned_auc(fine[HQ], fine[LQ])
-    extra: dict[str, Any] = {}
+    rho, rho_docs = None, None
     if teacher_file:
-        rho = None
+        rho_docs = kept
         if kept:
             teacher = np.loadtxt(teacher_file, dtype=np.float64, ndmin=1, max_rows=kept)
             rho = spearman(np.concatenate(student), teacher[:kept])
-        extra = {"spearman": None if rho is None else round(rho, 4),
-                 "spearman_docs": kept}
-    return {"holdout_docs": n, "holdout_hq": tp + fn, **extra,
-            "auc": None if auc is None else round(auc, 4),
-            "precision": round(prec, 4), "recall": round(rec, 4),
-            "f1": round(2 * prec * rec / (prec + rec), 4) if prec + rec else 0.0,
-            "accuracy": round((tp + tn) / n, 4),
-            "score_hist_hq": hist[HQ].tolist(), "score_hist_lq": hist[LQ].tolist()}
+    return HoldoutMetrics(
+        holdout_docs=n, holdout_hq=tp + fn,
+        spearman=None if rho is None else round(rho, 4), spearman_docs=rho_docs,
+        auc=None if auc is None else round(auc, 4),
+        precision=round(prec, 4), recall=round(rec, 4),
+        f1=round(2 * prec * rec / (prec + rec), 4) if prec + rec else 0.0,
+        accuracy=round((tp + tn) / n, 4),
+        score_hist_hq=tuple(hist[HQ].tolist()), score_hist_lq=tuple(hist[LQ].tolist()))
 
 
 def train_from_parts(train_parts: list[str], holdout_parts: list[str], out_dir: str, *,
@@ -285,7 +334,7 @@ def train_from_parts(train_parts: list[str], holdout_parts: list[str], out_dir: 
                      word_ngrams: int = 2, min_count: int = 1, bucket: int = DEFAULT_BUCKET,
                      quantize: bool = False, seed: int = 0, balance: bool = True,
                      max_docs_per_label: int = 200_000,
-                     teacher_parts: list[str] | None = None) -> dict[str, Any]:
+                     teacher_parts: list[str] | None = None) -> TrainedModel:
     """Merge labelled line files, balance classes, train and evaluate; returns model path
     and metrics. Deterministic for a given seed and input. ``teacher_parts``: per held-out
     part, the teacher's score of each of its lines (for the Spearman correlation)."""
@@ -347,8 +396,8 @@ def train_from_parts(train_parts: list[str], holdout_parts: list[str], out_dir: 
     language_id._MODELS.pop(model_path, None)  # a retrained file must be reloaded
     metrics = evaluate(model_path, holdout_file, teacher_file=teacher_file)
     size = os.path.getsize(model_path)
-    metrics.update(train_hq=counts[HQ], train_lq=counts[LQ], model_bytes=size)
-    return {"model": model_path, "model_bytes": size, "metrics": metrics}
+    return TrainedModel(model=model_path, model_bytes=size, metrics=replace(
+        metrics, train_hq=counts[HQ], train_lq=counts[LQ], model_bytes=size))
 
 
 def iter_jsonl_lines(paths: list[str]) -> Iterator[tuple[str, int, bytes]]:

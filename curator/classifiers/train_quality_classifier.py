@@ -18,6 +18,7 @@ from curator.classifiers.quality import (
     HQ,
     LQ,
     MIN_AUC,
+    TrainedModel,
     check_auc,
     holdout_unit,
     normalize,
@@ -157,23 +158,22 @@ class TrainQualityClassifier(GlobalStage):
         check_auc(m, self.min_auc, self.holdout, f"stage '{ctx.stage_id}'",
                   "train_quality_classifier.holdout", what)
         ctx.artifacts["quality_model"] = result.model
-        ctx.artifacts["quality_metrics"] = m
+        ctx.artifacts["quality_metrics"] = m.to_json()
         cols = ["train hq", "train lq", "held-out docs", "ROC AUC", "precision", "recall",
                 "f1", "accuracy", "model MB"]
-        row = [m.get("train_hq"), m.get("train_lq"), m.get("holdout_docs"), m.get("auc"),
-               m.get("precision"), m.get("recall"), m.get("f1"), m.get("accuracy"),
-               round(result.model_bytes / 1e6, 2)]
+        row = [m.train_hq, m.train_lq, m.holdout_docs, m.auc, m.precision, m.recall, m.f1,
+               m.accuracy, round(result.model_bytes / 1e6, 2)]
         if self.labels_from is not None:  # agreement with the teacher's ranking
             cols.insert(4, f"Spearman vs {self.labels_from}")
-            row.insert(4, m.get("spearman"))
+            row.insert(4, m.spearman)
         ctx.artifacts["report_tables"] = [{
             "title": "Quality classifier (held-out, hq label)", "columns": cols, "rows": [row]}]
         ctx.count("quality_train:model_bytes", result.model_bytes)
         labels = [f"{i / 10:.1f}-{(i + 1) / 10:.1f}" for i in range(10)]
         ctx.artifacts["report_histograms"] = [
             {"title": f"held-out P(hq) of {name} documents", "series": name, "labels": labels,
-             "counts": m.get(f"score_hist_{key}", [0] * 10)}
-            for key, name in (("hq", "high-quality"), ("lq", "other"))]
+             "counts": list(hist or (0,) * 10)}
+            for hist, name in ((m.score_hist_hq, "high-quality"), (m.score_hist_lq, "other"))]
         for p in parts:
             ctx.count("quality_train:hq_docs", p.hq)
             ctx.count("quality_train:lq_docs", p.lq)
@@ -198,16 +198,6 @@ class SampledShard:
     hq: int
     lq: int
     skipped: int
-
-
-@dataclass(frozen=True, kw_only=True)
-class TrainedModel:
-    """The ``train`` phase result: the model file, its size and its held-out metrics (the
-    ``quality_metrics`` artifact)."""
-
-    model: str
-    model_bytes: int
-    metrics: dict[str, Any]
 
 
 class _Sample:
@@ -254,12 +244,11 @@ class _Train:
 
     def __call__(self, parts: list[SampledShard]) -> TrainedModel:
         st = self.stage
-        r = train_from_parts([p.train for p in parts], [p.holdout for p in parts],
-                             self.out_dir, epoch=st.epoch, lr=st.lr, dim=st.dim,
-                             word_ngrams=st.word_ngrams, min_count=st.min_count,
-                             bucket=st.bucket, quantize=st.quantize,
-                             seed=st.seed, balance=st.balance,
-                             max_docs_per_label=st.max_docs_per_label,
-                             teacher_parts=[p.teacher for p in parts if p.teacher]
-                             if st.labels_from else None)
-        return TrainedModel(model=r["model"], model_bytes=r["model_bytes"], metrics=r["metrics"])
+        return train_from_parts([p.train for p in parts], [p.holdout for p in parts],
+                                self.out_dir, epoch=st.epoch, lr=st.lr, dim=st.dim,
+                                word_ngrams=st.word_ngrams, min_count=st.min_count,
+                                bucket=st.bucket, quantize=st.quantize,
+                                seed=st.seed, balance=st.balance,
+                                max_docs_per_label=st.max_docs_per_label,
+                                teacher_parts=[p.teacher for p in parts if p.teacher]
+                                if st.labels_from else None)

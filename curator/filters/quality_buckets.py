@@ -42,7 +42,7 @@ class _Sample:
 
     path: str
     docs: int
-    values: dict[str, int]
+    values: tuple[tuple[str, int], ...]  # (score key, values sampled)
 
 
 @dataclass(frozen=True)
@@ -50,7 +50,7 @@ class _Edges:
     """Phase 2 result: per score key, the ``resolution - 1`` corpus-wide percentile cut points
     (empty: the key was never seen)."""
 
-    cuts: dict[str, list[float]]
+    cuts: tuple[tuple[str, tuple[float, ...]], ...]
 
 
 def _number(v: Any) -> float | None:
@@ -105,11 +105,11 @@ def _sample_task(keys: tuple[str, ...], limit: int, seed: int, out_dir: str,
     out = os.path.join(out_dir, f"{name}.npz")
     with atomic_open(out, "wb") as f:
         np.savez(f, **arrays)
-    return _Sample(out, n, {k: int(arrays[f"k{i}"].size) for i, k in enumerate(keys)})
+    return _Sample(out, n, tuple((k, int(arrays[f"k{i}"].size)) for i, k in enumerate(keys)))
 
 
 def _edges_task(keys: tuple[str, ...], resolution: int, samples: list[_Sample]) -> _Edges:
-    out: dict[str, list[float]] = {}
+    out: list[tuple[str, tuple[float, ...]]] = []
     qs = np.arange(1, resolution) / resolution
     for i, k in enumerate(keys):
         parts = []
@@ -117,8 +117,8 @@ def _edges_task(keys: tuple[str, ...], resolution: int, samples: list[_Sample]) 
             with np.load(s.path, allow_pickle=False) as z:
                 parts.append(z[f"k{i}"])
         v = np.concatenate(parts) if parts else np.zeros(0)
-        out[k] = np.quantile(v, qs).tolist() if v.size else []
-    return _Edges(out)
+        out.append((k, tuple(np.quantile(v, qs).tolist()) if v.size else ()))
+    return _Edges(tuple(out))
 
 
 class _Assign:
@@ -222,9 +222,10 @@ class QualityBuckets(GlobalStage):
             functools.partial(_sample_task, keys, self.sample_per_shard, self.seed,
                               os.path.join(ctx.stage_dir, "samples")),
             [(s.name, s.path) for s in shards], phase="sample", keys=[s.name for s in shards])
-        edges = ctx.map(functools.partial(_edges_task, keys, self.resolution),
-                        [samples], phase="edges", keys=["all"])[0].cuts
-        sampled = {k: sum(s.values[k] for s in samples) for k in keys}
+        cuts = ctx.map(functools.partial(_edges_task, keys, self.resolution),
+                       [samples], phase="edges", keys=["all"])[0].cuts
+        edges = {k: list(c) for k, c in cuts}
+        sampled = {k: sum(dict(s.values)[k] for s in samples) for k in keys}
         for k in keys:
             ctx.count(f"sampled:{k}", sampled[k])
         out = ctx.write_shards(_Assign(self, edges), shards)

@@ -16,7 +16,7 @@ import re
 import socket
 import uuid
 from collections.abc import Iterator
-from typing import IO, Any
+from typing import IO, Any, NewType
 
 import fsspec
 import orjson
@@ -97,6 +97,12 @@ def write_json(path: str, obj: Any) -> None:
     a reader sees the old file or the new one, never half of one)."""
     with atomic_open(path, "wb") as f:
         f.write(orjson.dumps(obj, option=orjson.OPT_SERIALIZE_NUMPY) + b"\n")
+
+
+#: A JSON document handed on whole, as the file that holds it (``model_config.json``): a
+#: phase result may carry one through unread; what a later phase reads by key is a typed
+#: field instead (tests/core/test_phase_results.py holds phase results to this).
+JsonDoc = NewType("JsonDoc", dict[str, Any])
 
 
 def _host_tag() -> str:

@@ -16,8 +16,9 @@ from typing import Any
 from curator.base.errors import InputError
 from curator.core.context import GlobalContext
 from curator.core.stage import GlobalStage, Shard
-from curator.storage.atomic import write_json
+from curator.storage.atomic import JsonDoc, write_json
 from curator.train.config import TrainConfig
+from curator.train.layout import ParallelLayout
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -32,16 +33,19 @@ class TrainSummary:
     valid_losses: tuple[float, ...]
     seconds: float
     tokens_per_second: float
-    layout: dict[str, Any]
+    layout: ParallelLayout
     device: str
-    model_config: dict[str, Any]
+    #: ``model_config.json`` as the checkpoint holds it: published whole as the
+    #: ``model_config`` artifact
+    model_config: JsonDoc
     train_samples: int
 
     @classmethod
     def of(cls, summary: dict[str, Any]) -> TrainSummary:
         """From the trainer's summary (a mapping, as ``train_summary.json`` holds it)."""
         return cls(**{**summary, "losses": tuple(summary["losses"]),
-                      "valid_losses": tuple(summary["valid_losses"])})
+                      "valid_losses": tuple(summary["valid_losses"]),
+                      "layout": ParallelLayout(**summary["layout"])})
 
 
 class Train(GlobalStage):

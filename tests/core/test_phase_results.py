@@ -6,7 +6,10 @@ in the source, ``fn`` is resolved (a function, ``functools.partial(function, ...
 instance of a class with ``__call__``), and its return annotation must be a frozen dataclass
 (or ``None``) that each of its ``return`` statements builds. The result class's module must be
 part of the same code identity: a phase result saved by other code then sits under another
-fingerprint and is recomputed, never read as the new type.
+fingerprint and is recomputed, never read as the new type. The result's fields, and those of
+the dataclasses they hold, are typed all the way down: no ``Any``, no bare container and no
+string-keyed dict (a record is a dataclass, a mapping keyed by data a tuple of pairs); only a
+JSON document passed on whole may be a dict, typed :data:`curator.storage.atomic.JsonDoc`.
 """
 
 from __future__ import annotations
@@ -22,7 +25,9 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import types
 import typing
+from collections.abc import Mapping, MutableMapping
 from pathlib import Path
 
 import pytest
@@ -30,6 +35,7 @@ import pytest
 from curator.core.codehash import code_digests
 from curator.core.registry import builtin_stages, load_object
 from curator.core.stage import GlobalStage
+from curator.storage.atomic import JsonDoc
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -89,6 +95,8 @@ def _problems(fn: typing.Callable[..., object], covered: set[str]) -> list[str]:
             return [f"{where}: its result class {ret.__module__}.{ret.__name__} is outside "
                     f"the stage's code identity (a changed class would be misread)"]
         types = (ret,)
+        if bad_fields := _field_problems(ret, set()):
+            return [f"{where}: returns {ret.__name__}, whose {b}" for b in bad_fields]
     else:
         return [f"{where}: returns {ret!r}, not a frozen dataclass"]
     tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
@@ -105,6 +113,51 @@ def _problems(fn: typing.Callable[..., object], covered: set[str]) -> list[str]:
             bad.append(f"{where}: 'return {ast.unparse(value) if value else ''}' does not "
                        f"build a {types[0].__name__}")
     return bad
+
+
+_BARE = (dict, list, set, frozenset, tuple, Mapping, MutableMapping)
+
+
+def _field_problems(cls: type, seen: set[type]) -> list[str]:
+    """Fields of dataclass ``cls`` (and of the dataclasses they hold) typed loosely."""
+    if cls in seen:
+        return []
+    seen.add(cls)
+    hints = typing.get_type_hints(cls)
+    out = []
+    for f in dataclasses.fields(cls):
+        out += [f"field {cls.__name__}.{f.name}: {why}"
+                for why in _type_problems(hints[f.name], seen)]
+    return out
+
+
+def _type_problems(tp: object, seen: set[type]) -> list[str]:
+    """Why annotation ``tp`` is not typed all the way down (empty: it is)."""
+    if tp is JsonDoc:
+        return []
+    if tp is typing.Any or tp is object:
+        return [f"{tp!r} (name the type)"]
+    origin = typing.get_origin(tp)
+    args = typing.get_args(tp)
+    if origin is None:
+        if tp in _BARE:
+            return [f"a bare {tp!r} (name what it holds)"]
+        if inspect.isclass(tp) and dataclasses.is_dataclass(tp):
+            return _field_problems(tp, seen)
+        return []
+    if origin is typing.Literal:
+        return []
+    if origin in (dict, Mapping, MutableMapping) and args and args[0] is str:
+        return [f"{_name(tp)}, a string-keyed dict (a record is a frozen dataclass, a mapping "
+                "keyed by data a tuple of (name, value) pairs, a JSON document passed on "
+                "whole a JsonDoc)"]
+    if origin in (typing.Union, types.UnionType) or origin in _BARE or args:
+        return [w for a in args if a is not Ellipsis for w in _type_problems(a, seen)]
+    return []
+
+
+def _name(tp: object) -> str:
+    return repr(tp).replace("typing.", "")
 
 
 def _builds(fn: typing.Callable[..., object], callee: ast.expr, cls: type) -> bool:
@@ -175,6 +228,45 @@ def test_the_walk_finds_the_phases() -> None:
 
 def _dict_phase(item: int) -> dict[str, int]:
     return {"docs": item}
+
+
+@dataclasses.dataclass(frozen=True)
+class _Inner:
+    stats: dict[str, int]
+
+
+@dataclasses.dataclass(frozen=True)
+class _Loose:
+    docs: int
+    layout: dict[str, typing.Any]
+    inner: tuple[_Inner, ...]
+    anything: typing.Any
+    names: list  # type: ignore[type-arg]
+    config: JsonDoc
+    by_hash: dict[int, int]
+    by_name: tuple[tuple[str, int], ...]
+
+
+def _loose_phase(item: int) -> _Loose:
+    return _Loose(docs=item, layout={}, inner=(), anything=None, names=[],
+                  config=JsonDoc({}), by_hash={}, by_name=())
+
+
+def test_phase_results_hold_no_string_keyed_dict() -> None:
+    """A result holding a dict read by string keys (directly or in a nested dataclass), an
+    ``Any`` or a bare container is named field by field; a ``JsonDoc``, an int-keyed dict and
+    a tuple of pairs pass."""
+    covered = {f"{__name__.replace('.', '/')}.py"}
+    where = f"{__name__}._loose_phase: returns _Loose, whose field"
+    assert _problems(_loose_phase, covered) == [
+        f"{where} _Loose.layout: dict[str, Any], a string-keyed dict (a record is a frozen "
+        "dataclass, a mapping keyed by data a tuple of (name, value) pairs, a JSON document "
+        "passed on whole a JsonDoc)",
+        f"{where} _Inner.stats: dict[str, int], a string-keyed dict (a record is a frozen "
+        "dataclass, a mapping keyed by data a tuple of (name, value) pairs, a JSON document "
+        "passed on whole a JsonDoc)",
+        f"{where} _Loose.anything: typing.Any (name the type)",
+        f"{where} _Loose.names: a bare <class 'list'> (name what it holds)"]
 
 
 def test_architecture_doc_names_real_phase_types() -> None:

@@ -169,10 +169,11 @@ class WriteParquet(ShardStage):
         return [ctx.output_path(self.path)]
 
     def survey(self, docs: Iterator[Document]) -> Any:
-        return schema.survey(d.to_flat() for d in docs)
+        return schema.survey(d.to_flat() for d in docs).to_json()  # the runner's cache
 
     def prepare(self, surveys: list[Any], names: list[str], paths: list[str]) -> Any:
-        return schema.plan(surveys, names, paths, exemplars=False)
+        typed = [schema.Survey.from_json(s) if s else None for s in surveys]
+        return schema.plan(typed, names, paths, exemplars=False)
 
     def process(self, docs: Iterator[Document], ctx: ShardContext) -> Iterator[Document]:
         import pyarrow as pa

@@ -17,7 +17,6 @@ import os
 import re
 import socket
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
@@ -79,21 +78,11 @@ def _feature(t: Any) -> dict[str, Any]:
     return {"dtype": names.get(t, str(t))}
 
 
-@dataclass(frozen=True, kw_only=True)
-class ShardSurvey:
-    """A ``survey`` phase result: one shard's rows, and what :func:`schema.survey` found (the
-    JSON form :func:`schema.plan` reads, shared with the runner's survey cache)."""
-
-    rows: int
-    survey: dict[str, Any]
-
-
 class _Survey:
     """Phase 1, per input shard: the columns and kinds of its documents (schema.survey)."""
 
-    def __call__(self, item: tuple[str, str]) -> ShardSurvey:
-        found = schema.survey(d.to_flat() for d in read_shard(item[1]))
-        return ShardSurvey(rows=found["rows"], survey=found)
+    def __call__(self, item: tuple[str, str]) -> schema.Survey:
+        return schema.survey(d.to_flat() for d in read_shard(item[1]))
 
 
 class _WriteShard:
@@ -210,9 +199,9 @@ class WriteHf(GlobalStage):
         items = [(s.name, s.path) for s in shards]
         keys = [s.name for s in shards]
         surveys = ctx.map(_Survey(), items, phase="survey", keys=keys)
-        columns = schema.plan(
-            [sv.survey for sv in surveys], keys, [s.path for s in shards], exemplars=False
-        )["columns"] or {"id": "str", "text": "str"}
+        columns = schema.plan(surveys, keys, [s.path for s in shards], exemplars=False)[
+            "columns"
+        ] or {"id": "str", "text": "str"}
         # an empty input shard makes no file, unless every one is empty: one file then, so
         # the dataset still has its columns
         full = [s.name for s, sv in zip(shards, surveys, strict=True) if sv.rows]

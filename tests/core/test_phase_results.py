@@ -258,20 +258,19 @@ def test_phase_results_hold_no_string_keyed_dict() -> None:
     a tuple of pairs pass."""
     covered = {f"{__name__.replace('.', '/')}.py"}
     where = f"{__name__}._loose_phase: returns _Loose, whose field"
+    keyed = ("a string-keyed dict (a record is a frozen dataclass, a mapping keyed by data a "
+             "tuple of (name, value) pairs, a JSON document passed on whole a JsonDoc)")
     assert _problems(_loose_phase, covered) == [
-        f"{where} _Loose.layout: dict[str, Any], a string-keyed dict (a record is a frozen "
-        "dataclass, a mapping keyed by data a tuple of (name, value) pairs, a JSON document "
-        "passed on whole a JsonDoc)",
-        f"{where} _Inner.stats: dict[str, int], a string-keyed dict (a record is a frozen "
-        "dataclass, a mapping keyed by data a tuple of (name, value) pairs, a JSON document "
-        "passed on whole a JsonDoc)",
+        f"{where} _Loose.layout: dict[str, Any], {keyed}",
+        f"{where} _Loose.inner: field _Inner.stats: dict[str, int], {keyed}",
         f"{where} _Loose.anything: typing.Any (name the type)",
         f"{where} _Loose.names: a bare <class 'list'> (name what it holds)"]
 
 
 def test_architecture_doc_names_real_phase_types() -> None:
     """Every ``path.py`` the phases section of docs/architecture.md names defines the names
-    listed after it (``Name`` or ``Name.attr``), and the section's claims hold."""
+    listed after it (``Name``, ``Name.attr`` or ``Name.field``), and the section's claims
+    hold."""
     text = (REPO / "docs" / "architecture.md").read_text()
     section = text.split("## The phases of a global stage", 1)[1].split("\n## ", 1)[0]
     refs = re.findall(r"`((?:[a-z_]+/)+[a-z_]+\.py)`:\s+((?:`[A-Za-z_.]+`[^`(;)]*)+)", section)
@@ -281,6 +280,9 @@ def test_architecture_doc_names_real_phase_types() -> None:
         for name in re.findall(r"`([A-Za-z_.]+)`", names):
             obj: object = mod
             for part in name.split("."):
+                if dataclasses.is_dataclass(obj) and part in obj.__dataclass_fields__:
+                    obj = typing.get_type_hints(obj)[part]  # a field: its type
+                    continue
                 assert hasattr(obj, part), f"docs/architecture.md: {path} has no {name}"
                 obj = getattr(obj, part)
 

@@ -308,11 +308,10 @@ class WriteJsonl(ShardStage):
         return doc.to_flat() if self.flat else doc.to_record()
 
     def survey(self, docs: Iterator[Document]) -> Any:
-        return schema.survey(self.record(d) for d in docs).to_json()  # the runner's cache
+        return schema.survey(self.record(d) for d in docs)
 
     def prepare(self, surveys: list[Any], names: list[str], paths: list[str]) -> Any:
-        typed = [schema.Survey.from_json(s) if s else None for s in surveys]
-        return schema.plan(typed, names, paths, exemplars=True)
+        return schema.plan(surveys, names, paths, exemplars=True)
 
     def process(self, docs: Iterator[Document], ctx: ShardContext) -> Iterator[Document]:
         ext = {"none": "", "gzip": ".gz", "zstd": ".zst"}[self.compression]

@@ -169,11 +169,10 @@ class WriteParquet(ShardStage):
         return [ctx.output_path(self.path)]
 
     def survey(self, docs: Iterator[Document]) -> Any:
-        return schema.survey(d.to_flat() for d in docs).to_json()  # the runner's cache
+        return schema.survey(d.to_flat() for d in docs)
 
     def prepare(self, surveys: list[Any], names: list[str], paths: list[str]) -> Any:
-        typed = [schema.Survey.from_json(s) if s else None for s in surveys]
-        return schema.plan(typed, names, paths, exemplars=False)
+        return schema.plan(surveys, names, paths, exemplars=False)
 
     def process(self, docs: Iterator[Document], ctx: ShardContext) -> Iterator[Document]:
         import pyarrow as pa

@@ -8,9 +8,8 @@ columns ("column names don't match"), a column null throughout the first file a 
 that no later string casts to, and ``1`` in one file and ``1.5`` in the next two types.
 
 So a writer first *surveys* its input shards (:func:`survey`: every column and nested field
-with the kinds of its values, a :class:`Survey`, cached per shard key by the runner as JSON),
-and :func:`plan` merges the surveys into one schema that every shard then writes
-(:class:`Conformer`):
+with the kinds of its values, cached per shard key by the runner), and :func:`plan` merges the
+surveys into one schema that every shard then writes (:class:`Conformer`):
 
 * every file has every column, and every struct every field, in one order (nulls where a
   document has none);
@@ -26,7 +25,6 @@ and :func:`plan` merges the surveys into one schema that every shard then writes
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -93,69 +91,9 @@ class _Survey:
                 self._node(item, x, f"{path}{_SEP}[]", row, pos, size)
 
 
-@dataclass(frozen=True)
-class Node:
-    """A column or nested field of a survey: the kinds of its values in the order first met,
-    its fields (met ``dict`` values) and what its lists hold (met ``list`` values)."""
-
-    kinds: tuple[str, ...]
-    fields: tuple[tuple[str, Node], ...] = ()
-    items: Node | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        """``{"kinds", "fields"?, "items"?}``, the last two in the order their kinds were met
-        (as :class:`_Survey` builds it)."""
-        out: dict[str, Any] = {"kinds": list(self.kinds)}
-        for k in self.kinds:
-            if k == "dict":
-                out["fields"] = {name: f.to_json() for name, f in self.fields}
-            elif k == "list":
-                out["items"] = (self.items or Node(())).to_json()
-        return out
-
-    @classmethod
-    def from_json(cls, node: dict[str, Any]) -> Node:
-        items = node.get("items")
-        return cls(
-            tuple(node.get("kinds", ())),
-            tuple((k, cls.from_json(v)) for k, v in (node.get("fields") or {}).items()),
-            None if items is None else cls.from_json(items),
-        )
-
-
-@dataclass(frozen=True, kw_only=True)
-class Survey:
-    """What one shard's records hold; :meth:`to_json` is the form the runner caches per input
-    shard key (``stages/<id>/_surveys.json``)."""
-
-    rows: int
-    columns: tuple[tuple[str, Node], ...]
-    #: path -> byte position of its first value in the shard's file
-    first: tuple[tuple[str, int], ...]
-    #: path -> (row, size) of the smallest record that has a value there
-    small: tuple[tuple[str, tuple[int, int]], ...]
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "rows": self.rows,
-            "columns": {k: n.to_json() for k, n in self.columns},
-            "first": dict(self.first),
-            "small": {k: list(v) for k, v in self.small},
-        }
-
-    @classmethod
-    def from_json(cls, s: dict[str, Any]) -> Survey:
-        return cls(
-            rows=s.get("rows", 0),
-            columns=tuple((k, Node.from_json(v)) for k, v in (s.get("columns") or {}).items()),
-            first=tuple((s.get("first") or {}).items()),
-            small=tuple((k, (v[0], v[1])) for k, v in (s.get("small") or {}).items()),
-        )
-
-
-def survey(records: Iterable[dict[str, Any]]) -> Survey:
-    """What one shard's records hold (every column and nested field, the kinds of its values,
-    where each path first has one and its smallest record)."""
+def survey(records: Iterable[dict[str, Any]]) -> dict[str, Any]:
+    """What one shard's records hold: ``{"rows", "columns": {name: node}, "first", "small"}``
+    (a node: ``{"kinds", "fields"?, "items"?}``; JSON-able, cached by the runner)."""
     s = _Survey()
     pos = 0
     for row, rec in enumerate(records):
@@ -163,22 +101,17 @@ def survey(records: Iterable[dict[str, Any]]) -> Survey:
         s.add(rec, row, pos, size)
         pos += size
         s.rows = row + 1
-    return Survey(
-        rows=s.rows,
-        columns=tuple((k, Node.from_json(v)) for k, v in s.columns.items()),
-        first=tuple(s.first.items()),
-        small=tuple((k, (v[0], v[1])) for k, v in s.small.items()),
-    )
+    return {"rows": s.rows, "columns": s.columns, "first": s.first, "small": s.small}
 
 
-def _merge(into: dict[str, Any], node: Node) -> None:
-    for k in node.kinds:
+def _merge(into: dict[str, Any], node: dict[str, Any]) -> None:
+    for k in node.get("kinds", []):
         if k not in into["kinds"]:
             into["kinds"].append(k)
-    for name, sub in node.fields:
+    for name, sub in (node.get("fields") or {}).items():
         _merge(into.setdefault("fields", {}).setdefault(name, {"kinds": []}), sub)
-    if node.items is not None:
-        _merge(into.setdefault("items", {"kinds": []}), node.items)
+    if "items" in node:
+        _merge(into.setdefault("items", {"kinds": []}), node["items"])
 
 
 def _resolve(node: dict[str, Any]) -> Any:
@@ -212,7 +145,7 @@ def _needed(t: Any, path: str) -> Iterable[str]:
 
 
 def plan(
-    surveys: Sequence[Survey | None],
+    surveys: Sequence[dict[str, Any] | None],
     names: Sequence[str],
     paths: Sequence[str],
     *,
@@ -224,30 +157,29 @@ def plan(
     rows it leaves out."""
     merged: dict[str, dict[str, Any]] = {}
     for s in surveys:
-        for name, node in s.columns if s else ():
+        for name, node in ((s or {}).get("columns") or {}).items():
             _merge(merged.setdefault(name, {"kinds": []}), node)
     columns = {k: _resolve(v) for k, v in merged.items()}
     out: dict[str, Any] = {"columns": columns}
     if not exemplars:
         return out
     order = sorted(range(len(names)), key=lambda i: names[i])
-    nonempty = [i for i in order if (s := surveys[i]) is not None and s.rows]
+    nonempty = [i for i in order if (surveys[i] or {}).get("rows")]
     if not nonempty:
         return out
     first = nonempty[0]
     out["first"] = names[first]
-    head = dict(surveys[first].first)  # type: ignore[union-attr]  # nonempty: a Survey
-    smalls = [dict(s.small) if s else {} for s in surveys]
+    head = surveys[first] or {}
     chosen: dict[tuple[int, int], None] = {}
     for col, t in columns.items():
         for path in _needed(t, col):
-            if head.get(path, COVERED_BYTES) < COVERED_BYTES or any(
-                (i, r) in chosen and _has(i, r, path, smalls) for i, r in chosen
+            if head.get("first", {}).get(path, COVERED_BYTES) < COVERED_BYTES or any(
+                (i, r) in chosen and _has(i, r, path, surveys) for i, r in chosen
             ):
                 continue
             best: tuple[int, int, int] | None = None  # size, shard, row
             for i in order:
-                got = smalls[i].get(path)
+                got = (surveys[i] or {}).get("small", {}).get(path)
                 if got and (best is None or got[1] < best[0]):
                     best = (got[1], i, got[0])
             if best is not None and best[1] != first:
@@ -260,10 +192,10 @@ def plan(
     return out
 
 
-def _has(i: int, r: int, path: str, smalls: Sequence[dict[str, tuple[int, int]]]) -> bool:
+def _has(i: int, r: int, path: str, surveys: Sequence[dict[str, Any] | None]) -> bool:
     """Whether row ``r`` of shard ``i`` is the smallest record there with ``path`` (a taken
     row covers every path it was recorded for)."""
-    got = smalls[i].get(path)
+    got = (surveys[i] or {}).get("small", {}).get(path)
     return bool(got) and got[0] == r
 
 

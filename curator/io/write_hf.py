@@ -17,6 +17,7 @@ import os
 import re
 import socket
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
@@ -78,11 +79,72 @@ def _feature(t: Any) -> dict[str, Any]:
     return {"dtype": names.get(t, str(t))}
 
 
+@dataclass(frozen=True)
+class SurveyNode:
+    """A column or nested field in a survey: the kinds of its values in the order first met,
+    its fields (of ``dict`` values) and what its lists hold (of ``list`` values)."""
+
+    kinds: tuple[str, ...]
+    fields: tuple[tuple[str, SurveyNode], ...] = ()
+    items: SurveyNode | None = None
+
+    @classmethod
+    def of(cls, node: dict[str, Any]) -> SurveyNode:
+        items = node.get("items")
+        return cls(
+            tuple(node.get("kinds", ())),
+            tuple((k, cls.of(v)) for k, v in (node.get("fields") or {}).items()),
+            None if items is None else cls.of(items),
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"kinds", "fields"?, "items"?}``: the last two in the order their kinds were met,
+        as :func:`schema.survey` builds them."""
+        out: dict[str, Any] = {"kinds": list(self.kinds)}
+        for k in self.kinds:
+            if k == "dict":
+                out["fields"] = {name: f.to_json() for name, f in self.fields}
+            elif k == "list":
+                out["items"] = (self.items or SurveyNode(())).to_json()
+        return out
+
+
+@dataclass(frozen=True, kw_only=True)
+class ShardSurvey:
+    """A ``survey`` phase result: what :func:`schema.survey` found in one shard, typed;
+    :meth:`to_json` is the form :func:`schema.plan` reads (and the runner caches for the
+    writers that survey per shard)."""
+
+    rows: int
+    columns: tuple[tuple[str, SurveyNode], ...]
+    #: path -> byte position of its first value in the shard's file
+    first: tuple[tuple[str, int], ...]
+    #: path -> (row, size) of the smallest record with a value there
+    small: tuple[tuple[str, tuple[int, int]], ...]
+
+    @classmethod
+    def of(cls, found: dict[str, Any]) -> ShardSurvey:
+        return cls(
+            rows=found["rows"],
+            columns=tuple((k, SurveyNode.of(v)) for k, v in found["columns"].items()),
+            first=tuple(found["first"].items()),
+            small=tuple((k, (v[0], v[1])) for k, v in found["small"].items()),
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "rows": self.rows,
+            "columns": {k: n.to_json() for k, n in self.columns},
+            "first": dict(self.first),
+            "small": {k: list(v) for k, v in self.small},
+        }
+
+
 class _Survey:
     """Phase 1, per input shard: the columns and kinds of its documents (schema.survey)."""
 
-    def __call__(self, item: tuple[str, str]) -> schema.Survey:
-        return schema.survey(d.to_flat() for d in read_shard(item[1]))
+    def __call__(self, item: tuple[str, str]) -> ShardSurvey:
+        return ShardSurvey.of(schema.survey(d.to_flat() for d in read_shard(item[1])))
 
 
 class _WriteShard:
@@ -199,9 +261,9 @@ class WriteHf(GlobalStage):
         items = [(s.name, s.path) for s in shards]
         keys = [s.name for s in shards]
         surveys = ctx.map(_Survey(), items, phase="survey", keys=keys)
-        columns = schema.plan(surveys, keys, [s.path for s in shards], exemplars=False)[
-            "columns"
-        ] or {"id": "str", "text": "str"}
+        columns = schema.plan(
+            [sv.to_json() for sv in surveys], keys, [s.path for s in shards], exemplars=False
+        )["columns"] or {"id": "str", "text": "str"}
         # an empty input shard makes no file, unless every one is empty: one file then, so
         # the dataset still has its columns
         full = [s.name for s, sv in zip(shards, surveys, strict=True) if sv.rows]

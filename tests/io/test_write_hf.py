@@ -301,3 +301,26 @@ def test_mpi_and_dask_write_the_same_files(tmp_path: Path) -> None:
         got = {p.name: p.read_bytes() for p in (tmp_path / kind / "data").iterdir()}
         assert got == ref, kind
         assert (tmp_path / kind / "README.md").read_text().split("---\n")[1] == head, kind
+
+
+def test_the_survey_phase_result_is_typed_and_keeps_the_plans_json() -> None:
+    """The ``survey`` phase's typed result gives back exactly :func:`schema.survey`'s JSON
+    (a field met first as a list, then as an object, keeps ``items`` before ``fields``), so
+    :func:`schema.plan` sees what it saw before."""
+    from curator.io import schema
+    from curator.io.write_hf import ShardSurvey
+
+    recs = [
+        {"id": "a", "meta": [1, [2]]},
+        {"id": "b", "meta": {"x": 1.5}, "n": 3},
+        {"id": "c", "meta": {"x": 2, "y": {"z": None, "w": "s"}}},
+    ]
+    found = schema.survey(recs)
+    typed = ShardSurvey.of(found)
+    assert typed.rows == 3 and dict(typed.columns)["meta"].kinds == ("list", "dict")
+    assert json.dumps(typed.to_json()) == json.dumps(found)  # same keys, same order
+    assert ShardSurvey.of(typed.to_json()) == typed
+    empty = ShardSurvey.of(schema.survey([]))
+    assert schema.plan([typed.to_json(), empty.to_json()], ["s0", "s1"], ["p0", "p1"],
+                       exemplars=True) == schema.plan([found, schema.survey([])],
+                                                      ["s0", "s1"], ["p0", "p1"], exemplars=True)

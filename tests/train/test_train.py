@@ -202,6 +202,12 @@ def test_torchrun_data_parallel_matches_one_rank(blend_path: str, tmp_path) -> N
     two = _json(tmp_path / "two" / "train_summary.json")
     assert two["layout"]["data_parallel"] == 2 and two["layout"]["num_micro_batches"] == 1
     np.testing.assert_allclose(two["losses"], one["losses"], rtol=1e-4)
+    # what the stage reads back from the ranks' summary: a typed layout, not a dict
+    from curator.train.train import TrainSummary
+
+    summary = TrainSummary.of(two)
+    assert summary.layout.data_parallel == 2 and summary.layout.to_dict() == two["layout"]
+    assert summary.losses == tuple(two["losses"]) and summary.model_config == two["model_config"]
     assert "tokens/s" in p.stdout or "tokens/s" in p.stderr
 
 

@@ -120,9 +120,14 @@ def empty_source_lines(summary: dict[str, Any], work_dir: str) -> list[str]:
 
 
 def _print_status(pipe: object) -> int:
+    from curator.core.native import not_traced
     from curator.core.status import pipeline_status, render
 
     print(render(pipe, pipeline_status(pipe)))  # type: ignore[arg-type]
+    why = not_traced()
+    if why:
+        print(f"note: files opened by native code and variables it reads are not traced ({why}); "
+              "see docs/running.md")
     return 0
 
 
@@ -485,6 +490,10 @@ class _Redacting:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    if argv is None:  # the command itself (not a call from Python): native reads traced
+        from curator.core.native import reexec
+
+        reexec()
     out, err = sys.stdout, sys.stderr
     sys.stdout, sys.stderr = _Redacting(out), _Redacting(err)
     # restored on return only: an exception's traceback is printed (after this returns)

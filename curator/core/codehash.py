@@ -54,6 +54,7 @@ import re
 import stat
 import sys
 import sysconfig
+import types
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -162,6 +163,49 @@ def own_reads(modules: Iterable[str], bases: Sequence[str] = ()) -> dict[str, st
                     if path.startswith(b.rstrip(os.sep) + os.sep)), path)
         out[rel.replace(os.sep, "/")] = _file_digest(path)
     return out
+
+
+#: Environment variables never keyed: curator's own settings, where programs, libraries and
+#: caches are found, who and where the process is (terminal, temporary folder), and what a
+#: launcher sets per process (MPI ranks, Slurm, Dask's nanny and its thread counts): they differ
+#: between the processes of one run and decide nothing a stage outputs.
+_UNKEYED_PREFIXES = ("CURATOR_", "LD_", "PYTHON", "PMI_", "PMIX_", "HYDRA_", "MPIR_", "MPICH_",
+                     "OMPI_", "I_MPI_", "SLURM_", "DASK_", "XDG_", "SSH_")
+_UNKEYED = frozenset(("PATH", "PWD", "OLDPWD", "SHLVL", "_", "HOME", "USER", "LOGNAME",
+                      "HOSTNAME", "SHELL", "TERM", "COLUMNS", "LINES", "DISPLAY", "TMPDIR", "TMP",
+                      "TEMP", "MALLOC_TRIM_THRESHOLD_", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
+                      "OPENBLAS_NUM_THREADS"))
+_VARIABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+def keyed_variable(name: str) -> bool:
+    """Whether a stage that reads environment variable ``name`` is keyed on its value."""
+    return (bool(_VARIABLE.match(name)) and name not in _UNKEYED
+            and not name.startswith(_UNKEYED_PREFIXES))
+
+
+def variable_names(texts: Iterable[str], codes: Iterable[types.CodeType] = ()) -> set[str]:
+    """Environment variables the user's code may read: each string constant of its sources and
+    code objects (a function without a source file) that can name one (``os.environ["EXTRA"]``,
+    ``os.getenv("EXTRA", "9")``) and is keyed (:func:`keyed_variable`). A name the code builds
+    (``"EX" + "TRA"``) is not seen: a stage takes such a value as a parameter."""
+    names: set[str] = set()
+    for text in texts:
+        try:
+            tree = ast.parse(text)
+        except (SyntaxError, ValueError):
+            continue
+        names.update(n.value for n in ast.walk(tree)
+                     if isinstance(n, ast.Constant) and isinstance(n.value, str))
+    todo = list(codes)
+    while todo:
+        code = todo.pop()
+        for c in code.co_consts:
+            if isinstance(c, str):
+                names.add(c)
+            elif isinstance(c, types.CodeType):
+                todo.append(c)
+    return {n for n in names if keyed_variable(n)}
 
 
 def _is_curator(name: str) -> bool:

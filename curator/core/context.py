@@ -166,7 +166,7 @@ def _confined(work_dir: str, fn: Callable[[Any], Any], item: Any
     nofollow.confine(work_dir)
     with tracing.recording() as rec:
         result, usage = call_measured(fn, item)
-    return result, usage, rec.used(1, [work_dir])[0]
+    return result, usage, rec.used(1, [work_dir], work_dir=work_dir)[0]
 
 
 def _phase_docs(pair: Any) -> int | None:
@@ -204,7 +204,7 @@ def _run_phase_task(task: _PhaseTask) -> tuple[Any, str | None, int | None]:
             # its record, whose inputs are all as they were; it joins the stage's record
             fp, result, used = (*saved, None)[:3] if isinstance(saved, tuple) else (None,) * 3
             if fp == task.fp:
-                changes = tracing.changed(used) if isinstance(used, dict) else {}
+                changes = tracing.changed(used, task.work_dir) if isinstance(used, dict) else {}
                 if isinstance(used, dict) and not changes:
                     tracing.carry(used)
                     return result, None, None
@@ -214,7 +214,7 @@ def _run_phase_task(task: _PhaseTask) -> tuple[Any, str | None, int | None]:
     try:
         with item_beats(task.beat) as meter, tracing.recording() as rec:
             result = task.fn(task.item)
-        used = rec.used(1, [task.work_dir] if task.work_dir else [])[0]
+        used = rec.used(1, [task.work_dir] if task.work_dir else [], work_dir=task.work_dir)[0]
         # the record first: a result on disk always has one (a kill between leaves a record
         # alone, which only makes the next run check one more file)
         write_json(task.path[: -len(".pkl")] + tracing.USED_SUFFIX, used)

@@ -38,6 +38,7 @@ from curator.core.codehash import (
     own_reads,
     runtime_imports,
     source_imports,
+    variable_names,
 )
 from curator.core.codeobj import values_digest
 from curator.storage import sealed
@@ -79,8 +80,8 @@ def digest(obj: Any) -> str:
 # -- identity of the code ---------------------------------------------------------------------
 
 
-def code_identity(cls: type, builtin: bool, extra_modules: Iterable[str] = ()
-                  ) -> dict[str, Any]:
+def code_identity(cls: type, builtin: bool, extra_modules: Iterable[str] = (),
+                  variables: set[str] | None = None) -> dict[str, Any]:
     """What a stage's results depend on in code.
 
     ``modules``: a digest of each curator module of stage logic that the stage's class (and its
@@ -95,7 +96,9 @@ def code_identity(cls: type, builtin: bool, extra_modules: Iterable[str] = ()
     user's own modules those import, directly or not, are in ``modules`` with the curator ones.
     And ``code``: a digest of each of its own functions' code objects and of the values they
     use (closure cells, defaults, globals: :mod:`curator.core.codeobj`), so a factory's
-    argument, a notebook's global or a function without any source file counts too."""
+    argument, a notebook's global or a function without any source file counts too.
+    ``variables`` (a custom stage's) receives the environment variables its code names
+    (:func:`curator.core.codehash.variable_names`): the caller keys their values."""
     version = int(getattr(cls, "version", 1))
     deps = tuple(getattr(cls, "code_deps", ()) or ())
     mro = [c.__module__ for c in cls.__mro__ if followed(c.__module__)]
@@ -105,6 +108,7 @@ def code_identity(cls: type, builtin: bool, extra_modules: Iterable[str] = ()
     if builtin:
         return {"version": version, "modules": code_digests(mro, deps, bases)}
     sources: dict[str, str] = {}
+    texts: list[str] = []
     uses: list[str] = []
     objs: list[Any] = list(own)
     fn = cls.__dict__.get("function")
@@ -127,6 +131,7 @@ def code_identity(cls: type, builtin: bool, extra_modules: Iterable[str] = ()
         if not text or key in sources:
             continue
         sources[key] = hashlib.sha256(text.encode()).hexdigest()[:16]
+        texts.append(text)
         uses += source_imports(text, modname,
                                os.path.basename(getattr(mod, "__file__", "") or "")
                                == "__init__.py")
@@ -147,7 +152,21 @@ def code_identity(cls: type, builtin: bool, extra_modules: Iterable[str] = ()
     modules.update(own_reads(sorted(m for m in mine if is_user_module(m)), bases))
     if modules:
         out["modules"] = modules
+    if variables is not None:
+        texts += [t for m in sorted(visited - set(sources)) if is_user_module(m)
+                  for t in [_source_text(m)] if t]
+        codes = [f.__code__ for o in objs for f in ([o] if inspect.isfunction(o) else
+                 [v for v in vars(o).values() if inspect.isfunction(v)])]
+        variables |= variable_names(texts, codes)
     return out
+
+
+def _source_text(modname: str) -> str | None:
+    """The source of a module of the user's, if it has one."""
+    try:
+        return inspect.getsource(sys.modules[modname])
+    except (KeyError, OSError, TypeError):
+        return None
 
 
 def _dep_bases(modname: str) -> list[str]:
@@ -294,6 +313,9 @@ def explain(old: dict[str, Any] | None, new: dict[str, Any]) -> list[str]:
     mods = [m for m in mods if not m.startswith("dist:")]
     if mods:
         out.append(f"code of {', '.join(mods)} changed")
+    oe, ne = old.get("env") or {}, new.get("env") or {}
+    out += [f"environment variable {v} changed" for v in sorted(set(oe) | set(ne))
+            if oe.get(v) != ne.get(v)]
     om, nm = oc.get("modules") or {}, nc.get("modules") or {}
     out += [f"installed {d[5:]} changed ({om.get(d, 'missing')} -> {nm.get(d, 'missing')})"
             for d in dists]

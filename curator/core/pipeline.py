@@ -469,9 +469,14 @@ def _fingerprint(pipe: Pipeline) -> None:
         builtin = is_builtin(cls)
         extra = [] if builtin or not (":" in n.target or "." in n.target) else [
             n.target.split(":", 1)[0] if ":" in n.target else n.target.rpartition(".")[0]]
-        n.identity = {"stage": n.stage.name, "code": code_identity(cls, builtin, extra),
+        variables: set[str] = set()
+        n.identity = {"stage": n.stage.name,
+                      "code": code_identity(cls, builtin, extra, None if builtin else variables),
                       "params": redact_value(n.stage.key_params(), mask=mask),
                       "inputs": {i: fps[i] for i in n.inputs}, "format": KEY_FORMAT}
+        env = {v: mask(f"{v}={os.environ[v]}") for v in sorted(variables) if v in os.environ}
+        if env:  # the variables its code names, by value (keyed digests: they may be secrets)
+            n.identity["env"] = env
         if n.stage.kind == "source":
             n.identity["max_doc_mb"] = pipe.config.max_doc_mb
         n.fingerprint = fps[n.id] = digest(n.identity)

@@ -487,7 +487,7 @@ class Runner:
         driver = Meter()
         with tracing.recording() as rec:  # what the driver's part of the stage reads
             out = stage.run(inputs, gctx)
-        gctx.used.update(rec.used(1, [self.work_dir])[0])
+        gctx.used.update(rec.used(1, [self.work_dir], work_dir=self.work_dir)[0])
         self._remove_dead_temps([node], artifacts)
         if not isinstance(out, list):
             raise StageError(f"stage '{node.id}': run() must return the output shards "

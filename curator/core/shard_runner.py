@@ -207,7 +207,8 @@ def run_shard(task: ShardTask) -> list[ShardStats]:
     stats = run.finish()
     # what each step's code opened and imported, beyond what its key holds already: the
     # work_dir (its own and upstream shards) and a source shard's own input files
-    used = rec.used(len(task.steps), [task.work_dir], (task.read or {}) if task.spec else ())
+    used = rec.used(len(task.steps), [task.work_dir], (task.read or {}) if task.spec else (),
+                    work_dir=task.work_dir)
     for st, u in zip(stats, used, strict=True):
         st.used = u
     _mark(task, run.ctxs, stats)

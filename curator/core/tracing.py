@@ -23,15 +23,21 @@ those reads and the next run checks them:
   content (``ctime`` cannot be set back), another stat is settled by the digest (a ``touch``
   changes nothing).
 
-What an audit hook cannot see: reads by native code that does not go through Python's ``open``
-(a C++ library loading a model by path, ``dlopen``), reads by a subprocess, the network. A stage
-declares those: a parameter typed ``FilePath``/``DirPath`` or :meth:`Stage.input_files` for a
-file, ``code_deps`` for a module or data file, ``version`` for the rest.
+What an audit hook cannot see, native code's opens (a Rust reader, pyarrow's IO threads) and
+the environment variables it reads with ``getenv``, a library preloaded by the ``curator``
+command sees (:mod:`curator.core.native`): drained into the task's record at its end, the files
+as opened files, the variables as ``env:NAME`` entries whose identity is a digest of the value
+keyed by the work_dir's key (never the value). Still unseen: reads by a subprocess that is not a
+curator process, ``dlopen`` from C, the network; and, in a process not started by the command
+(``curator.run`` from a notebook), native reads. A stage declares those: a parameter typed
+``FilePath``/``DirPath`` or :meth:`Stage.input_files` for a file, ``code_deps`` for a module or
+data file, ``version`` for the rest.
 """
 
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import socket
 import stat
@@ -41,11 +47,13 @@ import types
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from curator.core import native
 from curator.core.codehash import (
     OWN_READS,
     ROOT,
     followed,
     is_user_module,
+    keyed_variable,
     library_dirs,
     library_file,
 )
@@ -69,6 +77,10 @@ _STEP_CODES: dict[types.CodeType, str] = {}
 _LIBRARY_PREFIXES: tuple[str, ...] = ()
 #: Digests by (path, size, mtime_ns, ctime_ns, inode): each file is read once per process.
 _DIGESTS: dict[tuple[str, int, int, int, int], str] = {}
+#: What names an environment variable among a record's paths (``env:EXTRA``).
+ENV = "env:"
+#: A recording's number, as the native library knows it.
+_TOKENS = itertools.count(1)
 
 
 def step_frames(code: types.CodeType, local: str) -> None:
@@ -88,18 +100,38 @@ class Recorder:
         #: identities another record brought in (a result reused from an earlier run carries
         #: what computing it read): part of every step's
         self.carried: dict[str, Any] = {}
+        #: environment variables native code read (``getenv``)
+        self.environ: set[str] = set()
         self.cwd = os.getcwd()
+        self.token = next(_TOKENS)
 
     def add(self, kind: str, what: str) -> None:
         step = _current_step()
         into = self.opened if kind == "open" else self.imported
         into.setdefault(step, set()).add(what)
 
+    def take(self, entries: Iterable[tuple[str, str]]) -> None:
+        """Add what native code read (:meth:`curator.core.native.Lib.drain`): a file Python's
+        ``open`` also opened is already here, with its step; the rest counts for every step."""
+        seen = set().union(*self.opened.values()) if self.opened else set()
+        for kind, what in entries:
+            if kind == "e":
+                self.environ.add(what)
+            elif kind == "w":
+                self.written.add(what)
+            elif what not in seen and not what.startswith(_LIBRARY_PREFIXES):
+                self.opened.setdefault(-1, set()).add(what)
+
     def used(
-        self, steps: int, skip_dirs: Iterable[str] = (), skip_files: Iterable[str] = ()
+        self,
+        steps: int,
+        skip_dirs: Iterable[str] = (),
+        skip_files: Iterable[str] = (),
+        work_dir: str = "",
     ) -> list[dict[str, dict[str, Any]]]:
         """``{path: identity}`` per step (``steps`` of them); what no step's frames were
-        running when it happened counts for every step."""
+        running when it happened counts for every step, as do the environment variables
+        native code read (keyed by ``work_dir``'s key: none without it)."""
         skip_d = tuple(_dir_prefix(d) for d in skip_dirs if d)
         skip_f = {
             os.path.realpath(os.path.join(self.cwd, f))
@@ -123,8 +155,10 @@ class Recorder:
                         found[path] = ident
             for k in range(steps) if step < 0 or step >= steps else (step,):
                 per[k].update(found)
-        for k in range(steps) if self.carried else ():
+        env = _env_identities(self.environ, work_dir)
+        for k in range(steps) if self.carried or env else ():
             per[k].update(self.carried)
+            per[k].update(env)
         return per
 
 
@@ -134,22 +168,62 @@ def recording() -> Iterator[Recorder]:
     while this is the only recording in the process)."""
     install()
     rec = Recorder()
+    nat = native.lib()
+    prev = nat.enter(rec.token) if nat is not None else 0
     outer = getattr(_local, "rec", None)
     _local.rec = rec
     with _lock:
         _active.append(rec)
+        _only(nat)
     try:
         yield rec
     finally:
         _local.rec = outer
         with _lock:
             _active.remove(rec)
+            _only(nat)
+        if nat is not None:
+            nat.leave(prev)
+            rec.take(nat.drain(rec.token))
         if outer is not None:  # an enclosing record sees what the enclosed one saw
             for mine, theirs in ((rec.opened, outer.opened), (rec.imported, outer.imported)):
                 for step, got in mine.items():
                     theirs.setdefault(step, set()).update(got)
             outer.written |= rec.written
             outer.carried.update(rec.carried)
+            outer.environ |= rec.environ
+
+
+def _only(nat: native.Lib | None) -> None:
+    """Native threads that are no recording's (pyarrow's IO pool) record into the only
+    recording of the process, as the audit hook attributes Python's (under ``_lock``)."""
+    if nat is not None:
+        nat.only(_active[0].token if len(_active) == 1 else 0)
+
+
+def _env_key(work_dir: str) -> bytes | None:
+    from curator.core.identity import fingerprint_key
+
+    return fingerprint_key(work_dir) if work_dir else None
+
+
+def _env_value(name: str, key: bytes | None) -> str | None:
+    """A digest of variable ``name``'s value keyed by ``key`` (``unset`` when it is not set;
+    ``None`` without a key: nothing to compare with, so a change)."""
+    if key is None:
+        return None
+    from curator.base.redact import keyed_digest
+
+    value = os.environ.get(name)
+    return "unset" if value is None else keyed_digest(key)(f"{name}={value}")
+
+
+def _env_identities(names: Iterable[str], work_dir: str) -> dict[str, dict[str, Any]]:
+    keyed = sorted(n for n in names if keyed_variable(n))
+    key = _env_key(work_dir) if keyed else None
+    if key is None:
+        return {}
+    return {ENV + n: {"env": _env_value(n, key), "host": HOST} for n in keyed}
 
 
 def carry(used: dict[str, Any]) -> None:
@@ -350,13 +424,19 @@ def _digest(path: str, st: os.stat_result) -> str | None:
     return d
 
 
-def changed(used: dict[str, Any] | None) -> dict[str, str]:
+def changed(used: dict[str, Any] | None, work_dir: str = "") -> dict[str, str]:
     """``{path: how}`` for each recorded input that is no longer what it was (``how``:
-    ``content``, or ``gone``). A file with the same stat is the same file; one with another
-    stat is compared by digest."""
+    ``content``, or ``gone``; an environment variable: ``value``). A file with the same stat
+    is the same file; one with another stat is compared by digest."""
     out: dict[str, str] = {}
+    key: list[bytes | None] = []
     for path, was in (used or {}).items():
         if not isinstance(was, dict):
+            continue
+        if path.startswith(ENV):
+            key = key or [_env_key(work_dir)]
+            if _env_value(path[len(ENV) :], key[0]) != was.get("env"):
+                out[path] = "value"
             continue
         try:
             st = os.stat(path)
@@ -379,9 +459,11 @@ def changed(used: dict[str, Any] | None) -> dict[str, str]:
     return out
 
 
-def current(used: dict[str, Any], paths: Iterable[str]) -> dict[str, Any]:
+def current(used: dict[str, Any], paths: Iterable[str], work_dir: str = "") -> dict[str, Any]:
     """``used`` with the identity of ``paths`` taken again now (``None``: gone)."""
-    return {**used, **{p: identity(p) for p in paths}}
+    now = {p: identity(p) for p in paths if not p.startswith(ENV)}
+    now.update(_env_identities((p[len(ENV) :] for p in paths if p.startswith(ENV)), work_dir))
+    return {**used, **now}
 
 
 def describe(changes: dict[str, str], limit: int = 3) -> str:
@@ -390,6 +472,8 @@ def describe(changes: dict[str, str], limit: int = 3) -> str:
     names = []
     for p, how in sorted(changes.items())[:limit]:
         shown = os.path.relpath(p, os.path.dirname(ROOT)) if p.startswith(ROOT + os.sep) else p
+        if p.startswith(ENV):
+            shown = "environment variable " + p[len(ENV) :]
         names.append(f"{shown} ({how})")
     more = len(changes) - limit
     return ", ".join(names) + (f" (+{more} more)" if more > 0 else "")
@@ -406,6 +490,7 @@ class UsedState:
         epoch: str = "",
         used: dict[str, Any] | None = None,
         changes: dict[str, str] | None = None,
+        work_dir: str = "",
     ) -> None:
         self.used = used or {}
         self.changes = changes or {}
@@ -413,12 +498,10 @@ class UsedState:
         if self.changes:
             from curator.core.identity import digest
 
-            self.now = current(self.used, self.changes)
+            self.now = current(self.used, self.changes, work_dir)
+            now = {p: self.now.get(p) or {} for p in sorted(self.changes)}
             self.epoch = digest(
-                {
-                    "was": epoch,
-                    "now": {p: (self.now.get(p) or {}).get("digest") for p in sorted(self.changes)},
-                }
+                {"was": epoch, "now": {p: i.get("digest", i.get("env")) for p, i in now.items()}}
             )
         else:
             self.now = self.used
@@ -439,7 +522,8 @@ def used_state(fingerprint_file: str) -> UsedState:
     phase result's record under ``_phases/``), an interrupted run's among them. Any of it
     changed moves the epoch, so the stage starts afresh: a result is never reused once
     something its computation read (or a sibling's: a value cached in a worker is read once)
-    has changed."""
+    has changed. The work_dir (whose key digests environment variables) is the one holding
+    ``fingerprint_file`` (``<work_dir>/stages/<id>/_FINGERPRINT``)."""
     import glob
 
     import orjson
@@ -468,7 +552,8 @@ def used_state(fingerprint_file: str) -> UsedState:
     records += [r for r in map(load, sorted(glob.glob(pattern))) if isinstance(r, dict)]
     merged: dict[str, Any] = {}
     changes: dict[str, str] = {}
+    work_dir = os.path.dirname(os.path.dirname(sdir))
     for r in records:
         merged.update(r)
-        changes.update(changed(r))
-    return UsedState(epoch, merged, changes)
+        changes.update(changed(r, work_dir))
+    return UsedState(epoch, merged, changes, work_dir)

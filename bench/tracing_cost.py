@@ -3,10 +3,16 @@ task's opens and imports turned into identities at its end): the same pipeline r
 recording on and off, each run in a fresh process, CPU seconds of the run itself (process time
 around ``curator.run``), best of N, alternating the two so the machine's load hits both.
 
+The runs with the recording on have curator's native-reads library preloaded, as the
+``curator`` command runs (:mod:`curator.core.native`: every libc ``open`` and ``getenv`` of the
+process passes through it); the runs with it off have neither hook nor library.
+
 On a loaded machine the difference of the two drowns in noise; so the script also measures
-the parts of the cost directly: the audit events of one run (counted), the CPU nanoseconds one
-event costs once the hook is installed, and the CPU seconds spent turning reads into
-identities; ``estimated_overhead_pct`` is their sum over the run's CPU.
+the parts of the cost directly: the audit events of one run (counted by a second audit hook:
+curator's own is installed by ``import curator``, before anything could wrap it), the CPU
+nanoseconds one event costs once the hook is installed, the CPU seconds spent turning reads
+into identities and taking in what native code read (and how many entries it recorded);
+``estimated_overhead_pct`` is their sum over the run's CPU.
 
 Two pipelines: the quick start (``pipelines/quickstart.yaml`` on ``data/sample``) and an exact
 dedup of ``--docs`` generated documents (read_jsonl -> exact_dedup -> write_jsonl). The result
@@ -37,10 +43,12 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def child(pipeline: str, work_dir: str, on: bool) -> None:
     """One run in this process; prints its CPU seconds and what the stages recorded."""
+    if not on:  # ``import curator`` installs the hook: off, it installs nothing
+        sys.addaudithook = lambda hook: None
     import curator
     from curator.core import tracing
 
-    if not on:  # the recording replaced by nothing: no hook installed, nothing identified
+    if not on:  # the recording replaced by nothing: nothing identified
 
         class Nothing:
             def used(self, steps, *_a, **_k):
@@ -64,40 +72,45 @@ def probe(pipeline: str, work_dir: str) -> None:
     """One run with the recording on, counting the audit events the hook saw and the CPU
     seconds spent turning reads into identities (``Recorder.used``): the parts of the cost
     that do not drown in a loaded machine's noise."""
-    import collections
-
     import curator
-    from curator.core import tracing
+    from curator.core import native, tracing
 
-    events: collections.Counter[str] = collections.Counter()
-    hook = tracing._hook
+    events = [0]
 
     def counting(event, args):
-        events[event] += 1
-        hook(event, args)
+        events[0] += 1
 
-    tracing._hook = counting
+    sys.addaudithook(counting)  # sees every event curator's hook sees from now on
     spent = [0.0]
-    used = tracing.Recorder.used
+    entries = [0]
 
-    def timed(self, *a, **k):
-        t = time.process_time()
-        try:
-            return used(self, *a, **k)
-        finally:
-            spent[0] += time.process_time() - t
+    def timed(fn, count=False):
+        def wrapper(self, *a, **k):
+            t = time.process_time()
+            try:
+                if count:
+                    a = (list(a[0]),)
+                    entries[0] += len(a[0])
+                return fn(self, *a, **k)
+            finally:
+                spent[0] += time.process_time() - t
 
-    tracing.Recorder.used = timed
+        return wrapper
+
+    tracing.Recorder.used = timed(tracing.Recorder.used)
+    tracing.Recorder.take = timed(tracing.Recorder.take, count=True)
     curator.run(pipeline, overrides={"work_dir": work_dir, "progress": "off"})
-    print(json.dumps({"events": sum(events.values()), "used_s": spent[0]}))
+    out = {"events": events[0], "used_s": spent[0], "native_entries": entries[0]}
+    print(json.dumps({**out, "native": native.lib() is not None}))
 
 
 def hook_ns(n: int = 2_000_000) -> float:
     """CPU nanoseconds one audit event costs once the hook is installed (``id()`` raises
     one), from a process with the hook against one without, best of 3."""
     code = (
-        "import sys, time\nfrom curator.core import tracing\n"
-        "if sys.argv[1] == 'on': tracing.install()\nbest = 1e9\n"
+        "import sys, time\n"  # off: curator not imported (its import installs the hook)
+        "if sys.argv[1] == 'on':\n    from curator.core import tracing\n    tracing.install()\n"
+        "best = 1e9\n"
         f"for _ in range(3):\n    t = time.process_time()\n    for _ in range({n}): id(0)\n"
         "    best = min(best, time.process_time() - t)\nprint(best)"
     )
@@ -111,10 +124,23 @@ def hook_ns(n: int = 2_000_000) -> float:
     return (t["on"] - t["off"]) / n * 1e9
 
 
+def _env(on: bool) -> dict[str, str]:
+    """A child's environment: with the recording on, the native-reads library preloaded (as
+    the ``curator`` command runs itself)."""
+    from curator.core.native import SWITCH, library_path
+
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env.pop("LD_PRELOAD", None)
+    lib = library_path()
+    if on and lib is not None:
+        env.update(LD_PRELOAD=lib, **{SWITCH: lib})
+    return env
+
+
 def run_once(pipeline: str, on: bool, tmp: Path) -> dict:
     wd = tmp / f"w-{'on' if on else 'off'}"
     shutil.rmtree(wd, ignore_errors=True)
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env = _env(on)
     p = subprocess.run(
         [
             sys.executable,
@@ -144,7 +170,7 @@ def measure(name: str, pipeline: str, repeat: int, tmp: Path) -> dict:
     on = min(r["cpu_s"] for r in runs[True])
     wd = tmp / "w-probe"
     shutil.rmtree(wd, ignore_errors=True)
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env = _env(True)
     p = subprocess.run(
         [
             sys.executable,
@@ -175,6 +201,8 @@ def measure(name: str, pipeline: str, repeat: int, tmp: Path) -> dict:
         "audit_events": parts["events"],
         "hook_ns_per_event": round(per_event, 1),
         "identities_cpu_s": round(parts["used_s"], 4),
+        "native_traced": parts["native"],
+        "native_entries": parts["native_entries"],
         "estimated_overhead_pct": round(100 * estimate / off, 2),
     }
     print(json.dumps(out))
@@ -227,9 +255,13 @@ def main() -> tuple[dict[str, str], dict[str, object]] | None:
         ]
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    figures = {r["pipeline"]: f"overhead {r['overhead_pct']}% measured, "
-               f"{r['estimated_overhead_pct']}% estimated" for r in results}
+    figures = {
+        r["pipeline"]: f"overhead {r['overhead_pct']}% measured, "
+        f"{r['estimated_overhead_pct']}% estimated"
+        for r in results
+    }
     return figures, {"results": results}
+
 
 if __name__ == "__main__":
     sys.exit(bench_main(__file__, main))

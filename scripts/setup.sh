@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Install everything curator needs on a fresh Debian/Ubuntu machine with Python >= 3.11:
-# system packages (redis-server for the Redis Cluster backend and its tests, chromium for the
-# report test, libmagic1 for datatrove's WARC reader in the comparisons, python3.11-doc as real
+# system packages (gcc for curator's native-reads library, redis-server for the Redis Cluster
+# backend and its tests, chromium for the report test, libmagic1 for datatrove's WARC reader in the comparisons, python3.11-doc as real
 # text for bench/bench_minhash.py), then a virtualenv in .venv with every extra (dask, mpi, extract, filters, redis,
 # tokenize, train, deploy, test). Safe to run again: it only installs what is missing.
 set -euo pipefail
@@ -55,5 +55,10 @@ pip_install -e ".[all,test]"
 .venv/bin/python -c "import curator.dedup.minhash as m; m.warm_up()" || {
   echo "setup: compiling the MinHash kernels failed" >&2; exit 1; }
 wait_for "$apt_pid" "installing the system packages"
+# the library that sees what native code reads (curator/core/_native_reads.c, see
+# docs/running.md): pip built it if a compiler was there before apt finished; now gcc is
+.venv/bin/python setup.py -q build_ext --inplace >.venv/build_ext.log 2>&1 || {
+  cat .venv/build_ext.log >&2; echo "setup: building curator/core/_native_reads.c failed" >&2
+  exit 1; }
 wait_for "$triton_pid" "scripts/setup_triton.sh"
 echo "setup: done"

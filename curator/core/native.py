@@ -104,8 +104,8 @@ def reexec() -> None:
     sys.stdout.flush()
     sys.stderr.flush()
     try:
-        # the same interpreter and arguments: nothing the user did not run
-        os.execve(sys.executable, [sys.executable, *sys.orig_argv[1:]], env)  # noqa: S606
+        argv = [sys.executable, *sys.orig_argv[1:]]
+        os.execve(sys.executable, argv, env)  # noqa: S606 - the command the user ran, again
     except OSError:
         return
 

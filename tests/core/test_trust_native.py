@@ -157,3 +157,57 @@ def test_the_command_says_when_native_reads_are_not_traced(tmp_path):
     native_module(tmp_path)
     st = run(tmp_path, "status", "p.yaml", CURATOR_NATIVE_READS="off")
     assert "not traced (CURATOR_NATIVE_READS=off)" in st, st
+
+
+ATTRIBUTION = """
+import ctypes, json, sys, threading
+from curator.core import native, tracing
+
+libc = ctypes.CDLL(None)
+assert native.lib() is not None
+
+
+def c_open(path):  # a thread no recording owns opens a file in C (no audit event)
+    t = threading.Thread(target=lambda: libc.close(libc.open(path.encode(), 0)))
+    t.start()
+    t.join()
+
+
+with tracing.recording() as alone:
+    c_open(sys.argv[1])
+both = threading.Barrier(2)
+recs = {}
+
+
+def task(name):
+    with tracing.recording() as rec:
+        both.wait()
+        if name == "a":
+            c_open(sys.argv[2])  # two recordings: a foreign thread is neither's
+        both.wait()
+    recs[name] = rec
+
+
+ts = [threading.Thread(target=task, args=(n,)) for n in "ab"]
+[t.start() for t in ts]
+[t.join() for t in ts]
+print(json.dumps([sorted(alone.opened.get(-1, ())), sorted(recs["a"].opened.get(-1, ()))]))
+"""
+
+
+def test_a_thread_of_no_task_counts_for_the_only_recording(tmp_path):
+    one, two = tmp_path / "one.bin", tmp_path / "two.bin"
+    one.write_bytes(b"1")
+    two.write_bytes(b"2")
+    env = cli_env()
+    env.update(LD_PRELOAD=str(library_path()))
+    p = subprocess.run(
+        [sys.executable, "-c", ATTRIBUTION, str(one), str(two)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert p.returncode == 0, p.stderr
+    alone, shared = json.loads(p.stdout)
+    assert str(one) in alone and str(two) not in shared

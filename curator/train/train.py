@@ -123,27 +123,67 @@ def _blend_files(blend: str) -> list[str]:
 def _check_data(save: str, blend: str) -> str | None:
     """The stage reruns when its inputs change, but training resumes from the checkpoints in
     ``save``: checkpoints trained on other data would silently stand for the new data. The data
-    a run started on (blend.json and its .bin/.idx, by size, mtime_ns and inode) is recorded
-    beside the checkpoints; other data with checkpoints present is an error naming what
-    changed (deleting days of training is the user's call, not ours)."""
+    a run started on (blend.json and its .bin/.idx: size, mtime_ns, inode and a hash of the
+    bytes) is recorded beside the checkpoints; other data with checkpoints present is an error
+    naming what changed (deleting days of training is the user's call, not ours). Files
+    rewritten with the same bytes (an upstream stage rerun) are the same data: training goes
+    on."""
     from curator.core.identity import describe_input_change, identities
     from curator.train.trainer import latest_iteration
 
-    now = identities(_blend_files(blend))
+    files = _blend_files(blend)
+    now = identities(files)
     stamp = os.path.join(save, DATA_STAMP)
     try:
         with open(stamp) as f:
             old = json.load(f)
     except (OSError, ValueError):
         old = None
-    if latest_iteration(save) is not None and old is not None and old != now:
+    if old is not None and _same_data(old, now):
+        if {p: _on_disk(ident) for p, ident in old.items()} != now:  # same bytes, rewritten
+            write_json(stamp, {p: {**ident, **{k: v for k, v in old[p].items() if k == HASH_KEY}}
+                               for p, ident in now.items()})
+        return None
+    if latest_iteration(save) is not None and old is not None:
+        meta = ({p: _on_disk(ident) for p, ident in old.items()}
+                if isinstance(old, dict) else old)
         return (f"train: the checkpoints in {save} were trained on other data "
-                f"({describe_input_change(old, now)}); remove them or set another 'save' "
+                f"({describe_input_change(meta, now)}); remove them or set another 'save' "
                 "folder to train on the new data")
-    if old != now:
-        os.makedirs(save, exist_ok=True)
-        write_json(stamp, now)
+    os.makedirs(save, exist_ok=True)
+    write_json(stamp, {p: {**ident, HASH_KEY: _hash(p)} for p, ident in now.items()})
     return None
+
+
+#: The key of a file's byte hash in the data stamp.
+HASH_KEY = "xxh3_128"
+
+
+def _hash(path: str) -> str:
+    from curator.core.identity import content_hash
+
+    return content_hash(path)
+
+
+def _on_disk(ident: Any) -> Any:
+    """A stamp entry without its byte hash: what :func:`identities` gives of the file."""
+    return {k: v for k, v in ident.items() if k != HASH_KEY} if isinstance(ident, dict) else ident
+
+
+def _same_data(old: Any, now: dict[str, dict[str, Any]]) -> bool:
+    """Whether the recorded data is ``now``'s: each file unchanged on disk, or rewritten with
+    the same bytes (hashed only then). Stamps without hashes compare on disk only."""
+    if not isinstance(old, dict) or set(old) != set(now):
+        return False
+    for path, ident in now.items():
+        was = old[path]
+        if not isinstance(was, dict):
+            return False
+        if _on_disk(was) == ident:
+            continue
+        if was.get(HASH_KEY) is None or _hash(path) != was[HASH_KEY]:
+            return False
+    return True
 
 
 def _run_training(task: dict[str, Any]) -> TrainSummary:

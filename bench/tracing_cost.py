@@ -4,8 +4,8 @@ recording on and off, each run in a fresh process, CPU seconds of the run itself
 around ``curator.run``), best of N, alternating the two so the machine's load hits both.
 
 The runs with the recording on have curator's native-reads library preloaded, as the
-``curator`` command runs (:mod:`curator.core.native`: every libc ``open`` and ``getenv`` of the
-process passes through it); the runs with it off have neither hook nor library.
+``curator`` command runs (:mod:`curator.core.native_reads`: every libc ``open`` and ``getenv``
+of the process passes through it); the runs with it off have neither hook nor library.
 
 On a loaded machine the difference of the two drowns in noise; so the script also measures
 the parts of the cost directly: the audit events of one run (counted by a second audit hook:
@@ -73,7 +73,8 @@ def probe(pipeline: str, work_dir: str) -> None:
     seconds spent turning reads into identities (``Recorder.used``): the parts of the cost
     that do not drown in a loaded machine's noise."""
     import curator
-    from curator.core import native, tracing
+    from curator.core import native_reads as native
+    from curator.core import tracing
 
     events = [0]
 
@@ -127,7 +128,7 @@ def hook_ns(n: int = 2_000_000) -> float:
 def _env(on: bool) -> dict[str, str]:
     """A child's environment: with the recording on, the native-reads library preloaded (as
     the ``curator`` command runs itself)."""
-    from curator.core.native import SWITCH, library_path
+    from curator.core.native_reads import SWITCH, library_path
 
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     env.pop("LD_PRELOAD", None)

@@ -120,7 +120,7 @@ def empty_source_lines(summary: dict[str, Any], work_dir: str) -> list[str]:
 
 
 def _print_status(pipe: object) -> int:
-    from curator.core.native import not_traced
+    from curator.core.native_reads import not_traced
     from curator.core.status import pipeline_status, render
 
     print(render(pipe, pipeline_status(pipe)))  # type: ignore[arg-type]
@@ -491,7 +491,7 @@ class _Redacting:
 
 def main(argv: Sequence[str] | None = None) -> int:
     if argv is None:  # the command itself (not a call from Python): native reads traced
-        from curator.core.native import reexec
+        from curator.core.native_reads import reexec
 
         reexec()
     out, err = sys.stdout, sys.stderr

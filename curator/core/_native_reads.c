@@ -1,7 +1,7 @@
 /* What a process's native code reads while curator records a task: every file opened through
  * libc (a Rust or C++ reader, a thread of pyarrow's IO pool) and every environment variable read
  * with getenv. Curator's command preloads this library (LD_PRELOAD) and drives it through ctypes
- * (curator/core/native.py). It holds no Python symbol and does nothing until
+ * (curator/core/native_reads.py). It holds no Python symbol and does nothing until
  * curator_trace_enter() is called, so a child process that inherits it (redis-server, mpiexec,
  * a compiler) runs exactly as without it: each call is forwarded to the next definition
  * (dlsym(RTLD_NEXT)) after one relaxed load of a counter. */

@@ -23,10 +23,10 @@ those reads and the next run checks them:
   content (``ctime`` cannot be set back), another stat is settled by the digest (a ``touch``
   changes nothing).
 
-What an audit hook cannot see, native code's opens (a Rust reader, pyarrow's IO threads) and
-the environment variables it reads with ``getenv``, a library preloaded by the ``curator``
-command sees (:mod:`curator.core.native`): drained into the task's record at its end, the files
-as opened files, the variables as ``env:NAME`` entries whose identity is a digest of the value
+What an audit hook cannot see, native code's opens (a Rust reader, pyarrow's IO threads) and the
+environment variables it reads with ``getenv``, a library preloaded by the ``curator`` command
+sees (:mod:`curator.core.native_reads`): drained into the task's record at its end, the files as
+opened files, the variables as ``env:NAME`` entries whose identity is a digest of the value
 keyed by the work_dir's key (never the value). Still unseen: reads by a subprocess that is not a
 curator process, ``dlopen`` from C, the network; and, in a process not started by the command
 (``curator.run`` from a notebook), native reads. A stage declares those: a parameter typed
@@ -47,7 +47,7 @@ import types
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from curator.core import native
+from curator.core import native_reads as native
 from curator.core.codehash import (
     OWN_READS,
     ROOT,
@@ -111,7 +111,7 @@ class Recorder:
         into.setdefault(step, set()).add(what)
 
     def take(self, entries: Iterable[tuple[str, str]]) -> None:
-        """Add what native code read (:meth:`curator.core.native.Lib.drain`): a file Python's
+        """Add what native code read (:meth:`curator.core.native_reads.Lib.drain`): a file Python's
         ``open`` also opened is already here, with its step; the rest counts for every step."""
         seen = set().union(*self.opened.values()) if self.opened else set()
         for kind, what in entries:

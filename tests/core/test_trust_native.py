@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 import pytest
 from safetensors.numpy import save_file
 
-from curator.core.native import library_path
+from curator.core.native_reads import library_path
 from tests.core.test_trust_adversarial import _pipe, _setup, kept, line
 from tests.helpers import cli_env
 
@@ -161,7 +161,7 @@ def test_the_command_says_when_native_reads_are_not_traced(tmp_path):
 
 ATTRIBUTION = """
 import ctypes, json, sys, threading
-from curator.core import native, tracing
+from curator.core import native_reads as native, tracing
 
 libc = ctypes.CDLL(None)
 assert native.lib() is not None

@@ -201,10 +201,16 @@ def _only(nat: native.Lib | None) -> None:
         nat.only(_active[0].token if len(_active) == 1 else 0)
 
 
-def _env_key(work_dir: str) -> bytes | None:
+def _env_key(work_dir: str, create: bool = False) -> bytes | None:
+    """The work_dir's key (``create``: made if it has none yet, as a task recording a
+    variable needs it); ``None`` without one."""
+    from curator.base.errors import CuratorError
     from curator.core.identity import fingerprint_key
 
-    return fingerprint_key(work_dir) if work_dir else None
+    try:
+        return fingerprint_key(work_dir, create) if work_dir else None
+    except CuratorError:
+        return None
 
 
 def _env_value(name: str, key: bytes | None) -> str | None:
@@ -220,7 +226,7 @@ def _env_value(name: str, key: bytes | None) -> str | None:
 
 def _env_identities(names: Iterable[str], work_dir: str) -> dict[str, dict[str, Any]]:
     keyed = sorted(n for n in names if keyed_variable(n))
-    key = _env_key(work_dir) if keyed else None
+    key = _env_key(work_dir, create=True) if keyed else None
     if key is None:
         return {}
     return {ENV + n: {"env": _env_value(n, key), "host": HOST} for n in keyed}

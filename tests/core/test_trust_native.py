@@ -151,6 +151,10 @@ def test_a_native_read_under_dask_is_part_of_the_key(tmp_path):
     assert "stale" in line(st, "native_lim") and "lim.safetensors" in line(st, "native_lim"), st
     run(tmp_path, "run", "p.yaml", *dask)
     assert kept(tmp_path) == fresh(tmp_path) > before
+    # what the workers read (their own environment included) is what the root sees
+    assert "nothing to do" in run(tmp_path, "status", "p.yaml")
+    st = run(tmp_path, "status", "p.yaml", NATIVE_ADD="100")  # a getenv of the workers'
+    assert "environment variable NATIVE_ADD" in line(st, "native_lim"), st
 
 
 def test_the_command_says_when_native_reads_are_not_traced(tmp_path):

@@ -216,20 +216,19 @@ def _env_key(work_dir: str, create: bool = False) -> bytes | None:
 def _env_value(name: str, key: bytes | None) -> str | None:
     """A digest of variable ``name``'s value keyed by ``key`` (``unset`` when it is not set;
     ``None`` without a key: nothing to compare with, so a change)."""
-    if key is None:
-        return None
+    value = os.environ.get(name)
+    if value is None or key is None:
+        return None if value is not None else "unset"
     from curator.base.redact import keyed_digest
 
-    value = os.environ.get(name)
-    return "unset" if value is None else keyed_digest(key)(f"{name}={value}")
+    return keyed_digest(key)(f"{name}={value}")
 
 
 def _env_identities(names: Iterable[str], work_dir: str) -> dict[str, dict[str, Any]]:
     keyed = sorted(n for n in names if keyed_variable(n))
-    key = _env_key(work_dir, create=True) if keyed else None
-    if key is None:
-        return {}
-    return {ENV + n: {"env": _env_value(n, key), "host": HOST} for n in keyed}
+    key = _env_key(work_dir, create=True) if any(n in os.environ for n in keyed) else None
+    values = {n: _env_value(n, key) for n in keyed}
+    return {ENV + n: {"env": v, "host": HOST} for n, v in values.items() if v is not None}
 
 
 def carry(used: dict[str, Any]) -> None:
@@ -440,8 +439,10 @@ def changed(used: dict[str, Any] | None, work_dir: str = "") -> dict[str, str]:
         if not isinstance(was, dict):
             continue
         if path.startswith(ENV):
-            key = key or [_env_key(work_dir)]
-            if _env_value(path[len(ENV) :], key[0]) != was.get("env"):
+            name = path[len(ENV) :]
+            if name in os.environ and not key:  # read once, when a value needs it
+                key = [_env_key(work_dir)]
+            if _env_value(name, key[0] if key else None) != was.get("env"):
                 out[path] = "value"
             continue
         try:

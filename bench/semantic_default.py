@@ -22,7 +22,8 @@ machine's Debian lists (``apt-cache dumpavail``; without the ``Translation-en`` 
 the one-line summaries, ~47 characters, ~63,000 on bookworm, full of templated near-copies:
 ``-dev``/``-doc`` packages, language packs), a seeded sample of ``--n``; ``python-docs`` =
 paragraphs of 200+ characters of Python's documentation sources (Debian ``python3.11-doc``);
-or any JSONL file with ``id`` and ``text``.
+``other-docs`` = paragraphs of other projects' documentation (:func:`other_docs_corpus`); or
+any JSONL file with ``id`` and ``text``.
 
 CPU figures need a quiet machine (nothing else running): run it there, not on a shared one.
 """
@@ -54,6 +55,7 @@ CONFIGS: dict[str, dict] = {
     "static+fast-bf16": {"prefilter": "static", "backend": "fast-bf16"},
     "static+onnx-int8": {"prefilter": "static", "backend": "onnx-int8"},
     "default": {},
+    "default-fast": {"prefilter_cuts": "fast"},
 }
 
 
@@ -94,6 +96,54 @@ def python_docs_corpus(n: int, seed: int,
             para = " ".join(para.split())
             if len(para) >= 200:
                 docs.append({"id": f"{path.relative_to(root)}#{k}", "text": para})
+    random.Random(seed).shuffle(docs)
+    return docs[:n]
+
+
+def other_docs_corpus(n: int, seed: int, mirror: str = "/work/.mirror",
+                      curator_rev: str = "6068975") -> list[dict]:
+    """``n`` paragraphs of at least 200 characters (seeded sample) of documentation that is
+    neither Python's nor Debian's: the ``.md``/``.rst`` files of the git mirrors under
+    ``mirror`` (``<owner>+<name>/repo``, at HEAD; Universal Dependencies treebanks skipped),
+    the PyPI descriptions (``METADATA``) of the packages installed here, and curator's docs
+    at ``curator_rev``.
+    The held-out corpus of the first pass's cuts (docs/dedup.md)."""
+    import glob
+    import sysconfig
+
+    def paras(text: str, src: str) -> list[dict]:
+        out = []
+        for k, para in enumerate(text.split("\n\n")):
+            para = " ".join(para.split())
+            if len(para) >= 200 and not para.startswith(("|", "```", "<")):
+                out.append({"id": f"{src}#{k}", "text": para})
+        return out
+
+    docs: list[dict] = []
+    for g in sorted(glob.glob(f"{mirror}/*+*/repo")):
+        name = Path(g).parent.name
+        if name.startswith("UniversalDependencies+"):
+            continue
+        files = subprocess.run(["git", "--git-dir", g, "ls-tree", "-r", "--name-only", "HEAD"],
+                               capture_output=True, text=True).stdout.split()
+        for f in (f for f in files if f.endswith((".md", ".rst"))):
+            text = subprocess.run(["git", "--git-dir", g, "show", f"HEAD:{f}"],
+                                  capture_output=True, text=True, errors="replace").stdout
+            docs += paras(text, f"{name}:{f}")
+    random.Random(seed).shuffle(docs)  # the order the held-out run used
+    site = sysconfig.get_paths()["purelib"]
+    more = []
+    git = ["git", "-C", str(REPO)]
+    names = subprocess.run([*git, "ls-tree", "--name-only", curator_rev, "docs/"],
+                           capture_output=True, text=True, check=True).stdout.split()
+    for f in [x for x in sorted(names) if x.endswith(".md")] + ["README.md"]:
+        text = subprocess.run([*git, "show", f"{curator_rev}:{f}"], capture_output=True,
+                              text=True, check=True).stdout
+        more += paras(text, f"curator:{f}")
+    for f in sorted(glob.glob(f"{site}/*.dist-info/METADATA")):
+        body = Path(f).read_text(encoding="utf-8", errors="replace").split("\n\n", 1)
+        more += paras(body[1] if len(body) > 1 else "", f"pypi:{Path(f).parent.name}")
+    docs += more
     random.Random(seed).shuffle(docs)
     return docs[:n]
 
@@ -183,6 +233,8 @@ def main() -> tuple[dict[str, str], dict[str, object]]:
         docs = debian_corpus(args.n, args.seed)
     elif args.corpus == "python-docs":
         docs = python_docs_corpus(args.n, args.seed)
+    elif args.corpus == "other-docs":
+        docs = other_docs_corpus(args.n, args.seed)
     else:
         with open(args.corpus) as f:
             docs = [json.loads(ln) for ln in f][: args.n]

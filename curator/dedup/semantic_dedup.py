@@ -30,7 +30,8 @@ reaches ``prefilter_jaccard``, or whose static cosine alone reaches ``prefilter_
 (paraphrases that share few words) (the sets are stored per shard as hashes, so a cluster gathers
 them like vectors); only those candidates go through the full model and steps 2-4 again.
 Documents that are no candidate are kept. The cuts default to
-``curator.models.candidates.first_pass_for(threshold)``, measured for recall >= 0.98.
+``curator.models.candidates.first_pass_for(threshold, prefilter_cuts)``: ``recall`` (measured
+for recall >= 0.98 of the full model's pairs on short texts and paragraphs) or ``fast``.
 """
 
 from __future__ import annotations
@@ -175,11 +176,11 @@ class SemanticDedup(GlobalStage):
         prefilter_threshold: Annotated[float, Field(gt=0, le=1)] | None = None
         """Score that makes a pair of documents candidates: `(1 - prefilter_word_weight) x
         static cosine + prefilter_word_weight x word-set Jaccard` (<= `threshold` when the
-        word part is off); unset: derived from `threshold` (0.82 at 0.9, 0.87 at 0.95: measured
-        for recall >= 0.98 on held-out documents, docs/models.md)."""
+        word part is off); unset: derived from `threshold` and `prefilter_cuts` (`recall`: 0.8
+        at 0.9, 0.87 at 0.95; `fast`: 0.82 at 0.9, 0.87 at 0.95; docs/dedup.md)."""
         prefilter_word_weight: Annotated[float, Field(ge=0, lt=1)] | None = None
-        """Share of the word-set Jaccard in that score; unset: derived from `threshold` (0.2);
-        0: the static cosine alone."""
+        """Share of the word-set Jaccard in that score; unset: derived from `threshold` and
+        `prefilter_cuts` (`recall`: 0.15, `fast`: 0.2); 0: the static cosine alone."""
         prefilter_jaccard: Annotated[float, Field(ge=0, le=1)] | None = None
         """Jaccard of lowercased word sets that alone makes a pair candidates (near-copies whose
         boilerplate differs, which the static model misses); unset: derived from `threshold`
@@ -192,6 +193,12 @@ class SemanticDedup(GlobalStage):
         """Nearest static k-means clusters each document joins in the first pass (with more
         than one cluster): 1 loses the pairs k-means splits (a fifth of the pairs on the 1e5
         corpus of docs/models.md), 2 about 1%, at about 4x the first pass's cluster work."""
+        prefilter_cuts: Literal["recall", "fast"] = "recall"
+        """The first pass's measured cuts (each `prefilter_*` value above that is unset):
+        `recall` keeps >= 0.98 of the full model's pairs on short texts and paragraphs alike
+        (Python docs paragraphs: 18% of the documents through the full model, recall 0.984);
+        `fast` sends fewer documents (11% there) at a lower recall on long texts (0.915 there;
+        0.97 on short ones): docs/dedup.md."""
 
         @model_validator(mode="after")
         def _prefilter(self) -> Any:
@@ -272,7 +279,7 @@ class SemanticDedup(GlobalStage):
         if prefilter == "static":
             from curator.models.candidates import first_pass_for
 
-            cut = first_pass_for(self.threshold)
+            cut = first_pass_for(self.threshold, self.prefilter_cuts)
             pre_t = cut.static if self.prefilter_threshold is None else self.prefilter_threshold
             jac = cut.jaccard if self.prefilter_jaccard is None else self.prefilter_jaccard
             wgt = cut.weight if self.prefilter_word_weight is None else \
@@ -299,7 +306,7 @@ class SemanticDedup(GlobalStage):
             ctx.count("candidates", found)
             score = (f"{1 - wgt:g} x static cosine + {wgt:g} x word Jaccard" if wgt
                      else "static cosine")
-            table += [["prefilter", f"{score} >= {pre_t}"
+            table += [["prefilter", f"cuts {self.prefilter_cuts}: {score} >= {pre_t}"
                        + (f" or word {cut.ngram}-gram Jaccard >= {jac}" if jac else "")
                        + (f" or static cosine >= {alone}" if alone <= 1 and wgt else "")
                        + f"; nearest static clusters: {self.prefilter_assign}"],

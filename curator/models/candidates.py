@@ -12,7 +12,9 @@ full-model pairs are searched among all of them (not only the first pass's pairs
 pair is lost only when one of its two documents has neither neighbour.
 
 ``first_pass_for(threshold)`` gives the cuts measured to keep recall >= 0.98 of the full
-model's brute-force pairs (bench/bench_semantic.py, figures in docs/performance.md);
+model's brute-force pairs on short texts and paragraphs alike (bench/semantic_default.py,
+figures in docs/dedup.md), ``first_pass_for(threshold, "fast")`` the faster cuts that hold
+on short texts only;
 ``select_candidates`` applies them.
 
 Memory: similarities are computed in row blocks of at most ``max_cells`` cells, so a cluster of
@@ -47,36 +49,46 @@ class FirstPassCut:
     alone: float = 2.0
 
 
-# Chosen on the tuning half (documents 0-49,999) of a 1e5 mixed real corpus (Debian package
-# descriptions, AG News, SpamAssassin mails, web-extraction gold texts), against
-# all-MiniLM-L6-v2 (bf16 reference vectors) and its model2vec distillation, with each document
-# in its 2 nearest static clusters (``first-pass assignment``): the cheapest score cut whose
-# recall of the full model's brute-force pairs was >= 0.985 there (0.9: 36.9% kept, 0.9863;
-# 0.95: 31.7% kept, 0.9885); checked once on the held-out half and on all 1e5 (docs/performance.md
-# "sem29"). Weight 0.2 kept 4 points fewer documents than the static cosine alone at the same
-# recall; the Jaccard-alone cut 0.8 keeps near-copies whose boilerplate differs (static cosine
-# 0.6-0.75 on AG News) for +0.1% kept. The static cosine alone at 0.95 makes candidates of
-# paraphrases that share under ~10% of their words (the weighted score cannot reach the cut
-# without shared words) for +0.1% (0.9) / +0.5% (0.95) kept on the tuning half (sem29's
-# estimate; docs/performance.md has the quiet run with it). Lower thresholds are not measured:
-# they take the 0.9 cut moved down by the same amount.
-CUTS: tuple[FirstPassCut, ...] = (
-    FirstPassCut(0.90, 0.82, 1, 0.8, 0.2, 0.95),
-    FirstPassCut(0.95, 0.87, 1, 0.8, 0.2, 0.95),
-)
+# ``recall`` (the default) at 0.9: the word weight (0.1, 0.15, 0.2) and score cut (steps of 0.01)
+# keeping the fewest documents (shares summed over both) whose pair recall reached 0.98 on two
+# real corpora of the 2-core default benchmark (bench/semantic_default.py: 10,000 paragraphs
+# of Python's documentation, 0.984 at 18% kept; 20,000 Debian package summaries, 0.985 at 31%);
+# scored once on a third corpus held out (docs/dedup.md). Long paragraphs share fewer words
+# than short texts at the same meaning, so the word weight 0.2 of ``fast`` lost 8.5% of the
+# paragraphs' pairs. At 0.95: the same weight, the score cut of ``fast`` (0.9865-1.0 there).
+# ``fast``: the first measured cuts, chosen on a 1e5 corpus of mostly short texts (Debian
+# descriptions, AG News, SpamAssassin mails, web-extraction texts; 0.985 there,
+# docs/models.md): 11% of the paragraphs through the full model at recall 0.915, 26% of the
+# summaries at 0.970. In both, the Jaccard-alone cut 0.8 keeps near-copies whose boilerplate
+# differs (static cosine 0.6-0.75 on AG News), the static cosine alone at 0.95 paraphrases
+# sharing under ~10% of their words (the weighted score cannot reach the cut without shared
+# words). Below the lowest threshold: that cut with its score lowered by the difference.
+CUTS: dict[str, tuple[FirstPassCut, ...]] = {
+    "recall": (
+        FirstPassCut(0.90, 0.80, 1, 0.8, 0.15, 0.95),
+        FirstPassCut(0.95, 0.87, 1, 0.8, 0.15, 0.95),
+    ),
+    "fast": (
+        FirstPassCut(0.90, 0.82, 1, 0.8, 0.2, 0.95),
+        FirstPassCut(0.95, 0.87, 1, 0.8, 0.2, 0.95),
+    ),
+}
 
 
-def first_pass_for(threshold: float) -> FirstPassCut:
-    """The measured cut at or below ``threshold``; below the lowest one, that cut with its
-    static cosine lowered by the difference."""
+def first_pass_for(threshold: float, cuts: str = "recall") -> FirstPassCut:
+    """The measured cut of the ``cuts`` table (``recall`` or ``fast``) at or below
+    ``threshold``; below the lowest one, that cut with its score lowered by the difference."""
     if not 0.0 < threshold <= 1.0:
         raise ValueError(f"threshold {threshold}: must be in (0, 1]")
+    if cuts not in CUTS:
+        raise ValueError(f"cuts {cuts!r}: one of {', '.join(CUTS)}")
+    table = CUTS[cuts]
     best = None
-    for cut in CUTS:
+    for cut in table:
         if cut.threshold <= threshold:
             best = cut
     if best is None:
-        low = CUTS[0]
+        low = table[0]
         best = FirstPassCut(
             threshold, max(low.static - (low.threshold - threshold), -1.0), low.ngram,
             low.jaccard, low.weight, low.alone,

@@ -172,16 +172,17 @@ def test_first_pass_mask_equals_brute_force(cut: float, weight: float, jaccard: 
 
 
 def test_paraphrases_sharing_no_word_are_candidates_by_the_static_cosine_alone() -> None:
-    """The mixed score (0.8 x static + 0.2 x Jaccard >= 0.82) cannot be reached without shared
-    words (0.8 x 1 = 0.8): a reworded copy, the case SemDeDup exists for, would never reach the
-    full model. The static cosine alone (first_pass_for's ``alone``) marks it."""
+    """The ``fast`` cuts' mixed score (0.8 x static + 0.2 x Jaccard >= 0.82) cannot be reached
+    without shared words (0.8 x 1 = 0.8): a reworded copy, the case SemDeDup exists for, would
+    never reach the full model. The static cosine alone (first_pass_for's ``alone``) marks it;
+    the default cuts mark it either way."""
     from curator.models.candidates import first_pass_for, first_pass_mask, word_sets
 
     texts = ["the senate passed the budget bill on tuesday",
              "lawmakers approved spending legislation yesterday",
              "a recipe for apple pie with cinnamon"]
     x = np.array([[1.0, 0.0, 0.0], [0.97, 0.243, 0.0], [0.0, 0.0, 1.0]])
-    cut = first_pass_for(0.9)
+    cut = first_pass_for(0.9, "fast")
     assert cut.alone <= 0.97 < 1 / (1 - cut.weight) * cut.static  # static alone, not the score
     got = first_pass_mask(x, cut.static, weight=cut.weight, jaccard=cut.jaccard,
                           words=word_sets(texts), alone=cut.alone)
@@ -190,3 +191,7 @@ def test_paraphrases_sharing_no_word_are_candidates_by_the_static_cosine_alone()
     old = first_pass_mask(x, cut.static, weight=cut.weight, jaccard=cut.jaccard,
                           words=word_sets(texts))
     assert old.tolist() == [False, False, False]
+    rec = first_pass_for(0.9)
+    got = first_pass_mask(x, rec.static, weight=rec.weight, jaccard=rec.jaccard,
+                          words=word_sets(texts), alone=rec.alone)
+    assert got.tolist() == [True, True, False]

@@ -12,13 +12,14 @@ process; change a constant, a closed-over value or a global the code reads, and 
 changes.
 
 What a value is made of: JSON-like values by content; functions and code by the above; modules
-and classes by name (their code is hashed as modules, :mod:`curator.core.codehash`); any other
-object by its type and its ``repr`` when that shows no address, else by its type and its
-``__dict__`` (one level).
+and classes by name (their code is hashed as modules, :mod:`curator.core.codehash`); a loaded
+C library (``ctypes.CDLL``) by the name it was loaded by; any other object by its type and its
+``repr`` when that shows no address, else by its type and its ``__dict__`` (one level).
 """
 
 from __future__ import annotations
 
+import ctypes
 import hashlib
 import types
 from collections.abc import Callable
@@ -151,6 +152,9 @@ def _feed_code(h: Any, code: types.CodeType, seen: set[int], depth: int) -> None
 def _feed_object(h: Any, obj: Any, seen: set[int], depth: int) -> None:
     kind = type(obj)
     h.update(f"obj:{kind.__module__}.{kind.__qualname__};".encode())
+    if isinstance(obj, ctypes.CDLL):  # by the library it names, not its handle (an address)
+        h.update(f"{obj._name};".encode("utf-8", "surrogatepass"))
+        return
     try:
         text = repr(obj)
     except Exception:  # a broken __repr__ says nothing

@@ -79,6 +79,8 @@ _LIBRARY_PREFIXES: tuple[str, ...] = ()
 _DIGESTS: dict[tuple[str, int, int, int, int], str] = {}
 #: What names an environment variable among a record's paths (``env:EXTRA``).
 ENV = "env:"
+#: The entry of a record that holds the current directory a task resolved relative paths in.
+CWD = "cwd:"
 #: A recording's number, as the native library knows it.
 _TOKENS = itertools.count(1)
 
@@ -96,6 +98,9 @@ class Recorder:
     def __init__(self) -> None:
         self.opened: dict[int, set[str]] = {}
         self.imported: dict[int, set[str]] = {}
+        #: folders whose entries the task's code listed (``os.listdir``, ``os.scandir``: what
+        #: ``glob``, ``os.walk`` and ``Path.iterdir`` call)
+        self.listed: dict[int, set[str]] = {}
         self.written: set[str] = set()
         #: identities another record brought in (a result reused from an earlier run carries
         #: what computing it read): part of every step's
@@ -107,7 +112,7 @@ class Recorder:
 
     def add(self, kind: str, what: str) -> None:
         step = _current_step()
-        into = self.opened if kind == "open" else self.imported
+        into = {"open": self.opened, "list": self.listed}.get(kind, self.imported)
         into.setdefault(step, set()).add(what)
 
     def take(self, entries: Iterable[tuple[str, str]]) -> None:
@@ -138,8 +143,13 @@ class Recorder:
             for f in (*skip_files, *self.written)
             if "://" not in f
         }
+        wrote = tuple(
+            _dir_prefix(os.path.dirname(os.path.join(self.cwd, f)))
+            for f in self.written
+            if "://" not in f
+        )
         per: list[dict[str, dict[str, Any]]] = [{} for _ in range(steps)]
-        for step in set(self.opened) | set(self.imported):
+        for step in set(self.opened) | set(self.imported) | set(self.listed):
             found: dict[str, dict[str, Any]] = {}
             for p in self.opened.get(step, ()):
                 path = _wanted_file(p, self.cwd, skip_d, skip_f)
@@ -147,6 +157,15 @@ class Recorder:
                     ident = identity(path)
                     if ident is not None:
                         found[path] = ident
+                        if not os.path.isabs(p):  # another current directory: another file
+                            found[CWD] = {"cwd": self.cwd, "host": HOST}
+            for p in self.listed.get(step, ()):
+                path = _wanted_dir(p, self.cwd, skip_d, wrote)
+                ident = listing(path) if path is not None else None
+                if path is not None and ident is not None:
+                    found[path] = ident
+                    if not os.path.isabs(p):
+                        found[CWD] = {"cwd": self.cwd, "host": HOST}
             for name in self.imported.get(step, ()):
                 path = _module_file(name)
                 if path is not None and not path.startswith(skip_d):
@@ -186,7 +205,11 @@ def recording() -> Iterator[Recorder]:
             nat.leave(prev)
             rec.take(nat.drain(rec.token))
         if outer is not None:  # an enclosing record sees what the enclosed one saw
-            for mine, theirs in ((rec.opened, outer.opened), (rec.imported, outer.imported)):
+            for mine, theirs in (
+                (rec.opened, outer.opened),
+                (rec.imported, outer.imported),
+                (rec.listed, outer.listed),
+            ):
                 for step, got in mine.items():
                     theirs.setdefault(step, set()).update(got)
             outer.written |= rec.written
@@ -267,10 +290,30 @@ def _hook(event: str, args: tuple[Any, ...]) -> None:
             rec.written.add(path)
         elif not path.startswith(_LIBRARY_PREFIXES):  # the many opens of library imports
             rec.add("open", path)
+    elif event == "os.listdir" or event == "os.scandir":
+        _listed(args[0])
     elif event == "import":
         rec = getattr(_local, "rec", None) or (_active[0] if len(_active) == 1 else None)
         if rec is not None and (followed(args[0]) or is_user_module(args[0])):
             rec.add("import", args[0])
+
+
+def _listed(path: Any) -> None:
+    """A folder the running task's code listed: which files it holds decided what the task read
+    (a file added to a globbed folder is never opened by the run that did not see it). The
+    import system's listings of ``sys.path`` are not the task's, nor are curator's own (the
+    folders its stages list are their parameters, keyed already) or this module's."""
+    rec = getattr(_local, "rec", None) or (_active[0] if len(_active) == 1 else None)
+    if rec is None or isinstance(path, int):
+        return
+    caller = sys._getframe(2).f_globals.get("__name__") or ""
+    if caller.startswith("importlib") or (
+        (caller == "curator" or caller.startswith("curator.")) and not is_user_module(caller)
+    ):
+        return
+    path = "." if path is None else os.fsdecode(path)
+    if not path.startswith(_LIBRARY_PREFIXES):
+        rec.add("list", path)
 
 
 def _own_read(path: str) -> None:
@@ -368,6 +411,33 @@ def _wanted_file(p: str, cwd: str, skip_d: tuple[str, ...], skip_f: set[str]) ->
     return path if os.path.isfile(real) else None
 
 
+def _wanted_dir(p: str, cwd: str, skip_d: tuple[str, ...], wrote: tuple[str, ...]) -> str | None:
+    """The absolute path of a listed folder worth recording, else ``None`` (also for one the
+    task wrote into: ``wrote`` holds the folders of the files it wrote)."""
+    path = os.path.normpath(os.path.join(cwd, p))
+    if path.startswith(SYSTEM_DIRS) or library_file(path + os.sep):
+        return None
+    full, real = path.rstrip(os.sep) + os.sep, _dir_prefix(path)
+    if full.startswith(skip_d) or real.startswith(skip_d):
+        return None
+    if any(w.startswith((full, real)) for w in wrote):
+        return None
+    return path
+
+
+def listing(path: str) -> dict[str, Any] | None:
+    """A digest of the names a folder holds (``None`` when it cannot be listed)."""
+    import hashlib
+
+    try:
+        with os.scandir(path) as it:
+            names = sorted(os.fsencode(e.name) for e in it)
+    except OSError:
+        return None
+    digest = hashlib.sha256(b"\0".join(names)).hexdigest()[:16]
+    return {"listing": digest, "host": HOST}
+
+
 def _followed_file(path: str) -> bool:
     """Whether a module file is code curator follows: its stage logic, or the user's (a file
     outside the Python installation)."""
@@ -445,6 +515,17 @@ def changed(used: dict[str, Any] | None, work_dir: str = "") -> dict[str, str]:
             if _env_value(name, key[0] if key else None) != was.get("env"):
                 out[path] = "value"
             continue
+        if path == CWD:
+            if was.get("cwd") != os.getcwd():
+                out[path] = "another one"
+            continue
+        if "listing" in was:
+            now = listing(path)
+            if now is None and was.get("host", HOST) == HOST:
+                out[path] = "gone"
+            elif now is not None and now["listing"] != was["listing"]:
+                out[path] = "files added or removed"
+            continue
         try:
             st = os.stat(path)
         except OSError:
@@ -468,9 +549,17 @@ def changed(used: dict[str, Any] | None, work_dir: str = "") -> dict[str, str]:
 
 def current(used: dict[str, Any], paths: Iterable[str], work_dir: str = "") -> dict[str, Any]:
     """``used`` with the identity of ``paths`` taken again now (``None``: gone)."""
-    now = {p: identity(p) for p in paths if not p.startswith(ENV)}
+    now = {p: _identity_now(p, used.get(p)) for p in paths if not p.startswith(ENV)}
     now.update(_env_identities((p[len(ENV) :] for p in paths if p.startswith(ENV)), work_dir))
     return {**used, **now}
+
+
+def _identity_now(path: str, was: Any) -> dict[str, Any] | None:
+    if path == CWD:
+        return {"cwd": os.getcwd(), "host": HOST}
+    if isinstance(was, dict) and "listing" in was:
+        return listing(path)
+    return identity(path)
 
 
 def describe(changes: dict[str, str], limit: int = 3) -> str:
@@ -481,6 +570,8 @@ def describe(changes: dict[str, str], limit: int = 3) -> str:
         shown = os.path.relpath(p, os.path.dirname(ROOT)) if p.startswith(ROOT + os.sep) else p
         if p.startswith(ENV):
             shown = "environment variable " + p[len(ENV) :]
+        elif p == CWD:
+            shown = "the current directory"
         names.append(f"{shown} ({how})")
     more = len(changes) - limit
     return ", ".join(names) + (f" (+{more} more)" if more > 0 else "")
@@ -507,9 +598,7 @@ class UsedState:
 
             self.now = current(self.used, self.changes, work_dir)
             now = {p: self.now.get(p) or {} for p in sorted(self.changes)}
-            self.epoch = digest(
-                {"was": epoch, "now": {p: i.get("digest", i.get("env")) for p, i in now.items()}}
-            )
+            self.epoch = digest({"was": epoch, "now": {p: _value(i) for p, i in now.items()}})
         else:
             self.now = self.used
             self.epoch = epoch
@@ -517,6 +606,14 @@ class UsedState:
     def reasons(self) -> list[str]:
         """``it read lists/x.txt (content), which changed`` when something did."""
         return [f"what it read changed: {describe(self.changes)}"] if self.changes else []
+
+
+def _value(ident: dict[str, Any]) -> Any:
+    """What an identity's value is: a file's digest, a variable's, a listing's, a folder."""
+    for k in ("digest", "env", "listing", "cwd"):
+        if k in ident:
+            return ident[k]
+    return None
 
 
 #: Beside a global stage's phase result ``<key>.pkl``: what computing it read (JSON).

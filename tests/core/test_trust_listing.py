@@ -1,0 +1,119 @@
+"""What a stage's result is keyed on beyond the files it opens: the folders it lists (a file
+added to a globbed folder is never opened by the run that did not see it), the current
+directory it resolved relative paths in, and a module-level ``ctypes`` library handle (whose
+address differs in every process). Real processes through the ``curator`` command."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.core.test_trust_adversarial import _pipe, _setup, curator, fresh, kept, line
+from tests.helpers import cli_env
+
+GLOBBED = """
+import glob
+import os
+
+from curator import filter
+
+HERE = os.path.dirname(__file__)
+
+
+@filter
+def glob_lim(doc) -> bool:
+    lim = 0
+    for path in sorted(glob.glob(os.path.join(HERE, "mydata", "parts", "*.txt"))):
+        with open(path) as f:
+            lim += int(f.read())
+    return len(doc.text) < lim
+"""
+
+RELATIVE = """
+from curator import filter
+
+
+@filter
+def cwd_lim(doc) -> bool:
+    with open("mydata/lim.txt") as f:  # relative to the current directory
+        return len(doc.text) < int(f.read())
+"""
+
+CTYPES = """
+import ctypes
+
+from curator import filter
+
+libc = ctypes.CDLL("libc.so.6")
+
+
+@filter
+def c_lim(doc) -> bool:
+    return libc.abs(-len(doc.text)) < 500
+"""
+
+
+def test_a_file_added_to_or_removed_from_a_folder_a_stage_lists_reruns_it(tmp_path):
+    mods = _setup(tmp_path, GLOBBED, "globbed")
+    parts = mods / "mydata" / "parts"
+    parts.mkdir()
+    (parts / "a.txt").write_text("300")
+    (parts / "b.txt").write_text("200")
+    _pipe(tmp_path, "globbed:glob_lim")
+    curator(tmp_path, "run", "p.yaml")
+    before = kept(tmp_path)
+    assert "done" in line(curator(tmp_path, "status", "p.yaml"), "glob_lim")
+
+    (parts / "c.txt").write_text("400")  # never opened by the run above
+    st = curator(tmp_path, "status", "p.yaml")
+    assert "stale" in line(st, "glob_lim") and "mydata/parts (files added" in st, st
+    curator(tmp_path, "run", "p.yaml")
+    assert kept(tmp_path) == fresh(tmp_path) > before
+    assert "done" in line(curator(tmp_path, "status", "p.yaml"), "glob_lim")
+
+
+def test_a_relative_path_read_from_another_current_directory_reruns_the_stage(tmp_path):
+    _setup(tmp_path, RELATIVE, "relative")
+    _pipe(tmp_path, "relative:cwd_lim")
+    yaml = tmp_path / "p.yaml"
+    yaml.write_text(yaml.read_text().replace("'data/", f"'{tmp_path}/data/"))
+    here, there = tmp_path / "here", tmp_path / "there"
+    for folder, lim in ((here, "300"), (there, "900")):
+        (folder / "mydata").mkdir(parents=True)
+        (folder / "mydata" / "lim.txt").write_text(lim)
+
+    def run(cwd: Path, *args: str) -> str:
+        env = cli_env()
+        env["PYTHONPATH"] = os.pathsep.join([env["PYTHONPATH"], str(tmp_path / "mods")])
+        p = subprocess.run(
+            [sys.executable, "-m", "curator", *args, str(yaml), "--work-dir", str(tmp_path / "w")],
+            cwd=cwd,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert p.returncode == 0, p.stdout + p.stderr
+        return p.stdout + p.stderr
+
+    run(here, "run")
+    before = kept(tmp_path)
+    assert "done" in line(run(here, "status"), "cwd_lim")
+    st = run(there, "status")
+    assert "stale" in line(st, "cwd_lim") and "current directory" in line(st, "cwd_lim"), st
+    run(there, "run")
+    shutil.copytree(tmp_path / "w", tmp_path / "keep")
+    shutil.rmtree(tmp_path / "w")
+    run(there, "run")  # a fresh run from there
+    assert kept(tmp_path, "keep") == kept(tmp_path) > before
+
+
+def test_a_module_level_ctypes_library_does_not_rerun_its_stage(tmp_path):
+    _setup(tmp_path, CTYPES, "clib")
+    _pipe(tmp_path, "clib:c_lim")
+    curator(tmp_path, "run", "p.yaml")
+    st = curator(tmp_path, "status", "p.yaml")
+    assert "done" in line(st, "c_lim"), st  # the handle's address changed; its library did not

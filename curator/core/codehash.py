@@ -167,14 +167,19 @@ def own_reads(modules: Iterable[str], bases: Sequence[str] = ()) -> dict[str, st
 
 #: Environment variables never keyed: curator's own settings, where programs, libraries and
 #: caches are found, who and where the process is (terminal, temporary folder), and what a
-#: launcher sets per process (MPI ranks, Slurm, Dask's nanny and its thread counts): they differ
-#: between the processes of one run and decide nothing a stage outputs.
+#: launcher sets per process (MPI ranks, Slurm, Dask's nanny and its thread counts), and how many
+#: threads a library uses (``TOKENIZERS_PARALLELISM``, which a tokenizer also sets itself after a
+#: fork): they differ between processes and runs and decide nothing a stage outputs.
 _UNKEYED_PREFIXES = ("CURATOR_", "LD_", "PYTHON", "PMI_", "PMIX_", "HYDRA_", "HYDI_", "MPI_",
                      "MPIR_", "MPICH_", "OMPI_", "I_MPI_", "SLURM_", "DASK_", "XDG_", "SSH_")
 _UNKEYED = frozenset(("PATH", "PWD", "OLDPWD", "SHLVL", "_", "HOME", "USER", "LOGNAME",
                       "HOSTNAME", "SHELL", "TERM", "COLUMNS", "LINES", "DISPLAY", "TMPDIR", "TMP",
                       "TEMP", "MALLOC_TRIM_THRESHOLD_", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
-                      "OPENBLAS_NUM_THREADS", "CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES",
+                      "OPENBLAS_NUM_THREADS", "TOKENIZERS_PARALLELISM", "RAYON_NUM_THREADS",
+                      "NUMEXPR_NUM_THREADS", "NUMEXPR_MAX_THREADS", "VECLIB_MAXIMUM_THREADS",
+                      "BLIS_NUM_THREADS", "GOTO_NUM_THREADS", "OPENBLAS_DEFAULT_NUM_THREADS",
+                      "RAYON_RS_NUM_CPUS", "RUST_MIN_STACK", "CUDA_VISIBLE_DEVICES",
+                      "HIP_VISIBLE_DEVICES",
                       "ROCR_VISIBLE_DEVICES", "RANK", "LOCAL_RANK", "WORLD_SIZE",
                       "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"))
 _VARIABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")

@@ -510,6 +510,8 @@ def changed(used: dict[str, Any] | None, work_dir: str = "") -> dict[str, str]:
             continue
         if path.startswith(ENV):
             name = path[len(ENV) :]
+            if not keyed_variable(name):  # recorded before it was known to decide nothing
+                continue
             if name in os.environ and not key:  # read once, when a value needs it
                 key = [_env_key(work_dir)]
             if _env_value(name, key[0] if key else None) != was.get("env"):

@@ -117,3 +117,37 @@ def test_a_module_level_ctypes_library_does_not_rerun_its_stage(tmp_path):
     curator(tmp_path, "run", "p.yaml")
     st = curator(tmp_path, "status", "p.yaml")
     assert "done" in line(st, "c_lim"), st  # the handle's address changed; its library did not
+
+
+TOKENS = """
+from tokenizers import Tokenizer, models, pre_tokenizers
+
+from curator import filter
+
+TOK = Tokenizer(models.WordLevel({"[UNK]": 0, "x": 1}, unk_token="[UNK]"))
+TOK.pre_tokenizer = pre_tokenizers.Whitespace()
+
+
+@filter
+def few_tokens(doc) -> bool:
+    # encode_batch asks the Rust library whether to run in parallel: it reads the variable
+    return len(TOK.encode_batch([doc.text, doc.text])[0].ids) < 2
+"""
+
+
+def test_a_thread_count_a_library_reads_reruns_nothing(tmp_path):
+    _setup(tmp_path, TOKENS, "toks")
+    _pipe(tmp_path, "toks:few_tokens")
+    curator(tmp_path, "run", "p.yaml")
+    env = cli_env()
+    env["PYTHONPATH"] = os.pathsep.join([env["PYTHONPATH"], str(tmp_path / "mods")])
+    env.update(TOKENIZERS_PARALLELISM="false", RAYON_NUM_THREADS="1", RAYON_RS_NUM_CPUS="1")
+    p = subprocess.run(
+        [sys.executable, "-m", "curator", "status", "p.yaml"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert "done" in line(p.stdout + p.stderr, "few_tokens"), p.stdout + p.stderr

@@ -19,6 +19,10 @@ those reads and the next run checks them:
   :func:`curator.core.codehash.library_file`), ``/proc``, ``/sys``, ``/dev``, and modules
   curator does not follow (its run machinery, libraries); a module opened in its compiled
   form (``__pycache__/*.pyc``) counts as its source file;
+* a folder the task's code lists (``os.listdir``/``os.scandir``: ``glob``, ``os.walk``,
+  ``Path.iterdir``) is recorded by the names it holds (:func:`listing`), but not one it wrote
+  into, nor the import system's or curator's own listings; a task that opened or listed a
+  relative path records its current directory (:data:`CWD`);
 * :func:`changed` tells which recorded inputs differ now: the same stat is taken as the same
   content (``ctime`` cannot be set back), another stat is settled by the digest (a ``touch``
   changes nothing).

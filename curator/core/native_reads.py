@@ -84,10 +84,26 @@ def lib() -> Lib | None:
     return _LIB
 
 
+def unloadable(path: str) -> str | None:
+    """Why the dynamic loader could not load the library at ``path`` (unreadable by this
+    user, truncated), else ``None``: preloaded, such a library makes the loader print an
+    error in this process and in every process it starts."""
+    try:
+        ctypes.CDLL(path, mode=os.RTLD_LOCAL)  # its calls replace nothing when not preloaded
+    except OSError as e:
+        return str(e).replace(path + ": ", "")
+    return None
+
+
+_UNLOADABLE: str | None = None
+
+
 def reexec() -> None:
     """Execute this ``curator`` command again with the library preloaded, once; returns (and
     the command runs untraced by it) when it is off, not built, already loaded, already
-    tried, or its path cannot be put in ``LD_PRELOAD`` (a space or colon in it)."""
+    tried, its path cannot be put in ``LD_PRELOAD`` (a space or colon in it), or it cannot
+    be loaded."""
+    global _UNLOADABLE
     path = library_path()
     if (
         path is None
@@ -97,6 +113,9 @@ def reexec() -> None:
         or any(c in path for c in " :\t\n")
         or not getattr(sys, "orig_argv", None)
     ):
+        return
+    _UNLOADABLE = unloadable(path)
+    if _UNLOADABLE is not None:
         return
     env = dict(os.environ)
     env["LD_PRELOAD"] = " ".join(p for p in (path, env.get("LD_PRELOAD", "")) if p)
@@ -118,6 +137,8 @@ def not_traced() -> str | None:
         return f"{SWITCH}=off"
     if library_path() is None:
         return "curator/core/_native_reads.c is not built (no C compiler at install)"
+    if _UNLOADABLE is not None:
+        return f"{library_path()} cannot be loaded: {_UNLOADABLE}"
     if os.environ.get(SWITCH):
         return "the dynamic loader did not preload it (LD_PRELOAD ignored)"
     return "not run through the `curator` command"

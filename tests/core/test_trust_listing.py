@@ -151,3 +151,33 @@ def test_a_thread_count_a_library_reads_reruns_nothing(tmp_path):
         timeout=300,
     )
     assert "done" in line(p.stdout + p.stderr, "few_tokens"), p.stdout + p.stderr
+
+
+def test_a_native_reads_library_that_cannot_be_loaded_is_not_preloaded(tmp_path):
+    """A copy of the package whose library is truncated (as one unreadable by the user running
+    a shared install): the command runs, untraced, with one note, and no loader error."""
+    from curator.core.native_reads import library_path
+
+    built = library_path()
+    assert built is not None, "curator/core/_native_reads.c is not built: run scripts/setup.sh"
+    src = Path(built).parents[2]
+    shutil.copytree(
+        src / "curator", tmp_path / "pkg" / "curator", ignore=shutil.ignore_patterns("__pycache__")
+    )
+    (tmp_path / "pkg" / "curator" / "core" / Path(built).name).write_bytes(b"")
+    _setup(tmp_path, "", "empty")
+    _pipe(tmp_path, "fix_unicode")
+    env = cli_env()
+    env["PYTHONPATH"] = str(tmp_path / "pkg")
+    env.pop("CURATOR_NATIVE_READS", None)
+    p = subprocess.run(
+        [sys.executable, "-m", "curator", "status", "p.yaml"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    out = p.stdout + p.stderr
+    assert p.returncode == 0, out
+    assert "ld.so" not in out and "cannot be loaded" in out, out

@@ -1,7 +1,9 @@
 """What a stage's result is keyed on beyond the files it opens: the folders it lists (a file
 added to a globbed folder is never opened by the run that did not see it), the current
-directory it resolved relative paths in, and a module-level ``ctypes`` library handle (whose
-address differs in every process). Real processes through the ``curator`` command."""
+directory it resolved relative paths in, a module-level ``ctypes`` library handle (whose
+address differs in every process), a file and a variable read through libc's own handle;
+what it is not keyed on: a library's thread count. And a native-reads library that cannot be
+loaded is not preloaded. Real processes through the ``curator`` command."""
 
 from __future__ import annotations
 
@@ -181,3 +183,53 @@ def test_a_native_reads_library_that_cannot_be_loaded_is_not_preloaded(tmp_path)
     out = p.stdout + p.stderr
     assert p.returncode == 0, out
     assert "ld.so" not in out and "cannot be loaded" in out, out
+
+
+LIBC = """
+import ctypes
+import os
+
+from curator import filter
+
+HERE = os.path.dirname(__file__)
+libc = ctypes.CDLL("libc.so.6")  # its own handle: dlsym there finds libc's fopen and getenv
+libc.fopen.restype = ctypes.c_void_p
+libc.fopen.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
+libc.fgets.argtypes = [ctypes.c_char_p, ctypes.c_int, ctypes.c_void_p]
+libc.fclose.argtypes = [ctypes.c_void_p]
+libc.getenv.restype = ctypes.c_char_p
+
+
+@filter
+def libc_lim(doc) -> bool:
+    fp = libc.fopen(os.path.join(HERE, "mydata", "lim.txt").encode(), b"r")
+    buf = ctypes.create_string_buffer(64)
+    libc.fgets(buf, 64, fp)
+    libc.fclose(fp)
+    return len(doc.text) < int(buf.value) + int(libc.getenv(b"LIBC_ADD") or b"0")
+"""
+
+
+def test_a_file_and_a_variable_read_through_libcs_own_handle_are_part_of_the_key(tmp_path):
+    mods = _setup(tmp_path, LIBC, "libcmod")
+    _pipe(tmp_path, "libcmod:libc_lim")
+    curator(tmp_path, "run", "p.yaml")
+    before = kept(tmp_path)
+    assert "done" in line(curator(tmp_path, "status", "p.yaml"), "libc_lim")
+    (mods / "mydata" / "lim.txt").write_text("900")
+    st = curator(tmp_path, "status", "p.yaml")
+    assert "stale" in line(st, "libc_lim") and "lim.txt" in line(st, "libc_lim"), st
+    curator(tmp_path, "run", "p.yaml")
+    assert kept(tmp_path) == fresh(tmp_path) > before
+    env = cli_env()
+    env["PYTHONPATH"] = os.pathsep.join([env["PYTHONPATH"], str(tmp_path / "mods")])
+    env["LIBC_ADD"] = "100"
+    p = subprocess.run(
+        [sys.executable, "-m", "curator", "status", "p.yaml"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert "environment variable LIBC_ADD" in line(p.stdout + p.stderr, "libc_lim"), p.stdout

@@ -9,8 +9,7 @@ the program starts (``LD_PRELOAD``), so the ``curator`` command executes itself 
 it preloaded (:func:`reexec`); its children inherit it (Dask workers, a stage's subprocesses,
 which it leaves alone: it holds no Python symbol and records nothing until curator asks). A
 process that imports curator without the command (``curator.run`` from a notebook) runs without
-it: :func:`lib` is ``None`` there and tracing sees what the audit hook sees. With it, ctypes
-lookups of the functions it replaces on libc's own handle are routed to it (:func:`route_ctypes`).
+it: :func:`lib` is ``None`` there and tracing sees what the audit hook sees.
 """
 
 from __future__ import annotations
@@ -66,15 +65,6 @@ class Lib:
         return [(item[:1].decode(), os.fsdecode(item[1:])) for item in raw.split(b"\0") if item]
 
 
-#: libc's functions the library replaces. Looked up on libc's own handle
-#: (``ctypes.CDLL("libc.so.6").fopen``) ``dlsym`` finds libc's definition, which bypasses it.
-REPLACED = frozenset(
-    (
-        "open", "open64", "openat", "openat64", "__open_2", "__open64_2", "__openat_2",
-        "__openat64_2", "fopen", "fopen64", "getenv", "secure_getenv",
-    )
-)  # fmt: skip
-
 _LIB: Lib | None = None
 _LOOKED = False
 
@@ -106,28 +96,6 @@ def unloadable(path: str) -> str | None:
 
 
 _UNLOADABLE: str | None = None
-
-
-def route_ctypes() -> None:
-    """While the library is preloaded, a function it replaces that Python code looks up on
-    libc's own handle with ctypes is the one the process's C code calls (the preloaded one):
-    a custom stage calling ``ctypes.CDLL("libc.so.6").fopen`` is seen like one calling
-    ``ctypes.CDLL(None).fopen`` or a C library calling ``fopen``."""
-    if getattr(ctypes.CDLL.__getitem__, "_curator", False):
-        return
-    plain = ctypes.CDLL.__getitem__
-    scope = ctypes.CDLL(None)
-
-    def __getitem__(self: ctypes.CDLL, name_or_ordinal: str | int) -> object:
-        name = os.path.basename(str(getattr(self, "_name", "") or ""))
-        if name_or_ordinal in REPLACED and name.startswith(("libc.so", "libc-")):
-            func = self._FuncPtr((name_or_ordinal, scope))  # type: ignore[attr-defined]
-            func.__name__ = name_or_ordinal
-            return func
-        return plain(self, name_or_ordinal)
-
-    __getitem__._curator = True  # type: ignore[attr-defined]
-    ctypes.CDLL.__getitem__ = __getitem__  # type: ignore[method-assign]
 
 
 def reexec() -> None:
@@ -175,6 +143,3 @@ def not_traced() -> str | None:
         return "the dynamic loader did not preload it (LD_PRELOAD ignored)"
     return "not run through the `curator` command"
 
-
-if lib() is not None:  # before any module of the user's looks a function up
-    route_ctypes()

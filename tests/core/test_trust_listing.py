@@ -1,7 +1,7 @@
 """What a stage's result is keyed on beyond the files it opens: the folders it lists (a file
 added to a globbed folder is never opened by the run that did not see it), the current
 directory it resolved relative paths in, a module-level ``ctypes`` library handle (whose
-address differs in every process), a file and a variable read through libc's own handle;
+address differs in every process), a file and a variable read through ctypes in the process's scope;
 what it is not keyed on: a library's thread count. And a native-reads library that cannot be
 loaded is not preloaded. Real processes through the ``curator`` command."""
 
@@ -192,7 +192,7 @@ import os
 from curator import filter
 
 HERE = os.path.dirname(__file__)
-libc = ctypes.CDLL("libc.so.6")  # its own handle: dlsym there finds libc's fopen and getenv
+libc = ctypes.CDLL(None)  # the process's scope: the preloaded fopen and getenv
 libc.fopen.restype = ctypes.c_void_p
 libc.fopen.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
 libc.fgets.argtypes = [ctypes.c_char_p, ctypes.c_int, ctypes.c_void_p]
@@ -210,7 +210,7 @@ def libc_lim(doc) -> bool:
 """
 
 
-def test_a_file_and_a_variable_read_through_libcs_own_handle_are_part_of_the_key(tmp_path):
+def test_a_file_and_a_variable_read_through_ctypes_are_part_of_the_key(tmp_path):
     mods = _setup(tmp_path, LIBC, "libcmod")
     _pipe(tmp_path, "libcmod:libc_lim")
     curator(tmp_path, "run", "p.yaml")

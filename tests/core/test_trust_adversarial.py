@@ -124,14 +124,22 @@ def _pipe(tmp_path: Path, stage: str, name: str = "p.yaml") -> None:
     )
 
 
-def curator(tmp_path: Path, *args: str, ok: bool = True) -> str:
-    env = cli_env()
-    env["PYTHONPATH"] = os.pathsep.join([env["PYTHONPATH"], str(tmp_path / "mods")])
-    env["PYTHONDONTWRITEBYTECODE"] = "1"
+def curator(tmp_path: Path, *args: str, ok: bool = True, cwd: Path | None = None,
+            env: dict[str, str | None] | None = None) -> str:
+    """``python -m curator *args`` with the test's modules importable (``env``: more
+    variables, ``None`` removes one), run in ``cwd`` (default ``tmp_path``)."""
+    full = cli_env()
+    full["PYTHONPATH"] = os.pathsep.join([full["PYTHONPATH"], str(tmp_path / "mods")])
+    full["PYTHONDONTWRITEBYTECODE"] = "1"
+    for k, v in (env or {}).items():
+        if v is None:
+            full.pop(k, None)
+        else:
+            full[k] = v
     p = subprocess.run(
         [sys.executable, "-m", "curator", *args],
-        cwd=tmp_path,
-        env=env,
+        cwd=cwd or tmp_path,
+        env=full,
         capture_output=True,
         text=True,
         timeout=300,

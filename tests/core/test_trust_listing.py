@@ -7,14 +7,10 @@ loaded is not preloaded. Real processes through the ``curator`` command."""
 
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 from tests.core.test_trust_adversarial import _pipe, _setup, curator, fresh, kept, line
-from tests.helpers import cli_env
 
 GLOBBED = """
 import glob
@@ -88,18 +84,7 @@ def test_a_relative_path_read_from_another_current_directory_reruns_the_stage(tm
         (folder / "mydata" / "lim.txt").write_text(lim)
 
     def run(cwd: Path, *args: str) -> str:
-        env = cli_env()
-        env["PYTHONPATH"] = os.pathsep.join([env["PYTHONPATH"], str(tmp_path / "mods")])
-        p = subprocess.run(
-            [sys.executable, "-m", "curator", *args, str(yaml), "--work-dir", str(tmp_path / "w")],
-            cwd=cwd,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-        assert p.returncode == 0, p.stdout + p.stderr
-        return p.stdout + p.stderr
+        return curator(tmp_path, *args, str(yaml), "--work-dir", str(tmp_path / "w"), cwd=cwd)
 
     run(here, "run")
     before = kept(tmp_path)
@@ -141,18 +126,9 @@ def test_a_thread_count_a_library_reads_reruns_nothing(tmp_path):
     _setup(tmp_path, TOKENS, "toks")
     _pipe(tmp_path, "toks:few_tokens")
     curator(tmp_path, "run", "p.yaml")
-    env = cli_env()
-    env["PYTHONPATH"] = os.pathsep.join([env["PYTHONPATH"], str(tmp_path / "mods")])
-    env.update(TOKENIZERS_PARALLELISM="false", RAYON_NUM_THREADS="1", RAYON_RS_NUM_CPUS="1")
-    p = subprocess.run(
-        [sys.executable, "-m", "curator", "status", "p.yaml"],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert "done" in line(p.stdout + p.stderr, "few_tokens"), p.stdout + p.stderr
+    out = curator(tmp_path, "status", "p.yaml", env={
+        "TOKENIZERS_PARALLELISM": "false", "RAYON_NUM_THREADS": "1", "RAYON_RS_NUM_CPUS": "1"})
+    assert "done" in line(out, "few_tokens"), out
 
 
 def test_a_native_reads_library_that_cannot_be_loaded_is_not_preloaded(tmp_path):
@@ -169,19 +145,8 @@ def test_a_native_reads_library_that_cannot_be_loaded_is_not_preloaded(tmp_path)
     (tmp_path / "pkg" / "curator" / "core" / Path(built).name).write_bytes(b"")
     _setup(tmp_path, "", "empty")
     _pipe(tmp_path, "fix_unicode")
-    env = cli_env()
-    env["PYTHONPATH"] = str(tmp_path / "pkg")
-    env.pop("CURATOR_NATIVE_READS", None)
-    p = subprocess.run(
-        [sys.executable, "-m", "curator", "status", "p.yaml"],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    out = p.stdout + p.stderr
-    assert p.returncode == 0, out
+    out = curator(tmp_path, "status", "p.yaml",
+                  env={"PYTHONPATH": str(tmp_path / "pkg"), "CURATOR_NATIVE_READS": None})
     assert "ld.so" not in out and "cannot be loaded" in out, out
 
 
@@ -221,15 +186,5 @@ def test_a_file_and_a_variable_read_through_ctypes_are_part_of_the_key(tmp_path)
     assert "stale" in line(st, "libc_lim") and "lim.txt" in line(st, "libc_lim"), st
     curator(tmp_path, "run", "p.yaml")
     assert kept(tmp_path) == fresh(tmp_path) > before
-    env = cli_env()
-    env["PYTHONPATH"] = os.pathsep.join([env["PYTHONPATH"], str(tmp_path / "mods")])
-    env["LIBC_ADD"] = "100"
-    p = subprocess.run(
-        [sys.executable, "-m", "curator", "status", "p.yaml"],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert "environment variable LIBC_ADD" in line(p.stdout + p.stderr, "libc_lim"), p.stdout
+    st = curator(tmp_path, "status", "p.yaml", env={"LIBC_ADD": "100"})
+    assert "environment variable LIBC_ADD" in line(st, "libc_lim"), st

@@ -9,15 +9,15 @@ import subprocess
 
 import pytest
 
+from tests.helpers import unavailable
+
 OTHER = "curator-other"
 
 
 def other_user() -> tuple[int, int]:
     """uid and gid of a real account other than the test's (created when missing)."""
     if os.geteuid() != 0:
-        if os.environ.get("CI") == "true":
-            pytest.fail("needs root (to act as another user); CI runs as root")
-        pytest.skip("needs root to act as another user")
+        unavailable("root, to act as another user")
     if shutil.which("setpriv") is None:
         pytest.fail("setpriv (util-linux) is missing: scripts/setup.sh installs it")
     try:

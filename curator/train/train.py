@@ -15,6 +15,7 @@ from typing import Any
 
 from curator.base.errors import InputError
 from curator.core.context import GlobalContext
+from curator.core.identity import content_hash
 from curator.core.stage import GlobalStage, Shard
 from curator.storage.atomic import JsonDoc, write_json
 from curator.train.config import TrainConfig
@@ -151,18 +152,12 @@ def _check_data(save: str, blend: str) -> str | None:
                 f"({describe_input_change(meta, now)}); remove them or set another 'save' "
                 "folder to train on the new data")
     os.makedirs(save, exist_ok=True)
-    write_json(stamp, {p: {**ident, HASH_KEY: _hash(p)} for p, ident in now.items()})
+    write_json(stamp, {p: {**ident, HASH_KEY: content_hash(p)} for p, ident in now.items()})
     return None
 
 
 #: The key of a file's byte hash in the data stamp.
 HASH_KEY = "xxh3_128"
-
-
-def _hash(path: str) -> str:
-    from curator.core.identity import content_hash
-
-    return content_hash(path)
 
 
 def _on_disk(ident: Any) -> Any:
@@ -181,7 +176,7 @@ def _same_data(old: Any, now: dict[str, dict[str, Any]]) -> bool:
             return False
         if _on_disk(was) == ident:
             continue
-        if was.get(HASH_KEY) is None or _hash(path) != was[HASH_KEY]:
+        if was.get(HASH_KEY) is None or content_hash(path) != was[HASH_KEY]:
             return False
     return True
 

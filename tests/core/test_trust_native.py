@@ -8,7 +8,6 @@ gives; a variable the stage does not read changes nothing. Real processes throug
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -21,7 +20,7 @@ import pytest
 from safetensors.numpy import save_file
 
 from curator.core.native_reads import library_path
-from tests.core.test_trust_adversarial import _pipe, _setup, kept, line
+from tests.core.test_trust_adversarial import _pipe, _setup, curator, kept, line
 from tests.helpers import cli_env
 
 NATIVE = """
@@ -55,23 +54,9 @@ def _built():
 
 
 def run(tmp_path: Path, *args: str, **env: str) -> str:
-    e = cli_env()
-    e["PYTHONPATH"] = os.pathsep.join([e["PYTHONPATH"], str(tmp_path / "mods")])
-    e["PYTHONDONTWRITEBYTECODE"] = "1"
-    for k in ("EXTRA", "NATIVE_ADD", "UNRELATED"):
-        e.pop(k, None)
-    e.update(env)
-    p = subprocess.run(
-        [sys.executable, "-m", "curator", *args],
-        cwd=tmp_path,
-        env=e,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        start_new_session=True,
-    )
-    assert p.returncode == 0, p.stdout + p.stderr
-    return p.stdout + p.stderr
+    """The command with none of the tests' variables set but ``env``'s."""
+    unset: dict[str, str | None] = dict.fromkeys(("EXTRA", "NATIVE_ADD", "UNRELATED"))
+    return curator(tmp_path, *args, env={**unset, **env})
 
 
 def fresh(tmp_path: Path, *args: str, **env: str) -> int:

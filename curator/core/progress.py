@@ -32,7 +32,7 @@ from curator.storage import nofollow, read_position
 #: How often a worker rewrites its shard's heartbeat file (seconds; ``CURATOR_HEARTBEAT_S``).
 HEARTBEAT_S = float(os.environ.get("CURATOR_HEARTBEAT_S") or 2.0)
 #: How often the driver redraws the bar (terminal) or prints a line (otherwise), in seconds;
-#: ``CURATOR_PROGRESS_S`` sets the line interval.
+#: ``CURATOR_PROGRESS_S`` sets the line interval (0: every phase, however short, has a line).
 BAR_S = 1.0
 LINE_S = 10.0
 #: A heartbeat older than this is a shard that stopped (a killed worker): not shown.
@@ -40,6 +40,8 @@ STALE_S = 60.0
 #: A global stage's phase shorter than this (or than the line interval) prints no line in log
 #: mode (its bar still shows).
 PHASE_QUIET_S = 2.0
+#: The shortest wait of the thread that prints in-flight lines (``CURATOR_PROGRESS_S=0``).
+WATCH_MIN_S = 0.01
 
 
 def heartbeat_path(work_dir: str, stage_id: str, shard: str) -> str:
@@ -428,7 +430,7 @@ class Progress:
         ``line_s`` seconds, with what the items in flight have done so far. A shard stage's
         line comes only with news (a shard moved on); a phase's every ``line_s`` seconds,
         so a long task with nothing to count still shows it is alive."""
-        every = BAR_S if self.mode == "bar" else min(self.line_s, BAR_S)
+        every = BAR_S if self.mode == "bar" else max(min(self.line_s, BAR_S), WATCH_MIN_S)
         while not self._stop.wait(every):
             with self._lock:
                 now = time.perf_counter()

@@ -93,6 +93,35 @@ def _resiliparse_defaults(html: str) -> str:
     return extract_plain_text(HTMLTree.parse(html), main_content=True)
 
 
+def _space_split_counts(fn: Callable[[str], str]) -> Callable[[str], str]:
+    """The default as it was before its rules counted a word per CJK character: words split
+    on spaces only (docs/extract.md#word-counts-in-every-script)."""
+    def run(html: str) -> str:
+        from curator.extract import extract_html
+        from curator.extract.adapters import resiliparse_text
+
+        def spaces(text: str) -> int:
+            return len(text.split())
+
+        saved = extract_html.count_words, resiliparse_text.count_words
+        extract_html.count_words = resiliparse_text.count_words = spaces
+        try:
+            return fn(html)
+        finally:
+            extract_html.count_words, resiliparse_text.count_words = saved
+    return run
+
+
+def _comments_past(k: float) -> Callable[[str], str]:
+    def run(html: str) -> str:
+        from curator.extract.extract_html import extract_text
+
+        a = extract_text(html)
+        b = extract_text(html, include_comments=True)
+        return b if len(b) > k * len(a) else a
+    return run
+
+
 def configs() -> dict[str, Callable[[str], str]]:
     """Every option set scored. The main ones first (printed by default)."""
     from curator.extract.extract_html import EXTRACTORS, extract_text
@@ -137,6 +166,10 @@ def configs() -> dict[str, Callable[[str], str]]:
     out["curator default, screen-reader text kept"] = cur(screen_reader_text=True)
     for ratio in (0.3, 0.7):
         out[f"curator default, fallback_ratio={ratio}"] = cur(fallback_ratio=ratio)
+    out["curator default, space-split counts"] = _space_split_counts(cur())
+    out["curator default, comments"] = cur(include_comments=True)
+    for k in (1.5, 2.0, 3.0):
+        out[f"curator default, comments past {k}x"] = _comments_past(k)
     out.update({
         "curator default, no fallback": cur(fallback=False),
         "curator default, shape off": cur(shape=False),

@@ -28,6 +28,7 @@ from curator.extract.html_repair import close_noscript_iframes, close_open_title
 from curator.extract.prune_ui import MASK, unmask
 from curator.extract.shape import TAG
 from curator.extract.timeout import ExtractTimeout, time_limit
+from curator.extract.words import TOKEN, count_words
 
 Extractor = Literal["trafilatura", "resiliparse", "justext"]
 
@@ -141,7 +142,7 @@ Fast = bool | Literal["auto"]
 
 
 def _words(text: str) -> int:
-    return len(text.split())
+    return count_words(text)
 
 
 _SCRIPT_OR_STYLE = re.compile(r"<(script|style)\b", re.IGNORECASE)
@@ -153,8 +154,6 @@ _END_TAG = {t: re.compile(rf"</{t}\s*>", re.IGNORECASE) for t in ("script", "sty
 def _covers(new: str, old: str, share: float) -> bool:
     """Whether ``new`` holds at least ``share`` of ``old``'s distinct words (all of them when
     ``old`` has none)."""
-    from curator.extract.listing import TOKEN  # a word per character in no-space scripts
-
     words = set(TOKEN.findall(old.lower()))
     if not words:
         return True
@@ -171,7 +170,7 @@ def _visible_words(html: str) -> int:
     while True:
         m = _SCRIPT_OR_STYLE.search(html, pos)
         end = m.start() if m else len(html)
-        n += len(TAG.sub(" ", html[pos:end]).split())
+        n += count_words(TAG.sub(" ", html[pos:end]))
         if m is None:
             return n
         close = _END_TAG[m.group(1).lower()].search(html, m.end())

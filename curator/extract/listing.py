@@ -14,9 +14,10 @@ changed, 4 down; listings 0.657 -> 0.610), hence off.
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from typing import Any
+
+from curator.extract.words import TOKEN, count_words
 
 #: Fewest sibling blocks of one kind (tag and first class) that make a listing.
 MIN_CARDS = 4
@@ -31,14 +32,6 @@ OVER_TEXT = 3.0
 #: ...of which the extracted text holds under this share (else it already has the list).
 MAX_COVERED = 0.3
 
-# Scripts written without spaces count a word per character (as bench/extraction_quality.py
-# scores them): else a Chinese page's text is "a few words" and looks short.
-_NOSPACE = (r"[\u0e00-\u0e7f\u1000-\u109f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff"
-            r"\uac00-\ud7af]")
-#: A word, or one character of a script written without spaces (also the thin-page rerun's
-#: coverage test in extract_html).
-TOKEN = re.compile(_NOSPACE + r"|(?:(?!" + _NOSPACE + r")\w)+")
-_NOSPACE_CHAR = re.compile(_NOSPACE)
 _SKIP = ("script", "style", "noscript", "svg", "template")
 _CHROME = frozenset({"nav", "header", "footer", "aside"})
 
@@ -50,11 +43,6 @@ def _kind(el: Any) -> tuple[str, str]:
 
 def _words(text: str) -> Counter[str]:
     return Counter(TOKEN.findall(text.lower()))
-
-
-def _count(text: str) -> int:
-    """Words, a character each in scripts written without spaces."""
-    return len(text.split()) + len(_NOSPACE_CHAR.findall(text))
 
 
 def listing_cards(html: str, text: str, text_ratio: float) -> str:
@@ -69,8 +57,8 @@ def listing_cards(html: str, text: str, text_ratio: float) -> str:
         return ""
     strip_elements(tree, *_SKIP, with_tail=False)
     body = tree.find("body")
-    body_words = _count((body if body is not None else tree).text_content())
-    n_text = _count(text)
+    body_words = count_words((body if body is not None else tree).text_content())
+    n_text = count_words(text)
     if not body_words or n_text >= text_ratio * body_words:
         return ""
     best: list[str] = []
@@ -89,7 +77,7 @@ def listing_cards(html: str, text: str, text_ratio: float) -> str:
         if linked < LINKED_SHARE * n:
             continue
         cards = [" ".join(" ".join(k.itertext()).split()) for k in same]
-        words = sum(_count(c) for c in cards)
+        words = sum(count_words(c) for c in cards)
         if words <= best_words or words < MIN_CARD_WORDS * n:
             continue
         if el.tag in _CHROME or any(a.tag in _CHROME for a in el.iterancestors()):

@@ -6,6 +6,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from curator.extract.words import count_words
+
 #: resiliparse's main-content pass is quadratic in the nesting depth of ``<div>``s (10,000
 #: nested: 3 s, 100,000: 6 minutes, in one C call that no time limit can interrupt); other
 #: tags are not (10,000 nested spans, sections, lists or tables: under 0.03 s). Deeper than
@@ -58,4 +60,4 @@ def page_text(html: str) -> str:
 def body_words(tree: Any) -> int:
     """Words of the text of the page's ``<body>`` (every element, navigation included)."""
     body = tree.body
-    return len(body.text.split()) if body is not None else 0
+    return count_words(body.text) if body is not None else 0

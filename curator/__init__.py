@@ -9,34 +9,61 @@ The public API is deliberately small::
     from curator import run, load, RunResult   # run or validate a pipeline file from Python
 """
 
-from curator.base.document import Document
-from curator.core.params import (
-    NonNegFloat,
-    NonNegInt,
-    PositiveFloat,
-    PositiveInt,
-    Ratio,
-    StageParams,
-)
-from curator.core.stage import (
-    BatchStage,
-    DirPath,
-    FilePath,
-    Filter,
-    GlobalStage,
-    Modifier,
-    Shard,
-    ShardSpec,
-    ShardStage,
-    Source,
-    Stage,
-    filter,
-    modifier,
-)
+from typing import TYPE_CHECKING
 
 __version__ = "0.1.0"
 
-from curator.api import RunResult, load, run  # after __version__: core modules import it
+#: Where each public name lives: imported on first use, so that ``curator --version``, the
+#: native-reads re-exec (curator/core/native_reads.py) and a worker that needs one module do
+#: not pay for pydantic and the whole core first.
+_PUBLIC = {
+    "Document": "curator.base.document",
+    **dict.fromkeys(("NonNegFloat", "NonNegInt", "PositiveFloat", "PositiveInt", "Ratio",
+                     "StageParams"), "curator.core.params"),
+    **dict.fromkeys(("BatchStage", "DirPath", "FilePath", "Filter", "GlobalStage", "Modifier",
+                     "Shard", "ShardSpec", "ShardStage", "Source", "Stage", "filter",
+                     "modifier"), "curator.core.stage"),
+    **dict.fromkeys(("RunResult", "load", "run"), "curator.api"),
+}
+
+
+def __getattr__(name: str) -> object:
+    module = _PUBLIC.get(name)
+    if module is None:
+        raise AttributeError(f"module 'curator' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+if TYPE_CHECKING:
+    from curator.api import RunResult, load, run
+    from curator.base.document import Document
+    from curator.core.params import (
+        NonNegFloat,
+        NonNegInt,
+        PositiveFloat,
+        PositiveInt,
+        Ratio,
+        StageParams,
+    )
+    from curator.core.stage import (
+        BatchStage,
+        DirPath,
+        FilePath,
+        Filter,
+        GlobalStage,
+        Modifier,
+        Shard,
+        ShardSpec,
+        ShardStage,
+        Source,
+        Stage,
+        filter,
+        modifier,
+    )
 
 __all__ = [
     "BatchStage",

@@ -140,7 +140,7 @@ def main() -> int:
                 for r in documents(500, seed=1000 + ti, prose_share=1.0):
                     f.write(r["text"][:300].replace("\n", " ") + "\n")
             b = _BuildTask(13, 8, None, d)((f"t{ti}", [src]))
-            paths[b["task"]] = b["path"]
+            paths[b.task] = b.path
         m = Matcher(paths)
         m.matches("warm up")
         t, _ = _cpu(lambda: [m.matches(x) for x in texts], args.repeat)

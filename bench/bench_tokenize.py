@@ -88,7 +88,7 @@ def main(argv: list[str] | None = None) -> None:
         mb = sum(len(t.encode()) for t in texts) / 1e6
         tok = train_bpe(TrainTokenizer(vocab_size=args.vocab), iter(texts[:3000]),
                         os.path.join(tmp, "tok"))
-        enc = load_encoder({"type": "huggingface", "path": tok["path"]})
+        enc = load_encoder({"type": "huggingface", "path": tok.path})
         ours_docs = [Document(str(i), t, {}) for i, t in enumerate(texts)]
         dt_docs = [DTDocument(text=t, id=str(i)) for i, t in enumerate(texts)]
 
@@ -103,7 +103,7 @@ def main(argv: list[str] | None = None) -> None:
         def run_datatrove() -> None:
             step = MegatronDocumentTokenizer(
                 output_folder=os.path.join(tmp, "dt"), save_filename="dt",
-                tokenizer_name_or_path=tok["path"], eos_token="<|endoftext|>",
+                tokenizer_name_or_path=tok.path, eos_token="<|endoftext|>",
                 batch_size=args.batch)
             step.run(iter(dt_docs))
 
@@ -132,7 +132,7 @@ def main(argv: list[str] | None = None) -> None:
 
         what = f"real text from {args.corpus}" if args.corpus else "synthetic text"
         print(f"{args.docs} documents ({what}), {mb:.1f} MB, {tokens} tokens, "
-              f"vocab {tok['vocab_size']}, batch {args.batch}, best of {args.repeat}, "
+              f"vocab {tok.vocab_size}, batch {args.batch}, best of {args.repeat}, "
               "1 tokenizer thread")
         best = {k: min(v, key=lambda x: x[1]) for k, v in results.items()}
         for k, (wall, cpu) in best.items():

@@ -163,7 +163,11 @@ def _node_status(pipe: Pipeline, node: StageNode, wd: str,
 
 
 #: (shard name, its key now, the identity of what a source shard reads; ``None`` otherwise)
-ShardKey = tuple[str, str, dict[str, Any] | None]
+ShardKey = tuple[str, str, dict[str, Any] | str | None]
+#: The reason for a writer's shard whose own input did not change, while other input shards
+#: are new to its survey.
+SURVEY_PENDING = ("if what the new input shards hold changes the plan of every file (its "
+                  "columns, their types, the rows written first); the run surveys them first")
 
 
 def _keys(pipe: Pipeline, node: StageNode, wd: str, known: dict[str, dict[str, Any] | None],
@@ -180,14 +184,19 @@ def _keys(pipe: Pipeline, node: StageNode, wd: str, known: dict[str, dict[str, A
     inputs = merge_inputs([(i, known[i]["shards"])  # type: ignore[index]
                            for i in node.inputs])
     keyed = eff
+    pending: set[str] = set()
     if getattr(node.stage, "surveys_input", False):  # a writer: as the runner keys it
         cached = read_surveys(wd, node)
         if all((s.key or s.path) in cached for s in inputs):
             keyed = surveyed_fingerprint(eff, node.stage.prepare(  # type: ignore[attr-defined]
                 [cached[s.key or s.path] for s in inputs], [s.name for s in inputs],
                 [s.path for s in inputs]))
+        else:  # the run surveys the new input first: an unchanged shard redoes only if
+            # what the new input holds changes the plan every file is written to
+            pending = {s.name for s in inputs if (s.key or s.path) in cached}
     return input_state(keyed, inputs), [
-        (s.name, shard_key(keyed, s.name, s.key or s.path), None) for s in inputs]
+        (s.name, shard_key(keyed, s.name, s.key or s.path),
+         SURVEY_PENDING if s.name in pending else None) for s in inputs]
 
 
 def _shards_to_redo(sdir: str, wd: str, details: list[ShardKey]) -> tuple[int, list[str]]:
@@ -209,7 +218,8 @@ def _shards_to_redo(sdir: str, wd: str, details: list[ShardKey]) -> tuple[int, l
             continue
         redo += 1
         if marker and len(why) < 3:
-            why.append(f"{name}: " + (describe_input_change(marker.get("read"),
+            why.append(f"{name}: " + (read if isinstance(read, str) else
+                                      describe_input_change(marker.get("read"),
                                                             redact_value(read))
                                       if read is not None else "its upstream shard changed"))
     return redo, why

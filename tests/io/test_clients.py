@@ -160,3 +160,29 @@ def test_a_rerun_reuses_the_surveys_and_a_new_column_rewrites_every_file(tmp_pat
     ]
     assert len(recs) == 12 and all("editor" in r for r in recs)
     assert len({tuple(r) for r in recs}) == 1  # one column order everywhere
+
+
+def test_status_says_an_unchanged_shard_of_a_writer_redoes_if_the_new_input_changes_the_plan(
+        tmp_path):
+    """One source changed: `curator status` cannot know the new survey yet, so for the
+    unchanged sources' shards it names the condition instead of "its upstream shard
+    changed"; the run then redoes all three (the new record is the wiki's smallest, so the
+    rows written first change)."""
+    from tests.helpers import run_cli
+
+    stages = (
+        _sources(tmp_path) + "  - {id: out, inputs: [web, wiki, odd], write_jsonl: "
+        "{path: out, compression: none}}\n"
+    )
+    run(tmp_path, stages)
+    y = tmp_path / "p.yaml"
+    y.write_text(f"name: clients\nwork_dir: {tmp_path / 'w'}\nprogress: log\nstages:\n{stages}")
+    with open(tmp_path / "wiki.jsonl", "a") as f:
+        f.write(json.dumps({"id": "k9", "text": "new", "title": "t", "categories": []}) + "\n")
+    line = next(x for x in run_cli("status", str(y), cwd=tmp_path).stdout.splitlines()
+                if x.startswith("out "))
+    assert "if what the new input shards hold changes the plan of every file" in line, line
+    assert "web-00000: its upstream shard changed" not in line, line
+    rep = run(tmp_path, stages)
+    out = next(s for s in rep["stages"] if s["id"] == "out")
+    assert out["shards_resumed"] == 0 and out["docs_out"] == 12, out

@@ -18,4 +18,5 @@ _NOSPACE_CHAR = re.compile(NOSPACE)
 def count_words(text: str) -> int:
     """Whitespace-separated words, plus one per character of a script written without
     spaces."""
-    return len(text.split()) + len(_NOSPACE_CHAR.findall(text))
+    n = len(text.split())
+    return n if text.isascii() else n + len(_NOSPACE_CHAR.findall(text))

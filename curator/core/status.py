@@ -48,12 +48,15 @@ class StageStatus:
     shards: int | None = None
     redo: int | None = None
     reasons: list[str] = field(default_factory=list)
+    #: of ``redo``, shards redone only if the survey of new input changes their plan
+    maybe: int = 0
 
     def line(self, width: int) -> str:
         counts = ""
         if self.shards is not None and self.redo is not None:
+            some = f"{self.redo - self.maybe} to {self.redo}" if self.maybe else f"{self.redo}"
             counts = (f"{self.shards} shard{'s' if self.shards != 1 else ''}" if not self.redo
-                      else f"{self.redo} of {self.shards} shard{'s' if self.shards != 1 else ''}"
+                      else f"{some} of {self.shards} shard{'s' if self.shards != 1 else ''}"
                       " to redo")
         detail = "; ".join(([counts] if counts else []) + self.reasons)
         return f"{self.id:{width}s}  {self.status:7s}  {detail}".rstrip()
@@ -143,7 +146,8 @@ def _node_status(pipe: Pipeline, node: StageNode, wd: str,
         return st, None  # its outputs are known once it has run
     # source and shard stages: per shard, from the markers
     config_changed = old_key is not None and old_key != eff
-    redo, why = (len(details), []) if config_changed else _shards_to_redo(sdir, wd, details)
+    redo, why, st.maybe = ((len(details), [], 0) if config_changed
+                           else _shards_to_redo(sdir, wd, details))
     st.shards, st.redo = len(names), redo
     if config_changed:
         st.reasons = [r for r in config if not r.startswith("no record")] or [
@@ -199,10 +203,11 @@ def _keys(pipe: Pipeline, node: StageNode, wd: str, known: dict[str, dict[str, A
          SURVEY_PENDING if s.name in pending else None) for s in inputs]
 
 
-def _shards_to_redo(sdir: str, wd: str, details: list[ShardKey]) -> tuple[int, list[str]]:
-    """How many shards a rerun redoes (marker missing, key changed, output lost) and why, for
-    the first three of them."""
-    redo, why = 0, []
+def _shards_to_redo(sdir: str, wd: str, details: list[ShardKey]
+                    ) -> tuple[int, list[str], int]:
+    """How many shards a rerun redoes (marker missing, key changed, output lost), why, for
+    the first three of them, and how many of them only if new input changes their plan."""
+    redo, why, maybe = 0, [], 0
     for name, key, read in details:
         marker = read_marker(os.path.join(sdir, "_done", f"{name}.json"), wd)
         lost = missing_or_foreign(_marker_outputs(marker), wd,
@@ -217,12 +222,13 @@ def _shards_to_redo(sdir: str, wd: str, details: list[ShardKey]) -> tuple[int, l
                                                      else ""))
             continue
         redo += 1
+        maybe += bool(marker) and read is SURVEY_PENDING
         if marker and len(why) < 3:
             why.append(f"{name}: " + (read if isinstance(read, str) else
                                       describe_input_change(marker.get("read"),
                                                             redact_value(read))
                                       if read is not None else "its upstream shard changed"))
-    return redo, why
+    return redo, why, maybe
 
 
 def _marker_outputs(marker: dict[str, Any]) -> list[str]:

@@ -74,10 +74,10 @@ def first_rerun_in_default_balance(html: str) -> str:
     fast = trafilatura_text.page_text(html, True).strip()
     alt, rtree = E._yardstick(html)
     del rtree
-    if fast and E._words(fast) >= 0.5 * E._words(alt):
+    if fast and E.count_words(fast) >= 0.5 * E.count_words(alt):
         return E.extract_text(html)
     text = trafilatura_text.page_text(html, False, "default").strip() or fast
-    return alt if not text or E._words(text) < 0.5 * E._words(alt) else text
+    return alt if not text or E.count_words(text) < 0.5 * E.count_words(alt) else text
 
 
 def candidates() -> dict[str, tuple[Callable[[GoldPage], bool], Callable[[str], str]]]:

@@ -141,10 +141,6 @@ LISTING_RATIO = 0.0
 Fast = bool | Literal["auto"]
 
 
-def _words(text: str) -> int:
-    return count_words(text)
-
-
 _SCRIPT_OR_STYLE = re.compile(r"<(script|style)\b", re.IGNORECASE)
 
 
@@ -261,7 +257,7 @@ def extract_text(html: str, extractor: Extractor = DEFAULT_EXTRACTOR,
             if rtree is None:
                 alt, rtree = _yardstick(html)
             ratio = fallback_ratio or FALLBACK_RATIO
-            n_text, n_alt = _words(text), _words(alt)
+            n_text, n_alt = count_words(text), count_words(alt)
             if fast == "auto" and (not text or n_text < ratio * n_alt):
                 text = page_text(html, False, balance, include_comments, include_tables,
                                  shape, post_meta, stash,
@@ -276,13 +272,13 @@ def extract_text(html: str, extractor: Extractor = DEFAULT_EXTRACTOR,
                 # a thin page's rerun must extend the fragment, not swap it for another block
                 if rerun and (why == "body" or _covers(rerun, text, THIN_COVER)):
                     text = rerun
-            if fallback and (not text or _words(text) < fallback_ratio * _words(alt)):
+            if fallback and (not text or count_words(text) < fallback_ratio * n_alt):
                 text = alt
         # after every comparison of word counts: the masked words counted in them as before
         if not screen_reader_text and MASK not in html:
             text = unmask(text)
         # resiliparse's <body> words as a cheap first test; listing_cards decides on lxml's
-        if listing_ratio > 0 and (rtree is None or _words(text)
+        if listing_ratio > 0 and (rtree is None or count_words(text)
                                   < listing_ratio * resiliparse_text.body_words(rtree)):
             from curator.extract.listing import listing_cards
 

@@ -8,10 +8,14 @@ anywhere can outlast the deadline, and a long shard is never mistaken for a lost
 
 from __future__ import annotations
 
+import array
 import atexit
 import faulthandler
+import fcntl
 import os
+import stat
 import sys
+import termios
 import threading
 import time
 from collections.abc import Callable
@@ -134,6 +138,7 @@ class PeerWatch:
     def _abort(self, line: str) -> None:
         sys.stderr.write(f"curator: error: {line}\n")
         sys.stderr.flush()
+        _read_by_reader(2, 2.0)
         # MPICH prints its own "Abort(1) on node ..." line on this process's stderr: silence it
         # after ours, so the user reads one line
         devnull = open(os.devnull, "w")  # noqa: SIM115 - lives until the process ends
@@ -147,6 +152,27 @@ class PeerWatch:
             sys.modules["mpi4py.MPI"].COMM_WORLD.Abort(1)
         finally:
             os._exit(1)
+
+
+def _read_by_reader(fd: int, deadline_s: float) -> bool:
+    """Wait (at most ``deadline_s``) until the process at the other end of pipe ``fd`` has
+    read all that was written to it. mpiexec's proxy reads a rank's stderr in the same loop
+    that takes its abort: a line still in the pipe when the abort arrives is lost with the
+    killed rank. Not a pipe (a terminal, a file): nothing to wait for."""
+    try:
+        if not stat.S_ISFIFO(os.fstat(fd).st_mode):
+            return True
+        pending = array.array("i", [0])
+        end = time.monotonic() + deadline_s
+        while True:
+            fcntl.ioctl(fd, termios.FIONREAD, pending)
+            if pending[0] == 0:
+                return True
+            if time.monotonic() >= end:
+                return False
+            time.sleep(0.005)
+    except OSError:
+        return False
 
 
 # --- Dask: the same deadline for the client's connection to its scheduler -------------------

@@ -136,3 +136,30 @@ def test_dask_client_deadline_is_set_while_connected_and_restored_after():
         assert dask.config.get("distributed.comm.timeouts.tcp") == "45s"
         assert ex.map(abs, [-1, -2]) == [1, 2]
     assert dask.config.get("distributed.comm.timeouts.tcp") == before
+
+
+def test_the_abort_waits_until_mpiexec_has_read_the_line(tmp_path):
+    """The rank's line reaches the user only if mpiexec's proxy has read it from the pipe
+    before the abort kills the rank: the wait ends when the pipe is empty, or at its deadline
+    when no one reads."""
+    import threading
+
+    from curator.core.liveness import _read_by_reader
+
+    r, w = os.pipe()
+    try:
+        os.write(w, b"curator: error: a line\n")
+        t0 = time.monotonic()
+        assert not _read_by_reader(w, 0.2)  # nobody reads: the deadline ends the wait
+        assert time.monotonic() - t0 >= 0.2
+        reader = threading.Thread(target=os.read, args=(r, 100))
+        reader.start()
+        assert _read_by_reader(w, 30)
+        reader.join()
+    finally:
+        os.close(r)
+        os.close(w)
+    with open(tmp_path / "f", "w") as f:  # a file is not a pipe: nothing to wait for
+        f.write("x")
+        f.flush()
+        assert _read_by_reader(f.fileno(), 0)

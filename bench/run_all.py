@@ -33,7 +33,7 @@ class Bench:
 
 
 BENCHES = [
-    Bench("core", "bench_core.py", ("--docs", "20000"),
+    Bench("core", "bench_core.py", ("--docs", "20000", "--rounds", "7"),
           "read JSONL -> filter -> write JSONL vs datatrove; 20,000 synthetic documents"),
     Bench("extract", "bench_extract.py", ("--repeat", "1"),
           "HTML extractors and WARC -> trafilatura vs datatrove; the bundled sample WARCs "

@@ -3,6 +3,7 @@
     python -m bench.family_quality                        # unseen set, held-out split
     python -m bench.family_quality --jobs 2 --rs-python /var/tmp/rsvenv/bin/python
     python -m bench.family_quality --set gold --split heldout
+    python -m bench.family_quality --set heldout3 --split heldout   # every page held out
     python -m bench.family_quality --report bench/results/family_quality/<file>.json
     python -m bench.family_quality --set both --split tuning \\
         --lofo "curator default, no fallback" --lofo "curator fast=True recall"
@@ -11,9 +12,10 @@ Pages: ``--set unseen`` is ``bench/gold/unseen.jsonl.zst`` (news in many languag
 threads and trafilatura's evaluation pages from public test suites no option was chosen on;
 bench/gold/SOURCES.md), ``--set gold`` is ``pages.jsonl.zst`` (its page types become families
 ``gold-article``, ``gold-forum``..., the few Wikipedia, fiction, how-to and essay pages
-``gold-other``), ``--set both`` is both. Each set has a fixed split
-(``sha1(id) % 10 < 4`` is ``heldout``): choose on ``tuning``, score ``heldout`` once per
-candidate default.
+``gold-other``), ``--set both`` is both; ``--set heldout3`` is ``bench/gold/heldout3.jsonl.zst``
+(news of fundus's Git history and of newspaper's tests; every page ``heldout``) and ``--set
+all`` is all three. The first two sets have a fixed split (``sha1(id) % 10 < 4`` is
+``heldout``): choose on ``tuning``, score ``heldout`` once per candidate default.
 
 Per page and config: token F1 against the full gold where there is one (bench/
 extraction_quality.py's tokens: CJK, Thai, Burmese per character), the share of must-appear
@@ -44,6 +46,7 @@ from bench.gold_set import bootstrap, load_gold, prf
 from bench.lofo import FoldResult, format_folds, leave_one_family_out
 
 UNSEEN = os.path.join(REPO, "bench", "gold", "unseen.jsonl.zst")
+HELDOUT3 = os.path.join(REPO, "bench", "gold", "heldout3.jsonl.zst")
 BASE = "trafilatura defaults"
 MAIN = ["curator default", BASE, "resiliparse"]
 LOSS = 0.3  # a page "lost" when its F1 is this much below trafilatura's
@@ -86,7 +89,8 @@ class Scored:
 
 
 def load_unseen(split: str = "heldout", path: str = UNSEEN) -> list[Page]:
-    """The pages of ``unseen.jsonl.zst`` in ``split`` (``tuning``, ``heldout`` or ``all``)."""
+    """The pages of ``unseen.jsonl.zst`` (or of ``path``, a file of the same rows, such as
+    ``HELDOUT3``) in ``split`` (``tuning``, ``heldout`` or ``all``)."""
     import zstandard
 
     with open(path, "rb") as f:
@@ -121,9 +125,12 @@ def _gold_family(ptype: str) -> str:
 
 
 def load_pages(which: str, split: str) -> list[Page]:
-    """``unseen``, ``gold`` (page types as families ``gold-<type>``) or ``both``."""
-    pages = load_unseen(split) if which in ("unseen", "both") else []
-    if which in ("gold", "both"):
+    """``unseen``, ``gold`` (page types as families ``gold-<type>``), ``both`` (those two),
+    ``heldout3`` or ``all`` (gold, unseen and heldout3)."""
+    pages = load_unseen(split) if which in ("unseen", "both", "all") else []
+    if which in ("heldout3", "all"):
+        pages += load_unseen(split, HELDOUT3)
+    if which in ("gold", "both", "all"):
         pages += [
             Page(
                 p.id, p.html, p.gold, p.lang, _gold_family(p.type), p.type, p.split, p.source, p.url
@@ -326,7 +333,12 @@ def report_file(path: str) -> int:
 
 def main(argv: list[str] | None = None) -> int | tuple[dict, dict]:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--set", dest="which", default="unseen", choices=["unseen", "gold", "both"])
+    ap.add_argument(
+        "--set",
+        dest="which",
+        default="unseen",
+        choices=["unseen", "gold", "both", "heldout3", "all"],
+    )
     ap.add_argument("--split", default="heldout", choices=["heldout", "tuning", "all"])
     ap.add_argument("--family", action="append", help="only these families (repeatable)")
     ap.add_argument("--only", action="append", help="configs instead of the main three")

@@ -96,6 +96,16 @@ def decode(raw: bytes) -> str:
     return decode_html(raw)[0]
 
 
+def fundus_gold(entry: dict) -> str:
+    """The gold text of one parser version's expected output in a fundus test JSON: the
+    body's summary, then each section's headline and paragraphs, a line each."""
+    body = entry.get("body") or {}
+    parts = list(body.get("summary") or [])
+    for sec in body.get("sections") or []:
+        parts += list(sec.get("headline") or []) + list(sec.get("paragraphs") or [])
+    return "\n".join(p.strip() for p in parts if p.strip())
+
+
 def fundus() -> list[dict]:
     """News articles of fundus's parser tests: for each publisher, the page of each parser
     version and the text that version's hand-written selectors return (summary, section
@@ -123,10 +133,6 @@ def fundus() -> list[dict]:
             if len(versions) != len(files):
                 continue
             for version, path in zip(versions, files):
-                body = expected[version].get("body") or {}
-                parts = list(body.get("summary") or [])
-                for sec in body.get("sections") or []:
-                    parts += list(sec.get("headline") or []) + list(sec.get("paragraphs") or [])
                 fname = path.rsplit("/", 1)[-1]
                 rows.append(
                     {
@@ -135,7 +141,7 @@ def fundus() -> list[dict]:
                         "url": meta.get(fname, {}).get("url", ""),
                         "family": "news",
                         "type": "article",
-                        "gold": "\n".join(p.strip() for p in parts if p.strip()),
+                        "gold": fundus_gold(expected[version]),
                         "html": decode(gzip.decompress(git_show(FUNDUS, path))),
                     }
                 )

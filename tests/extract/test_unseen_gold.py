@@ -1,5 +1,6 @@
-"""The second evaluation set (bench/gold/unseen.jsonl.zst), its fixed split, and the
-leave-one-family-out helper (bench/lofo.py)."""
+"""The second evaluation set (bench/gold/unseen.jsonl.zst), its fixed split, the third set
+(bench/gold/heldout3.jsonl.zst, all held out), and the leave-one-family-out helper
+(bench/lofo.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,16 @@ from collections import Counter
 
 import pytest
 
-from bench.family_quality import Page, Scored, _gold_family, figures, load_unseen, score_page
+from bench.family_quality import (
+    HELDOUT3,
+    Page,
+    Scored,
+    _gold_family,
+    figures,
+    load_pages,
+    load_unseen,
+    score_page,
+)
 from bench.gold_set import load_gold
 from bench.lofo import leave_one_family_out
 
@@ -59,6 +69,31 @@ def test_unseen_set_shares_no_page_with_the_tuned_gold_set(unseen) -> None:
     for p in unseen:
         assert not (p.url and p.url.rstrip("/") in old_urls), p.id
         assert hashlib.sha1(p.html.encode()).digest() not in old_html, p.id
+
+
+def test_third_set_is_all_heldout_full_gold_news_outside_the_other_two(unseen) -> None:
+    third = load_unseen("all", HELDOUT3)
+    assert len(third) >= 150
+    assert all(p.split == "heldout" for p in third)
+    assert load_pages("heldout3", "tuning") == []
+    assert Counter(p.source for p in third).keys() <= {"fundus-history", "newspaper"}
+    assert len({p.lang for p in third}) >= 10
+    with open(os.path.join(REPO, "bench", "gold", "SOURCES.md"), encoding="utf-8") as f:
+        sources_md = f.read()
+    assert "heldout3.jsonl.zst" in sources_md
+    old = load_gold("all")
+    old_urls = {p.url.rstrip("/") for p in old + unseen if p.url}
+    old_html = {hashlib.sha1(p.html.encode()).digest() for p in old + unseen}
+    ids = set()
+    for p in third:
+        assert p.id not in ids, p.id
+        ids.add(p.id)
+        assert p.family == "news" and p.type == "article" and p.lang, p.id
+        assert p.html.strip() and len(p.gold.split()) >= 2 and not p.must and not p.must_not
+        assert p.source in sources_md, p.source
+        assert not (p.url and p.url.rstrip("/") in old_urls), p.id
+        assert hashlib.sha1(p.html.encode()).digest() not in old_html, p.id
+    assert len({p.id for p in third} & {p.id for p in unseen}) == 0
 
 
 def test_snippets_match_ignoring_case_and_whitespace() -> None:

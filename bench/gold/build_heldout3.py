@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import gzip
 import hashlib
-import io
 import json
 import os
 import re
@@ -30,7 +29,14 @@ import subprocess
 from collections import Counter
 from urllib.parse import urlparse
 
-from bench.gold.build_unseen import FUNDUS, KEYS, MIRRORS, decode, fundus_gold, head_commit
+from bench.gold.build_unseen import (
+    FUNDUS,
+    MIRRORS,
+    decode,
+    fundus_gold,
+    head_commit,
+    write_rows,
+)
 
 NEWSPAPER = f"{MIRRORS}/codelucas+newspaper/repo"
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "heldout3.jsonl.zst")
@@ -174,7 +180,6 @@ def newspaper() -> list[dict]:
 
 
 def main() -> int:
-    import zstandard
 
     from bench.family_quality import load_unseen
     from bench.gold.build_gold import gold_in_page
@@ -214,15 +219,8 @@ def main() -> int:
         r["lang"] = lang
         r["split"] = "heldout"
         r["licence"] = LICENCES[r["source"]]
-    buf = io.BytesIO()
-    with zstandard.ZstdCompressor(level=19).stream_writer(buf, closefd=False) as w:
-        for r in kept:
-            w.write((json.dumps({k: r[k] for k in KEYS}, ensure_ascii=False) + "\n").encode())
-    with open(OUT, "wb") as fh:
-        fh.write(buf.getvalue())
-    print(
-        f"{len(kept)} pages, {len(buf.getvalue()) / 1e6:.1f} MB -> {OUT}; dropped {dict(dropped)}"
-    )
+    size = write_rows(kept, OUT)
+    print(f"{len(kept)} pages, {size / 1e6:.1f} MB -> {OUT}; dropped {dict(dropped)}")
     print(f"  fundus-history: mirror at {head_commit(FUNDUS)}; each page's commit:")
     for r in kept:
         if "commit" in r:

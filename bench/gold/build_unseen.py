@@ -302,8 +302,20 @@ def trafilatura_eval(exclude: set[str]) -> list[dict]:
     return rows
 
 
-def main() -> int:
+
+def write_rows(rows: list[dict], out: str) -> int:
+    """``rows`` (their ``KEYS``) as zstd JSON lines (level 19) in ``out``; returns its size."""
     import zstandard
+
+    buf = io.BytesIO()
+    with zstandard.ZstdCompressor(level=19).stream_writer(buf, closefd=False) as w:
+        for r in rows:
+            w.write((json.dumps({k: r[k] for k in KEYS}, ensure_ascii=False) + "\n").encode())
+    with open(out, "wb") as fh:
+        fh.write(buf.getvalue())
+    return len(buf.getvalue())
+
+def main() -> int:
 
     from bench.gold.build_gold import gold_in_page
     from bench.gold_set import load_gold
@@ -337,15 +349,8 @@ def main() -> int:
         r["lang"] = lang
         r["split"] = split_of(r["id"])
         r["licence"] = LICENCES[r["source"]]
-    buf = io.BytesIO()
-    with zstandard.ZstdCompressor(level=19).stream_writer(buf, closefd=False) as w:
-        for r in kept:
-            w.write((json.dumps({k: r[k] for k in KEYS}, ensure_ascii=False) + "\n").encode())
-    with open(OUT, "wb") as fh:
-        fh.write(buf.getvalue())
-    print(
-        f"{len(kept)} pages, {len(buf.getvalue()) / 1e6:.1f} MB -> {OUT}; dropped {dict(dropped)}"
-    )
+    size = write_rows(kept, OUT)
+    print(f"{len(kept)} pages, {size / 1e6:.1f} MB -> {OUT}; dropped {dict(dropped)}")
     for src, repo in (
         ("fundus", FUNDUS),
         ("magic-html", MAGIC),

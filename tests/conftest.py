@@ -23,7 +23,7 @@ _WORKER_GIB = 3.5
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
     """``-n auto``: half again as many workers as cores (at least one more), as memory allows.
     Much of the suite waits on real clusters, outages and deadlines rather than computing: on
-    2 cores, 2 workers kept them 165% busy (982-1,134 s), 3 workers 185% (915-1,023 s).
+    2 cores, 2 workers kept them 165% busy, 3 workers 178-186%.
     ``PYTEST_XDIST_AUTO_NUM_WORKERS`` still decides when set."""
     if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
         return None  # xdist's own hook reads it

@@ -25,7 +25,18 @@ def unavailable(reason: str) -> NoReturn:
 
     if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
         pytest.fail(f"CI must provide this: {reason}")
-    pytest.skip(reason)
+    pytest.skip(reason, allow_module_level=True)
+
+
+def require(module: str) -> Any:
+    """``import module``, or :func:`unavailable` (a failure under CI, where scripts/setup.sh
+    installs every extra; a skip elsewhere), also at a test module's top."""
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError as e:
+        unavailable(f"python package {module} ({e})")
 
 
 def cli_env() -> dict[str, str]:

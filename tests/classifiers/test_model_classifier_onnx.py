@@ -19,9 +19,9 @@ from curator.models import hf
 from curator.models.tiny import build_classifier
 from tests.classifiers.helpers_classifiers import corpus, mixed_texts, plain
 from tests.filters.helpers_filters import run_pipeline, write_jsonl
-from tests.helpers import ROOT, run_cli
+from tests.helpers import ROOT, require, run_cli
 
-pytest.importorskip("onnxruntime")
+require("onnxruntime")
 
 #: onnx-int8's drift bounds (docs/models.md "CPU backends"): on the fitted demo model, in score
 #: units of its 0-5 scale; on the tests' random tiny models (weights of std 0.5, a hard case

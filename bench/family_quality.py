@@ -4,6 +4,7 @@
     python -m bench.family_quality --jobs 2 --rs-python /var/tmp/rsvenv/bin/python
     python -m bench.family_quality --set gold --split heldout
     python -m bench.family_quality --set heldout3 --split heldout   # every page held out
+    python -m bench.family_quality --set heldout4 --split heldout   # every page held out
     python -m bench.family_quality --report bench/results/family_quality/<file>.json
     python -m bench.family_quality --set both --split tuning \\
         --lofo "curator default, no fallback" --lofo "curator fast=True recall"
@@ -13,9 +14,12 @@ threads and trafilatura's evaluation pages from public test suites no option was
 bench/gold/SOURCES.md), ``--set gold`` is ``pages.jsonl.zst`` (its page types become families
 ``gold-article``, ``gold-forum``..., the few Wikipedia, fiction, how-to and essay pages
 ``gold-other``), ``--set both`` is both; ``--set heldout3`` is ``bench/gold/heldout3.jsonl.zst``
-(news of fundus's Git history and of newspaper's tests; every page ``heldout``) and ``--set
-all`` is all three. The first two sets have a fixed split (``sha1(id) % 10 < 4`` is
-``heldout``): choose on ``tuning``, score ``heldout`` once per candidate default.
+(news of fundus's Git history and of newspaper's tests; every page ``heldout``), ``--set
+heldout4`` is ``bench/gold/heldout4.jsonl.zst`` (trafilatura's evaluation pages the other sets
+do not hold, with its authors' snippets; families ``news`` and ``mixed`` by the page's own
+article markup; every page ``heldout``) and ``--set all`` is all four. The first two sets
+have a fixed split (``sha1(id) % 10 < 4`` is ``heldout``): choose on ``tuning``, score
+``heldout`` once per candidate default.
 
 Per page and config: token F1 against the full gold where there is one (bench/
 extraction_quality.py's tokens: CJK, Thai, Burmese per character), the share of must-appear
@@ -47,6 +51,7 @@ from bench.lofo import FoldResult, format_folds, leave_one_family_out
 
 UNSEEN = os.path.join(REPO, "bench", "gold", "unseen.jsonl.zst")
 HELDOUT3 = os.path.join(REPO, "bench", "gold", "heldout3.jsonl.zst")
+HELDOUT4 = os.path.join(REPO, "bench", "gold", "heldout4.jsonl.zst")
 BASE = "trafilatura defaults"
 MAIN = ["curator default", BASE, "resiliparse"]
 LOSS = 0.3  # a page "lost" when its F1 is this much below trafilatura's
@@ -90,7 +95,7 @@ class Scored:
 
 def load_unseen(split: str = "heldout", path: str = UNSEEN) -> list[Page]:
     """The pages of ``unseen.jsonl.zst`` (or of ``path``, a file of the same rows, such as
-    ``HELDOUT3``) in ``split`` (``tuning``, ``heldout`` or ``all``)."""
+    ``HELDOUT3``, ``HELDOUT4``) in ``split`` (``tuning``, ``heldout`` or ``all``)."""
     import zstandard
 
     with open(path, "rb") as f:
@@ -126,10 +131,12 @@ def _gold_family(ptype: str) -> str:
 
 def load_pages(which: str, split: str) -> list[Page]:
     """``unseen``, ``gold`` (page types as families ``gold-<type>``), ``both`` (those two),
-    ``heldout3`` or ``all`` (gold, unseen and heldout3)."""
+    ``heldout3``, ``heldout4`` or ``all`` (gold, unseen, heldout3 and heldout4)."""
     pages = load_unseen(split) if which in ("unseen", "both", "all") else []
     if which in ("heldout3", "all"):
         pages += load_unseen(split, HELDOUT3)
+    if which in ("heldout4", "all"):
+        pages += load_unseen(split, HELDOUT4)
     if which in ("gold", "both", "all"):
         pages += [
             Page(
@@ -337,7 +344,7 @@ def main(argv: list[str] | None = None) -> int | tuple[dict, dict]:
         "--set",
         dest="which",
         default="unseen",
-        choices=["unseen", "gold", "both", "heldout3", "all"],
+        choices=["unseen", "gold", "both", "heldout3", "heldout4", "all"],
     )
     ap.add_argument("--split", default="heldout", choices=["heldout", "tuning", "all"])
     ap.add_argument("--family", action="append", help="only these families (repeatable)")

@@ -1,6 +1,6 @@
-"""The second evaluation set (bench/gold/unseen.jsonl.zst), its fixed split, the third set
-(bench/gold/heldout3.jsonl.zst, all held out), and the leave-one-family-out helper
-(bench/lofo.py)."""
+"""The second evaluation set (bench/gold/unseen.jsonl.zst), its fixed split, the third and
+fourth sets (bench/gold/heldout3.jsonl.zst, heldout4.jsonl.zst, all held out), and the
+leave-one-family-out helper (bench/lofo.py)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import pytest
 
 from bench.family_quality import (
     HELDOUT3,
+    HELDOUT4,
     Page,
     Scored,
     _gold_family,
@@ -20,6 +21,7 @@ from bench.family_quality import (
     load_unseen,
     score_page,
 )
+from bench.gold.build_heldout4 import declares_article
 from bench.gold_set import load_gold
 from bench.lofo import leave_one_family_out
 
@@ -94,6 +96,53 @@ def test_third_set_is_all_heldout_full_gold_news_outside_the_other_two(unseen) -
         assert not (p.url and p.url.rstrip("/") in old_urls), p.id
         assert hashlib.sha1(p.html.encode()).digest() not in old_html, p.id
     assert len({p.id for p in third} & {p.id for p in unseen}) == 0
+
+
+def test_fourth_set_is_all_heldout_snippet_pages_outside_the_other_three(unseen) -> None:
+    fourth = load_unseen("all", HELDOUT4)
+    assert len(fourth) >= 800
+    assert all(p.split == "heldout" for p in fourth)
+    assert load_pages("heldout4", "tuning") == []
+    assert Counter(p.source for p in fourth).keys() <= {
+        "trafilatura-eval",
+        "trafilatura-realworld",
+    }
+    news_langs = Counter(p.lang for p in fourth if p.family == "news")
+    assert sum(news_langs.values()) >= 500 and len(news_langs) >= 10
+    with open(os.path.join(REPO, "bench", "gold", "SOURCES.md"), encoding="utf-8") as f:
+        sources_md = f.read()
+    assert "heldout4.jsonl.zst" in sources_md
+    others = load_gold("all")
+    earlier = unseen + load_unseen("all", HELDOUT3)
+    old_urls = {p.url.rstrip("/") for p in others + earlier if p.url}
+    old_html = {hashlib.sha1(p.html.encode()).digest() for p in others + earlier}
+    ids = set()
+    for p in fourth:
+        assert p.id not in ids, p.id
+        ids.add(p.id)
+        assert p.html.strip() and p.lang and not p.gold and p.must, p.id
+        # the family rule: the page's own JSON-LD article type or og:type "article"
+        assert p.family == ("news" if declares_article(p.html) else "mixed"), p.id
+        assert p.type == ("article" if p.family == "news" else "web"), p.id
+        assert p.source in sources_md, p.source
+        assert not (p.url and p.url.rstrip("/") in old_urls), p.id
+        assert hashlib.sha1(p.html.encode()).digest() not in old_html, p.id
+    assert not ids & {p.id for p in earlier}
+
+
+def test_family_rule_reads_json_ld_and_og_type() -> None:
+    ld = '<script type="application/ld+json">%s</script>'
+    assert declares_article(ld % '{"@graph": [{"@type": "WebPage"}, {"@type": "NewsArticle"}]}')
+    assert declares_article(ld % '[{"@type": ["http://schema.org/BlogPosting"]}]')
+    assert declares_article(ld % '{"@type": "WebPage", "mainEntity": {"@type": "Article"}}')
+    assert declares_article("<meta content=' Article' property=\"og:type\">")
+    # a list of articles, a forum post, a non-article og:type, a block that is not JSON
+    assert not declares_article(
+        ld % '{"@type": "ItemList", "itemListElement": [{"@type": "Article"}]}'
+    )
+    assert not declares_article(ld % '{"@type": "DiscussionForumPosting"}')
+    assert not declares_article('<meta property="og:type" content="website">')
+    assert not declares_article(ld % '{"@type": "Article",')
 
 
 def test_snippets_match_ignoring_case_and_whitespace() -> None:

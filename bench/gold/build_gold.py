@@ -230,17 +230,25 @@ def wcxb() -> list[dict]:
     return rows
 
 
+def page_text(html: str) -> str:
+    """The page's text outside ``<script>/<style>/<template>``, the bytes parsed as the UTF-8
+    they are: left to itself, lxml decodes them by the page's ``<meta charset>`` (GBK,
+    ISO-8859-1...), which breaks every non-ASCII letter."""
+    import lxml.html
+
+    parser = lxml.html.HTMLParser(encoding="utf-8")
+    tree = lxml.html.document_fromstring(html.encode("utf-8"), parser=parser)
+    for el in tree.xpath("//script|//style|//template"):
+        el.drop_tree()
+    return tree.text_content()
+
+
 def gold_in_page(html: str, gold: str) -> float:
     """Share of the gold's tokens found in the page's text outside <script>/<style>: what
     any extractor working on the HTML could reach."""
-    import lxml.html
-
     from bench.gold_set import prf
 
-    tree = lxml.html.fromstring(html.encode("utf-8"))
-    for el in tree.xpath("//script|//style|//template"):
-        el.drop_tree()
-    return prf(tree.text_content(), gold)[1]
+    return prf(page_text(html), gold)[1]
 
 
 def hand_rules() -> list[dict]:

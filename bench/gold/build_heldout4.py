@@ -45,6 +45,7 @@ import re
 import subprocess
 from collections import Counter
 
+from bench.gold.build_gold import page_text
 from bench.gold.build_unseen import TRAFILATURA, decode, git_show, head_commit, write_rows
 
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "heldout4.jsonl.zst")
@@ -247,20 +248,6 @@ def trafilatura_realworld(evaldata_files: set[str]) -> list[dict]:
             }
         )
     return rows
-
-
-def page_text(html: str) -> str:
-    """The page's text outside ``<script>/<style>/<template>``, as ``gold_in_page`` takes it
-    except that the bytes are parsed as the UTF-8 they are: left to itself, lxml decodes them
-    by the page's ``<meta charset>`` (often ISO-8859-1 here), which breaks every non-ASCII
-    letter."""
-    import lxml.html
-
-    parser = lxml.html.HTMLParser(encoding="utf-8")
-    tree = lxml.html.document_fromstring(html.encode("utf-8"), parser=parser)
-    for el in tree.xpath("//script|//style|//template"):
-        el.drop_tree()
-    return tree.text_content()
 
 
 def main() -> int:

@@ -62,8 +62,59 @@ LICENCES = {
 TRAFILATURA_TAKE = 150
 
 
+# Pages the first build (2026-11-28) left out because its gold check let lxml decode the page
+# a second time by its <meta charset> (GBK, EUC-JP, windows-1251...), which made the gold look
+# absent. Nobody had scored them when the check was mended (2026-11-29), so they are all
+# ``heldout`` rather than split by the digest.
+RECOVERED = frozenset(
+    (
+        "fundus/cn/People_2024_04_24",
+        "fundus/jp/ChunichiShimbun_2025_01_13",
+        "fundus/jp/TokyoShimbun_2025_01_13",
+        "fundus/ru/Kommersant_2025_05_14",
+        "fundus/se/Aftonbladet_2026_08_02",
+        "fundus/tr/NTVTR_2024_04_30",
+        "fundus/vn/VnExpress_2025_10_22",
+        "magic-html/article/0987b0ff61a8eca7",
+        "magic-html/article/0c3fcbaa26a30637",
+        "magic-html/article/153c5ed5508e6155",
+        "magic-html/article/1786ad30159462d3",
+        "magic-html/article/19851fb2dac0a2fa",
+        "magic-html/article/1e20e0271231de85",
+        "magic-html/article/1f930df31eb35178",
+        "magic-html/article/21e4badbb560413a",
+        "magic-html/article/23942aabb8b28ada",
+        "magic-html/article/2dd9425ba67be652",
+        "magic-html/article/39ab22e747cb77c1",
+        "magic-html/article/39dd62c5ba88ab41",
+        "magic-html/article/45fcfa7d6741f436",
+        "magic-html/article/4e55eac42f97a6d9",
+        "magic-html/article/7fbc6805c3fb26a9",
+        "magic-html/article/804c6ccd20eecf75",
+        "magic-html/article/84fc492060f77163",
+        "magic-html/article/9c642bd57e7c44cd",
+        "magic-html/article/acce09a6bb58986c",
+        "magic-html/article/b931df70657ce14d",
+        "magic-html/article/bb5f5ce0c70bc623",
+        "magic-html/article/c4053203f04f40ae",
+        "magic-html/article/cf92f4271dfc45e2",
+        "magic-html/article/d997d758e164d764",
+        "magic-html/article/e25d0dd87c529dc7",
+        "magic-html/article/e751800204690e10",
+        "magic-html/article/e95f478204362aff",
+        "magic-html/article/eba2fde503ef846e",
+        "magic-html/article/eee73319935536d6",
+        "magic-html/article/fd0a94a0e3bc8c58",
+        "magic-html/forum/6db2e2d672d8b4fe",
+    )
+)
+
+
 def split_of(pid: str) -> str:
-    """``heldout`` for 40% of ids, fixed by their SHA-1 (the rule of ``pages.jsonl.zst``)."""
+    """``heldout`` for 40% of ids, fixed by their SHA-1 (the rule of ``pages.jsonl.zst``), and
+    for the ``RECOVERED`` pages."""
+    if pid in RECOVERED:
+        return "heldout"
     return "heldout" if int(hashlib.sha1(pid.encode()).hexdigest(), 16) % 10 < 4 else "tuning"
 
 

@@ -251,6 +251,17 @@ def gold_in_page(html: str, gold: str) -> float:
     return prf(page_text(html), gold)[1]
 
 
+def trafilatura_page(name: str) -> bytes | None:
+    """A page of trafilatura's evaluation set: ``tests/eval/<name>``, else
+    ``tests/cache/<name>`` (where ``evaldata.json`` points for some), else None."""
+    for folder in ("tests/eval", "tests/cache"):
+        try:
+            return git_show(TRAFILATURA, f"{folder}/{name}")
+        except subprocess.CalledProcessError:
+            continue
+    return None
+
+
 def hand_rules() -> list[dict]:
     """Listing, product and service pages of trafilatura's evaluation set with gold made by
     an explicit per-page rule (bench/gold/hand_rules.py)."""
@@ -261,13 +272,7 @@ def hand_rules() -> list[dict]:
     urls = {v["file"]: u for u, v in evaldata.items()}
     rows = []
     for name, rule in sorted(RULES.items()):
-        raw = None
-        for folder in ("tests/eval", "tests/cache"):
-            try:
-                raw = git_show(TRAFILATURA, f"{folder}/{name}")
-                break
-            except subprocess.CalledProcessError:
-                continue
+        raw = trafilatura_page(name)
         if raw is None:
             raise SystemExit(f"build_gold: {name} not in {TRAFILATURA}")
         html = decode_html(raw)[0]

@@ -42,10 +42,9 @@ import hashlib
 import json
 import os
 import re
-import subprocess
 from collections import Counter
 
-from bench.gold.build_gold import page_text
+from bench.gold.build_gold import page_text, trafilatura_page
 from bench.gold.build_unseen import TRAFILATURA, decode, git_show, head_commit, write_rows
 
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "heldout4.jsonl.zst")
@@ -124,13 +123,7 @@ def trafilatura_eval() -> list[dict]:
         name = item["file"]
         if not item.get("with"):
             continue
-        raw = None
-        for folder in ("tests/eval", "tests/cache"):
-            try:
-                raw = git_show(TRAFILATURA, f"{folder}/{name}")
-                break
-            except subprocess.CalledProcessError:
-                continue
+        raw = trafilatura_page(name)
         if raw is None:
             continue
         rows.append(

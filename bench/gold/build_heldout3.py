@@ -21,7 +21,6 @@ imported), except that "50 words" is counted as the bench counts tokens. **Every
 from __future__ import annotations
 
 import gzip
-import hashlib
 import json
 import os
 import re
@@ -32,6 +31,7 @@ from urllib.parse import urlparse
 from bench.gold.build_unseen import (
     FUNDUS,
     MIRRORS,
+    Seen,
     decode,
     fundus_gold,
     head_commit,
@@ -186,18 +186,14 @@ def main() -> int:
     from bench.gold_set import load_gold, tokens
     from curator.filters.language_id import predict_languages
 
-    old = [(p.url, p.html) for p in load_gold("all")] + [
-        (p.url, p.html) for p in load_unseen("all")
-    ]
-    old_urls = {u.rstrip("/") for u, _ in old if u}
-    old_html = {hashlib.sha1(h.encode()).digest() for _, h in old}
+    old = Seen(load_gold("all") + load_unseen("all"))
     rows = fundus_history() + newspaper()
     kept, dropped = [], Counter()
     urls: set[str] = set()
     for r in rows:
         r["must"], r["must_not"] = [], []
         url = r["url"].rstrip("/")
-        if (url and url in old_urls) or hashlib.sha1(r["html"].encode()).digest() in old_html:
+        if old.holds(url, r["html"]):
             dropped["page already in pages.jsonl.zst or unseen.jsonl.zst"] += 1
             continue
         if url and url in urls:

@@ -38,14 +38,20 @@ snippet-only rows (its helpers are imported). **Every row is ``split: heldout``*
 from __future__ import annotations
 
 import ast
-import hashlib
 import json
 import os
 import re
 from collections import Counter
 
 from bench.gold.build_gold import page_text, trafilatura_page
-from bench.gold.build_unseen import TRAFILATURA, decode, git_show, head_commit, write_rows
+from bench.gold.build_unseen import (
+    TRAFILATURA,
+    Seen,
+    decode,
+    git_show,
+    head_commit,
+    write_rows,
+)
 
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "heldout4.jsonl.zst")
 LICENCES = {"trafilatura-eval": "Apache-2.0", "trafilatura-realworld": "Apache-2.0"}
@@ -249,40 +255,29 @@ def main() -> int:
     from bench.gold_set import load_gold
     from curator.filters.language_id import predict_languages
 
-    old = [(p.id, p.url, p.html) for p in load_gold("all")] + [
-        (p.id, p.url, p.html) for p in load_unseen("all") + load_unseen("all", HELDOUT3)
-    ]
-    old_urls = {u.rstrip("/") for _, u, _ in old if u}
-    old_html = {hashlib.sha1(h.encode()).digest() for _, _, h in old}
+    earlier = load_gold("all") + load_unseen("all") + load_unseen("all", HELDOUT3)
+    old = Seen(earlier)
     old_names = {
-        i.split("/", 1)[1]
-        for i, _, _ in old
-        if i.startswith(("trafilatura-eval/", "trafilatura-hand/"))
+        p.id.split("/", 1)[1]
+        for p in earlier
+        if p.id.startswith(("trafilatura-eval/", "trafilatura-hand/"))
     }
     evaldata = json.loads(git_show(TRAFILATURA, "tests/evaldata.json"))
     rows = trafilatura_eval() + trafilatura_realworld({v["file"] for v in evaldata.values()})
     kept, dropped = [], Counter()
-    urls: set[str] = set()
-    hashes: set[bytes] = set()
+    taken = Seen()
     for r in rows:
-        url = r["url"].rstrip("/")
-        digest = hashlib.sha1(r["html"].encode()).digest()
-        if (
-            r["file"].removesuffix(".html")[:80] in old_names
-            or (url and url in old_urls)
-            or digest in old_html
-        ):
+        if r["file"].removesuffix(".html")[:80] in old_names or old.holds(r["url"], r["html"]):
             dropped["page already in an earlier set"] += 1
             continue
-        if (url and url in urls) or digest in hashes:
+        if taken.holds(r["url"], r["html"]):
             dropped["same URL or HTML as a page taken before"] += 1
             continue
         text = _norm(page_text(r["html"]))
         if not all(_norm(s) in text for s in r["must"]):
             dropped["a must-appear snippet not in the page's text"] += 1
             continue
-        urls.add(url)
-        hashes.add(digest)
+        taken.add(r["url"], r["html"])
         kept.append(r)
     assert len({r["id"] for r in kept}) == len(kept)
     langs, _ = predict_languages([" ".join(r["must"])[:2000] for r in kept])

@@ -25,6 +25,8 @@ import os
 import re
 import subprocess
 from collections import Counter
+from collections.abc import Iterable
+from typing import Any
 
 MIRRORS = "/work/.mirror"
 FUNDUS = f"{MIRRORS}/flairNLP+fundus/repo"
@@ -352,6 +354,26 @@ def trafilatura_eval(exclude: set[str]) -> list[dict]:
         )
     return rows
 
+
+
+class Seen:
+    """Pages already taken, recognised by their URL (less a trailing slash) or by the SHA-1 of
+    their decoded HTML: the one rule by which a set leaves out another set's pages."""
+
+    def __init__(self, pages: Iterable[Any] = ()) -> None:
+        self.urls: set[str] = set()
+        self.html: set[bytes] = set()
+        for p in pages:
+            self.add(p.url, p.html)
+
+    def add(self, url: str, html: str) -> None:
+        if url.rstrip("/"):
+            self.urls.add(url.rstrip("/"))
+        self.html.add(hashlib.sha1(html.encode()).digest())
+
+    def holds(self, url: str, html: str) -> bool:
+        u = url.rstrip("/")
+        return bool(u and u in self.urls) or hashlib.sha1(html.encode()).digest() in self.html
 
 
 def write_rows(rows: list[dict], out: str) -> int:

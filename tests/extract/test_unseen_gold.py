@@ -22,7 +22,7 @@ from bench.family_quality import (
     score_page,
 )
 from bench.gold.build_heldout4 import declares_article
-from bench.gold.build_unseen import RECOVERED
+from bench.gold.build_unseen import RECOVERED, Seen
 from bench.gold_set import load_gold
 from bench.lofo import leave_one_family_out
 
@@ -69,11 +69,9 @@ def test_unseen_split_is_a_function_of_the_id_and_holds_out_each_family(unseen) 
 
 def test_unseen_set_shares_no_page_with_the_tuned_gold_set(unseen) -> None:
     old = load_gold("all")
-    old_urls = {p.url.rstrip("/") for p in old if p.url}
-    old_html = {hashlib.sha1(p.html.encode()).digest() for p in old}
+    seen = Seen(old)
     for p in unseen:
-        assert not (p.url and p.url.rstrip("/") in old_urls), p.id
-        assert hashlib.sha1(p.html.encode()).digest() not in old_html, p.id
+        assert not seen.holds(p.url, p.html), p.id
 
 
 def test_third_set_is_all_heldout_full_gold_news_outside_the_other_two(unseen) -> None:
@@ -87,8 +85,7 @@ def test_third_set_is_all_heldout_full_gold_news_outside_the_other_two(unseen) -
         sources_md = f.read()
     assert "heldout3.jsonl.zst" in sources_md
     old = load_gold("all")
-    old_urls = {p.url.rstrip("/") for p in old + unseen if p.url}
-    old_html = {hashlib.sha1(p.html.encode()).digest() for p in old + unseen}
+    seen = Seen(old + unseen)
     ids = set()
     for p in third:
         assert p.id not in ids, p.id
@@ -96,8 +93,7 @@ def test_third_set_is_all_heldout_full_gold_news_outside_the_other_two(unseen) -
         assert p.family == "news" and p.type == "article" and p.lang, p.id
         assert p.html.strip() and len(p.gold.split()) >= 2 and not p.must and not p.must_not
         assert p.source in sources_md, p.source
-        assert not (p.url and p.url.rstrip("/") in old_urls), p.id
-        assert hashlib.sha1(p.html.encode()).digest() not in old_html, p.id
+        assert not seen.holds(p.url, p.html), p.id
     assert len({p.id for p in third} & {p.id for p in unseen}) == 0
 
 
@@ -117,8 +113,7 @@ def test_fourth_set_is_all_heldout_snippet_pages_outside_the_other_three(unseen)
     assert "heldout4.jsonl.zst" in sources_md
     others = load_gold("all")
     earlier = unseen + load_unseen("all", HELDOUT3)
-    old_urls = {p.url.rstrip("/") for p in others + earlier if p.url}
-    old_html = {hashlib.sha1(p.html.encode()).digest() for p in others + earlier}
+    seen = Seen(others + earlier)
     ids = set()
     for p in fourth:
         assert p.id not in ids, p.id
@@ -128,8 +123,7 @@ def test_fourth_set_is_all_heldout_snippet_pages_outside_the_other_three(unseen)
         assert p.family == ("news" if declares_article(p.html) else "mixed"), p.id
         assert p.type == ("article" if p.family == "news" else "web"), p.id
         assert p.source in sources_md, p.source
-        assert not (p.url and p.url.rstrip("/") in old_urls), p.id
-        assert hashlib.sha1(p.html.encode()).digest() not in old_html, p.id
+        assert not seen.holds(p.url, p.html), p.id
     assert not ids & {p.id for p in earlier}
 
 

@@ -18,7 +18,10 @@ two replacements inside ``extract_text`` would return. Guards (a replacement is 
 - ``contain>=T``: it holds >= T of the replaced text's distinct words;
 - ``chrome<=R``: of the words it adds (lines not in the replaced text), at most R are in lines
   of three words or fewer (menus, breadcrumbs, captions, "Share", "Embed");
-- ``contain>=T, chrome<=R``: both; ``never``: resiliparse for empty output only.
+- ``contain>=T, chrome<=R``: both; ``never``: resiliparse for empty output only;
+- ``links<=L``: of the word characters it adds, at most L are in lines made of the page's link
+  texts (related headlines, menus, breadcrumbs: each line whose word characters are at least
+  80% covered by the text of ``<a>`` elements of the page).
 
 ``fallback: G`` guards resiliparse's replacement only, ``both: G`` the rerun's too. An empty
 text is always replaced. Families: both sets (bench/family_quality.py); scores: F1 where a
@@ -79,8 +82,47 @@ def guards() -> dict[str, Guard]:
 
 
 # fast pass, with the reruns (no resiliparse), the default's; whether the page declares itself
-# an article
-Texts = tuple[str, str, str, bool]
+# an article; the texts of the page's links
+Texts = tuple[str, str, str, bool, frozenset[str]]
+
+_WCHAR = re.compile(r"\w")
+
+
+def _flat(text: str) -> str:
+    return " ".join(text.split())
+
+
+def link_texts(html: str) -> frozenset[str]:
+    """The text of every ``<a>`` element of the page, whitespace collapsed."""
+    import lxml.html
+
+    try:
+        root = lxml.html.fromstring(html)
+    except (ValueError, lxml.etree.ParserError):
+        return frozenset()
+    return frozenset(t for a in root.iter("a") if len(t := _flat(a.text_content())) >= 2)
+
+
+def link_share(fast: str, replacement: str, links: frozenset[str]) -> float:
+    """Of the word characters the replacement adds (its lines that are not lines of the fast
+    text), the share in lines whose word characters are >= 80% covered by link texts."""
+    have = {_flat(ln) for ln in fast.splitlines()}
+    total = linked = 0
+    for ln in replacement.splitlines():
+        line = _flat(ln)
+        if not line or line in have:
+            continue
+        n = len(_WCHAR.findall(line))
+        total += n
+        if line in links:
+            linked += n
+            continue
+        rest = line
+        for t in sorted((t for t in links if t in line), key=len, reverse=True):
+            rest = rest.replace(t, " ")
+        if len(_WCHAR.findall(rest)) <= 0.2 * n:
+            linked += n
+    return linked / total if total else 0.0
 
 _OG_ARTICLE = re.compile(
     r"<meta[^>]+(?:property=[\"']og:type[\"'][^>]*content=[\"']article"
@@ -113,6 +155,11 @@ def candidates() -> dict[str, Callable[[Texts], str]]:
             out[f"article pages, fallback: {name}"] = lambda t, g=g: (
                 guarded(t, g, rerun=False) if t[3] else t[2]
             )
+    for c in (0.3, 0.5, 0.7):
+        out[f"fallback: links<={c}"] = lambda t, c=c: guarded(
+            t, lambda f, r: link_share(f, r, t[4]) <= c, rerun=False)
+    out["both: links<=0.5"] = lambda t: guarded(
+        t, lambda f, r: link_share(f, r, t[4]) <= 0.5, rerun=True)
     return out
 
 
@@ -138,6 +185,7 @@ def _texts(args: tuple[str, str]) -> tuple[str, Texts]:
         extract_text(html, fallback=False),
         extract_text(html),
         declares_article(html),
+        link_texts(html),
     )
 
 

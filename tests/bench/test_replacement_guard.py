@@ -11,6 +11,8 @@ from bench.replacement_guard import (
     declares_article,
     guarded,
     guards,
+    link_share,
+    link_texts,
 )
 
 ARTICLE = "The council voted on the budget.\nIt passes next week after a second reading."
@@ -68,3 +70,32 @@ def test_declares_article_reads_og_type_and_json_ld() -> None:
     assert declares_article('<script type="application/ld+json">{"@type": "NewsArticle"}')
     assert not declares_article('<meta property="og:type" content="website">')
     assert not declares_article('{"@type": "DiscussionForumPosting"}')
+
+
+RELATED = (
+    '<html><body><p>The council voted on the budget.</p><ul>'
+    '<li><a href="/a">Mayor opens the new bridge</a></li>'
+    '<li><a href="/b">Rain expected all week</a> <span>3h</span></li></ul>'
+    '<p>I agree with the council, the budget needed a second reading.</p></body></html>'
+)
+
+
+def test_link_share_counts_added_lines_made_of_link_texts() -> None:
+    links = link_texts(RELATED)
+    assert links == {"Mayor opens the new bridge", "Rain expected all week"}
+    headlines = ARTICLE + "\nMayor opens the new bridge\nRain expected all week 3h"
+    # both added lines are link text (the second but for "3h", under a fifth of it)
+    assert link_share(ARTICLE, headlines, links) == 1.0
+    reply = ARTICLE + "\nI agree with the council, the budget needed a second reading."
+    assert link_share(ARTICLE, reply, links) == 0.0
+    assert link_share(ARTICLE, ARTICLE, links) == 0.0  # nothing added
+    assert link_texts("") == frozenset()
+
+
+def test_links_guard_keeps_the_article_against_related_headlines() -> None:
+    links = link_texts(RELATED)
+    headlines = ARTICLE + "\nMayor opens the new bridge\nRain expected all week 3h"
+    reply = ARTICLE + "\nI agree with the council, the budget needed a second reading."
+    guard = candidates()["fallback: links<=0.5"]
+    assert guard((ARTICLE, ARTICLE, headlines, True, links)) == ARTICLE
+    assert guard((ARTICLE, ARTICLE, reply, True, links)) == reply

@@ -122,6 +122,21 @@ def _comments_past(k: float) -> Callable[[str], str]:
     return run
 
 
+def _comments_when_thin(n: int, k: float) -> Callable[[str], str]:
+    """Comments kept only where the text without them is a sliver (under ``n`` words) and
+    with them over ``k`` times longer: a page whose main text is its replies."""
+    def run(html: str) -> str:
+        from curator.extract.extract_html import extract_text
+        from curator.extract.words import count_words
+
+        a = extract_text(html)
+        if count_words(a) >= n:
+            return a
+        b = extract_text(html, include_comments=True)
+        return b if count_words(b) > k * count_words(a) else a
+    return run
+
+
 def configs() -> dict[str, Callable[[str], str]]:
     """Every option set scored. The main ones first (printed by default)."""
     from curator.extract.extract_html import EXTRACTORS, extract_text
@@ -170,6 +185,8 @@ def configs() -> dict[str, Callable[[str], str]]:
     out["curator default, comments"] = cur(include_comments=True)
     for k in (1.5, 2.0, 3.0):
         out[f"curator default, comments past {k}x"] = _comments_past(k)
+    for n in (50, 100, 200, 400):
+        out[f"curator default, comments past 2x under {n} words"] = _comments_when_thin(n, 2.0)
     out.update({
         "curator default, no fallback": cur(fallback=False),
         "curator default, shape off": cur(shape=False),

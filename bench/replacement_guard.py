@@ -50,6 +50,10 @@ def _words(text: str) -> set[str]:
     return {w.lower() for w in _WORD.findall(text)}
 
 
+def _flat(text: str) -> str:
+    return " ".join(text.split())
+
+
 def containment(fast: str, replacement: str) -> float:
     """Share of the fast text's distinct words that the replacement holds."""
     fw = _words(fast)
@@ -59,8 +63,8 @@ def containment(fast: str, replacement: str) -> float:
 def chrome_share(fast: str, replacement: str, short: int = 3) -> float:
     """Of the words the replacement adds (its lines that are not lines of the fast text),
     the share in lines of ``short`` words or fewer."""
-    have = {" ".join(ln.split()) for ln in fast.splitlines()}
-    added = [ln for ln in replacement.splitlines() if " ".join(ln.split()) not in have]
+    have = {_flat(ln) for ln in fast.splitlines()}
+    added = [ln for ln in replacement.splitlines() if _flat(ln) not in have]
     counts = [len(_WORD.findall(ln)) for ln in added]
     total = sum(counts)
     return sum(c for c in counts if c <= short) / total if total else 0.0
@@ -86,10 +90,6 @@ def guards() -> dict[str, Guard]:
 Texts = tuple[str, str, str, bool, frozenset[str]]
 
 _WCHAR = re.compile(r"\w")
-
-
-def _flat(text: str) -> str:
-    return " ".join(text.split())
 
 
 def link_texts(html: str) -> frozenset[str]:

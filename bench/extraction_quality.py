@@ -190,6 +190,7 @@ def configs() -> dict[str, Callable[[str], str]]:
     out.update({
         "curator default, no fallback": cur(fallback=False),
         "curator default, shape off": cur(shape=False),
+        "curator default, collapsed panels off": cur(collapsed_panels=False),
         "trafilatura no comments": _traf(include_comments=False),
         "trafilatura fast": _traf(fast=True, include_comments=False),
         "trafilatura fast+favor_precision": _traf(fast=True, favor_precision=True,

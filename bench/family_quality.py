@@ -47,7 +47,7 @@ from dataclasses import dataclass, field
 from bench.common import REPO, bench_main
 from bench.extraction_quality import configs, extract_pooled
 from bench.gold_set import bootstrap, load_gold, prf
-from bench.lofo import FoldResult, format_folds, leave_one_family_out
+from bench.lofo import FoldResult, each_against, format_each, format_folds, leave_one_family_out
 
 UNSEEN = os.path.join(REPO, "bench", "gold", "unseen.jsonl.zst")
 HELDOUT3 = os.path.join(REPO, "bench", "gold", "heldout3.jsonl.zst")
@@ -335,6 +335,10 @@ def report_file(path: str) -> int:
     if d.get("lofo"):
         print("\nleave-one-family-out")
         print(format_folds([FoldResult(**f) for f in d["lofo"]], "curator default"))
+    if d.get("lofo_each"):
+        each = {n: [FoldResult(**f) for f in fs] for n, fs in d["lofo_each"].items()}
+        print("\neach candidate alone against the default")
+        print(format_each(each, "curator default"))
     return 0
 
 
@@ -388,7 +392,8 @@ def main(argv: list[str] | None = None) -> int | tuple[dict, dict]:
     fig = figures(pages, res)
     shown = [n for n in res if n in MAIN or n == "rs-trafilatura" or n in (args.only or [])]
     print_report(fig, shown or list(res))
-    folds = []
+    folds: list[FoldResult] = []
+    each: dict[str, list[FoldResult]] = {}
     if args.lofo:
         cands = ["curator default"] + [n for n in args.lofo if n != "curator default"]
         scores = {n: {p.id: s.score for p, s in zip(pages, res[n])} for n in cands}
@@ -399,6 +404,10 @@ def main(argv: list[str] | None = None) -> int | tuple[dict, dict]:
             "snippets judged right; chosen by macro mean over the other families)"
         )
         print(format_folds(folds, "curator default"))
+        each = each_against(scores, fam, "curator default")
+        print("\neach candidate alone against the default, leave-one-family-out (gain on the "
+              "left-out family where the candidate was chosen without it; '.': default kept)")
+        print(format_each(each, "curator default"))
     detail = {
         "set": args.which,
         "split": args.split,
@@ -406,6 +415,7 @@ def main(argv: list[str] | None = None) -> int | tuple[dict, dict]:
         "configs": list(res),
         "figures": fig,
         "lofo": [f.__dict__ for f in folds],
+        "lofo_each": {n: [f.__dict__ for f in fs] for n, fs in each.items()},
     }
     return summary(fig, shown or list(res)), detail
 

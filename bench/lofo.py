@@ -86,6 +86,34 @@ def leave_one_family_out(
     return out
 
 
+def each_against(
+    scores: Mapping[str, Mapping[str, float]], family_of: Mapping[str, str], baseline: str
+) -> dict[str, list[FoldResult]]:
+    """Leave-one-family-out of each candidate alone against ``baseline``: for one rule of a
+    default, whether the default without it (or with it, for an option) would be chosen
+    without a family, and what that choice does on the family. Pooled candidates (as in
+    :func:`leave_one_family_out`) hide a rule behind the fold's best one."""
+    return {
+        name: leave_one_family_out({baseline: scores[baseline], name: s}, family_of, baseline)
+        for name, s in scores.items()
+        if name != baseline
+    }
+
+
+def format_each(each: Mapping[str, list[FoldResult]], baseline: str) -> str:
+    """One line per candidate: in each left-out family's column the gain of the choice made
+    without it when the candidate was chosen, ``.`` where ``baseline`` was kept."""
+    if not each:
+        return ""
+    fams = [f.family for f in next(iter(each.values()))]
+    head = f"candidate (against {baseline})"
+    lines = [f"{head:44s}" + "".join(f"{f[:9]:>10s}" for f in fams)]
+    for name, folds in each.items():
+        cells = [f"{f.gain:+10.3f}" if f.chosen != baseline else f"{'.':>10s}" for f in folds]
+        lines.append(f"{name[:44]:44s}" + "".join(cells))
+    return "\n".join(lines)
+
+
 def format_folds(folds: list[FoldResult], baseline: str) -> str:
     """A plain-text table of the folds, one line each."""
     lines = [

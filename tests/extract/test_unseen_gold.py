@@ -24,7 +24,7 @@ from bench.family_quality import (
 from bench.gold.build_heldout4 import declares_article
 from bench.gold.build_unseen import RECOVERED, Seen
 from bench.gold_set import load_gold
-from bench.lofo import leave_one_family_out
+from bench.lofo import each_against, format_each, leave_one_family_out
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -212,6 +212,27 @@ def test_lofo_scores_each_family_with_the_rule_chosen_without_it() -> None:
     # without A, the macro mean over B and C is 0.5 for both: the tie goes to the baseline
     assert folds["A"].chosen == "base" and folds["A"].gain == 0.0
     assert folds["B"].chosen == "base"
+
+
+def test_each_candidate_is_judged_alone_against_the_baseline() -> None:
+    scores, fam = _scores()
+    # a candidate that wins a little on A alone: pooled, "tuned" hides it on the fold without
+    # C; alone it is chosen whenever A is in the rest
+    scores["small"] = dict(scores["base"], a1=scores["base"]["a1"] + 0.2)
+    pooled = {f.family: f.chosen for f in leave_one_family_out(scores, fam, "base")}
+    assert pooled["C"] == "tuned"
+    each = each_against(scores, fam, "base")
+    assert set(each) == {"tuned", "same", "small"}
+    small = {f.family: f for f in each["small"]}
+    assert small["B"].chosen == small["C"].chosen == "small"
+    assert small["B"].gain == small["C"].gain == 0.0
+    # without A, nothing is gained on the rest: the tie goes to the baseline
+    assert small["A"].chosen == "base"
+    assert all(f.chosen == "base" for f in each["same"])
+    table = format_each(each, "base").splitlines()
+    assert table[0].split()[-3:] == ["A", "B", "C"]
+    assert table[2].split()[1:] == [".", ".", "."]  # "same": the baseline on every fold
+    assert table[1].split()[1:] == [".", ".", "-0.400"]  # "tuned" chosen without C only
 
 
 def test_lofo_refuses_candidates_scored_on_other_pages() -> None:

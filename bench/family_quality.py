@@ -31,7 +31,9 @@ outputs, snippet rates, CPU. Each run leaves its result file (bench/common.py: c
 commit, machine, date; the headline figures, every figure under ``detail``), which
 ``--report FILE`` prints again. ``--lofo NAME`` (repeatable) adds candidate option sets of
 bench/extraction_quality.py and reports leave-one-family-out (bench/lofo.py): for each
-family, the candidate chosen on all other families and its score on the one left out.
+family, the candidate chosen on all other families and its score on the one left out; then
+each candidate alone against the default (a rule switched off, judged by itself) and every
+candidate's mean score per family minus the default's.
 """
 
 from __future__ import annotations
@@ -47,7 +49,14 @@ from dataclasses import dataclass, field
 from bench.common import REPO, bench_main
 from bench.extraction_quality import configs, extract_pooled
 from bench.gold_set import bootstrap, load_gold, prf
-from bench.lofo import FoldResult, each_against, format_each, format_folds, leave_one_family_out
+from bench.lofo import (
+    FoldResult,
+    each_against,
+    family_means,
+    format_each,
+    format_folds,
+    leave_one_family_out,
+)
 
 UNSEEN = os.path.join(REPO, "bench", "gold", "unseen.jsonl.zst")
 HELDOUT3 = os.path.join(REPO, "bench", "gold", "heldout3.jsonl.zst")
@@ -394,6 +403,7 @@ def main(argv: list[str] | None = None) -> int | tuple[dict, dict]:
     print_report(fig, shown or list(res))
     folds: list[FoldResult] = []
     each: dict[str, list[FoldResult]] = {}
+    means: dict[str, dict[str, float]] = {}
     if args.lofo:
         cands = ["curator default"] + [n for n in args.lofo if n != "curator default"]
         scores = {n: {p.id: s.score for p, s in zip(pages, res[n])} for n in cands}
@@ -405,9 +415,19 @@ def main(argv: list[str] | None = None) -> int | tuple[dict, dict]:
         )
         print(format_folds(folds, "curator default"))
         each = each_against(scores, fam, "curator default")
-        print("\neach candidate alone against the default, leave-one-family-out (gain on the "
-              "left-out family where the candidate was chosen without it; '.': default kept)")
+        print(
+            "\neach candidate alone against the default, leave-one-family-out (gain on the "
+            "left-out family where the candidate was chosen without it; '.': default kept)"
+        )
         print(format_each(each, "curator default"))
+        means = {n: family_means(s, fam) for n, s in scores.items()}
+        fams = sorted(means["curator default"])
+        print("\nmean score per family minus the default's")
+        for n in cands[1:]:
+            print(
+                f"{n[:44]:44s}"
+                + "".join(f"{means[n][f] - means['curator default'][f]:+10.4f}" for f in fams)
+            )
     detail = {
         "set": args.which,
         "split": args.split,
@@ -416,6 +436,7 @@ def main(argv: list[str] | None = None) -> int | tuple[dict, dict]:
         "figures": fig,
         "lofo": [f.__dict__ for f in folds],
         "lofo_each": {n: [f.__dict__ for f in fs] for n, fs in each.items()},
+        "lofo_family_means": means,
     }
     return summary(fig, shown or list(res)), detail
 

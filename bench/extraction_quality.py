@@ -189,6 +189,8 @@ def configs() -> dict[str, Callable[[str], str]]:
         out[f"curator default, comments past 2x under {n} words"] = _comments_when_thin(n, 2.0)
     out.update({
         "curator default, no fallback": cur(fallback=False),
+        # the stage option a news crawl sets (`fallback_ratio: 0`): resiliparse for empty only
+        "curator default, fallback empty only": cur(fallback_ratio=0.0),
         "curator default, shape off": cur(shape=False),
         "curator default, collapsed panels off": cur(collapsed_panels=False),
         "trafilatura no comments": _traf(include_comments=False),

@@ -66,8 +66,7 @@ class CcIndex(WarcExtracting):
         """A range group (one request, one shard) spans at most this many MiB."""
 
     def setup(self) -> None:
-        self.max_bytes = int(self.max_page_mb * 1024 * 1024)
-        self.check_languages()
+        self.setup_extraction()
         self.filter = parse_where(self.where, f"{self.name}.where") if self.where else None
 
     def source_name(self, ctx: StageContext) -> str:

@@ -45,8 +45,7 @@ class CommonCrawl(WarcExtracting):
                 parse_ranges(self.files, 1 << 62)
             except ConfigError as e:
                 raise ConfigError(f"common_crawl: {e}") from None
-        self.max_bytes = int(self.max_page_mb * 1024 * 1024)
-        self.check_languages()
+        self.setup_extraction()
 
     def source_name(self, ctx: StageContext) -> str:
         return self.source or "common_crawl"

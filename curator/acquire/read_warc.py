@@ -25,8 +25,7 @@ class ReadWarc(WarcExtracting):
         """Web archives (.warc, .warc.gz, .arc, .arc.gz, .warc.lz4...): paths, globs or URLs."""
 
     def setup(self) -> None:
-        self.max_bytes = int(self.max_page_mb * 1024 * 1024)
-        self.check_languages()
+        self.setup_extraction()
 
     def urls(self, ctx: StageContext) -> list[str]:
         found = expand_paths(self.paths, self.storage_options, f"{ctx.stage_id}.paths")

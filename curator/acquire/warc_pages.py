@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator
+from typing import Any
 
 from curator.acquire.base import DownloadSource
 from curator.acquire.warc import MAX_MEMBER_BYTES, Reader, WarcRecord, iter_warc
@@ -17,7 +18,14 @@ from curator.base.urls import public_url
 from curator.core.context import ShardContext
 from curator.core.params import PositiveFloat, Ratio, StageParams
 from curator.extract.charset import DecodeError, decode_html
-from curator.extract.extract_html import DEFAULT_EXTRACTOR, Extractor, Skipped, extract_text
+from curator.extract.extract_html import (
+    DEFAULT_EXTRACTOR,
+    ExtractOptions,
+    Extractor,
+    Skipped,
+    extract_options,
+    extract_text,
+)
 from curator.extract.timeout import ExtractTimeout
 
 #: ``language_guess_below``'s default: chosen on 7,079 unique real web pages, where every
@@ -31,8 +39,9 @@ _HTML_LANG = re.compile(r"<html\b[^<>]{0,1000}?(?:\s|:)lang\s*=\s*[\"']?\s*([a-z
                         re.IGNORECASE)
 
 
-class WarcParams(StageParams):
-    """How ``read_warc`` and ``common_crawl`` turn HTML responses into documents."""
+class _WarcHead(StageParams):
+    """How ``read_warc``, ``common_crawl`` and ``cc_index`` turn HTML responses into documents
+    (their table lists these first)."""
 
     extractor: Extractor = DEFAULT_EXTRACTOR
     """Main-text extractor: `trafilatura`, `resiliparse` (about 10-20x faster, lower F1) or
@@ -51,6 +60,11 @@ class WarcParams(StageParams):
     """With `languages`: "confidently": each of them has a lower probability than this."""
 
 
+class WarcParams(ExtractOptions, _WarcHead):
+    """The WARC sources' parameters: the page handling above, then the extraction options
+    ``extract_html`` takes (:class:`ExtractOptions`)."""
+
+
 class WarcExtracting(DownloadSource):
     """Shared extraction of HTML response records into documents."""
 
@@ -61,9 +75,13 @@ class WarcExtracting(DownloadSource):
     reader: Reader = "fastwarc"
     languages: list[str] | None = None
     language_guess_below: float = LANGUAGE_GUESS_BELOW
+    options: dict[str, Any] = {}
 
-    def check_languages(self) -> None:
-        """``languages`` are codes the language guess's model knows (a one-line error)."""
+    def setup_extraction(self) -> None:
+        """The largest page in bytes, the extraction options, and ``languages`` checked: codes
+        the language guess's model knows (a one-line error)."""
+        self.max_bytes = int(self.max_page_mb * 1024 * 1024)
+        self.options = extract_options(self)
         if self.languages:
             from curator.filters.language_id import check_languages
 
@@ -121,7 +139,8 @@ class WarcExtracting(DownloadSource):
             return None
         try:
             text = extract_text(html, self.extractor, self.timeout_s,
-                                precheck=self._precheck(html))
+                                precheck=self._precheck(html),
+                                **self.options)  # type: ignore[arg-type]
         except Skipped as skip:  # language_id would drop it after the full extraction
             meta["charset"] = charset
             ctx.count("language_guess_skipped")

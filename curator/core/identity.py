@@ -319,8 +319,16 @@ def explain(old: dict[str, Any] | None, new: dict[str, Any]) -> list[str]:
     om, nm = oc.get("modules") or {}, nc.get("modules") or {}
     out += [f"installed {d[5:]} changed ({om.get(d, 'missing')} -> {nm.get(d, 'missing')})"
             for d in dists]
-    for k, was, now in _changed_params(old.get("params") or {}, new.get("params") or {}):
-        out.append(f"parameter '{k}' changed ({_short(was)} -> {_short(now)})")
+    changed = _changed_params(old.get("params") or {}, new.get("params") or {})
+    # a parameter this curator added (or dropped) was not set by anyone: named, not "changed"
+    added = [k for k, was, _ in changed if was is _ABSENT]
+    gone = [k for k, _, now in changed if now is _ABSENT]
+    if added:
+        out.append(f"parameter{'s' * (len(added) > 1)} new in this curator: {', '.join(added)}")
+    if gone:
+        out.append(f"parameter{'s' * (len(gone) > 1)} no longer taken: {', '.join(gone)}")
+    out += [f"parameter '{k}' changed ({_short(was)} -> {_short(now)})"
+            for k, was, now in changed if was is not _ABSENT and now is not _ABSENT]
     if old.get("max_doc_mb") != new.get("max_doc_mb"):  # absent: the default
         out.append(f"max_doc_mb changed ({old.get('max_doc_mb', 'default')} -> "
                    f"{new.get('max_doc_mb', 'default')})")
@@ -339,7 +347,8 @@ _ABSENT = object()
 def _changed_params(old: dict[str, Any], new: dict[str, Any], prefix: str = ""
                     ) -> list[tuple[str, Any, Any]]:
     """``(dotted key, old value, new value)`` of each parameter that changed, naming the key
-    inside a nested group (``redis.url``), not the whole group."""
+    inside a nested group (``redis.url``), not the whole group; a key only one side has is
+    :data:`_ABSENT` on the other."""
     out: list[tuple[str, Any, Any]] = []
     for k in sorted(set(old) | set(new), key=str):
         was, now = old.get(k, _ABSENT), new.get(k, _ABSENT)
@@ -348,8 +357,7 @@ def _changed_params(old: dict[str, Any], new: dict[str, Any], prefix: str = ""
         if isinstance(was, dict) and isinstance(now, dict):
             out += _changed_params(was, now, f"{prefix}{k}.")
         else:
-            out.append((f"{prefix}{k}", None if was is _ABSENT else was,
-                        None if now is _ABSENT else now))
+            out.append((f"{prefix}{k}", was, now))
     return out
 
 

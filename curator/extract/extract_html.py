@@ -288,12 +288,66 @@ def extract_text(html: str, extractor: Extractor = DEFAULT_EXTRACTOR,
     return text
 
 
+class ExtractOptions(StageParams):
+    """trafilatura's options as curator runs it (docs/extract.md has the F1 and CPU of each),
+    the same in ``extract_html``, ``read_warc``, ``common_crawl`` and ``cc_index``. They apply
+    to ``extractor: trafilatura`` only: under another extractor they key nothing."""
+
+    fast: Fast = "auto"
+    """Trafilatura's fast mode; `auto`: fast, rerun in full when the text looks short
+    (see [extract.md](extract.md#options))."""
+    balance: Balance = "recall"
+    """Trafilatura's precision/recall balance."""
+    include_comments: bool = False
+    """Keep comment sections."""
+    include_tables: bool = True
+    """Keep the text of tables."""
+    fallback: bool = True
+    """Use resiliparse's text when trafilatura finds little."""
+    fallback_ratio: Ratio = FALLBACK_RATIO
+    """"Little": fewer words than this share of resiliparse's (0: empty only, for a crawl of
+    news articles: [extract.md](extract.md#news-crawls))."""
+    shape: bool = True
+    """Tidy the text (paragraphs on one line, code keeps its lines), see extract.md."""
+    body_ratio: Ratio = BODY_RATIO
+    """With `fast: auto`, when resiliparse keeps almost nothing: rerun trafilatura in full
+    when its text has fewer words than this share of the page's `<body>` (0: off)."""
+    listing_ratio: Ratio = LISTING_RATIO
+    """When the text has fewer words than this share of the page's `<body>`, append the
+    cards of a listing it misses (0: off; measured in
+    [extract.md](extract.md#listing-pages))."""
+    post_meta: bool = False
+    """Keep forum posts' author boxes and signatures (see
+    [extract.md](extract.md#forum-posts-author-boxes))."""
+    thin_ratio: Ratio = THIN_RATIO
+    """With `fast: auto`: rerun trafilatura in full when its text and resiliparse's both
+    have fewer words than this share of the page's `<body>` (0: off; see
+    [extract.md](extract.md#thin-pages))."""
+    screen_reader_text: bool = False
+    """Keep the text of elements only screen readers get (`sr-only`, `visually-hidden`...;
+    left out by default, see [extract.md](extract.md#screen-reader-text))."""
+    collapsed_panels: bool = True
+    """Keep the text of collapsed accordion and tab panels (hidden until a click; see
+    [extract.md](extract.md#collapsed-panels))."""
+
+
+
+ExtractOptions.applies_when = {
+    name: {"extractor": ("trafilatura",)} for name in ExtractOptions.model_fields
+}
+
+
+def extract_options(stage: object) -> dict[str, Any]:
+    """The :class:`ExtractOptions` a stage was built with, as :func:`extract_text` keywords."""
+    return {name: getattr(stage, name) for name in ExtractOptions.model_fields}
+
+
 class ExtractHtml(ShardStage):
     """Replace HTML in ``text`` by its extracted main text (for custom sources)."""
 
     name = "extract_html"
 
-    class Params(StageParams):
+    class Params(ExtractOptions):
         extractor: Extractor = "trafilatura"
         """Or `resiliparse`, `justext` (settings and measured F1 in extract.md)."""
         timeout_s: PositiveFloat = 10.0
@@ -302,53 +356,9 @@ class ExtractHtml(ShardStage):
         """Larger pages are rejected `page_too_large`."""
         keep_html_field: str | None = None
         """Keep the HTML in this metadata field (default: dropped)."""
-        fast: Fast = "auto"
-        """Trafilatura's fast mode; `auto`: fast, rerun in full when the text looks short
-        (see [extract.md](extract.md#options))."""
-        balance: Balance = "recall"
-        """Trafilatura's precision/recall balance."""
-        include_comments: bool = False
-        """Keep comment sections."""
-        include_tables: bool = True
-        """Keep the text of tables."""
-        fallback: bool = True
-        """Use resiliparse's text when trafilatura finds little."""
-        fallback_ratio: Ratio = FALLBACK_RATIO
-        """"Little": fewer words than this share of resiliparse's."""
-        shape: bool = True
-        """Tidy the text (paragraphs on one line, code keeps its lines), see extract.md."""
-        body_ratio: Ratio = BODY_RATIO
-        """With `fast: auto`, when resiliparse keeps almost nothing: rerun trafilatura in full
-        when its text has fewer words than this share of the page's `<body>` (0: off)."""
-        listing_ratio: Ratio = LISTING_RATIO
-        """When the text has fewer words than this share of the page's `<body>`, append the
-        cards of a listing it misses (0: off; measured in
-        [extract.md](extract.md#listing-pages))."""
-        post_meta: bool = False
-        """Keep forum posts' author boxes and signatures (see
-        [extract.md](extract.md#forum-posts-author-boxes))."""
-        thin_ratio: Ratio = THIN_RATIO
-        """With `fast: auto`: rerun trafilatura in full when its text and resiliparse's both
-        have fewer words than this share of the page's `<body>` (0: off; see
-        [extract.md](extract.md#thin-pages))."""
-        screen_reader_text: bool = False
-        """Keep the text of elements only screen readers get (`sr-only`, `visually-hidden`...;
-        left out by default, see [extract.md](extract.md#screen-reader-text))."""
-        collapsed_panels: bool = True
-        """Keep the text of collapsed accordion and tab panels (hidden until a click; see
-        [extract.md](extract.md#collapsed-panels))."""
 
     def setup(self) -> None:
-        # trafilatura's options (docs/extract.md has the F1 and CPU of each)
-        self.options = {"fast": self.fast, "balance": self.balance,
-                        "include_comments": self.include_comments,
-                        "include_tables": self.include_tables, "fallback": self.fallback,
-                        "fallback_ratio": self.fallback_ratio, "shape": self.shape,
-                        "body_ratio": self.body_ratio,
-                        "listing_ratio": self.listing_ratio, "post_meta": self.post_meta,
-                        "thin_ratio": self.thin_ratio,
-                        "screen_reader_text": self.screen_reader_text,
-                        "collapsed_panels": self.collapsed_panels}
+        self.options = extract_options(self)
         self.max_bytes = int(self.max_page_mb * 1024 * 1024)
 
     def process(self, docs: Iterator[Document], ctx: ShardContext) -> Iterator[Document]:

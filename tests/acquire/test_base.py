@@ -20,6 +20,7 @@ from curator.base.errors import ConfigError
 from curator.core import pipeline as pl
 from curator.core.params import StageParams
 from curator.core.stage import ShardStage
+from curator.extract.extract_html import ExtractOptions
 from tests.acquire.helpers_acquire import GzBooks
 
 DOWNLOAD = {"download_dir": "downloads", "delete_after_read": False, "retries": 5,
@@ -54,18 +55,21 @@ def test_download_parameters_are_declared_once_and_shared_by_every_source() -> N
 
 
 def test_yaml_parameters_and_errors_are_those_each_source_declared() -> None:
+    # extract_html's extraction options at their defaults (test_warc_extract_options.py)
+    options = ExtractOptions().model_dump(mode="json")
+    assert options["fallback_ratio"] == 0.5 and len(options) == 13
     cc = _stage({"common_crawl": {"snapshot": "CC-MAIN-2024-10", "retries": 2,
                                   "storage_options": {"anon": True}}})
     assert cc.params == {"snapshot": "CC-MAIN-2024-10", "base_url": "https://data.commoncrawl.org",
                          "files": None, "limit": None, "extractor": "trafilatura",
                          "timeout_s": 10.0, "max_page_mb": 10.0, "reader": "fastwarc",
-                         "languages": None, "language_guess_below": 0.05,
+                         "languages": None, "language_guess_below": 0.05, **options,
                          **DOWNLOAD, "retries": 2, "storage_options": {"anon": True}}
     assert (cc.retries, cc.storage_options, cc.backoff_s) == (2, {"anon": True}, 1.0)
     rw = _stage({"read_warc": {"paths": "a.warc", "source": "mine"}})
     assert rw.params == {"paths": "a.warc", "extractor": "trafilatura", "timeout_s": 10.0,
                          "max_page_mb": 10.0, "reader": "fastwarc", "languages": None,
-                         "language_guess_below": 0.05, "download_dir": "downloads",
+                         "language_guess_below": 0.05, **options, "download_dir": "downloads",
                          "retries": 5, "backoff_s": 1.0, "on_download_error": "fail",
                          "source": "mine", "storage_options": None}
     assert rw.http_timeout_s == 60.0 and rw.delete_after_read is False  # fixed settings

@@ -283,6 +283,22 @@ def test_explain_names_the_module_and_the_version_salt():
         "code of curator/filters/rules.py, curator/text/sentences.py changed"]
 
 
+def test_explain_tells_a_parameter_curator_added_from_one_the_user_changed():
+    """A parameter a new curator takes was set by nobody: "new in this curator", not
+    "changed (null -> default)" once per field (13 lines for the WARC sources' options)."""
+    old = {"format": 3, "stage": "read_warc", "params": {
+        "paths": "a.warc.gz", "old_knob": 1, "redis": {"db": 0}}}
+    new = {"format": 3, "stage": "read_warc", "params": {
+        "paths": "b.warc.gz", "fast": "auto", "balance": "recall", "redis": {"db": 0, "tls": None}}}
+    assert explain(old, new) == [
+        "parameters new in this curator: balance, fast, redis.tls",
+        "parameter no longer taken: old_knob",
+        """parameter 'paths' changed ("a.warc.gz" -> "b.warc.gz")"""]
+    # an explicit null is a value, not an absence
+    assert explain({**old, "params": {"x": None}}, {**old, "params": {"x": 1}}) == [
+        "parameter 'x' changed (null -> 1)"]
+
+
 def test_explain_names_a_changed_max_doc_mb():
     """A source's fingerprint holds a non-default run-wide max_doc_mb; the reason said
     'global stage(s) above it changed' with no stage named."""

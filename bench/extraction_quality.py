@@ -191,6 +191,12 @@ def configs() -> dict[str, Callable[[str], str]]:
         "curator default, no fallback": cur(fallback=False),
         # the stage option a news crawl sets (`fallback_ratio: 0`): resiliparse for empty only
         "curator default, fallback empty only": cur(fallback_ratio=0.0),
+        "curator default, article_ratio=1.1": cur(article_ratio=1.1),
+        # the default before the article-markup guard (docs/extract.md#article-markup)
+        "curator default, article_ratio=0": cur(article_ratio=0.0),
+        "curator default, article_ratio=1.25": cur(article_ratio=1.25),
+        "curator default, article_ratio=1.5": cur(article_ratio=1.5),
+        "curator default, article_ratio=2.0": cur(article_ratio=2.0),
         "curator default, shape off": cur(shape=False),
         "curator default, collapsed panels off": cur(collapsed_panels=False),
         "trafilatura no comments": _traf(include_comments=False),

@@ -20,10 +20,11 @@ from typing import Any, Literal
 
 from curator.base.document import Document
 from curator.core.context import ShardContext
-from curator.core.params import PositiveFloat, Ratio, StageParams
+from curator.core.params import NonNegFloat, PositiveFloat, Ratio, StageParams
 from curator.core.stage import ShardStage
 from curator.extract.adapters import justext_text, resiliparse_text, trafilatura_text
 from curator.extract.adapters.trafilatura_text import Balance
+from curator.extract.article_markup import beyond_article
 from curator.extract.html_repair import close_noscript_iframes, close_open_title
 from curator.extract.prune_ui import MASK, unmask
 from curator.extract.shape import TAG
@@ -138,6 +139,18 @@ THIN_COVER = 0.2
 LISTING_RATIO = 0.0
 
 
+#: ``article_ratio``: resiliparse's text does not replace the fast text when the fast text lies
+#: in the page's one article element (``<article>``, ``[itemprop=articleBody]``) and the
+#: replacement has more than this many times that element's words: it reaches beyond the
+#: article, into the whole page of a video, slideshow or "most read" page
+#: (curator/extract/article_markup.py). Chosen leave-one-family-out on the 849 tuning pages
+#: (news +0.005, mixed +0.002, no family changed otherwise; 1.25, 1.5 and 2.0 gain less),
+#: then scored once on the 1,602 held-out pages: news 0.913 -> 0.916 (trafilatura 0.916),
+#: pages losing > 0.3 F1 to trafilatura 15 -> 12, no other family changed
+#: (docs/extract.md#article-markup). ``0``: off.
+ARTICLE_RATIO = 1.1
+
+
 Fast = bool | Literal["auto"]
 
 
@@ -203,6 +216,7 @@ def extract_text(html: str, extractor: Extractor = DEFAULT_EXTRACTOR,
                  body_ratio: float = BODY_RATIO, listing_ratio: float = LISTING_RATIO,
                  post_meta: bool = False, thin_ratio: float = THIN_RATIO,
                  screen_reader_text: bool = False, collapsed_panels: bool = True,
+                 article_ratio: float = ARTICLE_RATIO,
                  precheck: Callable[[str], str | None] | None = None) -> str:
     """Main text of an HTML page ('' when there is none). Raises :class:`ExtractTimeout`
     after ``timeout_s`` seconds.
@@ -222,7 +236,9 @@ def extract_text(html: str, extractor: Extractor = DEFAULT_EXTRACTOR,
     both under that share of the ``<body>``'s words (0: never); ``screen_reader_text`` keeps
     the text of elements only screen readers get (:data:`SCREEN_READER_CLASSES`);
     ``collapsed_panels`` keeps the text of collapsed accordion and tab panels (elements named
-    in an ``aria-controls``, hidden until clicked).
+    in an ``aria-controls``, hidden until clicked); ``article_ratio`` keeps the fast text
+    instead of resiliparse's where it lies in the page's one article element and the
+    replacement has over that many times the element's words (0: off).
 
     ``precheck`` sees a quick text of the page first (resiliparse's main text, which the
     trafilatura path computes anyway; another extractor's own text) and may turn the page
@@ -272,7 +288,9 @@ def extract_text(html: str, extractor: Extractor = DEFAULT_EXTRACTOR,
                 # a thin page's rerun must extend the fragment, not swap it for another block
                 if rerun and (why == "body" or _covers(rerun, text, THIN_COVER)):
                     text = rerun
-            if fallback and (not text or count_words(text) < fallback_ratio * n_alt):
+            if fallback and (not text or count_words(text) < fallback_ratio * n_alt) and not (
+                    text and article_ratio > 0
+                    and beyond_article(html, text, n_alt, article_ratio)):
                 text = alt
         # after every comparison of word counts: the masked words counted in them as before
         if not screen_reader_text and MASK not in html:
@@ -329,6 +347,10 @@ class ExtractOptions(StageParams):
     collapsed_panels: bool = True
     """Keep the text of collapsed accordion and tab panels (hidden until a click; see
     [extract.md](extract.md#collapsed-panels))."""
+    article_ratio: NonNegFloat = ARTICLE_RATIO
+    """Keep trafilatura's text instead of resiliparse's where it lies in the page's one
+    `<article>` and resiliparse's has over this many times its words (0: off; see
+    [extract.md](extract.md#article-markup))."""
 
 
 

@@ -6,7 +6,7 @@ the article."""
 
 from __future__ import annotations
 
-from curator.extract.words import TOKEN, count_words
+from curator.extract.words import TOKEN, count_words, covers
 
 _ARTICLES = '//article | //*[@itemprop="articleBody"]'
 _TEXT = './/text()[not(ancestor::script or ancestor::style or ancestor::template)]'
@@ -40,7 +40,6 @@ def beyond_article(html: str, text: str, n_replacement: int, ratio: float,
     art = article_text(html)
     if art is None:
         return False
-    words = set(TOKEN.findall(text.lower()))
-    if not words or len(words & set(TOKEN.findall(art.lower()))) < inside * len(words):
+    if not TOKEN.search(text) or not covers(art, text, inside):
         return False
     return n_replacement > ratio * count_words(art)

@@ -29,7 +29,7 @@ from curator.extract.html_repair import close_noscript_iframes, close_open_title
 from curator.extract.prune_ui import MASK, unmask
 from curator.extract.shape import TAG
 from curator.extract.timeout import ExtractTimeout, time_limit
-from curator.extract.words import TOKEN, count_words
+from curator.extract.words import count_words, covers
 
 Extractor = Literal["trafilatura", "resiliparse", "justext"]
 
@@ -160,15 +160,6 @@ _SCRIPT_OR_STYLE = re.compile(r"<(script|style)\b", re.IGNORECASE)
 _END_TAG = {t: re.compile(rf"</{t}\s*>", re.IGNORECASE) for t in ("script", "style")}
 
 
-def _covers(new: str, old: str, share: float) -> bool:
-    """Whether ``new`` holds at least ``share`` of ``old``'s distinct words (all of them when
-    ``old`` has none)."""
-    words = set(TOKEN.findall(old.lower()))
-    if not words:
-        return True
-    return len(words & set(TOKEN.findall(new.lower()))) >= share * len(words)
-
-
 def _visible_words(html: str) -> int:
     """Words of the page's source from ``<body>`` on, without tags and without the content of
     ``<script>``/``<style>`` (resiliparse's ``<body>`` text counts script code: a news page's
@@ -286,7 +277,7 @@ def extract_text(html: str, extractor: Extractor = DEFAULT_EXTRACTOR,
                                   shape, post_meta, stash, screen_reader_text,
                                   collapsed_panels).strip()
                 # a thin page's rerun must extend the fragment, not swap it for another block
-                if rerun and (why == "body" or _covers(rerun, text, THIN_COVER)):
+                if rerun and (why == "body" or covers(rerun, text, THIN_COVER)):
                     text = rerun
             if fallback and (not text or count_words(text) < fallback_ratio * n_alt) and not (
                     text and article_ratio > 0

@@ -20,3 +20,12 @@ def count_words(text: str) -> int:
     spaces."""
     n = len(text.split())
     return n if text.isascii() else n + len(_NOSPACE_CHAR.findall(text))
+
+
+def covers(new: str, old: str, share: float) -> bool:
+    """Whether ``new`` holds at least ``share`` of ``old``'s distinct words (lower-cased, a
+    character each in scripts without spaces; all of them when ``old`` has none)."""
+    words = set(TOKEN.findall(old.lower()))
+    if not words:
+        return True
+    return len(words & set(TOKEN.findall(new.lower()))) >= share * len(words)

@@ -36,6 +36,7 @@ def test_a_replacement_beyond_the_article_is_refused_only_when_the_text_is_in_it
     assert not beyond_article(html, fast, 105, 1.1)  # the article and its title: kept
     # a fast text that is not the article's (a sidebar, a teaser): the guard says nothing
     assert not beyond_article(html, "nav1 nav2 nav3 nav4", 400, 1.1)
+    assert not beyond_article(html, "... !!!", 400, 1.1)  # a text without words: no test
     two = _page(f"<article><p>{PROSE}</p></article><article><p>more</p></article>")
     assert not beyond_article(two, fast, 400, 1.1)
 

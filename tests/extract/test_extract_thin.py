@@ -13,7 +13,8 @@ import pytest
 from bench.gold_set import prf
 from curator.base.errors import ConfigError
 from curator.extract.charset import decode_html
-from curator.extract.extract_html import ExtractHtml, _covers, _visible_words, extract_text
+from curator.extract.extract_html import ExtractHtml, _visible_words, extract_text
+from curator.extract.words import covers as _covers
 from tests.extract.helpers_extract import tuning_pages as _tuning
 
 DATA = os.path.join(os.path.dirname(__file__), "data", "wcxb")

@@ -279,9 +279,10 @@ def extract_text(html: str, extractor: Extractor = DEFAULT_EXTRACTOR,
                 # a thin page's rerun must extend the fragment, not swap it for another block
                 if rerun and (why == "body" or covers(rerun, text, THIN_COVER)):
                     text = rerun
-            if fallback and (not text or count_words(text) < fallback_ratio * n_alt) and not (
-                    text and article_ratio > 0
-                    and beyond_article(html, text, n_alt, article_ratio)):
+            short = not text or count_words(text) < fallback_ratio * n_alt
+            # a text inside the page's one article stays when resiliparse's reaches beyond it
+            if fallback and short and not (text and article_ratio > 0 and beyond_article(
+                    html, text, n_alt, article_ratio)):
                 text = alt
         # after every comparison of word counts: the masked words counted in them as before
         if not screen_reader_text and MASK not in html:

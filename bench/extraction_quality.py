@@ -116,7 +116,7 @@ def _comments_past(k: float) -> Callable[[str], str]:
     def run(html: str) -> str:
         from curator.extract.extract_html import extract_text
 
-        a = extract_text(html)
+        a = extract_text(html, comments_below=0)
         b = extract_text(html, include_comments=True)
         return b if len(b) > k * len(a) else a
     return run
@@ -124,12 +124,13 @@ def _comments_past(k: float) -> Callable[[str], str]:
 
 def _comments_when_thin(n: int, k: float) -> Callable[[str], str]:
     """Comments kept only where the text without them is a sliver (under ``n`` words) and
-    with them over ``k`` times longer: a page whose main text is its replies."""
+    with them over ``k`` times longer, on any page: the candidates before the default's
+    ``comments_below`` (which also skips pages that declare themselves articles)."""
     def run(html: str) -> str:
         from curator.extract.extract_html import extract_text
         from curator.extract.words import count_words
 
-        a = extract_text(html)
+        a = extract_text(html, comments_below=0)
         if count_words(a) >= n:
             return a
         b = extract_text(html, include_comments=True)
@@ -192,6 +193,8 @@ def configs() -> dict[str, Callable[[str], str]]:
         # the stage option a news crawl sets (`fallback_ratio: 0`): resiliparse for empty only
         "curator default, fallback empty only": cur(fallback_ratio=0.0),
         "curator default, article_ratio=1.1": cur(article_ratio=1.1),
+        # the default before thread replies (docs/extract.md#thread-replies)
+        "curator default, comments_below=0": cur(comments_below=0),
         # the default before the article-markup guard (docs/extract.md#article-markup)
         "curator default, article_ratio=0": cur(article_ratio=0.0),
         "curator default, article_ratio=1.25": cur(article_ratio=1.25),

@@ -40,7 +40,6 @@ from __future__ import annotations
 import ast
 import json
 import os
-import re
 from collections import Counter
 
 from bench.gold.build_gold import page_text, trafilatura_page
@@ -52,74 +51,10 @@ from bench.gold.build_unseen import (
     head_commit,
     write_rows,
 )
+from curator.extract.article_markup import declares_article
 
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "heldout4.jsonl.zst")
 LICENCES = {"trafilatura-eval": "Apache-2.0", "trafilatura-realworld": "Apache-2.0"}
-
-# schema.org types by which a page declares itself a news or blog article: Article,
-# NewsArticle and its subtypes, the blog postings, SatiricalArticle. Not taken: TechArticle,
-# ScholarlyArticle, Report, SocialMediaPosting, DiscussionForumPosting and the like.
-NEWS_TYPES = frozenset(
-    {
-        "Article",
-        "NewsArticle",
-        "AnalysisNewsArticle",
-        "AskPublicNewsArticle",
-        "BackgroundNewsArticle",
-        "OpinionNewsArticle",
-        "ReportageNewsArticle",
-        "ReviewNewsArticle",
-        "BlogPosting",
-        "LiveBlogPosting",
-        "SatiricalArticle",
-    }
-)
-
-_LD_JSON = re.compile(
-    r"<script\b[^>]*\btype\s*=\s*[\"']?application/ld\+json[\"']?[^>]*>(.*?)</script\s*>",
-    re.I | re.S,
-)
-_META = re.compile(r"<meta\b[^>]*>", re.I)
-_ATTR = re.compile(r"([\w:-]+)\s*=\s*(?:\"([^\"]*)\"|'([^']*)'|([^\s\"'>]+))")
-_LD_WRAP = re.compile(r"^\s*(?:<!--|//\s*<!\[CDATA\[|<!\[CDATA\[)|(?:-->|//\s*\]\]>|\]\]>)\s*$")
-
-
-def _types(obj: dict) -> set[str]:
-    t = obj.get("@type")
-    names = t if isinstance(t, list) else [t]
-    return {re.sub(r"^https?://schema\.org/", "", n) for n in names if isinstance(n, str)}
-
-
-def _ld_objects(data: object) -> list[dict]:
-    """The objects of a JSON-LD block that speak for the page: top level, ``@graph``
-    members, and the ``mainEntity`` of either."""
-    top = data if isinstance(data, list) else [data]
-    objs = [o for o in top if isinstance(o, dict)]
-    for o in list(objs):
-        graph = o.get("@graph")
-        objs += [g for g in (graph if isinstance(graph, list) else [graph]) if isinstance(g, dict)]
-    for o in list(objs):
-        main = o.get("mainEntity")
-        objs += [m for m in (main if isinstance(main, list) else [main]) if isinstance(m, dict)]
-    return objs
-
-
-def declares_article(html: str) -> bool:
-    """The family rule: a JSON-LD article type or ``og:type`` ``article`` (module docstring)."""
-    for m in _LD_JSON.finditer(html):
-        try:
-            data = json.loads(_LD_WRAP.sub("", m.group(1)))
-        except ValueError:
-            continue  # a block that is not JSON declares nothing
-        if any(_types(o) & NEWS_TYPES for o in _ld_objects(data)):
-            return True
-    for tag in _META.finditer(html):
-        attrs = {k.lower(): "".join(vals) for k, *vals in _ATTR.findall(tag.group(0))}
-        key = attrs.get("property", attrs.get("name", "")).strip().lower()
-        if key == "og:type" and attrs.get("content", "").strip().lower() == "article":
-            return True
-    return False
-
 
 def trafilatura_eval() -> list[dict]:
     """Every page of ``tests/evaldata.json`` with must-appear snippets (module docstring)."""

@@ -2,9 +2,13 @@
 element. resiliparse's whole-page text replaces a correct article on video, slideshow and
 "most read" pages (docs/extract.md); where the page marks its article and the text already
 lies inside it, a replacement with many more words than that element brings in what is not
-the article."""
+the article. Whether the page declares itself an article at all (its JSON-LD or ``og:type``)
+decides whether a comment section may be its text (curator/extract/extract_html.py)."""
 
 from __future__ import annotations
+
+import json
+import re
 
 from curator.extract.words import TOKEN, count_words, covers
 
@@ -43,3 +47,73 @@ def beyond_article(html: str, text: str, n_replacement: int, ratio: float,
     if not TOKEN.search(text) or not covers(art, text, inside):
         return False
     return n_replacement > ratio * count_words(art)
+
+
+# schema.org types by which a page declares itself a news or blog article: Article,
+# NewsArticle and its subtypes, the blog postings, SatiricalArticle. Not taken: TechArticle,
+# ScholarlyArticle, Report, SocialMediaPosting, DiscussionForumPosting and the like.
+NEWS_TYPES = frozenset(
+    {
+        "Article",
+        "NewsArticle",
+        "AnalysisNewsArticle",
+        "AskPublicNewsArticle",
+        "BackgroundNewsArticle",
+        "OpinionNewsArticle",
+        "ReportageNewsArticle",
+        "ReviewNewsArticle",
+        "BlogPosting",
+        "LiveBlogPosting",
+        "SatiricalArticle",
+    }
+)
+
+_LD_JSON = re.compile(
+    r"<script\b[^>]*\btype\s*=\s*[\"']?application/ld\+json[\"']?[^>]*>(.*?)</script\s*>",
+    re.I | re.S,
+)
+_META = re.compile(r"<meta\b[^>]*>", re.I)
+_ATTR = re.compile(r"([\w:-]+)\s*=\s*(?:\"([^\"]*)\"|'([^']*)'|([^\s\"'>]+))")
+_LD_WRAP = re.compile(r"^\s*(?:<!--|//\s*<!\[CDATA\[|<!\[CDATA\[)|(?:-->|//\s*\]\]>|\]\]>)\s*$")
+
+
+def _types(obj: dict) -> set[str]:
+    t = obj.get("@type")
+    names = t if isinstance(t, list) else [t]
+    return {re.sub(r"^https?://schema\.org/", "", n) for n in names if isinstance(n, str)}
+
+
+def _ld_objects(data: object) -> list[dict]:
+    """The objects of a JSON-LD block that speak for the page: top level, ``@graph``
+    members, and the ``mainEntity`` of either."""
+    top = data if isinstance(data, list) else [data]
+    objs = [o for o in top if isinstance(o, dict)]
+    for o in list(objs):
+        graph = o.get("@graph")
+        objs += [g for g in (graph if isinstance(graph, list) else [graph]) if isinstance(g, dict)]
+    for o in list(objs):
+        main = o.get("mainEntity")
+        objs += [m for m in (main if isinstance(main, list) else [main]) if isinstance(m, dict)]
+    return objs
+
+
+def declares_article(html: str) -> bool:
+    """Whether the page says it is a news or blog article: a JSON-LD object (top level,
+    ``@graph`` member, or the ``mainEntity`` of either) whose ``@type`` (a name, a list, or a
+    ``schema.org`` URL) is one of :data:`NEWS_TYPES`, or ``<meta property="og:type"
+    content="article">`` (``property`` or ``name``; case and spaces ignored). Forum threads,
+    products and listings declare other types. Also the family rule of
+    bench/gold/build_heldout4.py."""
+    for m in _LD_JSON.finditer(html):
+        try:
+            data = json.loads(_LD_WRAP.sub("", m.group(1)))
+        except ValueError:
+            continue  # a block that is not JSON declares nothing
+        if any(_types(o) & NEWS_TYPES for o in _ld_objects(data)):
+            return True
+    for tag in _META.finditer(html):
+        attrs = {k.lower(): "".join(vals) for k, *vals in _ATTR.findall(tag.group(0))}
+        key = attrs.get("property", attrs.get("name", "")).strip().lower()
+        if key == "og:type" and attrs.get("content", "").strip().lower() == "article":
+            return True
+    return False

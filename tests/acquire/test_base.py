@@ -57,7 +57,7 @@ def test_download_parameters_are_declared_once_and_shared_by_every_source() -> N
 def test_yaml_parameters_and_errors_are_those_each_source_declared() -> None:
     # extract_html's extraction options at their defaults (test_warc_extract_options.py)
     options = ExtractOptions().model_dump(mode="json")
-    assert options["fallback_ratio"] == 0.5 and len(options) == 14
+    assert options["fallback_ratio"] == 0.5 and len(options) == 15
     cc = _stage({"common_crawl": {"snapshot": "CC-MAIN-2024-10", "retries": 2,
                                   "storage_options": {"anon": True}}})
     assert cc.params == {"snapshot": "CC-MAIN-2024-10", "base_url": "https://data.commoncrawl.org",

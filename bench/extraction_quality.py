@@ -193,8 +193,9 @@ def configs() -> dict[str, Callable[[str], str]]:
         # the stage option a news crawl sets (`fallback_ratio: 0`): resiliparse for empty only
         "curator default, fallback empty only": cur(fallback_ratio=0.0),
         "curator default, article_ratio=1.1": cur(article_ratio=1.1),
-        # the default before thread replies (docs/extract.md#thread-replies)
-        "curator default, comments_below=0": cur(comments_below=0),
+        # thread replies, the forum-crawl setting (docs/extract.md#thread-replies); at a4a535e
+        # it was the default and "curator default, comments_below=0" the row without it
+        "curator default, comments_below=200": cur(comments_below=200),
         # the default before the article-markup guard (docs/extract.md#article-markup)
         "curator default, article_ratio=0": cur(article_ratio=0.0),
         "curator default, article_ratio=1.25": cur(article_ratio=1.25),

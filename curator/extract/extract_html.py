@@ -151,16 +151,17 @@ LISTING_RATIO = 0.0
 ARTICLE_RATIO = 1.1
 
 
-#: ``comments_below``: where the text without comment sections has fewer words than this and
-#: the page does not declare itself an article (JSON-LD or ``og:type``, curator/extract/
-#: article_markup.py), extract again with them and keep that text when it has over
-#: :data:`COMMENTS_GAIN` times the words. Forum threads whose replies are marked up as
-#: comments (``<div class="comment">``) come out as their opening line; an article's reader
-#: comments are not its text. Tuning pages: forum threads 0.702 -> 0.737, no other family
-#: changed; WCXB's 121 forum pages outside the gold set (never chosen on) 0.717 -> 0.731, no
-#: other page type changed; held-out pages, scored once: docs/extract.md#thread-replies.
-#: ``0``: off.
-COMMENTS_BELOW = 200
+#: ``comments_below``: where the text without comment sections has fewer words than this, the
+#: page does not declare itself an article (JSON-LD or ``og:type``, curator/extract/
+#: article_markup.py) and its comment sections hold more words than the text, extract again
+#: with them and keep that text when it has over :data:`COMMENTS_GAIN` times the words: a
+#: forum thread whose replies are marked up as comments (``<div class="comment">``) comes out
+#: as its opening post alone. Off by default: ``200`` raises forum threads (tuning 0.702 ->
+#: 0.737, WCXB forums never chosen on 0.717 -> 0.731, held-out 0.742 -> 0.800) but takes a
+#: short blog post's long comment thread for its text where the blog does not declare an
+#: article (dragnet's pages: 48 of 1,372 changed, most 0.8-0.95 F1 down), so it is the
+#: setting for a crawl of forums (docs/extract.md#thread-replies).
+COMMENTS_BELOW = 0
 
 
 #: How many times the words of the text without comments the text with them must have.
@@ -399,7 +400,7 @@ class ExtractOptions(StageParams):
     comments_below: NonNegInt = COMMENTS_BELOW
     """Where the text has fewer words than this without comment sections and the page does
     not declare itself an article, keep them if they more than double it: a forum thread
-    whose replies are marked up as comments (0: off; see
+    whose replies are marked up as comments (0: off; 200 for a crawl of forums, see
     [extract.md](extract.md#thread-replies))."""
 
 

@@ -104,7 +104,7 @@ def run(name: str, pages: list[GoldPage], jobs: int) -> Result:
     return saved_config(name, text, cpu, pages)
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None) -> int | dict[str, object]:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--data", default=DATA, help="a checkout of html-cleaning-dataset-merged")
     ap.add_argument("--jobs", type=int, default=1)
@@ -125,28 +125,35 @@ def main(argv: list[str] | None = None) -> int:
 
         text, cpu = predictions([(p.id, p.html, "") for p in pages], args.rs_python)
         results.append(saved_config("rs-trafilatura", text, cpu, pages))
-    print(f"\n{'set':24s} {'pages':>5s} " + " ".join(f"{r.config:>24s}" for r in results))
+    lines = [f"{'set':24s} {'pages':>5s} " + " ".join(f"{r.config:>24s}" for r in results)]
+    f1: dict[str, dict[str, float]] = {}
     for name in SETS + ["all"]:
         idx = [i for i, p in enumerate(pages) if name in ("all", p.source)]
         cells = []
         for r in results:
             f = [r.f[i] for i in idx]
             lo, hi = bootstrap(f)
+            f1.setdefault(name, {})[r.config] = round(sum(f) / len(f), 4)
             cells.append(f"{sum(f) / len(f):.3f} [{lo:.3f},{hi:.3f}]")
-        print(f"{name:24s} {len(idx):5d} " + " ".join(f"{c:>24s}" for c in cells))
+        lines.append(f"{name:24s} {len(idx):5d} " + " ".join(f"{c:>24s}" for c in cells))
     cur = results[0]
     for r in results[1:]:
         d = [a - b for a, b in zip(cur.f, r.f, strict=True)]
         lo, hi = bootstrap(d)
-        print(f"curator default - {r.config}: {sum(d) / len(d):+.4f} [{lo:+.4f}, {hi:+.4f}] "
-              f"(paired); empty {sum(cur.empty)} vs {sum(r.empty)}; CPU per page "
-              f"{1000 * sum(cur.cpu_s) / len(pages):.1f} vs {1000 * sum(r.cpu_s) / len(pages):.1f}"
-              " ms")
+        lines.append(f"curator default - {r.config}: {sum(d) / len(d):+.4f} [{lo:+.4f}, {hi:+.4f}] "
+                     f"(paired); empty {sum(cur.empty)} vs {sum(r.empty)}; CPU per page "
+                     f"{1000 * sum(cur.cpu_s) / len(pages):.1f} vs "
+                     f"{1000 * sum(r.cpu_s) / len(pages):.1f} ms")
     prec = [sum(r.p) / len(pages) for r in results]
     rec = [sum(r.r) / len(pages) for r in results]
-    print("precision / recall: " + ", ".join(f"{r.config} {p:.3f} / {q:.3f}"
-                                             for r, p, q in zip(results, prec, rec, strict=True)))
-    return 0
+    lines.append("precision / recall: " + ", ".join(
+        f"{r.config} {p:.3f} / {q:.3f}" for r, p, q in zip(results, prec, rec, strict=True)))
+    print("\n" + "\n".join(lines))
+    # recorded as they are printed (the table's rows state no figure that figure_lines finds)
+    return {"lines": lines, "f1": f1,
+            "cpu_ms_per_page": {r.config: round(1000 * sum(r.cpu_s) / len(pages), 1)
+                                for r in results},
+            "empty": {r.config: sum(r.empty) for r in results}}
 
 
 if __name__ == "__main__":

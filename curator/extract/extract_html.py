@@ -328,16 +328,16 @@ def extract_text(html: str, extractor: Extractor = DEFAULT_EXTRACTOR,
 
         text = run(include_comments)
         # a thread whose replies are marked up as comments: without them, a sliver
-        n_text = count_words(text)
-        if (comments_below > 0 and not include_comments and n_text < comments_below
-                and not declares_article(html)):
-            if rtree is None:
-                alt, rtree = _yardstick(html)
-            # comment sections too short to double the text: no second extraction
-            if resiliparse_text.comment_words(rtree) > (COMMENTS_GAIN - 1) * n_text:
-                replies = _first_copies(run(True))
-                if count_words(replies) > COMMENTS_GAIN * n_text:
-                    text = replies
+        if comments_below > 0 and not include_comments:
+            n_text = count_words(text)
+            if n_text < comments_below and not declares_article(html):
+                if rtree is None:
+                    alt, rtree = _yardstick(html)
+                # comment sections too short to double the text: no second extraction
+                if resiliparse_text.comment_words(rtree) > (COMMENTS_GAIN - 1) * n_text:
+                    replies = _first_copies(run(True))
+                    if count_words(replies) > COMMENTS_GAIN * n_text:
+                        text = replies
         # after every comparison of word counts: the masked words counted in them as before
         if not screen_reader_text and MASK not in html:
             text = unmask(text)

@@ -107,8 +107,8 @@ def declares_article(html: str) -> bool:
     for m in _LD_JSON.finditer(html):
         try:
             data = json.loads(_LD_WRAP.sub("", m.group(1)))
-        except ValueError:
-            continue  # a block that is not JSON declares nothing
+        except (ValueError, RecursionError):
+            continue  # a block that is not JSON (or nests past the parser) declares nothing
         if any(_types(o) & NEWS_TYPES for o in _ld_objects(data)):
             return True
     for tag in _META.finditer(html):
@@ -117,3 +117,40 @@ def declares_article(html: str) -> bool:
         if key == "og:type" and attrs.get("content", "").strip().lower() == "article":
             return True
     return False
+
+
+#: Every element trafilatura may take for a comment section (its ``COMMENTS_XPATH`` and
+#: ``REMOVE_COMMENTS_XPATH``): an id or class holding "comment" in any case, and the ids of
+#: Disqus, ``comol`` and ``social`` boxes.
+_COMMENT_SECTIONS = (
+    "//*[contains(translate(@class, 'COMENT', 'coment'), 'comment')"
+    " or contains(translate(@id, 'COMENT', 'coment'), 'comment')"
+    " or starts-with(@id, 'comol') or starts-with(@id, 'disqus_thread')"
+    " or starts-with(@id, 'social')]"
+)
+
+
+def comment_words(html: str) -> int:
+    """Words in the page's comment sections (the outermost of nested ones): a text with its
+    comments can gain at most these, so where they are few, extracting again with comments
+    cannot double a text (``comments_below`` in curator/extract/extract_html.py). One lxml
+    parse, one XPath and one walk up per element however deep the page nests."""
+    from trafilatura.utils import load_html
+
+    tree = load_html(html)
+    if tree is None:
+        return 0
+    found = tree.xpath(_COMMENT_SECTIONS)
+    # whether an element is, or is inside, a comment section; each answer is kept
+    inside: dict[object, bool] = dict.fromkeys(found, True)
+    n = 0
+    for el in found:
+        path, up = [], el.getparent()
+        while up is not None and up not in inside:
+            path.append(up)
+            up = up.getparent()
+        covered = up is not None and inside[up]
+        inside.update(dict.fromkeys(path, covered))
+        if not covered:  # no comment section around it: an outermost one
+            n += count_words(el.text_content())
+    return n

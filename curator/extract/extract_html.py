@@ -24,7 +24,7 @@ from curator.core.params import NonNegFloat, NonNegInt, PositiveFloat, Ratio, St
 from curator.core.stage import ShardStage
 from curator.extract.adapters import justext_text, resiliparse_text, trafilatura_text
 from curator.extract.adapters.trafilatura_text import Balance
-from curator.extract.article_markup import beyond_article, declares_article
+from curator.extract.article_markup import beyond_article, comment_words, declares_article
 from curator.extract.html_repair import close_noscript_iframes, close_open_title
 from curator.extract.prune_ui import MASK, unmask
 from curator.extract.shape import TAG
@@ -330,14 +330,12 @@ def extract_text(html: str, extractor: Extractor = DEFAULT_EXTRACTOR,
         # a thread whose replies are marked up as comments: without them, a sliver
         if comments_below > 0 and not include_comments:
             n_text = count_words(text)
-            if n_text < comments_below and not declares_article(html):
-                if rtree is None:
-                    alt, rtree = _yardstick(html)
-                # comment sections too short to double the text: no second extraction
-                if resiliparse_text.comment_words(rtree) > (COMMENTS_GAIN - 1) * n_text:
-                    replies = _first_copies(run(True))
-                    if count_words(replies) > COMMENTS_GAIN * n_text:
-                        text = replies
+            # comment sections too short to double the text: no second extraction
+            if (n_text < comments_below and not declares_article(html)
+                    and comment_words(html) > (COMMENTS_GAIN - 1) * n_text):
+                replies = _first_copies(run(True))
+                if count_words(replies) > COMMENTS_GAIN * n_text:
+                    text = replies
         # after every comparison of word counts: the masked words counted in them as before
         if not screen_reader_text and MASK not in html:
             text = unmask(text)

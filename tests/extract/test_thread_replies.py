@@ -67,3 +67,18 @@ def test_real_threads_get_their_replies() -> None:
         assert text == extract_text(p.html, include_comments=True)
         assert count_words(before) < FORUMS < count_words(text)
         assert count_words(text) > 3 * count_words(before)
+
+
+def test_hostile_markup_is_read_without_blowing_up() -> None:
+    """JSON-LD nested past the parser's recursion declares nothing; comment sections deep
+    in a page and in their thousands are counted (the pytest timeout catches a walk that is
+    quadratic in them, as iterating resiliparse's selector results was: 2,000 took 16 s)."""
+    from curator.extract.article_markup import comment_words
+
+    deep = "[" * 200_000 + "]" * 200_000
+    assert not declares_article(f'<script type="application/ld+json">{deep}</script>')
+    n = 20_000
+    html = ("<html><body>" + "<b>" * 200 + "".join(
+        f'<div class="Comment"><span class="comment-body">w{i}</span></div>' for i in range(n))
+        + "</b>" * 200 + "</body></html>")
+    assert comment_words(html) == n

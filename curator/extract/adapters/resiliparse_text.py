@@ -62,27 +62,3 @@ def body_words(tree: Any) -> int:
     body = tree.body
     return count_words(body.text) if body is not None else 0
 
-
-#: Every element trafilatura may take for a comment section (its ``COMMENTS_XPATH`` and
-#: ``REMOVE_COMMENTS_XPATH``: an id or class holding "comment", in any case, and the ids of
-#: Disqus, ``comol`` and ``social`` boxes).
-_COMMENT_SECTIONS = ("[class*=comment i], [id*=comment i], [id^=comol], [id^=disqus_thread], "
-                     "[id^=social]")
-
-
-def comment_words(tree: Any) -> int:
-    """Words in the page's comment sections (the outermost of nested ones): a text with its
-    comments can gain at most these, so where they are few, extracting again with comments
-    cannot double a text (curator/extract/extract_html.py's ``comments_below``)."""
-    body = tree.body
-    if body is None:
-        return 0
-    found = list(body.query_selector_all(_COMMENT_SECTIONS))
-    matched, n = set(found), 0
-    for el in found:
-        up = el.parent
-        while up is not None and up not in matched:
-            up = up.parent
-        if up is None:  # no comment section around it: an outermost one
-            n += count_words(el.text)
-    return n

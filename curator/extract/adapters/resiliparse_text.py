@@ -61,4 +61,3 @@ def body_words(tree: Any) -> int:
     """Words of the text of the page's ``<body>`` (every element, navigation included)."""
     body = tree.body
     return count_words(body.text) if body is not None else 0
-
